@@ -1,0 +1,25 @@
+#include "checker/judge.hpp"
+
+#include <algorithm>
+
+namespace loopsim::checker {
+
+ArmJudgement judge(const std::vector<Verdict>& verdicts,
+                   const std::vector<std::string>& expect_violated) {
+  ArmJudgement j;
+  auto expected = [&](const std::string& p) {
+    return std::find(expect_violated.begin(), expect_violated.end(), p) != expect_violated.end();
+  };
+  for (const Verdict& v : verdicts) {
+    if (!v.held && !expected(v.property)) j.unexpected_violations.push_back(v.property);
+  }
+  for (const std::string& p : expect_violated) {
+    bool caught = std::any_of(verdicts.begin(), verdicts.end(),
+                              [&](const Verdict& v) { return v.property == p && !v.held; });
+    if (!caught) j.missed_violations.push_back(p);
+  }
+  j.held = j.unexpected_violations.empty() && j.missed_violations.empty();
+  return j;
+}
+
+}  // namespace loopsim::checker

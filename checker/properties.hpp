@@ -1,0 +1,58 @@
+// Properties: pure functions of a trace. Each returns a verdict with its measured figure, its
+// bound, and the first trace event that broke it. They observe; they never change the world.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+
+namespace loopsim::checker {
+
+enum class Unit : std::uint8_t { ns, count };
+
+struct Verdict {
+  std::string property;
+  std::string of;  // the group the property is about, if any
+  bool held = true;
+  std::int64_t measured = 0;
+  std::int64_t bound = 0;
+  Unit unit = Unit::ns;
+  std::string bound_text;  // the bound as the scenario wrote it
+  std::string detail;      // one line a person can act on
+  std::optional<std::size_t> first_bad;  // index into Trace::events
+};
+
+// What bounds written in "requests" and "batches" are measured in.
+struct Costs {
+  Nanos request{0};   // the measured cost of one request (see request_cost)
+  int batch = 16;     // accepts in one batch
+};
+
+// The median time the loop spent serving one request in this trace: what "1 request" means.
+Nanos request_cost(const sim::Trace& trace);
+// A bound in nanoseconds or as a count.
+std::int64_t resolve(const sim::Bound& bound, const Costs& costs);
+
+// Every request answered exactly once: none lost, none duplicated.
+Verdict answered(const sim::Trace& trace);
+// At the end nothing waits in the backlog; with `max`, no connection waited in it longer than
+// that while the loop sat blocked in its wait.
+Verdict no_stranded_backlog(const sim::Trace& trace, const sim::Expectation& expect,
+                            const Costs& costs);
+// `of`'s answer within `max` of `after`'s answer (or of its own send when `after` is empty).
+Verdict latency(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
+// The widest gap between consecutive answers to group `of` stays within `max`.
+Verdict max_gap(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
+
+bool known_property(const std::string& name);
+const std::vector<std::string>& property_names();
+
+// Checks every expectation. `costs.request` is filled from the trace when zero.
+std::vector<Verdict> evaluate(const sim::Trace& trace, const std::vector<sim::Expectation>& expect,
+                              Costs costs);
+
+}  // namespace loopsim::checker

@@ -1,0 +1,103 @@
+#include "checker/suite.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace loopsim::checker {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sim::ScenarioError(path + ":1:1: cannot read the file", "check the path");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+[[noreturn]] void bad_expectation(const sim::Scenario& s, const sim::Expectation& e,
+                                  const std::string& what, const std::string& hint) {
+  throw sim::ScenarioError(s.file + ":" + std::to_string(e.line) + ":1: " + what, hint);
+}
+
+std::string replay_command(const std::string& path, std::uint64_t seed, const std::string& arm,
+                           const std::vector<sim::Override>& overrides) {
+  std::string command = "loopsim run " + path + " --seed " + std::to_string(seed);
+  for (const auto& o : overrides) command += " --set '" + o.key + "=" + o.value + "'";
+  return command + " --arm " + arm;
+}
+
+// Bounds in batches count the batch the scenario file sets for its base, so an arm or a --set
+// that changes the batch is held to the same bound; a batch of 0 (unbounded) counts as the
+// loop's default.
+int bound_batch(const std::string& text, const std::string& path) {
+  int batch = sim::parse_scenario(text, path).loop.accept_batch;
+  return batch > 0 ? batch : LoopConfig{}.accept_batch;
+}
+
+}  // namespace
+
+bool RunReport::held() const {
+  return std::all_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.held; });
+}
+
+void validate(const sim::Scenario& scenario) {
+  for (const sim::Expectation& e : scenario.expect) {
+    if (!known_property(e.property)) {
+      std::string names;
+      for (const auto& n : property_names()) names += (names.empty() ? "" : ", ") + n;
+      bad_expectation(scenario, e, "unknown property \"" + e.property + "\"", "known: " + names);
+    }
+    bool needs_group = e.property == "latency" || e.property == "max_gap";
+    if (needs_group && e.of.empty()) {
+      bad_expectation(scenario, e, e.property + " needs `of`", "name a client group: of = \"fast\"");
+    }
+    if (needs_group && !e.max) {
+      bad_expectation(scenario, e, e.property + " needs `max`", "for example max = \"500ms\"");
+    }
+  }
+}
+
+SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
+  std::string text = read_file(path);
+  sim::Scenario base = sim::parse_scenario(text, path, options.overrides);
+  base.file = path;
+  validate(base);
+  Costs costs;
+  costs.batch = bound_batch(text, path);
+
+  std::vector<sim::Arm> arms{sim::Arm{"base", {}, {}}};
+  arms.insert(arms.end(), base.arms.begin(), base.arms.end());
+  SuiteResult result;
+  result.report.scenario = base.name;
+  result.report.file = path;
+  result.report.seed = options.seed.value_or(base.seed);
+  bool found = false;
+  for (const sim::Arm& arm : arms) {
+    if (options.only_arm && *options.only_arm != arm.name) continue;
+    found = true;
+    sim::Scenario scenario = sim::scenario_for_arm(text, path, arm, options.overrides);
+    scenario.file = path;
+    scenario.seed = result.report.seed;
+    std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
+    sim::RunResult run = sim::run(scenario, arm.name);
+    ArmReport report;
+    report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
+    report.name = arm.name;
+    report.expect_violated = arm.expect_violated;
+    report.verdicts = evaluate(run.trace, scenario.expect, costs);
+    report.judgement = judge(report.verdicts, arm.expect_violated);
+    report.stats = run.stats;
+    report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
+    result.report.arms.push_back(std::move(report));
+    result.traces.push_back(std::move(run.trace));
+  }
+  if (!found) {
+    throw sim::ScenarioError(path + ":1:1: no arm named \"" + *options.only_arm + "\"",
+                             "arms are \"base\" and the names under [[arms]]");
+  }
+  return result;
+}
+
+}  // namespace loopsim::checker

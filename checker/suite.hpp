@@ -1,0 +1,54 @@
+// A suite: one scenario file, its base and each of its arms, run and judged.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checker/judge.hpp"
+#include "checker/properties.hpp"
+#include "sim/scenario.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::checker {
+
+struct ArmReport {
+  std::string name;
+  std::vector<std::string> expect_violated;
+  std::vector<Verdict> verdicts;
+  ArmJudgement judgement;
+  sim::RunStats stats;
+  std::int64_t wall_ns = 0;
+  std::string replay;  // the command that reproduces this arm
+};
+
+struct RunReport {
+  std::string scenario;
+  std::string file;
+  std::uint64_t seed = 0;
+  std::vector<ArmReport> arms;
+  bool held() const;
+};
+
+struct SuiteOptions {
+  std::vector<sim::Override> overrides;  // --set, applied to the base and to every arm
+  std::optional<std::uint64_t> seed;     // --seed
+  std::optional<std::string> only_arm;   // --arm: run just this one ("base" for the base)
+  // Reads a wall clock for the report's wall_ns; the engine itself never does.
+  std::function<std::int64_t()> wall_ns;
+};
+
+struct SuiteResult {
+  RunReport report;
+  std::vector<sim::Trace> traces;  // one per arm run, in report order
+};
+
+// Loads, validates, runs and judges. Throws sim::ScenarioError for a bad scenario or override.
+SuiteResult run_suite(const std::string& path, const SuiteOptions& options);
+
+// Rejects expectations the checker cannot judge (unknown property, missing `of` or `max`).
+void validate(const sim::Scenario& scenario);
+
+}  // namespace loopsim::checker

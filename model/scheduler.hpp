@@ -1,0 +1,90 @@
+// Virtual time and the simulated threads that live in it (K1).
+//
+// A simulated thread is a fiber (Boost.Context). It runs until it blocks or spends time, then
+// yields to the scheduler, which runs whatever is next in virtual time: a thread's resumption
+// or a callback (client agents, deliveries, timers). Time moves only when every simulated
+// thread is blocked or spending. One OS thread, no wall clock: given the same calls, the same
+// order, always.
+#pragma once
+
+#include <boost/context/fiber.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "realloop/kernel.hpp"
+
+namespace loopsim::model {
+
+using ThreadId = int;
+inline constexpr ThreadId no_thread = -1;
+
+class Scheduler {
+ public:
+  Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  // Threads still blocked are unwound (their stacks' destructors run).
+  ~Scheduler();
+
+  Nanos now() const { return now_; }
+
+  // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
+  // must not block. Same-instant happenings run in the order they were scheduled.
+  void at(Nanos when, std::function<void()> callback);
+
+  // Starts a simulated thread that runs `body` from now.
+  ThreadId spawn(std::string name, std::function<void()> body);
+
+  // The simulated thread now running, or no_thread on the scheduler's stack.
+  ThreadId current() const { return current_; }
+
+  // From a simulated thread: resumes at `when`. The thread counts as busy until then.
+  void sleep_until(Nanos when);
+  // From a simulated thread: blocks until wake() or `deadline` (wait_forever: none). Returns
+  // true when woken, false on the deadline.
+  bool block(Nanos deadline);
+  // Resumes a blocked thread now. A thread that is not blocked is left alone.
+  void wake(ThreadId thread);
+
+  // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
+  // Returns the number of steps taken.
+  std::uint64_t run_until(Nanos until);
+  // True when nothing is scheduled.
+  bool idle() const { return queue_.empty(); }
+  bool finished(ThreadId thread) const;
+  // Unwinds every thread that has not finished: its stack's destructors run now, while what
+  // they refer to still exists. Nothing is resumed after it.
+  void unwind();
+
+ private:
+  struct Thread;
+  enum class Kind : std::uint8_t { callback, resume };
+  struct Entry {
+    Nanos when;
+    std::uint64_t seq;
+    Kind kind;
+    ThreadId thread;
+    std::uint64_t generation;  // a resume is stale once the thread moved on
+    std::function<void()> callback;
+  };
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.when != b.when ? a.when > b.when : a.seq > b.seq;
+    }
+  };
+
+  void push(Entry entry);
+  void resume(ThreadId thread);
+  void yield(Thread& thread);
+
+  Nanos now_{0};
+  std::uint64_t seq_ = 0;
+  ThreadId current_ = no_thread;
+  std::vector<Entry> queue_;  // a binary heap ordered by Later
+  std::vector<std::unique_ptr<Thread>> threads_;
+};
+
+}  // namespace loopsim::model

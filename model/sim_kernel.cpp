@@ -1,0 +1,418 @@
+#include "model/sim_kernel.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "realloop/assert.hpp"
+
+namespace loopsim::model {
+
+namespace {
+constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
+constexpr std::uint32_t always_reported = io::hangup | io::error;
+}  // namespace
+
+SimKernel::SimKernel(Scheduler& scheduler, SimKernelConfig config)
+    : scheduler_(scheduler), config_(config) {
+  fds_.resize(stdio_fds);
+  for (auto& e : fds_) e.kind = FdKind::stdio;
+  open_fds_ = stdio_fds;
+}
+
+Nanos SimKernel::now() { return scheduler_.now(); }
+
+// K1: the thread is busy; others run; the clock moves only through the scheduler.
+void SimKernel::spend(Nanos duration) {
+  LOOPSIM_ASSERT_OP(duration.count(), >=, 0);
+  scheduler_.sleep_until(scheduler_.now() + with_slack(duration));
+}
+
+// ---- descriptors (K2) ----
+
+int SimKernel::allocate_fd(FdKind kind, std::uint32_t object) {
+  int fd = free_fds_.empty() ? int(fds_.size()) : *free_fds_.begin();
+  if (fd >= config_.rlimit_nofile) return -EMFILE;
+  if (open_fds_ + client_files_ >= std::size_t(config_.file_max)) return -ENFILE;
+  if (fd == int(fds_.size())) {
+    fds_.emplace_back();
+  } else {
+    free_fds_.erase(free_fds_.begin());
+  }
+  fds_[std::size_t(fd)].kind = kind;
+  fds_[std::size_t(fd)].object = object;
+  ++open_fds_;
+  return fd;
+}
+
+void SimKernel::release_fd(int fd) {
+  FdEntry& e = fds_[std::size_t(fd)];
+  // K12: out of every interest set, and off every ready list.
+  for (int poller_fd : e.watched_by) {
+    Poller& poller = pollers_[fds_[std::size_t(poller_fd)].object];
+    poller.items.erase(fd);
+    std::erase(poller.ready, fd);
+  }
+  e = FdEntry{};
+  free_fds_.insert(fd);
+  --open_fds_;
+}
+
+const SimKernel::FdEntry* SimKernel::entry(int fd) const {
+  if (fd < 0 || std::size_t(fd) >= fds_.size()) return nullptr;
+  const FdEntry& e = fds_[std::size_t(fd)];
+  return e.kind == FdKind::free ? nullptr : &e;
+}
+
+SimKernel::FdEntry* SimKernel::entry(int fd, FdKind kind) {
+  if (fd < 0 || std::size_t(fd) >= fds_.size()) return nullptr;
+  FdEntry& e = fds_[std::size_t(fd)];
+  return e.kind == kind ? &e : nullptr;
+}
+
+ConnId SimKernel::conn_of(int fd) const {
+  const FdEntry* e = entry(fd);
+  return e != nullptr && e->kind == FdKind::socket ? ConnId(e->object) : no_conn;
+}
+
+// ---- listeners and the accept queue (K9, K10) ----
+
+int SimKernel::listen(const ListenSpec& spec) {
+  LOOPSIM_ASSERT_OP(spec.backlog, >=, 0);
+  auto index = std::uint32_t(listeners_.size());
+  int fd = allocate_fd(FdKind::listener, index);
+  if (fd < 0) return fd;
+  Listener listener;
+  listener.fd = fd;
+  listener.port = spec.port != 0 ? spec.port : next_port_++;
+  // K9: Linux tests `queue length > backlog`, so one more than the backlog fits.
+  listener.capacity = std::size_t(std::min(spec.backlog, config_.somaxconn)) + 1;
+  listeners_.push_back(std::move(listener));
+  return fd;
+}
+
+int SimKernel::local_port(int fd) {
+  FdEntry* e = entry(fd, FdKind::listener);
+  return e == nullptr ? -ENOTSOCK : listeners_[e->object].port;
+}
+
+std::size_t SimKernel::backlog(int fd) const {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr || e->kind != FdKind::listener) return 0;
+  return listeners_[e->object].queue.size();
+}
+
+// K10, in Linux's order: the descriptor is allocated before the queue is looked at, so a
+// process out of descriptors sees EMFILE even when nothing is queued, and the queue is left
+// as it was.
+int SimKernel::accept(int listener_fd) {
+  FdEntry* e = entry(listener_fd, FdKind::listener);
+  if (e == nullptr) return entry(listener_fd) == nullptr ? -EBADF : -EINVAL;
+  Listener& listener = listeners_[e->object];
+  int fd = allocate_fd(FdKind::socket, 0);
+  if (fd < 0) return fd;
+  if (listener.queue.empty()) {
+    release_fd(fd);
+    return -EAGAIN;
+  }
+  ConnId id = listener.queue.front();
+  listener.queue.pop_front();
+  fds_[std::size_t(fd)].object = id;
+  conns_[id].server_fd = fd;
+  return fd;
+}
+
+// ---- the client side ----
+
+ConnId SimKernel::connect(std::uint16_t port) {
+  auto id = ConnId(conns_.size());
+  Conn conn;
+  for (const Listener& listener : listeners_) {
+    if (listener.port == port && listener.open) conn.listener = listener.fd;
+  }
+  conn.client_file = true;
+  ++client_files_;
+  conns_.push_back(std::move(conn));
+  // The SYN arrives after this call returns, so the caller hears of the handshake only after
+  // it knows the connection's id.
+  scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); });
+  return id;
+}
+
+// K9: the handshake completes onto the accept queue if it has room. Otherwise the SYN is
+// dropped and the client retransmits after its timeout (1 s, doubling), or, with
+// abort_on_overflow, the client is reset.
+void SimKernel::try_handshake(ConnId id) {
+  Conn& conn = conns_[id];
+  FdEntry* e = entry(conn.listener, FdKind::listener);
+  if (e == nullptr) {  // nothing listens: RST
+    conn.reset = true;
+    release_client_file(conn);
+    if (sink_ != nullptr) sink_->refused(id, ECONNREFUSED);
+    return;
+  }
+  Listener& listener = listeners_[e->object];
+  if (listener.queue.size() < listener.capacity) {
+    listener.queue.push_back(id);
+    conn.established = true;
+    if (sink_ != nullptr) sink_->established(id);
+    notify(conn.listener);  // K3: every completed handshake is a wake-up
+    return;
+  }
+  if (config_.abort_on_overflow || conn.syn_attempts >= config_.syn_retries) {
+    conn.reset = true;
+    release_client_file(conn);
+    int error = config_.abort_on_overflow ? ECONNRESET : ETIMEDOUT;
+    if (sink_ != nullptr) sink_->refused(id, error);
+    return;
+  }
+  Nanos retry_at = scheduler_.now() + config_.syn_rto * (std::int64_t(1) << conn.syn_attempts);
+  ++conn.syn_attempts;
+  if (sink_ != nullptr) sink_->syn_dropped(id, retry_at);
+  scheduler_.at(retry_at, [this, id] { try_handshake(id); });
+}
+
+void SimKernel::send(ConnId id, std::string_view bytes) {
+  Conn& conn = conns_.at(id);
+  LOOPSIM_ASSERT(conn.established && !conn.client_closed);
+  if (conn.server_closed) return;  // the server is gone: a real peer would see a reset
+  conn.to_server.append(bytes);
+  if (conn.server_fd >= 0) notify(conn.server_fd);  // K3: each arrival is a wake-up
+}
+
+void SimKernel::client_close(ConnId id) {
+  Conn& conn = conns_.at(id);
+  if (conn.client_closed) return;
+  conn.client_closed = true;
+  release_client_file(conn);
+  if (conn.server_fd >= 0) notify(conn.server_fd);
+}
+
+void SimKernel::release_client_file(Conn& conn) {
+  if (!conn.client_file) return;
+  conn.client_file = false;
+  --client_files_;
+}
+
+void SimKernel::schedule_delivery(ConnId id) {
+  Conn& conn = conns_[id];
+  if (conn.delivery_pending) return;
+  conn.delivery_pending = true;
+  scheduler_.at(scheduler_.now(), [this, id] { deliver(id); });
+}
+
+void SimKernel::deliver(ConnId id) {
+  Conn& conn = conns_[id];
+  conn.delivery_pending = false;
+  std::string bytes = std::move(conn.to_client);
+  conn.to_client.clear();
+  if (sink_ == nullptr || conn.client_closed) return;
+  if (!bytes.empty()) sink_->received(id, bytes);
+  if (conn.server_closed) sink_->peer_closed(id);
+}
+
+// ---- sockets (K11 in part) ----
+
+std::int64_t SimKernel::read(int fd, std::span<char> into) {
+  FdEntry* e = entry(fd, FdKind::socket);
+  if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
+  Conn& conn = conns_[e->object];
+  if (conn.reset) {
+    if (conn.reset_reported) return 0;  // reported once; after it the stream reads as ended
+    conn.reset_reported = true;
+    return -ECONNRESET;
+  }
+  if (!conn.to_server.empty()) {
+    std::size_t n = std::min(into.size(), conn.to_server.size());
+    std::memcpy(into.data(), conn.to_server.data(), n);
+    conn.to_server.erase(0, n);
+    return std::int64_t(n);
+  }
+  return conn.client_closed ? 0 : -EAGAIN;
+}
+
+std::int64_t SimKernel::write(int fd, std::span<const char> from) {
+  FdEntry* e = entry(fd, FdKind::socket);
+  if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
+  ConnId id = e->object;
+  Conn& conn = conns_[id];
+  if (conn.reset) return -ECONNRESET;
+  conn.to_client.append(from.data(), from.size());
+  schedule_delivery(id);
+  return std::int64_t(from.size());
+}
+
+int SimKernel::close(int fd) {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr || e->kind == FdKind::stdio) return -EBADF;
+  if (e->kind == FdKind::socket) {
+    ConnId id = e->object;
+    conns_[id].server_closed = true;
+    conns_[id].server_fd = -1;
+    schedule_delivery(id);
+  } else if (e->kind == FdKind::listener) {
+    Listener& listener = listeners_[e->object];
+    listener.open = false;
+    for (ConnId id : listener.queue) {  // queued connections are reset
+      conns_[id].server_closed = true;
+      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); });
+    }
+    listener.queue.clear();
+  } else if (e->kind == FdKind::poller) {
+    Poller& poller = pollers_[e->object];
+    for (auto& [watched, item] : poller.items) std::erase(fds_[std::size_t(watched)].watched_by, fd);
+    poller.items.clear();
+    poller.ready.clear();
+  }
+  release_fd(fd);
+  return 0;
+}
+
+// ---- wake objects ----
+
+int SimKernel::wake_create() {
+  int fd = allocate_fd(FdKind::wake, std::uint32_t(wakes_.size()));
+  if (fd >= 0) wakes_.push_back(false);
+  return fd;
+}
+
+void SimKernel::wake_signal(int fd) {
+  FdEntry* e = entry(fd, FdKind::wake);
+  LOOPSIM_ASSERT(e != nullptr);
+  wakes_[e->object] = true;
+  notify(fd);
+}
+
+void SimKernel::wake_drain(int fd) {
+  FdEntry* e = entry(fd, FdKind::wake);
+  LOOPSIM_ASSERT(e != nullptr);
+  wakes_[e->object] = false;
+}
+
+// ---- the poller (K3, K4, K5) ----
+
+std::uint32_t SimKernel::readiness(int fd) const {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr) return 0;
+  switch (e->kind) {
+    case FdKind::listener:
+      return listeners_[e->object].queue.empty() ? 0 : io::readable;
+    case FdKind::wake:
+      return io::writable | (wakes_[e->object] ? io::readable : 0);
+    case FdKind::socket: {
+      const Conn& conn = conns_[e->object];
+      if (conn.reset) return io::readable | io::writable | io::error | io::hangup;
+      std::uint32_t mask = io::writable;
+      if (!conn.to_server.empty() || conn.client_closed) mask |= io::readable;
+      if (conn.client_closed) mask |= io::read_hangup;
+      return mask;
+    }
+    default:
+      return 0;
+  }
+}
+
+void SimKernel::enqueue(Poller& poller, int fd, Interest& item) {
+  if (item.queued || item.disabled) return;
+  if ((readiness(fd) & (item.events | always_reported)) == 0) return;
+  item.queued = true;
+  poller.ready.push_back(fd);
+  if (poller.waiter != no_thread) scheduler_.wake(poller.waiter);
+}
+
+// K3: a wake-up queues the item if it is not on the ready list already, whatever the trigger.
+void SimKernel::notify(int fd) {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr) return;
+  for (int poller_fd : e->watched_by) {
+    Poller& poller = pollers_[fds_[std::size_t(poller_fd)].object];
+    enqueue(poller, fd, poller.items.at(fd));
+  }
+}
+
+int SimKernel::poller_create() {
+  int fd = allocate_fd(FdKind::poller, std::uint32_t(pollers_.size()));
+  if (fd >= 0) pollers_.emplace_back();
+  return fd;
+}
+
+int SimKernel::watch(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
+  FdEntry* p = entry(poller_fd, FdKind::poller);
+  if (p == nullptr || entry(fd) == nullptr) return -EBADF;
+  if (fd == poller_fd) return -EINVAL;
+  Poller& poller = pollers_[p->object];
+  auto [it, inserted] = poller.items.try_emplace(fd, Interest{interest, trigger, false, false});
+  if (!inserted) return -EEXIST;
+  fds_[std::size_t(fd)].watched_by.push_back(poller_fd);
+  enqueue(poller, fd, it->second);  // registering a ready item queues it at once
+  return 0;
+}
+
+int SimKernel::rewatch(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
+  FdEntry* p = entry(poller_fd, FdKind::poller);
+  if (p == nullptr || entry(fd) == nullptr) return -EBADF;
+  Poller& poller = pollers_[p->object];
+  auto it = poller.items.find(fd);
+  if (it == poller.items.end()) return -ENOENT;
+  it->second.events = interest;
+  it->second.trigger = trigger;
+  it->second.disabled = false;  // K6: re-arming
+  enqueue(poller, fd, it->second);
+  return 0;
+}
+
+int SimKernel::unwatch(int poller_fd, int fd) {
+  FdEntry* p = entry(poller_fd, FdKind::poller);
+  if (p == nullptr || entry(fd) == nullptr) return -EBADF;
+  Poller& poller = pollers_[p->object];
+  if (poller.items.erase(fd) == 0) return -ENOENT;
+  std::erase(poller.ready, fd);
+  std::erase(fds_[std::size_t(fd)].watched_by, poller_fd);
+  return 0;
+}
+
+// K4, K5: take items from the front; an item no longer ready is dropped silently and takes no
+// slot; level-triggered items go back to the tail, edge-triggered and one-shot do not; what
+// is not taken stays at the front.
+int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
+  std::size_t n = 0;
+  std::vector<int> again;
+  while (n < into.size() && !poller.ready.empty()) {
+    int fd = poller.ready.front();
+    poller.ready.pop_front();
+    Interest& item = poller.items.at(fd);
+    item.queued = false;
+    std::uint32_t ready = readiness(fd) & (item.events | always_reported);
+    if (ready == 0) continue;
+    std::int64_t data = -1;
+    if (config_.poller == PollerFlavour::kqueue && fds_[std::size_t(fd)].kind == FdKind::listener) {
+      data = std::int64_t(backlog(fd));
+    }
+    into[n++] = PollEvent{fd, ready, data};
+    if (item.trigger == Trigger::oneshot) item.disabled = true;
+    if (item.trigger == Trigger::level) again.push_back(fd);
+  }
+  for (int fd : again) {
+    poller.items.at(fd).queued = true;
+    poller.ready.push_back(fd);
+  }
+  return int(n);
+}
+
+int SimKernel::wait(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
+  FdEntry* p = entry(poller_fd, FdKind::poller);
+  if (p == nullptr) return -EBADF;
+  if (into.empty()) return -EINVAL;
+  std::uint32_t index = p->object;
+  Nanos deadline = timeout == wait_forever ? wait_forever : scheduler_.now() + with_slack(timeout);
+  for (;;) {
+    int n = harvest(pollers_[index], into);
+    if (n > 0 || timeout == Nanos(0)) return n;
+    if (deadline != wait_forever && scheduler_.now() >= deadline) return 0;
+    pollers_[index].waiter = scheduler_.current();
+    scheduler_.block(deadline);
+    pollers_[index].waiter = no_thread;
+  }
+}
+
+}  // namespace loopsim::model

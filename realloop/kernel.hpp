@@ -1,0 +1,108 @@
+// The Kernel boundary: every call the loop makes to the world outside it.
+//
+// Nothing in realloop/ reads a clock, polls a descriptor or sleeps except through this
+// interface. Two implementations exist: model::SimKernel (a simulated kernel in virtual time)
+// and live::LinuxKernel (epoll and real sockets). The loop cannot tell them apart.
+//
+// Errors are returned as negative errno values (as libuv does), never thrown: a call that
+// returns a descriptor or a byte count returns `-EAGAIN`, `-EMFILE`, ... on failure.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace loopsim {
+
+// Time is an integer count of nanoseconds. Instants are nanoseconds since the kernel's epoch
+// (the start of a simulation, or an arbitrary monotonic origin live).
+using Nanos = std::chrono::nanoseconds;
+
+// A wait that never times out.
+inline constexpr Nanos wait_forever{-1};
+
+enum class Trigger : std::uint8_t {
+  edge,     // EPOLLET / EV_CLEAR: reported once per wake-up
+  level,    // reported on every wait while ready
+  oneshot,  // EPOLLONESHOT / EV_ONESHOT: reported once, then disabled until re-armed
+};
+
+enum class PollerFlavour : std::uint8_t { epoll, kqueue };
+
+// Interest and readiness bits.
+namespace io {
+inline constexpr std::uint32_t readable = 1u << 0;
+inline constexpr std::uint32_t writable = 1u << 1;
+inline constexpr std::uint32_t hangup = 1u << 2;       // EPOLLHUP: both directions closed
+inline constexpr std::uint32_t read_hangup = 1u << 3;  // EPOLLRDHUP / EV_EOF: peer closed
+inline constexpr std::uint32_t error = 1u << 4;        // EPOLLERR: reset
+}  // namespace io
+
+struct PollEvent {
+  int fd = -1;
+  std::uint32_t ready = 0;  // io:: bits
+  // kqueue flavour only: a listener's event carries the accept-queue depth (EVFILT_READ data).
+  // The epoll flavour reports -1: epoll tells nothing of the depth.
+  std::int64_t data = -1;
+};
+
+struct ListenSpec {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: any free port (live); ignored in simulation
+  int backlog = 128;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+
+  // Monotonic time. Never blocks. In simulation it only moves while every simulated thread is
+  // blocked or spending (K1).
+  virtual Nanos now() = 0;
+
+  // CPU work done by the calling thread for `duration`: the thread is busy and other threads
+  // run. Live it sleeps; in simulation the thread is busy in virtual time. May block.
+  virtual void spend(Nanos duration) = 0;
+
+  // A non-blocking listening socket. Returns its descriptor or -errno.
+  virtual int listen(const ListenSpec& spec) = 0;
+  // The port a listener is bound to (useful after `port = 0`), or -errno.
+  virtual int local_port(int listener) = 0;
+
+  // Takes the oldest completed connection off the listener's accept queue. Never blocks.
+  // Returns a non-blocking descriptor, or -EAGAIN (queue empty), -EMFILE/-ENFILE/-ENOBUFS (the
+  // connection stays queued) or -ECONNABORTED (one connection consumed).
+  virtual int accept(int listener) = 0;
+
+  // Never block. read returns bytes read, 0 at end of stream, or -errno (-EAGAIN when nothing
+  // is buffered, -ECONNRESET after a reset). write returns bytes taken (possibly fewer than
+  // offered) or -errno.
+  virtual std::int64_t read(int fd, std::span<char> into) = 0;
+  virtual std::int64_t write(int fd, std::span<const char> from) = 0;
+
+  // Releases the descriptor and removes it from every poller's interest set (K12).
+  virtual int close(int fd) = 0;
+
+  // A poller (epoll instance / kqueue). Returns its descriptor or -errno.
+  virtual int poller_create() = 0;
+  // Registers, changes, or removes interest in fd. Registering or re-arming an item that is
+  // already ready queues it at once, whatever its trigger.
+  virtual int watch(int poller, int fd, std::uint32_t interest, Trigger trigger) = 0;
+  virtual int rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) = 0;
+  virtual int unwatch(int poller, int fd) = 0;
+  // Fills `into` with at most `into.size()` events. Blocks up to `timeout` while none is ready:
+  // 0 never blocks, wait_forever never times out. Returns the count or -errno.
+  virtual int wait(int poller, std::span<PollEvent> into, Nanos timeout) = 0;
+
+  // An eventfd-like wake object: readable while signalled. signal() may be called from any
+  // thread (live: async-signal-safe); drain() clears it.
+  virtual int wake_create() = 0;
+  virtual void wake_signal(int wake) = 0;
+  virtual void wake_drain(int wake) = 0;
+
+  virtual PollerFlavour flavour() const = 0;
+};
+
+}  // namespace loopsim

@@ -1,0 +1,113 @@
+#include "reports/summary.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+
+namespace loopsim::reports {
+
+namespace {
+
+const char* unit_name(checker::Unit unit) { return unit == checker::Unit::ns ? "ns" : "count"; }
+
+bool expected(const ArmReport& arm, const std::string& property) {
+  return std::find(arm.expect_violated.begin(), arm.expect_violated.end(), property) !=
+         arm.expect_violated.end();
+}
+
+std::string verdict_word(const ArmReport& arm, const checker::Verdict& v) {
+  if (v.held) return expected(arm, v.property) ? "held (expected violated!)" : "held";
+  return expected(arm, v.property) ? "violated (expected)" : "VIOLATED";
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string arm_summary(const ArmReport& arm) {
+  const auto& j = arm.judgement;
+  std::string line = arm.name + ": ";
+  if (arm.expect_violated.empty()) return line + (j.held ? "held" : "VIOLATED");
+  if (j.held) {
+    line += "caught by";
+    for (const auto& p : arm.expect_violated) line += " " + p;
+    return line;
+  }
+  line += "NOT CAUGHT as expected";
+  for (const auto& p : j.missed_violations) line += "; " + p + " held";
+  for (const auto& p : j.unexpected_violations) line += "; " + p + " also violated";
+  return line;
+}
+
+}  // namespace
+
+std::string show(std::int64_t value, checker::Unit unit) {
+  if (unit == checker::Unit::count) return std::to_string(value);
+  if (value < 0) return "never";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f ms", double(value) / 1e6);
+  return buffer;
+}
+
+void print_table(const RunReport& report, std::ostream& out) {
+  std::size_t arm_width = 5;
+  for (const ArmReport& arm : report.arms) arm_width = std::max(arm_width, arm.name.size() + 2);
+  out << pad("arm", arm_width) << pad("property", 21) << pad("of", 8) << pad("measured", 12)
+      << pad("bound", 26) << "verdict\n";
+  for (const ArmReport& arm : report.arms) {
+    for (const checker::Verdict& v : arm.verdicts) {
+      std::string bound = v.property == "answered" ? "0" : show(v.bound, v.unit);
+      // Bounds written in requests or batches also show what they came to.
+      if (v.bound_text.find(' ') != std::string::npos) bound += " (" + v.bound_text + ")";
+      out << pad(arm.name, arm_width) << pad(v.property, 21) << pad(v.of, 8)
+          << pad(show(v.measured, v.unit), 12) << pad(bound, 26) << verdict_word(arm, v) << '\n';
+    }
+  }
+  out << '\n';
+  for (const ArmReport& arm : report.arms) {
+    out << "  " << arm_summary(arm) << "  [" << arm.stats.passes << " passes, "
+        << arm.stats.accepted << " accepted, " << arm.stats.answered << " answered, "
+        << arm.stats.refused << " refused]\n";
+    for (const checker::Verdict& v : arm.verdicts) {
+      if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
+    }
+    if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
+  }
+  out << "\nverdict: " << (report.held() ? "held" : "violated") << '\n';
+}
+
+nlohmann::ordered_json to_json(const RunReport& report) {
+  nlohmann::ordered_json doc;
+  doc["scenario"] = report.scenario;
+  doc["seed"] = report.seed;
+  doc["verdict"] = report.held() ? "held" : "violated";
+  doc["arms"] = nlohmann::ordered_json::array();
+  for (const ArmReport& arm : report.arms) {
+    nlohmann::ordered_json a;
+    a["name"] = arm.name;
+    a["verdict"] = arm.judgement.held ? "held" : "violated";
+    a["expect_violated"] = arm.expect_violated;
+    a["properties"] = nlohmann::ordered_json::array();
+    for (const checker::Verdict& v : arm.verdicts) {
+      nlohmann::ordered_json p;
+      p["property"] = v.property;
+      if (!v.of.empty()) p["of"] = v.of;
+      p["verdict"] = v.held ? "held" : "violated";
+      p["measured"] = v.measured;
+      p["bound"] = v.bound;
+      p["unit"] = unit_name(v.unit);
+      if (!v.detail.empty()) p["detail"] = v.detail;
+      if (v.first_bad) p["first_bad_event"] = *v.first_bad;
+      a["properties"].push_back(std::move(p));
+    }
+    a["stats"] = {{"passes", arm.stats.passes},     {"accepted", arm.stats.accepted},
+                  {"answered", arm.stats.answered}, {"refused", arm.stats.refused},
+                  {"virtual_ns", arm.stats.virtual_time.count()}, {"wall_ns", arm.wall_ns}};
+    if (!arm.judgement.held) a["replay"] = arm.replay;
+    doc["arms"].push_back(std::move(a));
+  }
+  return doc;
+}
+
+}  // namespace loopsim::reports

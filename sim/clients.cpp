@@ -1,0 +1,161 @@
+#include "sim/clients.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "realloop/assert.hpp"
+
+namespace loopsim::sim {
+
+namespace {
+
+constexpr std::string_view content_length = "Content-Length: ";
+
+std::string request_text(const std::string& path, bool close) {
+  std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
+  if (close) text += "Connection: close\r\n";
+  text += "\r\n";
+  return text;
+}
+
+// Parses one answer at the front of `input`: its status and its length, or 0 if incomplete.
+std::size_t parse_answer(std::string_view input, int& status) {
+  auto head_end = input.find("\r\n\r\n");
+  if (head_end == std::string_view::npos || input.size() < 12) return 0;
+  std::from_chars(input.data() + 9, input.data() + 12, status);
+  auto head = input.substr(0, head_end);
+  std::size_t body = 0;
+  if (auto at = head.find(content_length); at != std::string_view::npos) {
+    auto digits = head.substr(at + content_length.size());
+    std::from_chars(digits.data(), digits.data() + digits.size(), body);
+  }
+  std::size_t total = head_end + 4 + body;
+  return input.size() >= total ? total : 0;
+}
+
+Nanos connect_time(const ClientGroup& group, int member) {
+  if (group.rate <= 0) return group.connect_at;
+  return group.connect_at + Nanos(std::llround(double(member) * 1e9 / group.rate));
+}
+
+}  // namespace
+
+Clients::Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
+                 std::uint16_t port)
+    : scheduler_(scheduler), kernel_(kernel), trace_(trace), port_(port) {
+  kernel_.set_client_sink(this);
+}
+
+void Clients::schedule(const std::vector<ClientGroup>& groups) {
+  for (const ClientGroup& group : groups) {
+    auto group_index = std::int32_t(trace_.groups.size());
+    trace_.groups.push_back(group.name);
+    trace_.group_sizes.push_back(group.count);
+    for (int member = 0; member < group.count; ++member) {
+      auto client = ClientIndex(clients_.size());
+      Client c;
+      c.group = &group;
+      clients_.push_back(std::move(c));
+      trace_.clients.push_back(
+          ClientLabel{group_index, member, std::int32_t(group.requests.size())});
+      scheduler_.at(connect_time(group, member), [this, client] { start(client); });
+      for (const RequestSpec& request : group.requests) {
+        scheduler_.at(request.at, [this, client] { request_due(client); });
+      }
+    }
+  }
+}
+
+ClientIndex Clients::client_of_conn(model::ConnId conn) const {
+  return conn < by_conn_.size() ? by_conn_[conn] : no_client;
+}
+
+ClientIndex Clients::client_of(int server_fd) const {
+  model::ConnId conn = kernel_.conn_of(server_fd);
+  return conn == model::no_conn ? no_client : client_of_conn(conn);
+}
+
+void Clients::start(ClientIndex client) {
+  trace_.events.push_back(ev::Connect{scheduler_.now(), client});
+  model::ConnId conn = kernel_.connect(port_);
+  if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
+  by_conn_[conn] = client;
+  clients_[std::size_t(client)].conn = conn;
+}
+
+void Clients::request_due(ClientIndex client) {
+  ++clients_[std::size_t(client)].due;
+  send_due(client);
+}
+
+void Clients::send_due(ClientIndex client) {
+  Client& c = clients_[std::size_t(client)];
+  if (!c.established || c.done) return;
+  const auto& requests = c.group->requests;
+  while (c.next_request < c.due) {
+    const std::string& path = requests[c.next_request].path;
+    bool last = c.next_request + 1 == requests.size();
+    kernel_.send(c.conn, request_text(path, last && !c.group->keep_alive));
+    trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
+    c.awaiting.push_back(path);
+    ++c.next_request;
+  }
+}
+
+void Clients::established(model::ConnId conn) {
+  ClientIndex client = client_of_conn(conn);
+  LOOPSIM_ASSERT(client != no_client);
+  trace_.events.push_back(ev::Established{scheduler_.now(), client});
+  clients_[std::size_t(client)].established = true;
+  send_due(client);
+}
+
+void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
+  trace_.events.push_back(ev::SynDropped{scheduler_.now(), client_of_conn(conn), retry_at});
+}
+
+void Clients::refused(model::ConnId conn, int error) {
+  ClientIndex client = client_of_conn(conn);
+  trace_.events.push_back(ev::Refused{scheduler_.now(), client, error});
+  clients_[std::size_t(client)].done = true;
+}
+
+void Clients::received(model::ConnId conn, std::string_view bytes) {
+  ClientIndex client = client_of_conn(conn);
+  clients_[std::size_t(client)].input.append(bytes);
+  read_answers(client);
+}
+
+void Clients::read_answers(ClientIndex client) {
+  Client& c = clients_[std::size_t(client)];
+  int status = 0;
+  while (std::size_t length = parse_answer(c.input, status)) {
+    c.input.erase(0, length);
+    std::string path = c.awaiting.empty() ? std::string("?") : c.awaiting.front();
+    if (!c.awaiting.empty()) c.awaiting.erase(c.awaiting.begin());
+    ++c.answered;
+    trace_.events.push_back(ev::Answer{scheduler_.now(), client, std::move(path), status});
+  }
+}
+
+void Clients::peer_closed(model::ConnId conn) {
+  ClientIndex client = client_of_conn(conn);
+  trace_.events.push_back(ev::PeerClosed{scheduler_.now(), client});
+  finish(client);
+}
+
+void Clients::peer_reset(model::ConnId conn) {
+  ClientIndex client = client_of_conn(conn);
+  trace_.events.push_back(ev::Refused{scheduler_.now(), client, ECONNRESET});
+  clients_[std::size_t(client)].done = true;
+}
+
+// After the server's close, the client closes its end too, as a real client does.
+void Clients::finish(ClientIndex client) {
+  Client& c = clients_[std::size_t(client)];
+  if (c.done) return;
+  c.done = true;
+  kernel_.client_close(c.conn);
+}
+
+}  // namespace loopsim::sim

@@ -1,0 +1,60 @@
+// The client agents: connections that connect at a time, send their requests at their times,
+// read the answers and record what they saw. They are callbacks in virtual time, not threads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/sim_kernel.hpp"
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+
+namespace loopsim::sim {
+
+class Clients final : public model::ClientSink {
+ public:
+  Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
+          std::uint16_t port);
+
+  // Schedules every connection and request of the groups, and labels them in the trace.
+  void schedule(const std::vector<ClientGroup>& groups);
+  // The client behind a server descriptor, for the loop's reports.
+  ClientIndex client_of(int server_fd) const;
+
+  // model::ClientSink
+  void established(model::ConnId conn) override;
+  void syn_dropped(model::ConnId conn, Nanos retry_at) override;
+  void refused(model::ConnId conn, int error) override;
+  void received(model::ConnId conn, std::string_view bytes) override;
+  void peer_closed(model::ConnId conn) override;
+  void peer_reset(model::ConnId conn) override;
+
+ private:
+  struct Client {
+    const ClientGroup* group = nullptr;
+    model::ConnId conn = model::no_conn;
+    std::size_t next_request = 0;    // the next of group->requests to send
+    std::size_t due = 0;             // requests whose time has come
+    std::vector<std::string> awaiting;  // paths sent and not yet answered, oldest first
+    std::size_t answered = 0;
+    std::string input;
+    bool established = false;
+    bool done = false;  // closed or refused
+  };
+
+  void start(ClientIndex client);
+  void request_due(ClientIndex client);
+  void send_due(ClientIndex client);
+  void read_answers(ClientIndex client);
+  void finish(ClientIndex client);
+  ClientIndex client_of_conn(model::ConnId conn) const;
+
+  model::Scheduler& scheduler_;
+  model::SimKernel& kernel_;
+  Trace& trace_;
+  std::uint16_t port_;
+  std::vector<Client> clients_;
+  std::vector<ClientIndex> by_conn_;  // ConnId -> client
+};
+
+}  // namespace loopsim::sim

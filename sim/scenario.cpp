@@ -1,0 +1,738 @@
+// Scenario files (TOML, format version 1) to Scenario. Every error names file:line:column and
+// carries a one-line hint. Overrides (--set, arm `set`) are applied to the parsed TOML before
+// conversion, so they pass the same checks as the file; their values are parsed with a source
+// path of their own (the origin's label), which is how an error in one is traced back to it.
+#include "sim/scenario.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <sstream>
+#include <string_view>
+
+namespace loopsim::sim {
+namespace {
+
+constexpr std::string_view duration_hint =
+    R"(durations look like "600ms", "80us", "1.5s", "250ns")";
+constexpr std::string_view bound_hint =
+    R"(bounds look like "500ms", 3, "2 requests", "1.5 batches")";
+constexpr std::string_view syntax_hint =
+    R"(check the TOML syntax here; strings need quotes, e.g. horizon = "20s")";
+constexpr std::string_view reserved_hint =
+    "this key is reserved for a later version of loopsim (see scenarios/README.md); remove it";
+constexpr std::int64_t clients_max = 1'000'000;
+constexpr std::int64_t workers_max = 256;
+
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+std::string join(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+bool contains(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string located(const std::string& file, toml::source_position at, std::string_view message) {
+  if (at.line == 0) at = {1, 1};
+  return cat(file, ":", at.line, ":", at.column, ": ", message);
+}
+
+// Indexed by toml::node_type.
+constexpr std::string_view type_names[] = {"nothing",    "a table",    "an array",  "a string",
+                                           "an integer", "a float",    "a boolean", "a date",
+                                           "a time",     "a date-time"};
+
+std::string_view type_name(const toml::node& node) {
+  return type_names[static_cast<std::size_t>(node.type())];
+}
+
+std::string must_be(std::string_view key, std::string_view what, const toml::node& node) {
+  return cat(key, " must be ", what, ", not ", type_name(node));
+}
+
+// ---- durations and bounds ---------------------------------------------------------------
+
+struct UnitScale {
+  std::string_view unit;
+  std::int64_t ns;
+};
+constexpr UnitScale duration_units[] = {
+    {"ns", 1}, {"us", 1'000}, {"ms", 1'000'000}, {"s", 1'000'000'000}};
+
+struct BoundUnit {
+  std::string_view word;
+  Bound::Unit unit;
+};
+constexpr BoundUnit bound_units[] = {{"request", Bound::Unit::requests},
+                                     {"requests", Bound::Unit::requests},
+                                     {"batch", Bound::Unit::batches},
+                                     {"batches", Bound::Unit::batches}};
+
+// Digits, optionally followed by a point and more digits.
+bool is_decimal(std::string_view text) {
+  const auto point = text.find('.');
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (point == std::string_view::npos) return digits(text);
+  return digits(text.substr(0, point)) && digits(text.substr(point + 1));
+}
+
+[[noreturn]] void bad_duration(const std::string& text, std::string_view why) {
+  throw std::invalid_argument(cat("\"", text, "\" ", why));
+}
+
+std::int64_t digits_value(std::string_view digits, const std::string& text) {
+  std::int64_t value = 0;
+  if (digits.empty()) return 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc{} || end != digits.data() + digits.size()) bad_duration(text, "is too large");
+  return value;
+}
+
+// `number` of units of `scale` ns, in integer arithmetic.
+std::int64_t scaled(std::string_view number, std::int64_t scale, const std::string& text) {
+  if (!is_decimal(number)) bad_duration(text, "is not a number followed by a unit");
+  const auto point = number.find('.');
+  const std::int64_t whole = digits_value(number.substr(0, point), text);
+  std::string_view fraction = point == std::string_view::npos ? "" : number.substr(point + 1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  if (fraction.size() > 9) bad_duration(text, "is finer than one nanosecond");
+  std::int64_t denominator = 1;
+  for (std::size_t i = 0; i < fraction.size(); ++i) denominator *= 10;
+  const std::int64_t part = digits_value(fraction, text) * scale;
+  if (part % denominator != 0) bad_duration(text, "is finer than one nanosecond");
+  std::int64_t ns = 0;
+  if (__builtin_mul_overflow(whole, scale, &ns) ||
+      __builtin_add_overflow(ns, part / denominator, &ns))
+    bad_duration(text, "is too large (at most about 292 years)");
+  return ns;
+}
+
+Bound parse_bound(const std::string& text) {
+  const auto space = text.find(' ');
+  if (space == std::string::npos)
+    return {Bound::Unit::time, static_cast<double>(parse_duration(text).count()), text};
+  const std::string_view number = std::string_view(text).substr(0, space);
+  const std::string_view word = std::string_view(text).substr(space + 1);
+  const auto* unit = std::find_if(std::begin(bound_units), std::end(bound_units),
+                                  [&](const BoundUnit& u) { return u.word == word; });
+  if (unit == std::end(bound_units))
+    throw std::invalid_argument(cat("\"", text, "\": unknown unit \"", word, "\""));
+  if (!is_decimal(number))
+    throw std::invalid_argument(cat("\"", text, "\": \"", number, "\" is not a number"));
+  double value = 0;
+  std::from_chars(number.data(), number.data() + number.size(), value);
+  return {unit->unit, value, text};
+}
+
+// ---- reading typed values ----------------------------------------------------------------
+
+// Where an override's nodes came from: their TOML source path is `label`.
+struct OverrideOrigin {
+  std::string label;  // "--set loop.accept_batch", "arm \"x\" set loop.accept_batch"
+  toml::source_position where;
+};
+
+class Context {
+ public:
+  explicit Context(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+  void add_origin(OverrideOrigin origin) { origins_.push_back(std::move(origin)); }
+
+  [[noreturn]] void fail(const toml::source_region& where, std::string_view message,
+                         std::string_view hint) const {
+    for (const OverrideOrigin& origin : origins_)
+      if (where.path && *where.path == origin.label) fail(origin, message, hint);
+    throw ScenarioError(located(file_, where.begin, message), std::string(hint));
+  }
+  [[noreturn]] void fail(const OverrideOrigin& origin, std::string_view message,
+                         std::string_view hint) const {
+    throw ScenarioError(located(file_, origin.where, cat(origin.label, ": ", message)),
+                        std::string(hint));
+  }
+
+  std::string string(const toml::node& n, std::string_view key) const {
+    if (!n.is_string())
+      fail(n.source(), must_be(key, "a string", n), R"(write it in double quotes, e.g. "fast")");
+    return n.as_string()->get();
+  }
+  bool boolean(const toml::node& n, std::string_view key) const {
+    if (!n.is_boolean())
+      fail(n.source(), must_be(key, "true or false", n), "write true or false, without quotes");
+    return n.as_boolean()->get();
+  }
+  std::int64_t integer(const toml::node& n, std::string_view key, std::int64_t min,
+                       std::int64_t max = INT_MAX) const {
+    if (!n.is_integer())
+      fail(n.source(), must_be(key, "an integer", n),
+           "write a whole number without quotes, e.g. 16");
+    const std::int64_t value = n.as_integer()->get();
+    if (value < min)
+      fail(n.source(), cat(key, " must be at least ", min, ", not ", value),
+           cat("use a value from ", min, " up"));
+    if (value > max)
+      fail(n.source(), cat(key, " must be at most ", max, ", not ", value),
+           cat("use a value up to ", max));
+    return value;
+  }
+  double number(const toml::node& n, std::string_view key) const {
+    if (!n.is_number())
+      fail(n.source(), must_be(key, "a number", n),
+           "write a number without quotes, e.g. 200 or 0.5");
+    const double value =
+        n.is_integer() ? double(n.as_integer()->get()) : n.as_floating_point()->get();
+    if (!std::isfinite(value) || value < 0)
+      fail(n.source(), cat(key, " must be a finite number >= 0"), "e.g. 200 or 0.5");
+    return value;
+  }
+  Nanos duration(const toml::node& n, std::string_view key, bool positive = false) const {
+    if (!n.is_string()) fail(n.source(), must_be(key, "a duration string", n), duration_hint);
+    Nanos value{0};
+    try {
+      value = parse_duration(n.as_string()->get());
+    } catch (const std::invalid_argument& e) {
+      fail(n.source(), cat(key, ": ", e.what()), duration_hint);
+    }
+    if (positive && value <= Nanos{0})
+      fail(n.source(), cat(key, " must be longer than zero"), duration_hint);
+    return value;
+  }
+  std::size_t choice(const toml::node& n, std::string_view key,
+                     std::span<const std::string_view> names) const {
+    const std::string value = string(n, key);
+    const auto found = std::find(names.begin(), names.end(), value);
+    if (found == names.end())
+      fail(n.source(), cat(key, ": unknown value \"", value, "\""), cat("one of: ", join(names)));
+    return static_cast<std::size_t>(found - names.begin());
+  }
+  Bound bound(const toml::node& n, std::string_view key) const {
+    if (n.is_integer()) {
+      const std::int64_t count = integer(n, key, 0, INT64_MAX);
+      return {Bound::Unit::count, static_cast<double>(count), std::to_string(count)};
+    }
+    if (!n.is_string())
+      fail(n.source(), must_be(key, "a duration, a count, or \"N requests\"/\"N batches\"", n),
+           bound_hint);
+    try {
+      return parse_bound(n.as_string()->get());
+    } catch (const std::invalid_argument& e) {
+      fail(n.source(), cat(key, ": ", e.what()), bound_hint);
+    }
+  }
+  const toml::table& table(const toml::node& n, std::string_view key) const {
+    if (!n.is_table())
+      fail(n.source(), must_be(key, "a table", n),
+           cat("see scenarios/README.md for the shape of ", key));
+    return *n.as_table();
+  }
+  const toml::array& array(const toml::node& n, std::string_view key) const {
+    if (!n.is_array())
+      fail(n.source(), must_be(key, "an array", n),
+           cat("see scenarios/README.md for the shape of ", key));
+    return *n.as_array();
+  }
+
+ private:
+  std::string file_;
+  std::vector<OverrideOrigin> origins_;
+};
+
+std::string read_name(const Context& c, const toml::node& n, std::string_view key) {
+  std::string name = c.string(n, key);
+  if (name.empty()) c.fail(n.source(), cat(key, " must not be empty"), R"(e.g. name = "burst")");
+  return name;
+}
+
+std::string read_path(const Context& c, const toml::node& n, std::string_view key) {
+  std::string path = c.string(n, key);
+  if (path.empty() || path.front() != '/')
+    c.fail(n.source(), cat(key, " must start with '/'"),
+           R"(paths look like "/fast", "/slow?ms=10")");
+  return path;
+}
+
+std::vector<std::string> read_names(const Context& c, const toml::node& n, std::string_view key) {
+  std::vector<std::string> names;
+  for (const toml::node& item : c.array(n, key)) names.push_back(read_name(c, item, key));
+  return names;
+}
+
+// ---- tables, described by tables of fields -----------------------------------------------
+
+using Entry = std::pair<const toml::key*, const toml::node*>;
+
+// toml++ keeps keys sorted; errors should come in the order the file was written.
+std::vector<Entry> in_document_order(const toml::table& table) {
+  std::vector<Entry> entries;
+  for (auto&& [key, node] : table) entries.emplace_back(&key, &node);
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    const auto pa = a.first->source().begin, pb = b.first->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  return entries;
+}
+
+template <typename Target>
+struct Field {
+  std::string_view key;
+  void (*read)(const Context&, const toml::node&, std::string_view key, Target&);
+};
+
+template <typename Target>
+struct Section {
+  std::string_view name;   // prefix of qualified keys ("loop"); empty at the top level
+  std::string_view title;  // for messages ("[loop]")
+  std::span<const Field<Target>> fields;
+  std::span<const std::string_view> reserved = {};
+  std::string_view required = {};  // a key every such table must have
+  void (*finish)(const toml::table&, Target&) = nullptr;
+};
+
+template <typename Target>
+const Field<Target>* find_field(const Section<Target>& section, std::string_view key) {
+  for (const Field<Target>& field : section.fields)
+    if (field.key == key) return &field;
+  return nullptr;
+}
+
+struct Problem {
+  std::string message;
+  std::string hint;
+};
+
+// Why `key` is not readable in `section`: reserved for later, or unknown.
+template <typename Target>
+Problem key_problem(const Section<Target>& section, std::string_view key) {
+  if (contains(section.reserved, key)) {
+    // Reserved top-level keys are all arrays of tables ([[posters]]).
+    const std::string name =
+        section.name.empty() ? cat("[[", key, "]]") : cat(section.name, ".", key);
+    return {cat(name, " is not supported yet"), std::string(reserved_hint)};
+  }
+  std::vector<std::string_view> known;
+  for (const Field<Target>& field : section.fields) known.push_back(field.key);
+  return {cat("unknown key \"", key, "\" in ", section.title),
+          cat("known keys in ", section.title, ": ", join(known))};
+}
+
+template <typename Target>
+void read_table(const Context& c, const toml::table& table, const Section<Target>& section,
+                Target& target) {
+  for (const auto& [key, node] : in_document_order(table)) {
+    const Field<Target>* field = find_field(section, key->str());
+    if (field == nullptr) {
+      const Problem problem = key_problem(section, key->str());
+      c.fail(key->source(), problem.message, problem.hint);
+    }
+    const std::string name =
+        section.name.empty() ? std::string(key->str()) : cat(section.name, ".", key->str());
+    field->read(c, *node, name, target);
+  }
+  if (!section.required.empty() && !table.contains(section.required))
+    c.fail(table.source(), cat(section.title, " needs ", section.required),
+           cat("add ", section.required, " = \"...\""));
+  if (section.finish != nullptr) section.finish(table, target);
+}
+
+template <typename Target>
+std::vector<Target> read_tables(const Context& c, const toml::node& n, std::string_view key,
+                                const Section<Target>& section) {
+  std::vector<Target> out;
+  for (const toml::node& item : c.array(n, key))
+    read_table(c, c.table(item, key), section, out.emplace_back());
+  return out;
+}
+
+std::string toml_text(const toml::node& node) {
+  std::ostringstream out;
+  out << toml::toml_formatter(node);
+  return out.str();
+}
+
+std::vector<Override> read_set(const Context& c, const toml::node& n, std::string_view key) {
+  std::vector<Override> out;
+  for (const auto& [name, value] : in_document_order(c.table(n, key)))
+    out.push_back({std::string(name->str()), toml_text(*value)});
+  return out;
+}
+
+using C = const Context&;
+using N = const toml::node&;
+using K = std::string_view;
+
+constexpr std::string_view poller_names[] = {"epoll", "kqueue"};
+constexpr PollerFlavour poller_values[] = {PollerFlavour::epoll, PollerFlavour::kqueue};
+constexpr std::string_view mode_names[] = {"loop-only", "pool"};
+constexpr std::string_view property_names[] = {
+    "answered", "no_stranded_backlog", "latency",    "max_gap", "capacity", "post_latency",
+    "no_spin",  "shutdown_clean",      "batch_bound"};
+
+const Field<RequestSpec> request_fields[] = {
+    {"at", [](C c, N n, K k, auto& r) { r.at = c.duration(n, k); }},
+    {"path", [](C c, N n, K k, auto& r) { r.path = read_path(c, n, k); }},
+};
+const Section<RequestSpec> request_section{
+    "clients.requests", "a request", request_fields, {}, "path"};
+
+const Field<ClientGroup> client_fields[] = {
+    {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
+    {"count", [](C c, N n, K k, auto& g) { g.count = int(c.integer(n, k, 1, clients_max)); }},
+    {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = c.duration(n, k); }},
+    {"rate", [](C c, N n, K k, auto& g) { g.rate = c.number(n, k); }},
+    {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = c.boolean(n, k); }},
+    {"requests",
+     [](C c, N n, K k, auto& g) { g.requests = read_tables(c, n, k, request_section); }},
+};
+const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name"};
+
+const Field<Expectation> expect_fields[] = {
+    {"property",
+     [](C c, N n, K k, auto& e) { e.property = property_names[c.choice(n, k, property_names)]; }},
+    {"of", [](C c, N n, K k, auto& e) { e.of = read_name(c, n, k); }},
+    {"after", [](C c, N n, K k, auto& e) { e.after = read_name(c, n, k); }},
+    {"max", [](C c, N n, K k, auto& e) { e.max = c.bound(n, k); }},
+    {"min", [](C c, N n, K k, auto& e) { e.min = c.bound(n, k); }},
+};
+void note_line(const toml::table& table, Expectation& e) {
+  e.line = int(table.source().begin.line);
+}
+const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields, {}, "property",
+                                          note_line};
+
+const Field<Arm> arm_fields[] = {
+    {"name", [](C c, N n, K k, auto& a) { a.name = read_name(c, n, k); }},
+    {"set", [](C c, N n, K k, auto& a) { a.set = read_set(c, n, k); }},
+    {"expect_violated", [](C c, N n, K k, auto& a) { a.expect_violated = read_names(c, n, k); }},
+};
+const Section<Arm> arm_section{"arms", "[[arms]]", arm_fields, {}, "name"};
+
+const Field<Scenario> kernel_fields[] = {
+    {"poller",
+     [](C c, N n, K k, auto& s) { s.kernel.poller = poller_values[c.choice(n, k, poller_names)]; }},
+    {"listen_backlog",
+     [](C c, N n, K k, auto& s) { s.kernel.listen_backlog = int(c.integer(n, k, 0)); }},
+    {"somaxconn", [](C c, N n, K k, auto& s) { s.kernel.somaxconn = int(c.integer(n, k, 0)); }},
+    {"rlimit_nofile",
+     [](C c, N n, K k, auto& s) { s.kernel.rlimit_nofile = int(c.integer(n, k, 1)); }},
+    {"file_max", [](C c, N n, K k, auto& s) { s.kernel.file_max = int(c.integer(n, k, 1)); }},
+    {"abort_on_overflow",
+     [](C c, N n, K k, auto& s) { s.kernel.abort_on_overflow = c.boolean(n, k); }},
+    {"timer_slack", [](C c, N n, K k, auto& s) { s.kernel.timer_slack = c.duration(n, k); }},
+};
+const Section<Scenario> kernel_section{"kernel", "[kernel]", kernel_fields};
+
+const Field<Scenario> loop_fields[] = {
+    {"mode", [](C c, N n, K k, auto& s) { s.loop_mode = mode_names[c.choice(n, k, mode_names)]; }},
+    {"workers", [](C c, N n, K k, auto& s) { s.workers = int(c.integer(n, k, 1, workers_max)); }},
+    {"accept_batch", [](C c, N n, K k, auto& s) { s.loop.accept_batch = int(c.integer(n, k, 0)); }},
+    {"accept_after_events",
+     [](C c, N n, K k, auto& s) { s.loop.accept_after_events = c.boolean(n, k); }},
+    {"owe_unfinished_batch",
+     [](C c, N n, K k, auto& s) { s.loop.owe_unfinished_batch = c.boolean(n, k); }},
+    {"nonblocking_wait_when_owed",
+     [](C c, N n, K k, auto& s) { s.loop.nonblocking_wait_when_owed = c.boolean(n, k); }},
+    {"idle_timeout", [](C c, N n, K k, auto& s) { s.loop.idle_timeout = c.duration(n, k, true); }},
+    {"max_events", [](C c, N n, K k, auto& s) { s.loop.max_events = int(c.integer(n, k, 1)); }},
+    {"max_connections",
+     [](C c, N n, K k, auto& s) { s.loop.max_connections = int(c.integer(n, k, 1)); }},
+};
+constexpr std::string_view loop_reserved[] = {"owe_after_emfile", "emfile_retry",  "emfile_backoff",
+                                              "inverted",         "drain_chunk",   "yield_batch",
+                                              "max_handles",      "handle_policy", "on_full",
+                                              "accept_share",     "pool_threads"};
+const Section<Scenario> loop_section{"loop", "[loop]", loop_fields, loop_reserved};
+
+void read_format(C c, N n, K k) {
+  const std::int64_t format = c.integer(n, k, 0, INT64_MAX);
+  if (format != 1)
+    c.fail(n.source(), cat("format ", format, " is not supported; this loopsim reads format 1"),
+           "write format = 1, or leave it out");
+}
+
+const Field<Scenario> root_fields[] = {
+    {"format", [](C c, N n, K k, Scenario&) { read_format(c, n, k); }},
+    {"name", [](C c, N n, K k, auto& s) { s.name = read_name(c, n, k); }},
+    {"description", [](C c, N n, K k, auto& s) { s.description = c.string(n, k); }},
+    {"seed", [](C c, N n, K k, auto& s) { s.seed = std::uint64_t(c.integer(n, k, 0, INT64_MAX)); }},
+    {"horizon", [](C c, N n, K k, auto& s) { s.horizon = c.duration(n, k, true); }},
+    {"kernel", [](C c, N n, K k, auto& s) { read_table(c, c.table(n, k), kernel_section, s); }},
+    {"loop", [](C c, N n, K k, auto& s) { read_table(c, c.table(n, k), loop_section, s); }},
+    {"clients", [](C c, N n, K k, auto& s) { s.clients = read_tables(c, n, k, client_section); }},
+    {"expect", [](C c, N n, K k, auto& s) { s.expect = read_tables(c, n, k, expect_section); }},
+    {"arms", [](C c, N n, K k, auto& s) { s.arms = read_tables(c, n, k, arm_section); }},
+};
+constexpr std::string_view root_reserved[] = {"posters", "faults", "actions"};
+const Section<Scenario> root_section{"", "the top level", root_fields, root_reserved};
+
+constexpr std::string_view array_table_names[] = {"clients", "expect", "arms"};
+
+// ---- cross references: checked once every table has been read -----------------------------
+
+// Each [[clients]] / [[arms]] table by the node holding its (already validated) name.
+std::vector<const toml::node*> name_nodes(const toml::table& root, std::string_view key) {
+  std::vector<const toml::node*> out;
+  if (const toml::array* tables = root[key].as_array())
+    for (const toml::node& item : *tables) out.push_back(item.as_table()->get("name"));
+  return out;
+}
+
+void check_unique_names(C c, const toml::table& root, std::string_view key) {
+  std::vector<std::string_view> seen;
+  for (const toml::node* name : name_nodes(root, key)) {
+    const std::string_view value = name->as_string()->get();
+    if (contains(seen, value))
+      c.fail(name->source(), cat("[[", key, "]] \"", value, "\" is defined twice"),
+             "give each one a name of its own");
+    seen.push_back(value);
+  }
+}
+
+void check_client_references(C c, const toml::table& root, const Scenario& s) {
+  std::vector<std::string_view> clients;
+  for (const ClientGroup& group : s.clients) clients.push_back(group.name);
+  const toml::array* expect = root["expect"].as_array();
+  for (std::size_t i = 0; expect != nullptr && i < expect->size(); ++i) {
+    for (std::string_view key : {"of", "after"}) {
+      const toml::node* ref = expect->get(i)->as_table()->get(key);
+      if (ref == nullptr || contains(clients, ref->as_string()->get())) continue;
+      c.fail(
+          ref->source(),
+          cat("expect.", key, ": no [[clients]] group is named \"", ref->as_string()->get(), "\""),
+          cat("client groups: ", join(clients)));
+    }
+  }
+}
+
+void check_expected_violations(C c, const toml::table& root, const Scenario& s) {
+  std::vector<std::string_view> properties;
+  for (const Expectation& e : s.expect) properties.push_back(e.property);
+  const toml::array* arms = root["arms"].as_array();
+  for (std::size_t i = 0; arms != nullptr && i < arms->size(); ++i) {
+    const toml::array* violated = arms->get(i)->as_table()->get_as<toml::array>("expect_violated");
+    for (std::size_t j = 0; violated != nullptr && j < violated->size(); ++j) {
+      const toml::node& name = *violated->get(j);
+      if (contains(properties, name.as_string()->get())) continue;
+      c.fail(name.source(),
+             cat("arms.expect_violated: no [[expect]] checks \"", name.as_string()->get(), "\""),
+             cat("properties this scenario expects: ", join(properties)));
+    }
+  }
+}
+
+Scenario to_scenario(C c, const toml::table& root) {
+  Scenario s;
+  s.file = c.file();
+  s.name = std::filesystem::path(c.file()).stem().string();
+  if (const toml::node* format = root.get("format")) read_format(c, *format, "format");
+  read_table(c, root, root_section, s);
+  check_unique_names(c, root, "clients");
+  check_unique_names(c, root, "arms");
+  check_client_references(c, root, s);
+  check_expected_violations(c, root, s);
+  return s;
+}
+
+// ---- overrides ------------------------------------------------------------------------------
+
+std::vector<std::string_view> split_key(std::string_view key) {
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string_view::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+const Section<Scenario>* section_named(std::string_view name) {
+  if (name == "kernel") return &kernel_section;
+  if (name == "loop") return &loop_section;
+  return nullptr;
+}
+
+void check_key(C c, const OverrideOrigin& origin, const Section<Scenario>& section,
+               std::string_view key) {
+  if (find_field(section, key) != nullptr) return;
+  const Problem problem = key_problem(section, key);
+  c.fail(origin, problem.message, problem.hint);
+}
+
+// An override names a top-level key (seed) or a key in [kernel] or [loop] (loop.accept_batch).
+void check_override_key(C c, const OverrideOrigin& origin,
+                        const std::vector<std::string_view>& parts) {
+  const bool empty_part = std::find(parts.begin(), parts.end(), std::string_view{}) != parts.end();
+  if (parts.size() > 2 || empty_part)
+    c.fail(origin, "an override names a top-level key or section.key",
+           "e.g. --set seed=7 or --set loop.accept_batch=0");
+  if (contains(array_table_names, parts[0]))
+    c.fail(origin, cat("[[", parts[0], "]] is an array of tables; overrides cannot change it"),
+           "override single keys such as loop.accept_batch; edit the file to change [[clients]], "
+           "[[expect]] or [[arms]]");
+  const Section<Scenario>* section = section_named(parts[0]);
+  if (section == nullptr) check_key(c, origin, root_section, parts[0]);
+  if (section == nullptr && parts.size() == 2)
+    c.fail(origin, cat(parts[0], " is not a table"), "e.g. --set loop.accept_batch=0");
+  if (section != nullptr && parts.size() == 1)
+    c.fail(origin, cat("name a key inside [", parts[0], "]"),
+           cat("e.g. --set ", parts[0], ".", section->fields[0].key, "=..."));
+  if (section != nullptr) check_key(c, origin, *section, parts[1]);
+}
+
+std::string toml_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\')
+      out += cat('\\', ch);
+    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      out += cat("\\u00", "0123456789abcdef"[(ch >> 4) & 0xf], "0123456789abcdef"[ch & 0xf]);
+    else
+      out += ch;
+  }
+  return out + "\"";
+}
+
+// The override's value as a one-key document "v = ...", parsed with the origin's label as its
+// source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string.
+toml::table parse_value(C c, const std::string& value, const OverrideOrigin& origin) {
+  try {
+    toml::table doc = toml::parse("v = " + value, std::string_view{origin.label});
+    if (doc.size() == 1 && doc.contains("v")) return doc;
+  } catch (const toml::parse_error&) {
+  }
+  try {
+    return toml::parse("v = " + toml_quoted(value), std::string_view{origin.label});
+  } catch (const toml::parse_error& e) {
+    c.fail(origin, cat("cannot read the value: ", e.description()),
+           "values are TOML: 0, false, \"10ms\", \"kqueue\"");
+  }
+}
+
+toml::table& section_table(C c, toml::table& root, std::string_view name) {
+  toml::node* node = root.get(name);
+  if (node == nullptr) return *root.insert(name, toml::table{}).first->second.as_table();
+  c.table(*node, name);  // fails unless it is a table
+  return *node->as_table();
+}
+
+void apply_override(Context& c, toml::table& root, const Override& o, OverrideOrigin origin) {
+  const std::vector<std::string_view> parts = split_key(o.key);
+  check_override_key(c, origin, parts);
+  toml::table doc = parse_value(c, o.value, origin);
+  toml::table& target = parts.size() == 1 ? root : section_table(c, root, parts[0]);
+  target.insert_or_assign(parts.back(), std::move(*doc.get("v")));
+  c.add_origin(std::move(origin));
+}
+
+// Where the arm's override of `key` was written: the key in its set table, else the table.
+toml::source_position arm_position(const toml::table& root, const Arm& arm, std::string_view key) {
+  const toml::array* arms = root["arms"].as_array();
+  for (std::size_t i = 0; arms != nullptr && i < arms->size(); ++i) {
+    const toml::table* table = arms->get(i)->as_table();
+    if (table == nullptr || (*table)["name"].value_or(std::string_view{}) != arm.name) continue;
+    const toml::table* set = table->get_as<toml::table>("set");
+    if (set == nullptr) return table->source().begin;
+    for (auto&& [name, value] : *set)
+      if (name.str() == key) return name.source().begin;
+    return set->source().begin;
+  }
+  return {1, 1};
+}
+
+toml::table parse_document(const std::string& text, const std::string& file) {
+  try {
+    return toml::parse(text, std::string_view{file});
+  } catch (const toml::parse_error& e) {
+    throw ScenarioError(located(file, e.source().begin, e.description()), std::string(syntax_hint));
+  }
+}
+
+Scenario convert(const std::string& text, const std::string& file, const Arm* arm,
+                 const std::vector<Override>& overrides) {
+  Context c(file);
+  toml::table root = parse_document(text, file);
+  if (arm != nullptr)
+    for (const Override& o : arm->set)
+      apply_override(c, root, o,
+                     {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key)});
+  for (const Override& o : overrides) apply_override(c, root, o, {cat("--set ", o.key), {1, 1}});
+  return to_scenario(c, root);
+}
+
+std::string trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return std::string(text.substr(first, text.find_last_not_of(" \t") - first + 1));
+}
+
+}  // namespace
+
+Nanos parse_duration(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("empty duration");
+  if (text.front() == '-') bad_duration(text, "is negative; durations cannot be");
+  const auto unit_at = text.find_first_not_of("0123456789.");
+  const std::string_view number = std::string_view(text).substr(0, unit_at);
+  const std::string_view unit =
+      unit_at == std::string::npos ? "" : std::string_view(text).substr(unit_at);
+  if (number.empty()) bad_duration(text, "has no number before its unit");
+  if (unit.empty()) bad_duration(text, "has no unit (ns, us, ms or s)");
+  const auto* scale = std::find_if(std::begin(duration_units), std::end(duration_units),
+                                   [&](const UnitScale& u) { return u.unit == unit; });
+  if (scale == std::end(duration_units))
+    bad_duration(text, cat("has an unknown unit \"", unit, "\" (use ns, us, ms or s)"));
+  return Nanos{scaled(number, scale->ns, text)};
+}
+
+Override parse_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  Override o{trimmed(std::string_view(assignment).substr(0, eq)),
+             eq == std::string::npos ? std::string{}
+                                     : trimmed(std::string_view(assignment).substr(eq + 1))};
+  if (eq == std::string::npos || o.key.empty() || o.value.empty())
+    throw ScenarioError(cat("--set:1:1: expected key=value, not \"", assignment, "\""),
+                        "e.g. --set loop.accept_batch=0");
+  return o;
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& name,
+                        const std::vector<Override>& overrides) {
+  Scenario base = convert(text, name, nullptr, overrides);
+  // Every arm must load too, so that a typo in an arm is reported before anything runs.
+  for (const Arm& arm : base.arms) convert(text, name, &arm, overrides);
+  return base;
+}
+
+Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
+                          const std::vector<Override>& overrides) {
+  return convert(text, name, &arm, overrides);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path))
+    throw ScenarioError(located(path, {1, 1}, cat("cannot read ", path)),
+                        "check the path and its permissions");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad())
+    throw ScenarioError(located(path, {1, 1}, cat("cannot read ", path)),
+                        "check the path and its permissions");
+  return parse_scenario(text, path, overrides);
+}
+
+}  // namespace loopsim::sim

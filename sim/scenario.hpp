@@ -1,0 +1,110 @@
+// A scenario: kernel and loop configuration, a workload, faults, actions, expectations and
+// arms. Loaded from TOML (format version 1, documented in scenarios/README.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "realloop/config.hpp"
+#include "realloop/kernel.hpp"
+
+namespace loopsim::sim {
+
+struct KernelConfig {
+  PollerFlavour poller = PollerFlavour::epoll;
+  int listen_backlog = 128;
+  int somaxconn = 4096;
+  int rlimit_nofile = 1024;
+  int file_max = 1048576;
+  bool abort_on_overflow = false;
+  Nanos timer_slack{0};
+};
+
+struct RequestSpec {
+  Nanos at{0};  // absolute virtual time; sent once connected, never before
+  std::string path;
+};
+
+struct ClientGroup {
+  std::string name;
+  int count = 1;
+  Nanos connect_at{0};
+  double rate = 0;  // connections per second; 0: all at connect_at
+  bool keep_alive = false;
+  std::vector<RequestSpec> requests;
+};
+
+// A bound in the units the scenario wrote it in. "requests" and "batches" are multiples of the
+// measured cost of one request (and, for batches, of loop.accept_batch).
+struct Bound {
+  enum class Unit : std::uint8_t { time, count, requests, batches };
+  Unit unit = Unit::time;
+  double value = 0;  // nanoseconds for time
+  std::string text;  // as written, for reports
+};
+
+struct Expectation {
+  std::string property;
+  std::string of;
+  std::string after;
+  std::optional<Bound> max;
+  std::optional<Bound> min;
+  int line = 0;  // where it was written, for error messages
+};
+
+// One `--set` or arm override: a dotted key and its value as TOML source text.
+struct Override {
+  std::string key;
+  std::string value;
+};
+
+struct Arm {
+  std::string name;
+  std::vector<Override> set;
+  std::vector<std::string> expect_violated;
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  Nanos horizon = std::chrono::seconds(20);
+  KernelConfig kernel;
+  LoopConfig loop;
+  std::string loop_mode = "loop-only";
+  int workers = 1;
+  std::vector<ClientGroup> clients;
+  std::vector<Expectation> expect;
+  std::vector<Arm> arms;
+};
+
+// A scenario that cannot be used: `what()` is "file:line:column: message" and `hint` a
+// one-line fix. Exit status 2 at the CLI.
+class ScenarioError : public std::runtime_error {
+ public:
+  ScenarioError(const std::string& where_and_what, std::string hint)
+      : std::runtime_error(where_and_what), hint(std::move(hint)) {}
+  std::string hint;
+};
+
+// Loads a scenario file, then applies `overrides` (from --set) on top of the file's values.
+// Throws ScenarioError.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+// The same from text; `name` stands for the file in messages.
+Scenario parse_scenario(const std::string& text, const std::string& name,
+                        const std::vector<Override>& overrides = {});
+// The scenario as one of its arms runs: the base with the arm's `set` applied (then the
+// command line's overrides again, so that --set wins). Throws ScenarioError.
+Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
+                          const std::vector<Override>& overrides = {});
+// Parses "key=value" from the command line. Throws ScenarioError.
+Override parse_override(const std::string& assignment);
+// Parses a duration such as "600ms", "80us", "1.5s", "250ns". Throws std::invalid_argument.
+Nanos parse_duration(const std::string& text);
+
+}  // namespace loopsim::sim

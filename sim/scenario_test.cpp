@@ -1,0 +1,342 @@
+// Scenario files: the DESIGN example loads unchanged; durations, bounds and overrides parse; and
+// every bad input is an error at file:line:column with a hint.
+#include "sim/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace loopsim;
+using namespace loopsim::sim;
+using namespace std::chrono_literals;
+
+// The example from DESIGN.md "Scenario files", unchanged (scenarios/accept-burst.toml).
+const std::string accept_burst = R"toml(name = "accept-burst"
+description = "A 600 ms blocker; 120 queued 10 ms requests; a held keep-alive asks /fast"
+seed = 1
+horizon = "20s"
+
+[kernel]
+poller = "epoll"          # epoll | kqueue
+listen_backlog = 128
+rlimit_nofile = 1024
+
+[loop]
+mode = "loop-only"        # loop-only | pool
+workers = 1
+accept_batch = 16
+
+[[clients]]
+name = "fast"             # connects first and stays connected
+connect_at = "0ms"
+requests = [{ at = "100ms", path = "/fast" }]
+keep_alive = true
+
+[[clients]]
+name = "blocker"
+connect_at = "10ms"
+requests = [{ at = "10ms", path = "/slow?ms=600" }]
+
+[[clients]]
+name = "burst"
+count = 120
+connect_at = "50ms"       # all queue while the loop sleeps in the blocker
+requests = [{ at = "50ms", path = "/slow?ms=10" }]
+
+[[expect]]
+property = "answered"     # every request answered exactly once
+[[expect]]
+property = "no_stranded_backlog"
+[[expect]]
+property = "latency"      # /fast answered within 1.5 batches of the blocker's answer
+of = "fast"
+after = "blocker"
+max = "1.5 batches"       # units: time, or "requests"/"batches" of the measured request cost
+[[expect]]
+property = "max_gap"      # no two burst answers further apart than this
+of = "burst"
+max = "500ms"
+
+[[arms]]                  # the negative arm: the probe must see the drain it guards against
+name = "unbounded-drain"
+set = { "loop.accept_batch" = 0 }
+expect_violated = ["latency"]
+)toml";
+
+// The error parse_scenario throws for `text` (named "t.toml"); fails the test if none.
+ScenarioError error_for(const std::string& text, const std::vector<Override>& overrides = {}) {
+  try {
+    parse_scenario(text, "t.toml", overrides);
+  } catch (const ScenarioError& e) {
+    return e;
+  }
+  FAIL("no ScenarioError for:\n" << text);
+  return ScenarioError("", "");
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("The DESIGN example loads with every value it states and the defaults it omits") {
+  const Scenario s = parse_scenario(accept_burst, "scenarios/accept-burst.toml");
+  CHECK(s.file == "scenarios/accept-burst.toml");
+  CHECK(s.name == "accept-burst");
+  CHECK(s.seed == 1);
+  CHECK(s.horizon == 20s);
+  CHECK(s.kernel.poller == PollerFlavour::epoll);
+  CHECK(s.kernel.listen_backlog == 128);
+  CHECK(s.kernel.somaxconn == 4096);
+  CHECK(s.kernel.rlimit_nofile == 1024);
+  CHECK(s.loop_mode == "loop-only");
+  CHECK(s.workers == 1);
+  CHECK(s.loop.accept_batch == 16);
+  CHECK(s.loop.idle_timeout == 1s);
+
+  REQUIRE(s.clients.size() == 3);
+  CHECK(s.clients[0].name == "fast");
+  CHECK(s.clients[0].keep_alive);
+  CHECK(s.clients[0].connect_at == 0ms);
+  REQUIRE(s.clients[0].requests.size() == 1);
+  CHECK(s.clients[0].requests[0].at == 100ms);
+  CHECK(s.clients[0].requests[0].path == "/fast");
+  CHECK(s.clients[1].name == "blocker");
+  CHECK(s.clients[1].count == 1);
+  CHECK_FALSE(s.clients[1].keep_alive);
+  CHECK(s.clients[2].name == "burst");
+  CHECK(s.clients[2].count == 120);
+  CHECK(s.clients[2].connect_at == 50ms);
+  CHECK(s.clients[2].requests[0].path == "/slow?ms=10");
+}
+
+TEST_CASE("The DESIGN example's expectations and arm keep their bounds and overrides") {
+  const Scenario s = parse_scenario(accept_burst, "accept-burst.toml");
+  REQUIRE(s.expect.size() == 4);
+  CHECK(s.expect[0].property == "answered");
+  CHECK(s.expect[1].property == "no_stranded_backlog");
+  CHECK(s.expect[2].property == "latency");
+  CHECK(s.expect[2].of == "fast");
+  CHECK(s.expect[2].after == "blocker");
+  CHECK(s.expect[2].line == 37);
+  REQUIRE(s.expect[2].max.has_value());
+  CHECK(s.expect[2].max->unit == Bound::Unit::batches);
+  CHECK(s.expect[2].max->value == 1.5);
+  CHECK(s.expect[2].max->text == "1.5 batches");
+  CHECK_FALSE(s.expect[2].min.has_value());
+  REQUIRE(s.expect[3].max.has_value());
+  CHECK(s.expect[3].max->unit == Bound::Unit::time);
+  CHECK(s.expect[3].max->value == 500'000'000.0);
+
+  REQUIRE(s.arms.size() == 1);
+  CHECK(s.arms[0].name == "unbounded-drain");
+  REQUIRE(s.arms[0].set.size() == 1);
+  CHECK(s.arms[0].set[0].key == "loop.accept_batch");
+  CHECK(s.arms[0].set[0].value == "0");
+  CHECK(s.arms[0].expect_violated == std::vector<std::string>{"latency"});
+}
+
+TEST_CASE("load_scenario reads a file and names an unreadable one at line 1 column 1") {
+  const auto path = std::filesystem::temp_directory_path() / "loopsim_scenario_test.toml";
+  std::ofstream(path) << accept_burst;
+  const Scenario s = load_scenario(path.string(), {parse_override("seed=7")});
+  std::filesystem::remove(path);
+  CHECK(s.file == path.string());
+  CHECK(s.seed == 7);
+  try {
+    load_scenario("/nonexistent/x.toml");
+    FAIL("no error");
+  } catch (const ScenarioError& e) {
+    CHECK(std::string(e.what()) == "/nonexistent/x.toml:1:1: cannot read /nonexistent/x.toml");
+  }
+}
+
+TEST_CASE("Durations parse into whole nanoseconds with integer arithmetic") {
+  CHECK(parse_duration("600ms") == Nanos{600'000'000});
+  CHECK(parse_duration("80us") == Nanos{80'000});
+  CHECK(parse_duration("1.5s") == Nanos{1'500'000'000});
+  CHECK(parse_duration("250ns") == Nanos{250});
+  CHECK(parse_duration("0us") == Nanos{0});
+  CHECK(parse_duration("0.000000001s") == Nanos{1});
+  CHECK(parse_duration("2.50ms") == Nanos{2'500'000});
+  CHECK(parse_duration("9223372036s") == Nanos{9'223'372'036'000'000'000});
+}
+
+TEST_CASE("Durations without a unit, a number or a sign they may have are rejected") {
+  CHECK_THROWS_WITH(parse_duration("10"), Catch::Contains("has no unit"));
+  CHECK_THROWS_WITH(parse_duration("ms"), Catch::Contains("has no number"));
+  CHECK_THROWS_WITH(parse_duration("-1ms"), Catch::Contains("negative"));
+  CHECK_THROWS_WITH(parse_duration("1h"), Catch::Contains("unknown unit \"h\""));
+  CHECK_THROWS_AS(parse_duration(""), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("1.s"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("1..5s"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("10 ms"), std::invalid_argument);
+  CHECK_THROWS_WITH(parse_duration("1.5ns"), Catch::Contains("finer than one nanosecond"));
+  CHECK_THROWS_WITH(parse_duration("9223372037s"), Catch::Contains("too large"));
+  CHECK_THROWS_WITH(parse_duration("99999999999999999999ns"), Catch::Contains("too large"));
+}
+
+TEST_CASE("An unknown key is reported at the key's line and column with the known keys") {
+  const ScenarioError e = error_for("name = \"x\"\n[loop]\n  acept_batch = 1\n");
+  CHECK(std::string(e.what()) == "t.toml:3:3: unknown key \"acept_batch\" in [loop]");
+  CHECK_THAT(e.hint, Catch::StartsWith("known keys in [loop]: mode, workers, accept_batch"));
+  const ScenarioError top = error_for("seed = 1\nsede = 2\n");
+  CHECK(std::string(top.what()) == "t.toml:2:1: unknown key \"sede\" in the top level");
+  const ScenarioError request = error_for(
+      "[[clients]]\nname = \"a\"\nrequests = [{ at = \"1ms\", pth = \"/fast\" }]\n");
+  CHECK(std::string(request.what()) == "t.toml:3:27: unknown key \"pth\" in a request");
+}
+
+TEST_CASE("A value of the wrong type is reported at the value") {
+  const ScenarioError e = error_for("[kernel]\nlisten_backlog = \"128\"\n");
+  CHECK(std::string(e.what()) ==
+        "t.toml:2:18: kernel.listen_backlog must be an integer, not a string");
+  CHECK(error_for("[loop]\naccept_after_events = 1\n").hint == "write true or false, without quotes");
+  CHECK_THAT(error_for("[[clients]]\nname = 7\n").what(), Catch::StartsWith("t.toml:2:8: "));
+  CHECK_THAT(error_for("loop = 3\n").what(), Catch::Contains("loop must be a table"));
+}
+
+TEST_CASE("A bad unit in horizon names the unit and hints at the duration syntax") {
+  const ScenarioError e = error_for("horizon = \"20h\"\n");
+  CHECK(std::string(e.what()) ==
+        "t.toml:1:11: horizon: \"20h\" has an unknown unit \"h\" (use ns, us, ms or s)");
+  CHECK(e.hint == "durations look like \"600ms\", \"80us\", \"1.5s\", \"250ns\"");
+  CHECK_THAT(error_for("horizon = 20\n").what(),
+             Catch::Equals("t.toml:1:11: horizon must be a duration string, not an integer"));
+  CHECK_THAT(error_for("horizon = \"0s\"\n").what(), Catch::Contains("longer than zero"));
+}
+
+TEST_CASE("A TOML syntax error keeps its file, line and column") {
+  const ScenarioError e = error_for("seed = 1\nhorizon = 20s\n");
+  CHECK_THAT(e.what(), Catch::StartsWith("t.toml:2:"));
+  CHECK_THAT(e.hint, Catch::Contains("strings need quotes"));
+}
+
+TEST_CASE("Bounds are times, counts, requests or batches and keep their text") {
+  const std::string base = "[[clients]]\nname = \"a\"\n[[expect]]\nproperty = \"max_gap\"\nof = \"a\"\n";
+  const auto max_of = [&](const std::string& bound) {
+    return *parse_scenario(base + "max = " + bound + "\n", "t.toml").expect[0].max;
+  };
+  CHECK(max_of("3").unit == Bound::Unit::count);
+  CHECK(max_of("3").value == 3);
+  CHECK(max_of("\"2 requests\"").unit == Bound::Unit::requests);
+  CHECK(max_of("\"1 batch\"").unit == Bound::Unit::batches);
+  CHECK(max_of("\"80us\"").value == 80'000.0);
+  CHECK(max_of("\"80us\"").text == "80us");
+  CHECK_THAT(error_for(base + "max = \"1.5 batchs\"\n").what(),
+             Catch::Equals("t.toml:6:7: max: \"1.5 batchs\": unknown unit \"batchs\""));
+  CHECK_THAT(error_for(base + "max = 1.5\n").what(), Catch::Contains("not a float"));
+  CHECK_THAT(error_for(base + "min = -1\n").what(), Catch::Contains("at least 0"));
+}
+
+TEST_CASE("A --set override changes the value after the same checks as the file") {
+  CHECK(parse_override("loop.accept_batch=0").key == "loop.accept_batch");
+  CHECK(parse_override("loop.accept_batch = 0").value == "0");
+  CHECK(parse_override("description=a=b").value == "a=b");
+  const std::vector<Override> overrides = {
+      parse_override("loop.accept_batch=0"), parse_override("kernel.poller=kqueue"),
+      parse_override("horizon=10s"), parse_override("loop.owe_unfinished_batch=false"),
+      parse_override("kernel.somaxconn=64"), parse_override("name=\"renamed\"")};
+  const Scenario s = parse_scenario(accept_burst, "accept-burst.toml", overrides);
+  CHECK(s.loop.accept_batch == 0);
+  CHECK(s.kernel.poller == PollerFlavour::kqueue);
+  CHECK(s.horizon == 10s);
+  CHECK_FALSE(s.loop.owe_unfinished_batch);
+  CHECK(s.kernel.somaxconn == 64);
+  CHECK(s.name == "renamed");
+  CHECK(s.clients.size() == 3);
+}
+
+TEST_CASE("A bad --set key or value is an error naming the override") {
+  const ScenarioError e = error_for(accept_burst, {parse_override("loop.acept_batch=1")});
+  CHECK(std::string(e.what()) ==
+        "t.toml:1:1: --set loop.acept_batch: unknown key \"acept_batch\" in [loop]");
+  CHECK_THAT(e.hint, Catch::Contains("accept_batch"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("loop.accept_batch=many")}).what(),
+             Catch::Equals("t.toml:1:1: --set loop.accept_batch: loop.accept_batch must be an "
+                           "integer, not a string"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("kernel.poller=select")}).hint,
+             Catch::Equals("one of: epoll, kqueue"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("clients.count=2")}).what(),
+             Catch::Contains("array of tables"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("loop=1")}).what(),
+             Catch::Contains("name a key inside [loop]"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("seed.x=1")}).what(),
+             Catch::Contains("seed is not a table"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("a.b.c=1")}).what(),
+             Catch::Contains("top-level key or section.key"));
+  CHECK_THROWS_AS(parse_override("loop.accept_batch"), ScenarioError);
+  CHECK_THROWS_AS(parse_override("=1"), ScenarioError);
+  CHECK_THROWS_AS(parse_override("seed="), ScenarioError);
+}
+
+TEST_CASE("An arm's set applies on top of the base and --set wins over it") {
+  const Scenario base = parse_scenario(accept_burst, "accept-burst.toml");
+  const Scenario arm = scenario_for_arm(accept_burst, "accept-burst.toml", base.arms[0]);
+  CHECK(arm.loop.accept_batch == 0);
+  CHECK(arm.arms.size() == 1);
+  CHECK(arm.clients.size() == 3);
+  const Scenario pinned = scenario_for_arm(accept_burst, "accept-burst.toml", base.arms[0],
+                                           {parse_override("loop.accept_batch=4")});
+  CHECK(pinned.loop.accept_batch == 4);
+}
+
+TEST_CASE("A bad key in an arm's set is reported where the arm writes it") {
+  const std::string text = replaced(accept_burst, "\"loop.accept_batch\"", "\"loop.acept_batch\"");
+  const ScenarioError e = error_for(text);
+  CHECK(std::string(e.what()) ==
+        "t.toml:49:9: arm \"unbounded-drain\" set loop.acept_batch: unknown key \"acept_batch\" "
+        "in [loop]");
+  const std::string bad_value = replaced(accept_burst, "\"loop.accept_batch\" = 0",
+                                         "\"loop.accept_batch\" = \"all\"");
+  CHECK_THAT(error_for(bad_value).what(),
+             Catch::StartsWith("t.toml:49:9: arm \"unbounded-drain\" set loop.accept_batch: "));
+}
+
+TEST_CASE("Keys reserved for later versions are rejected, not ignored") {
+  const ScenarioError e = error_for("[loop]\naccept_batch = 4\ndrain_chunk = 8\n");
+  CHECK(std::string(e.what()) == "t.toml:3:1: loop.drain_chunk is not supported yet");
+  CHECK_THAT(e.hint, Catch::Contains("reserved"));
+  CHECK_THAT(error_for("[[posters]]\nat = \"1ms\"\n").what(),
+             Catch::Equals("t.toml:1:3: [[posters]] is not supported yet"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("loop.inverted=true")}).what(),
+             Catch::Equals("t.toml:1:1: --set loop.inverted: loop.inverted is not supported yet"));
+}
+
+TEST_CASE("Required keys, counts and enum values are checked") {
+  CHECK_THAT(error_for("seed = 1\n\n[[clients]]\ncount = 2\n").what(),
+             Catch::Equals("t.toml:3:1: [[clients]] needs name"));
+  CHECK_THAT(error_for("[[expect]]\nof = \"a\"\n").what(), Catch::Contains("needs property"));
+  CHECK_THAT(error_for("[[arms]]\nset = {}\n").what(), Catch::Contains("needs name"));
+  CHECK_THAT(error_for("[[clients]]\nname = \"a\"\ncount = 0\n").what(),
+             Catch::Equals("t.toml:3:9: clients.count must be at least 1, not 0"));
+  const ScenarioError mode = error_for("[loop]\nmode = \"threads\"\n");
+  CHECK(std::string(mode.what()) == "t.toml:2:8: loop.mode: unknown value \"threads\"");
+  CHECK(mode.hint == "one of: loop-only, pool");
+  CHECK_THAT(error_for("format = 2\n").what(), Catch::Contains("format 2 is not supported"));
+  CHECK(parse_scenario("format = 1\n", "t.toml").name == "t");
+}
+
+TEST_CASE("References to client groups, properties and names are checked") {
+  CHECK_THAT(error_for(replaced(accept_burst, "of = \"fast\"", "of = \"fsat\"")).what(),
+             Catch::Equals("t.toml:38:6: expect.of: no [[clients]] group is named \"fsat\""));
+  CHECK_THAT(error_for(replaced(accept_burst, "[\"latency\"]", "[\"latncy\"]")).what(),
+             Catch::Contains("no [[expect]] checks \"latncy\""));
+  CHECK_THAT(error_for(replaced(accept_burst, "\"blocker\"\nconnect_at", "\"fast\"\nconnect_at")).what(),
+             Catch::Contains("[[clients]] \"fast\" is defined twice"));
+}
+
+TEST_CASE("The same text loads to the same scenario every time") {
+  const Scenario a = parse_scenario(accept_burst, "a.toml");
+  const Scenario b = parse_scenario(accept_burst, "a.toml");
+  CHECK(a.arms[0].set[0].value == b.arms[0].set[0].value);
+  CHECK(a.expect[3].max->text == b.expect[3].max->text);
+}

@@ -1,0 +1,202 @@
+#include "sim/trace.hpp"
+
+#include <cstring>
+#include <ostream>
+
+namespace loopsim::sim {
+
+namespace {
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+const char* errno_name(int error) {
+  switch (error) {
+    case EAGAIN: return "EAGAIN";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOBUFS: return "ENOBUFS";
+    case ECONNABORTED: return "ECONNABORTED";
+    case ECONNRESET: return "ECONNRESET";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case EBADF: return "EBADF";
+    case EINVAL: return "EINVAL";
+    default: return "EOTHER";
+  }
+}
+
+// A JSON object written field by field, in a fixed order.
+class Line {
+ public:
+  Line(Nanos t, const char* kind) {
+    out_ = "{\"t\":" + std::to_string(t.count()) + ",\"ev\":\"" + kind + '"';
+  }
+  Line& num(const char* key, std::int64_t value) {
+    key_(key);
+    out_ += std::to_string(value);
+    return *this;
+  }
+  Line& flag(const char* key, bool value) {
+    key_(key);
+    out_ += value ? "true" : "false";
+    return *this;
+  }
+  Line& str(const char* key, std::string_view value) {
+    key_(key);
+    quote(value);
+    return *this;
+  }
+  Line& client(const Trace& trace, ClientIndex client) {
+    return client == no_client ? *this : str("client", trace.client_name(client));
+  }
+  Line& fds(const std::vector<int>& fds) {
+    key_("fds");
+    out_ += '[';
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (i > 0) out_ += ',';
+      out_ += std::to_string(fds[i]);
+    }
+    out_ += ']';
+    return *this;
+  }
+  std::string done() { return out_ + '}'; }
+
+ private:
+  void key_(const char* key) {
+    out_ += ",\"";
+    out_ += key;
+    out_ += "\":";
+  }
+  void quote(std::string_view s) {
+    out_ += '"';
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buffer[8];
+        std::snprintf(buffer, sizeof buffer, "\\u%04x", unsigned(c));
+        out_ += buffer;
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+  std::string out_;
+};
+
+}  // namespace
+
+std::string Trace::client_name(ClientIndex client) const {
+  const ClientLabel& label = clients.at(std::size_t(client));
+  const std::string& group = groups.at(std::size_t(label.group));
+  bool alone = group_sizes.at(std::size_t(label.group)) == 1;
+  return alone ? group : group + "#" + std::to_string(label.member);
+}
+
+const std::string& Trace::group_of(ClientIndex client) const {
+  return groups.at(std::size_t(clients.at(std::size_t(client)).group));
+}
+
+Nanos time_of(const TraceEvent& event) {
+  return std::visit([](const auto& e) { return e.t; }, event);
+}
+
+const char* kind_of(const TraceEvent& event) {
+  return std::visit(
+      overloaded{
+          [](const ev::PassBegin&) { return "pass_begin"; },
+          [](const ev::Events&) { return "events"; },
+          [](const ev::Accept&) { return "accept"; },
+          [](const ev::BatchEnd&) { return "batch_end"; },
+          [](const ev::RequestBegin&) { return "request_begin"; },
+          [](const ev::RequestEnd&) { return "request_end"; },
+          [](const ev::Close&) { return "close"; },
+          [](const ev::PassEnd&) { return "pass_end"; },
+          [](const ev::Connect&) { return "connect"; },
+          [](const ev::Established&) { return "established"; },
+          [](const ev::SynDropped&) { return "syn_dropped"; },
+          [](const ev::Refused&) { return "refused"; },
+          [](const ev::Send&) { return "send"; },
+          [](const ev::Answer&) { return "answer"; },
+          [](const ev::PeerClosed&) { return "peer_closed"; },
+          [](const ev::RunEnd&) { return "run_end"; },
+      },
+      event);
+}
+
+std::string event_json(const Trace& trace, const TraceEvent& event) {
+  Line line(time_of(event), kind_of(event));
+  std::visit(
+      overloaded{
+          [&](const ev::PassBegin& e) {
+            line.num("worker", e.worker).num("pass", std::int64_t(e.pass));
+            line.num("timeout_ns", e.timeout.count());
+          },
+          [&](const ev::Events& e) {
+            line.num("worker", e.worker).num("pass", std::int64_t(e.pass));
+            line.num("count", std::int64_t(e.fds.size())).fds(e.fds);
+          },
+          [&](const ev::Accept& e) {
+            line.num("worker", e.worker).str("door", door_name(e.door));
+            if (e.result >= 0) {
+              line.str("outcome", "ok").num("fd", e.result);
+            } else {
+              line.str("outcome", errno_name(-e.result));
+            }
+            line.client(trace, e.client);
+          },
+          [&](const ev::BatchEnd& e) {
+            line.num("worker", e.worker).str("door", door_name(e.door));
+            line.num("accepted", e.accepted).str("stop", batch_stop_name(e.stop));
+            line.flag("owed", e.owed);
+          },
+          [&](const ev::RequestBegin& e) {
+            line.num("worker", e.worker).num("fd", e.fd).client(trace, e.client);
+            line.str("path", e.path);
+          },
+          [&](const ev::RequestEnd& e) {
+            line.num("worker", e.worker).num("fd", e.fd).client(trace, e.client);
+            line.num("status", e.status);
+          },
+          [&](const ev::Close& e) {
+            line.num("worker", e.worker).num("fd", e.fd).client(trace, e.client);
+          },
+          [&](const ev::PassEnd& e) {
+            line.num("worker", e.worker).num("pass", std::int64_t(e.pass));
+            line.flag("accept_owed", e.accept_owed).flag("handoff_owed", e.handoff_owed);
+          },
+          [&](const ev::Connect& e) { line.client(trace, e.client); },
+          [&](const ev::Established& e) { line.client(trace, e.client); },
+          [&](const ev::SynDropped& e) {
+            line.client(trace, e.client).num("retry_at", e.retry_at.count());
+          },
+          [&](const ev::Refused& e) { line.client(trace, e.client).str("error", errno_name(e.error)); },
+          [&](const ev::Send& e) { line.client(trace, e.client).str("path", e.path); },
+          [&](const ev::Answer& e) {
+            line.client(trace, e.client).str("path", e.path).num("status", e.status);
+          },
+          [&](const ev::PeerClosed& e) { line.client(trace, e.client); },
+          [&](const ev::RunEnd& e) {
+            line.num("backlog", e.backlog).num("open_connections", e.open_connections);
+          },
+      },
+      event);
+  return line.done();
+}
+
+void write_jsonl(const Trace& trace, std::ostream& out) {
+  out << "{\"loopsim_trace\":1,\"scenario\":\"" << trace.scenario << "\",\"arm\":\"" << trace.arm
+      << "\",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
+      << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
+      << "}\n";
+  for (const TraceEvent& event : trace.events) out << event_json(trace, event) << '\n';
+}
+
+}  // namespace loopsim::sim

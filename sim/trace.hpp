@@ -1,0 +1,78 @@
+// What a run did, as a sequence of events in virtual time. The loop's own reports (passes,
+// events, accepts, batches, requests, closes) and what the clients saw (connects, dropped SYNs,
+// sends, answers) in one order. Properties in checker/ are pure functions of a Trace.
+// Written as JSON Lines; the schema is docs/trace.md.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "realloop/kernel.hpp"
+#include "realloop/observer.hpp"
+
+namespace loopsim::sim {
+
+// A client connection, by index into Trace::clients.
+using ClientIndex = std::int32_t;
+inline constexpr ClientIndex no_client = -1;
+
+namespace ev {
+struct PassBegin { Nanos t; int worker; std::uint64_t pass; Nanos timeout; };
+struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; };
+struct Accept { Nanos t; int worker; Door door; int result; ClientIndex client; };
+struct BatchEnd { Nanos t; int worker; Door door; int accepted; BatchStop stop; bool owed; };
+struct RequestBegin { Nanos t; int worker; int fd; ClientIndex client; std::string path; };
+struct RequestEnd { Nanos t; int worker; int fd; ClientIndex client; int status; };
+struct Close { Nanos t; int worker; int fd; ClientIndex client; };
+struct PassEnd { Nanos t; int worker; std::uint64_t pass; bool accept_owed; bool handoff_owed; };
+// The client side.
+struct Connect { Nanos t; ClientIndex client; };
+struct Established { Nanos t; ClientIndex client; };
+struct SynDropped { Nanos t; ClientIndex client; Nanos retry_at; };
+struct Refused { Nanos t; ClientIndex client; int error; };
+struct Send { Nanos t; ClientIndex client; std::string path; };
+struct Answer { Nanos t; ClientIndex client; std::string path; int status; };
+struct PeerClosed { Nanos t; ClientIndex client; };
+// The state at the end of the run.
+struct RunEnd { Nanos t; std::int64_t backlog; std::int64_t open_connections; };
+}  // namespace ev
+
+using TraceEvent =
+    std::variant<ev::PassBegin, ev::Events, ev::Accept, ev::BatchEnd, ev::RequestBegin,
+                 ev::RequestEnd, ev::Close, ev::PassEnd, ev::Connect, ev::Established,
+                 ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::RunEnd>;
+
+struct ClientLabel {
+  std::int32_t group;  // index into Trace::groups
+  std::int32_t member;
+  std::int32_t requests;  // requests the client means to send
+};
+
+struct Trace {
+  std::string scenario;
+  std::string arm;
+  std::uint64_t seed = 0;
+  Nanos horizon{0};
+  int listener_fd = -1;
+  std::int64_t accept_batch = 0;  // the loop's configured batch, for bounds in "batches"
+  std::vector<std::string> groups;
+  std::vector<std::int32_t> group_sizes;  // members per group
+  std::vector<ClientLabel> clients;
+  std::vector<TraceEvent> events;
+
+  std::string client_name(ClientIndex client) const;  // "burst#3", or "fast" for a group of one
+  const std::string& group_of(ClientIndex client) const;
+};
+
+Nanos time_of(const TraceEvent& event);
+// The event's kind as written in the trace ("pass_begin", "accept", ...).
+const char* kind_of(const TraceEvent& event);
+
+// JSON Lines: a header line, then one event a line. Byte-identical for identical traces.
+void write_jsonl(const Trace& trace, std::ostream& out);
+std::string event_json(const Trace& trace, const TraceEvent& event);
+
+}  // namespace loopsim::sim
