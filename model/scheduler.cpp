@@ -5,13 +5,57 @@
 
 #include "realloop/assert.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define LOOPSIM_ASAN_FIBERS 1
+#endif
+
 namespace loopsim::model {
 
 namespace ctx = boost::context;
 
 namespace {
+
 constexpr std::size_t stack_bytes = 256 * 1024;
+
+// AddressSanitizer must be told of every switch between stacks, or it takes a fiber's stack
+// for a stack overflow and an unwinding exception for a jump into the unknown.
+struct StackBounds {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
+
+void start_switch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const StackBounds& to) {
+#ifdef LOOPSIM_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
+#endif
 }
+
+void finish_switch([[maybe_unused]] void* fake_stack, [[maybe_unused]] StackBounds* from) {
+#ifdef LOOPSIM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake_stack, from ? &from->bottom : nullptr,
+                                  from ? &from->size : nullptr);
+#endif
+}
+
+// A fixed-size stack that remembers where it is, for the sanitizer.
+class TrackedStack {
+ public:
+  explicit TrackedStack(StackBounds& bounds) : bounds_(&bounds) {}
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = stack_.allocate();
+    bounds_->bottom = static_cast<char*>(sc.sp) - sc.size;
+    bounds_->size = sc.size;
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) noexcept { stack_.deallocate(sc); }
+
+ private:
+  ctx::fixedsize_stack stack_{stack_bytes};
+  StackBounds* bounds_;
+};
+
+}  // namespace
 
 struct Scheduler::Thread {
   enum class State : std::uint8_t { runnable, sleeping, blocked, done };
@@ -22,7 +66,20 @@ struct Scheduler::Thread {
   State state = State::runnable;
   std::uint64_t generation = 0;
   bool woken = false;
+  StackBounds stack;
+  void* fake_stack = nullptr;  // the sanitizer's, while the thread is switched out
+  bool cancelled = false;      // unwind(): the thread's next yield returns by throwing
 };
+
+namespace {
+// Thrown inside a cancelled thread from the call that blocked it, and caught at the bottom of
+// its stack, so that the stack unwinds through ordinary C++ exception handling.
+struct Cancelled {};
+}  // namespace
+
+namespace {
+StackBounds scheduler_stack;  // the scheduler's own stack, learnt at the first switch
+}
 
 Scheduler::Scheduler() = default;
 
@@ -30,12 +87,14 @@ Scheduler::~Scheduler() { unwind(); }
 
 void Scheduler::unwind() {
   LOOPSIM_ASSERT(current_ == no_thread);
-  // Destroying a suspended fiber unwinds its stack.
-  for (auto& thread : threads_) {
-    thread->fiber = ctx::fiber{};
-    thread->state = Thread::State::done;
-  }
   queue_.clear();
+  for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
+    Thread& thread = *threads_[std::size_t(id)];
+    if (thread.state == Thread::State::done) continue;
+    thread.cancelled = true;
+    resume(id);  // its blocking call throws; the stack unwinds; the thread ends
+    LOOPSIM_ASSERT(thread.state == Thread::State::done);
+  }
 }
 
 void Scheduler::push(Entry entry) {
@@ -54,11 +113,16 @@ ThreadId Scheduler::spawn(std::string name, std::function<void()> body) {
   thread->name = std::move(name);
   thread->body = std::move(body);
   Thread* self = thread.get();
-  thread->fiber = ctx::fiber(std::allocator_arg, ctx::fixedsize_stack(stack_bytes),
+  thread->fiber = ctx::fiber(std::allocator_arg, TrackedStack(thread->stack),
                              [self](ctx::fiber&& sink) {
+                               finish_switch(nullptr, &scheduler_stack);
                                self->sink = std::move(sink);
-                               self->body();
+                               try {
+                                 if (!self->cancelled) self->body();
+                               } catch (const Cancelled&) {
+                               }
                                self->state = Thread::State::done;
+                               start_switch(nullptr, scheduler_stack);  // this stack ends
                                return std::move(self->sink);
                              });
   threads_.push_back(std::move(thread));
@@ -71,7 +135,10 @@ bool Scheduler::finished(ThreadId thread) const {
 }
 
 void Scheduler::yield(Thread& thread) {
+  start_switch(&thread.fake_stack, scheduler_stack);
   thread.sink = std::move(thread.sink).resume();
+  finish_switch(thread.fake_stack, &scheduler_stack);
+  if (thread.cancelled) throw Cancelled{};
 }
 
 void Scheduler::sleep_until(Nanos when) {
@@ -108,7 +175,10 @@ void Scheduler::resume(ThreadId id) {
   LOOPSIM_ASSERT(current_ == no_thread);
   thread.state = Thread::State::runnable;
   current_ = id;
+  void* fake_stack = nullptr;
+  start_switch(&fake_stack, thread.stack);
   thread.fiber = std::move(thread.fiber).resume();
+  finish_switch(fake_stack, nullptr);
   current_ = no_thread;
 }
 

@@ -10,7 +10,9 @@ namespace loopsim::model {
 
 namespace {
 constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
-constexpr std::uint32_t always_reported = io::hangup | io::error;
+// Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
+// close is reported too, as if every registration asked for EPOLLRDHUP (LinuxKernel does).
+constexpr std::uint32_t always_reported = io::hangup | io::error | io::read_hangup;
 }  // namespace
 
 SimKernel::SimKernel(Scheduler& scheduler, SimKernelConfig config)

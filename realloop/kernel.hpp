@@ -93,7 +93,8 @@ class Kernel {
   virtual int rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) = 0;
   virtual int unwatch(int poller, int fd) = 0;
   // Fills `into` with at most `into.size()` events. Blocks up to `timeout` while none is ready:
-  // 0 never blocks, wait_forever never times out. Returns the count or -errno.
+  // 0 never blocks, wait_forever never times out. Returns the count or -errno. It may return
+  // 0 before the timeout (live: a signal interrupted it); callers must not assume it slept.
   virtual int wait(int poller, std::span<PollEvent> into, Nanos timeout) = 0;
 
   // An eventfd-like wake object: readable while signalled. signal() may be called from any

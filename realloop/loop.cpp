@@ -73,7 +73,8 @@ void Loop::stop() {
 
 void Loop::run() {
   LOOPSIM_ASSERT(poller_ >= 0);
-  while (!stopping_) run_pass();
+  // The flag is read here too: a stop() that came before open() had no wake object to signal.
+  while (!stopping_ && !stop_requested_.load(std::memory_order_acquire)) run_pass();
 }
 
 Nanos Loop::wait_timeout() const {
@@ -149,9 +150,15 @@ void Loop::admit(int fd) {
   c = Connection{};
   c.open = true;
   ++connection_count_;
-  int rc = kernel_.watch(poller_, fd, io::readable, Trigger::edge);
-  LOOPSIM_ASSERT_OP(rc, ==, 0);
+  if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
+    close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
+    return;
+  }
   serve(fd);  // the eager read: a request that came with the connection is served now
+}
+
+int Loop::fd_of(const Connection& c) const {
+  return int(&c - connections_.data());
 }
 
 Loop::Connection* Loop::connection(int fd) {
@@ -163,23 +170,25 @@ Loop::Connection* Loop::connection(int fd) {
 void Loop::serve(int fd) {
   Connection* c = connection(fd);
   LOOPSIM_ASSERT(c != nullptr);
-  read_input(fd, *c);
-  if (connection(fd) == nullptr) return;
+  Input input = read_input(*c);
+  if (input == Input::reset) {
+    close_connection(fd);
+    return;
+  }
   answer_requests(fd, *c);
-  if (connection(fd) == nullptr) return;
+  // A peer that half-closed after its requests still gets their answers, then the close.
+  if (input == Input::ended) c->closing = true;
   flush(fd, *c);
 }
 
-// Edge-triggered: read until EAGAIN, or the next wake-up will never come.
-void Loop::read_input(int fd, Connection& c) {
+// Edge-triggered: read until EAGAIN or the end, or the next wake-up will never come.
+Loop::Input Loop::read_input(Connection& c) {
   char buffer[read_chunk];
   for (;;) {
-    std::int64_t n = kernel_.read(fd, buffer);
-    if (n == -EAGAIN) return;
-    if (n <= 0) {  // end of stream or reset: nothing more will be asked
-      close_connection(fd);
-      return;
-    }
+    std::int64_t n = kernel_.read(fd_of(c), buffer);
+    if (n == -EAGAIN) return Input::open;
+    if (n == 0) return Input::ended;
+    if (n < 0) return Input::reset;
     if (c.closing) continue;  // answering no more; discard
     c.input.append(buffer, std::size_t(n));
   }
@@ -223,8 +232,7 @@ void Loop::flush(int fd, Connection& c) {
   if (want_write != c.want_write) {
     c.want_write = want_write;
     auto interest = io::readable | (want_write ? io::writable : 0u);
-    int rc = kernel_.rewatch(poller_, fd, interest, Trigger::edge);
-    LOOPSIM_ASSERT_OP(rc, ==, 0);
+    if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) close_connection(fd);
   }
 }
 

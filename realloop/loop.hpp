@@ -47,16 +47,19 @@ class Loop {
     std::string output;
   };
 
+  enum class Input : std::uint8_t { open, ended, reset };
+
   Nanos wait_timeout() const;
   void dispatch(const PollEvent& event);
   void take_batch(Door door);
   void admit(int fd);
   void serve(int fd);
-  void read_input(int fd, Connection& connection);
+  Input read_input(Connection& connection);
   void answer_requests(int fd, Connection& connection);
   void flush(int fd, Connection& connection);
   void close_connection(int fd);
   Connection* connection(int fd);
+  int fd_of(const Connection& connection) const;
 
   Kernel& kernel_;
   LoopConfig config_;

@@ -62,10 +62,6 @@ std::string_view type_name(const toml::node& node) {
   return type_names[static_cast<std::size_t>(node.type())];
 }
 
-std::string must_be(std::string_view key, std::string_view what, const toml::node& node) {
-  return cat(key, " must be ", what, ", not ", type_name(node));
-}
-
 // ---- durations and bounds ---------------------------------------------------------------
 
 struct UnitScale {
@@ -168,85 +164,15 @@ class Context {
                         std::string(hint));
   }
 
-  std::string string(const toml::node& n, std::string_view key) const {
-    if (!n.is_string())
-      fail(n.source(), must_be(key, "a string", n), R"(write it in double quotes, e.g. "fast")");
-    return n.as_string()->get();
-  }
-  bool boolean(const toml::node& n, std::string_view key) const {
-    if (!n.is_boolean())
-      fail(n.source(), must_be(key, "true or false", n), "write true or false, without quotes");
-    return n.as_boolean()->get();
-  }
-  std::int64_t integer(const toml::node& n, std::string_view key, std::int64_t min,
-                       std::int64_t max = INT_MAX) const {
-    if (!n.is_integer())
-      fail(n.source(), must_be(key, "an integer", n),
-           "write a whole number without quotes, e.g. 16");
-    const std::int64_t value = n.as_integer()->get();
-    if (value < min)
-      fail(n.source(), cat(key, " must be at least ", min, ", not ", value),
-           cat("use a value from ", min, " up"));
-    if (value > max)
-      fail(n.source(), cat(key, " must be at most ", max, ", not ", value),
-           cat("use a value up to ", max));
-    return value;
-  }
-  double number(const toml::node& n, std::string_view key) const {
-    if (!n.is_number())
-      fail(n.source(), must_be(key, "a number", n),
-           "write a number without quotes, e.g. 200 or 0.5");
-    const double value =
-        n.is_integer() ? double(n.as_integer()->get()) : n.as_floating_point()->get();
-    if (!std::isfinite(value) || value < 0)
-      fail(n.source(), cat(key, " must be a finite number >= 0"), "e.g. 200 or 0.5");
-    return value;
-  }
-  Nanos duration(const toml::node& n, std::string_view key, bool positive = false) const {
-    if (!n.is_string()) fail(n.source(), must_be(key, "a duration string", n), duration_hint);
-    Nanos value{0};
-    try {
-      value = parse_duration(n.as_string()->get());
-    } catch (const std::invalid_argument& e) {
-      fail(n.source(), cat(key, ": ", e.what()), duration_hint);
-    }
-    if (positive && value <= Nanos{0})
-      fail(n.source(), cat(key, " must be longer than zero"), duration_hint);
-    return value;
-  }
-  std::size_t choice(const toml::node& n, std::string_view key,
-                     std::span<const std::string_view> names) const {
-    const std::string value = string(n, key);
-    const auto found = std::find(names.begin(), names.end(), value);
-    if (found == names.end())
-      fail(n.source(), cat(key, ": unknown value \"", value, "\""), cat("one of: ", join(names)));
-    return static_cast<std::size_t>(found - names.begin());
-  }
-  Bound bound(const toml::node& n, std::string_view key) const {
-    if (n.is_integer()) {
-      const std::int64_t count = integer(n, key, 0, INT64_MAX);
-      return {Bound::Unit::count, static_cast<double>(count), std::to_string(count)};
-    }
-    if (!n.is_string())
-      fail(n.source(), must_be(key, "a duration, a count, or \"N requests\"/\"N batches\"", n),
-           bound_hint);
-    try {
-      return parse_bound(n.as_string()->get());
-    } catch (const std::invalid_argument& e) {
-      fail(n.source(), cat(key, ": ", e.what()), bound_hint);
-    }
-  }
-  const toml::table& table(const toml::node& n, std::string_view key) const {
-    if (!n.is_table())
-      fail(n.source(), must_be(key, "a table", n),
-           cat("see scenarios/README.md for the shape of ", key));
-    return *n.as_table();
-  }
-  const toml::array& array(const toml::node& n, std::string_view key) const {
-    if (!n.is_array())
-      fail(n.source(), must_be(key, "an array", n),
-           cat("see scenarios/README.md for the shape of ", key));
-    return *n.as_array();
+  // The node as a T (a TOML value type, toml::table or toml::array), or an error naming `key`.
+  template <typename T>
+  const auto& as(const toml::node& n, std::string_view key, std::string_view what,
+                 std::string_view hint) const {
+    if (!n.is<T>()) fail(n.source(), cat(key, " must be ", what, ", not ", type_name(n)), hint);
+    if constexpr (std::is_same_v<T, toml::table> || std::is_same_v<T, toml::array>)
+      return *n.as<T>();
+    else
+      return n.as<T>()->get();
   }
 
  private:
@@ -254,23 +180,106 @@ class Context {
   std::vector<OverrideOrigin> origins_;
 };
 
-std::string read_name(const Context& c, const toml::node& n, std::string_view key) {
-  std::string name = c.string(n, key);
+using C = const Context&;
+using N = const toml::node&;
+using K = std::string_view;
+
+constexpr std::string_view shape_hint = "see scenarios/README.md for the shape of this key";
+
+const toml::table& as_table(C c, N n, K k) {
+  return c.as<toml::table>(n, k, "a table", shape_hint);
+}
+const toml::array& as_array(C c, N n, K k) {
+  return c.as<toml::array>(n, k, "an array", shape_hint);
+}
+std::string read_string(C c, N n, K k) {
+  return c.as<std::string>(n, k, "a string", R"(write it in double quotes, e.g. "fast")");
+}
+bool read_bool(C c, N n, K k) {
+  return c.as<bool>(n, k, "true or false", "write true or false, without quotes");
+}
+
+std::int64_t read_integer(C c, N n, K k, std::int64_t min, std::int64_t max = INT_MAX) {
+  const std::int64_t value =
+      c.as<std::int64_t>(n, k, "an integer", "write a whole number without quotes, e.g. 16");
+  if (value < min)
+    c.fail(n.source(), cat(k, " must be at least ", min, ", not ", value),
+           cat("use ", min, " or more"));
+  if (value > max)
+    c.fail(n.source(), cat(k, " must be at most ", max, ", not ", value),
+           cat("use ", max, " or less"));
+  return value;
+}
+
+double read_rate(C c, N n, K k) {
+  const double value = n.is_integer() ? double(read_integer(c, n, k, 0, INT64_MAX))
+                                      : c.as<double>(n, k, "a number", "e.g. rate = 200");
+  if (!std::isfinite(value) || value < 0)
+    c.fail(n.source(), cat(k, " must be a finite number, at least 0"), "e.g. rate = 200");
+  return value;
+}
+
+Nanos read_duration(C c, N n, K k, bool positive = false) {
+  const std::string& text = c.as<std::string>(n, k, "a duration string", duration_hint);
+  Nanos value{0};
+  try {
+    value = parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    c.fail(n.source(), cat(k, ": ", e.what()), duration_hint);
+  }
+  if (positive && value <= Nanos{0})
+    c.fail(n.source(), cat(k, " must be longer than zero"), duration_hint);
+  return value;
+}
+
+// The index of the node's value in `names`, or an error listing them.
+std::size_t read_choice(C c, N n, K k, std::span<const std::string_view> names) {
+  const std::string value = read_string(c, n, k);
+  const auto found = std::find(names.begin(), names.end(), value);
+  if (found == names.end())
+    c.fail(n.source(), cat(k, ": unknown value \"", value, "\""), cat("one of: ", join(names)));
+  return static_cast<std::size_t>(found - names.begin());
+}
+
+Bound read_bound(C c, N n, K k) {
+  if (n.is_integer()) {
+    const std::int64_t count = read_integer(c, n, k, 0, INT64_MAX);
+    return {Bound::Unit::count, static_cast<double>(count), std::to_string(count)};
+  }
+  const std::string& text = c.as<std::string>(n, k, "a duration, a count or a cost", bound_hint);
+  try {
+    return parse_bound(text);
+  } catch (const std::invalid_argument& e) {
+    c.fail(n.source(), cat(k, ": ", e.what()), bound_hint);
+  }
+}
+
+std::string read_name(C c, N n, K key) {
+  std::string name = read_string(c, n, key);
   if (name.empty()) c.fail(n.source(), cat(key, " must not be empty"), R"(e.g. name = "burst")");
   return name;
 }
 
-std::string read_path(const Context& c, const toml::node& n, std::string_view key) {
-  std::string path = c.string(n, key);
+std::string read_path(C c, N n, K key) {
+  std::string path = read_string(c, n, key);
   if (path.empty() || path.front() != '/')
     c.fail(n.source(), cat(key, " must start with '/'"),
            R"(paths look like "/fast", "/slow?ms=10")");
   return path;
 }
 
-std::vector<std::string> read_names(const Context& c, const toml::node& n, std::string_view key) {
+// Reports and --arm call the scenario as written "base".
+std::string read_arm_name(C c, N n, K key) {
+  std::string name = read_name(c, n, key);
+  if (name == "base")
+    c.fail(n.source(), "the arm name \"base\" is reserved for the scenario as written",
+           "choose another name");
+  return name;
+}
+
+std::vector<std::string> read_names(C c, N n, K key) {
   std::vector<std::string> names;
-  for (const toml::node& item : c.array(n, key)) names.push_back(read_name(c, item, key));
+  for (const toml::node& item : as_array(c, n, key)) names.push_back(read_name(c, item, key));
   return names;
 }
 
@@ -333,8 +342,8 @@ Problem key_problem(const Section<Target>& section, std::string_view key) {
 }
 
 template <typename Target>
-void read_table(const Context& c, const toml::table& table, const Section<Target>& section,
-                Target& target) {
+void read_fields(const Context& c, const toml::table& table, const Section<Target>& section,
+                 Target& target) {
   for (const auto& [key, node] : in_document_order(table)) {
     const Field<Target>* field = find_field(section, key->str());
     if (field == nullptr) {
@@ -352,11 +361,11 @@ void read_table(const Context& c, const toml::table& table, const Section<Target
 }
 
 template <typename Target>
-std::vector<Target> read_tables(const Context& c, const toml::node& n, std::string_view key,
-                                const Section<Target>& section) {
+std::vector<Target> read_each(const Context& c, const toml::node& n, std::string_view key,
+                              const Section<Target>& section) {
   std::vector<Target> out;
-  for (const toml::node& item : c.array(n, key))
-    read_table(c, c.table(item, key), section, out.emplace_back());
+  for (const toml::node& item : as_array(c, n, key))
+    read_fields(c, as_table(c, item, key), section, out.emplace_back());
   return out;
 }
 
@@ -366,16 +375,23 @@ std::string toml_text(const toml::node& node) {
   return out.str();
 }
 
-std::vector<Override> read_set(const Context& c, const toml::node& n, std::string_view key) {
-  std::vector<Override> out;
-  for (const auto& [name, value] : in_document_order(c.table(n, key)))
-    out.push_back({std::string(name->str()), toml_text(*value)});
-  return out;
+// `set = { "loop.accept_batch" = 0 }`; a dotted key written bare (loop.accept_batch = 0) is a
+// nested table in TOML, and is flattened back to its dotted name.
+void read_set_into(const toml::table& set, const std::string& prefix, std::vector<Override>& out) {
+  for (const auto& [name, value] : in_document_order(set)) {
+    const std::string key = prefix + std::string(name->str());
+    if (value->is_table())
+      read_set_into(*value->as_table(), key + ".", out);
+    else
+      out.push_back({key, toml_text(*value)});
+  }
 }
 
-using C = const Context&;
-using N = const toml::node&;
-using K = std::string_view;
+std::vector<Override> read_set(C c, N n, K k) {
+  std::vector<Override> out;
+  read_set_into(as_table(c, n, k), "", out);
+  return out;
+}
 
 constexpr std::string_view poller_names[] = {"epoll", "kqueue"};
 constexpr PollerFlavour poller_values[] = {PollerFlavour::epoll, PollerFlavour::kqueue};
@@ -385,7 +401,7 @@ constexpr std::string_view property_names[] = {
     "no_spin",  "shutdown_clean",      "batch_bound"};
 
 const Field<RequestSpec> request_fields[] = {
-    {"at", [](C c, N n, K k, auto& r) { r.at = c.duration(n, k); }},
+    {"at", [](C c, N n, K k, auto& r) { r.at = read_duration(c, n, k); }},
     {"path", [](C c, N n, K k, auto& r) { r.path = read_path(c, n, k); }},
 };
 const Section<RequestSpec> request_section{
@@ -393,31 +409,32 @@ const Section<RequestSpec> request_section{
 
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
-    {"count", [](C c, N n, K k, auto& g) { g.count = int(c.integer(n, k, 1, clients_max)); }},
-    {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = c.duration(n, k); }},
-    {"rate", [](C c, N n, K k, auto& g) { g.rate = c.number(n, k); }},
-    {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = c.boolean(n, k); }},
-    {"requests",
-     [](C c, N n, K k, auto& g) { g.requests = read_tables(c, n, k, request_section); }},
+    {"count", [](C c, N n, K k, auto& g) { g.count = int(read_integer(c, n, k, 1, clients_max)); }},
+    {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = read_duration(c, n, k); }},
+    {"rate", [](C c, N n, K k, auto& g) { g.rate = read_rate(c, n, k); }},
+    {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = read_bool(c, n, k); }},
+    {"requests", [](C c, N n, K k, auto& g) { g.requests = read_each(c, n, k, request_section); }},
 };
 const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name"};
 
 const Field<Expectation> expect_fields[] = {
     {"property",
-     [](C c, N n, K k, auto& e) { e.property = property_names[c.choice(n, k, property_names)]; }},
+     [](C c, N n, K k, auto& e) {
+       e.property = property_names[read_choice(c, n, k, property_names)];
+     }},
     {"of", [](C c, N n, K k, auto& e) { e.of = read_name(c, n, k); }},
     {"after", [](C c, N n, K k, auto& e) { e.after = read_name(c, n, k); }},
-    {"max", [](C c, N n, K k, auto& e) { e.max = c.bound(n, k); }},
-    {"min", [](C c, N n, K k, auto& e) { e.min = c.bound(n, k); }},
+    {"max", [](C c, N n, K k, auto& e) { e.max = read_bound(c, n, k); }},
+    {"min", [](C c, N n, K k, auto& e) { e.min = read_bound(c, n, k); }},
 };
 void note_line(const toml::table& table, Expectation& e) {
   e.line = int(table.source().begin.line);
 }
-const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields, {}, "property",
-                                          note_line};
+const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields,
+                                          {},       "property",   note_line};
 
 const Field<Arm> arm_fields[] = {
-    {"name", [](C c, N n, K k, auto& a) { a.name = read_name(c, n, k); }},
+    {"name", [](C c, N n, K k, auto& a) { a.name = read_arm_name(c, n, k); }},
     {"set", [](C c, N n, K k, auto& a) { a.set = read_set(c, n, k); }},
     {"expect_violated", [](C c, N n, K k, auto& a) { a.expect_violated = read_names(c, n, k); }},
 };
@@ -425,33 +442,46 @@ const Section<Arm> arm_section{"arms", "[[arms]]", arm_fields, {}, "name"};
 
 const Field<Scenario> kernel_fields[] = {
     {"poller",
-     [](C c, N n, K k, auto& s) { s.kernel.poller = poller_values[c.choice(n, k, poller_names)]; }},
+     [](C c, N n, K k, auto& s) {
+       s.kernel.poller = poller_values[read_choice(c, n, k, poller_names)];
+     }},
     {"listen_backlog",
-     [](C c, N n, K k, auto& s) { s.kernel.listen_backlog = int(c.integer(n, k, 0)); }},
-    {"somaxconn", [](C c, N n, K k, auto& s) { s.kernel.somaxconn = int(c.integer(n, k, 0)); }},
+     [](C c, N n, K k, auto& s) { s.kernel.listen_backlog = int(read_integer(c, n, k, 0)); }},
+    {"somaxconn",
+     [](C c, N n, K k, auto& s) { s.kernel.somaxconn = int(read_integer(c, n, k, 0)); }},
     {"rlimit_nofile",
-     [](C c, N n, K k, auto& s) { s.kernel.rlimit_nofile = int(c.integer(n, k, 1)); }},
-    {"file_max", [](C c, N n, K k, auto& s) { s.kernel.file_max = int(c.integer(n, k, 1)); }},
+     [](C c, N n, K k, auto& s) { s.kernel.rlimit_nofile = int(read_integer(c, n, k, 1)); }},
+    {"file_max", [](C c, N n, K k, auto& s) { s.kernel.file_max = int(read_integer(c, n, k, 1)); }},
     {"abort_on_overflow",
-     [](C c, N n, K k, auto& s) { s.kernel.abort_on_overflow = c.boolean(n, k); }},
-    {"timer_slack", [](C c, N n, K k, auto& s) { s.kernel.timer_slack = c.duration(n, k); }},
+     [](C c, N n, K k, auto& s) { s.kernel.abort_on_overflow = read_bool(c, n, k); }},
+    {"timer_slack", [](C c, N n, K k, auto& s) { s.kernel.timer_slack = read_duration(c, n, k); }},
 };
 const Section<Scenario> kernel_section{"kernel", "[kernel]", kernel_fields};
 
 const Field<Scenario> loop_fields[] = {
-    {"mode", [](C c, N n, K k, auto& s) { s.loop_mode = mode_names[c.choice(n, k, mode_names)]; }},
-    {"workers", [](C c, N n, K k, auto& s) { s.workers = int(c.integer(n, k, 1, workers_max)); }},
-    {"accept_batch", [](C c, N n, K k, auto& s) { s.loop.accept_batch = int(c.integer(n, k, 0)); }},
+    {"mode",
+     [](C c, N n, K k, auto& s) { s.loop_mode = mode_names[read_choice(c, n, k, mode_names)]; }},
+    {"workers",
+     [](C c, N n, K k, auto& s) {
+       s.workers = int(read_integer(c, n, k, 1, workers_max));
+       if (s.workers > 1)
+         c.fail(n.source(), cat(k, " above 1 is not supported yet"),
+                "one worker loop for now; accept sharing between workers (R10) comes later");
+     }},
+    {"accept_batch",
+     [](C c, N n, K k, auto& s) { s.loop.accept_batch = int(read_integer(c, n, k, 0)); }},
     {"accept_after_events",
-     [](C c, N n, K k, auto& s) { s.loop.accept_after_events = c.boolean(n, k); }},
+     [](C c, N n, K k, auto& s) { s.loop.accept_after_events = read_bool(c, n, k); }},
     {"owe_unfinished_batch",
-     [](C c, N n, K k, auto& s) { s.loop.owe_unfinished_batch = c.boolean(n, k); }},
+     [](C c, N n, K k, auto& s) { s.loop.owe_unfinished_batch = read_bool(c, n, k); }},
     {"nonblocking_wait_when_owed",
-     [](C c, N n, K k, auto& s) { s.loop.nonblocking_wait_when_owed = c.boolean(n, k); }},
-    {"idle_timeout", [](C c, N n, K k, auto& s) { s.loop.idle_timeout = c.duration(n, k, true); }},
-    {"max_events", [](C c, N n, K k, auto& s) { s.loop.max_events = int(c.integer(n, k, 1)); }},
+     [](C c, N n, K k, auto& s) { s.loop.nonblocking_wait_when_owed = read_bool(c, n, k); }},
+    {"idle_timeout",
+     [](C c, N n, K k, auto& s) { s.loop.idle_timeout = read_duration(c, n, k, true); }},
+    {"max_events",
+     [](C c, N n, K k, auto& s) { s.loop.max_events = int(read_integer(c, n, k, 1)); }},
     {"max_connections",
-     [](C c, N n, K k, auto& s) { s.loop.max_connections = int(c.integer(n, k, 1)); }},
+     [](C c, N n, K k, auto& s) { s.loop.max_connections = int(read_integer(c, n, k, 1)); }},
 };
 constexpr std::string_view loop_reserved[] = {"owe_after_emfile", "emfile_retry",  "emfile_backoff",
                                               "inverted",         "drain_chunk",   "yield_batch",
@@ -460,7 +490,7 @@ constexpr std::string_view loop_reserved[] = {"owe_after_emfile", "emfile_retry"
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields, loop_reserved};
 
 void read_format(C c, N n, K k) {
-  const std::int64_t format = c.integer(n, k, 0, INT64_MAX);
+  const std::int64_t format = read_integer(c, n, k, 0, INT64_MAX);
   if (format != 1)
     c.fail(n.source(), cat("format ", format, " is not supported; this loopsim reads format 1"),
            "write format = 1, or leave it out");
@@ -469,71 +499,66 @@ void read_format(C c, N n, K k) {
 const Field<Scenario> root_fields[] = {
     {"format", [](C c, N n, K k, Scenario&) { read_format(c, n, k); }},
     {"name", [](C c, N n, K k, auto& s) { s.name = read_name(c, n, k); }},
-    {"description", [](C c, N n, K k, auto& s) { s.description = c.string(n, k); }},
-    {"seed", [](C c, N n, K k, auto& s) { s.seed = std::uint64_t(c.integer(n, k, 0, INT64_MAX)); }},
-    {"horizon", [](C c, N n, K k, auto& s) { s.horizon = c.duration(n, k, true); }},
-    {"kernel", [](C c, N n, K k, auto& s) { read_table(c, c.table(n, k), kernel_section, s); }},
-    {"loop", [](C c, N n, K k, auto& s) { read_table(c, c.table(n, k), loop_section, s); }},
-    {"clients", [](C c, N n, K k, auto& s) { s.clients = read_tables(c, n, k, client_section); }},
-    {"expect", [](C c, N n, K k, auto& s) { s.expect = read_tables(c, n, k, expect_section); }},
-    {"arms", [](C c, N n, K k, auto& s) { s.arms = read_tables(c, n, k, arm_section); }},
+    {"description", [](C c, N n, K k, auto& s) { s.description = read_string(c, n, k); }},
+    {"seed",
+     [](C c, N n, K k, auto& s) { s.seed = std::uint64_t(read_integer(c, n, k, 0, INT64_MAX)); }},
+    {"horizon", [](C c, N n, K k, auto& s) { s.horizon = read_duration(c, n, k, true); }},
+    {"kernel",
+     [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), kernel_section, s); }},
+    {"loop", [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), loop_section, s); }},
+    {"clients", [](C c, N n, K k, auto& s) { s.clients = read_each(c, n, k, client_section); }},
+    {"expect", [](C c, N n, K k, auto& s) { s.expect = read_each(c, n, k, expect_section); }},
+    {"arms", [](C c, N n, K k, auto& s) { s.arms = read_each(c, n, k, arm_section); }},
 };
 constexpr std::string_view root_reserved[] = {"posters", "faults", "actions"};
-const Section<Scenario> root_section{"", "the top level", root_fields, root_reserved};
+const Section<Scenario> root_section{"", "the top-level table", root_fields, root_reserved};
 
 constexpr std::string_view array_table_names[] = {"clients", "expect", "arms"};
 
 // ---- cross references: checked once every table has been read -----------------------------
 
-// Each [[clients]] / [[arms]] table by the node holding its (already validated) name.
-std::vector<const toml::node*> name_nodes(const toml::table& root, std::string_view key) {
+// The nodes at `key` in each table of the array of tables `tables`, arrays flattened.
+std::vector<const toml::node*> nodes_at(const toml::table& root, std::string_view tables,
+                                        std::string_view key) {
   std::vector<const toml::node*> out;
-  if (const toml::array* tables = root[key].as_array())
-    for (const toml::node& item : *tables) out.push_back(item.as_table()->get("name"));
+  const toml::array* array = root[tables].as_array();
+  if (array == nullptr) return out;
+  for (const toml::node& table : *array) {
+    const toml::node* node = table.as_table()->get(key);
+    if (node != nullptr && node->is_array())
+      for (const toml::node& item : *node->as_array()) out.push_back(&item);
+    else if (node != nullptr)
+      out.push_back(node);
+  }
   return out;
 }
 
-void check_unique_names(C c, const toml::table& root, std::string_view key) {
-  std::vector<std::string_view> seen;
-  for (const toml::node* name : name_nodes(root, key)) {
-    const std::string_view value = name->as_string()->get();
-    if (contains(seen, value))
-      c.fail(name->source(), cat("[[", key, "]] \"", value, "\" is defined twice"),
+// Fails at the first of `refs` (strings, already checked) that is not in `names`, or that
+// repeats an earlier one when `unique`.
+void check_names(C c, const std::vector<const toml::node*>& refs,
+                 std::span<const std::string_view> names, std::string_view what, bool unique) {
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const std::string_view name = refs[i]->as_string()->get();
+    if (unique && std::find(names.begin(), names.begin() + i, name) != names.begin() + i)
+      c.fail(refs[i]->source(), cat(what, " \"", name, "\" is defined twice"),
              "give each one a name of its own");
-    seen.push_back(value);
+    if (!unique && !contains(names, name))
+      c.fail(refs[i]->source(), cat(what, " \"", name, "\""), cat("known: ", join(names)));
   }
 }
 
-void check_client_references(C c, const toml::table& root, const Scenario& s) {
-  std::vector<std::string_view> clients;
+void check_references(C c, const toml::table& root, const Scenario& s) {
+  std::vector<std::string_view> clients, arms, properties;
   for (const ClientGroup& group : s.clients) clients.push_back(group.name);
-  const toml::array* expect = root["expect"].as_array();
-  for (std::size_t i = 0; expect != nullptr && i < expect->size(); ++i) {
-    for (std::string_view key : {"of", "after"}) {
-      const toml::node* ref = expect->get(i)->as_table()->get(key);
-      if (ref == nullptr || contains(clients, ref->as_string()->get())) continue;
-      c.fail(
-          ref->source(),
-          cat("expect.", key, ": no [[clients]] group is named \"", ref->as_string()->get(), "\""),
-          cat("client groups: ", join(clients)));
-    }
-  }
-}
-
-void check_expected_violations(C c, const toml::table& root, const Scenario& s) {
-  std::vector<std::string_view> properties;
+  for (const Arm& arm : s.arms) arms.push_back(arm.name);
   for (const Expectation& e : s.expect) properties.push_back(e.property);
-  const toml::array* arms = root["arms"].as_array();
-  for (std::size_t i = 0; arms != nullptr && i < arms->size(); ++i) {
-    const toml::array* violated = arms->get(i)->as_table()->get_as<toml::array>("expect_violated");
-    for (std::size_t j = 0; violated != nullptr && j < violated->size(); ++j) {
-      const toml::node& name = *violated->get(j);
-      if (contains(properties, name.as_string()->get())) continue;
-      c.fail(name.source(),
-             cat("arms.expect_violated: no [[expect]] checks \"", name.as_string()->get(), "\""),
-             cat("properties this scenario expects: ", join(properties)));
-    }
-  }
+  check_names(c, nodes_at(root, "clients", "name"), clients, "[[clients]]", true);
+  check_names(c, nodes_at(root, "arms", "name"), arms, "[[arms]]", true);
+  check_names(c, nodes_at(root, "expect", "of"), clients, "no [[clients]] group is named", false);
+  check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
+              false);
+  check_names(c, nodes_at(root, "arms", "expect_violated"), properties,
+              "no [[expect]] checks the property", false);
 }
 
 Scenario to_scenario(C c, const toml::table& root) {
@@ -541,11 +566,8 @@ Scenario to_scenario(C c, const toml::table& root) {
   s.file = c.file();
   s.name = std::filesystem::path(c.file()).stem().string();
   if (const toml::node* format = root.get("format")) read_format(c, *format, "format");
-  read_table(c, root, root_section, s);
-  check_unique_names(c, root, "clients");
-  check_unique_names(c, root, "arms");
-  check_client_references(c, root, s);
-  check_expected_violations(c, root, s);
+  read_fields(c, root, root_section, s);
+  check_references(c, root, s);
   return s;
 }
 
@@ -595,19 +617,6 @@ void check_override_key(C c, const OverrideOrigin& origin,
   if (section != nullptr) check_key(c, origin, *section, parts[1]);
 }
 
-std::string toml_quoted(std::string_view text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    if (ch == '"' || ch == '\\')
-      out += cat('\\', ch);
-    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-      out += cat("\\u00", "0123456789abcdef"[(ch >> 4) & 0xf], "0123456789abcdef"[ch & 0xf]);
-    else
-      out += ch;
-  }
-  return out + "\"";
-}
-
 // The override's value as a one-key document "v = ...", parsed with the origin's label as its
 // source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string.
 toml::table parse_value(C c, const std::string& value, const OverrideOrigin& origin) {
@@ -617,7 +626,8 @@ toml::table parse_value(C c, const std::string& value, const OverrideOrigin& ori
   } catch (const toml::parse_error&) {
   }
   try {
-    return toml::parse("v = " + toml_quoted(value), std::string_view{origin.label});
+    return toml::parse("v = " + toml_text(toml::value<std::string>(value)),
+                       std::string_view{origin.label});
   } catch (const toml::parse_error& e) {
     c.fail(origin, cat("cannot read the value: ", e.description()),
            "values are TOML: 0, false, \"10ms\", \"kqueue\"");
@@ -627,7 +637,7 @@ toml::table parse_value(C c, const std::string& value, const OverrideOrigin& ori
 toml::table& section_table(C c, toml::table& root, std::string_view name) {
   toml::node* node = root.get(name);
   if (node == nullptr) return *root.insert(name, toml::table{}).first->second.as_table();
-  c.table(*node, name);  // fails unless it is a table
+  as_table(c, *node, name);  // fails unless it is a table
   return *node->as_table();
 }
 
@@ -728,10 +738,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   if (!in || std::filesystem::is_directory(path))
     throw ScenarioError(located(path, {1, 1}, cat("cannot read ", path)),
                         "check the path and its permissions");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad())
-    throw ScenarioError(located(path, {1, 1}, cat("cannot read ", path)),
-                        "check the path and its permissions");
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   return parse_scenario(text, path, overrides);
 }
 

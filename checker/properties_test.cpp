@@ -1,0 +1,160 @@
+// Each property on a trace that keeps it and on one that breaks it, built by hand so the
+// checker is tested apart from the loop.
+#include <catch2/catch.hpp>
+
+#include "checker/judge.hpp"
+#include "checker/properties.hpp"
+
+using namespace loopsim;
+using namespace loopsim::sim;
+using namespace loopsim::checker;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Two groups: "a" (one client) and "b" (three), one request each.
+Trace two_groups() {
+  Trace t;
+  t.groups = {"a", "b"};
+  t.group_sizes = {1, 3};
+  t.clients = {{0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {1, 2, 1}};
+  for (ClientIndex c = 0; c < 4; ++c) t.events.push_back(ev::Connect{0ms, c});
+  return t;
+}
+
+void answer(Trace& t, Nanos at, ClientIndex c) {
+  t.events.push_back(ev::Answer{at, c, "/x", 200});
+}
+
+void serve(Trace& t, Nanos begin, Nanos end, int fd) {
+  t.events.push_back(ev::RequestBegin{begin, 0, fd, no_client, "/x"});
+  t.events.push_back(ev::RequestEnd{end, 0, fd, no_client, 200});
+}
+
+Expectation expect(std::string property, std::string of, Bound max, std::string after = "") {
+  Expectation e;
+  e.property = std::move(property);
+  e.of = std::move(of);
+  e.after = std::move(after);
+  e.max = max;
+  return e;
+}
+
+Bound ms(double v) { return Bound{Bound::Unit::time, v * 1e6, std::to_string(v) + "ms"}; }
+
+}  // namespace
+
+TEST_CASE("answered holds when every request has one answer, fails on a lost one") {
+  Trace t = two_groups();
+  for (ClientIndex c = 0; c < 4; ++c) answer(t, 10ms, c);
+  CHECK(answered(t).held);
+
+  Trace lost = two_groups();
+  for (ClientIndex c = 0; c < 3; ++c) answer(lost, 10ms, c);
+  Verdict v = answered(lost);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 1);
+  REQUIRE(v.first_bad);
+  CHECK(*v.first_bad == 3);  // the connect of the client never answered
+}
+
+TEST_CASE("answered fails on a request answered twice") {
+  Trace t = two_groups();
+  for (ClientIndex c = 0; c < 4; ++c) answer(t, 10ms, c);
+  answer(t, 20ms, 2);
+  Verdict v = answered(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.first_bad == t.events.size() - 1);
+}
+
+TEST_CASE("no_stranded_backlog fails when connections are still queued at the end") {
+  Trace t = two_groups();
+  t.events.push_back(ev::RunEnd{20s, 0, 0});
+  CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).held);
+  t.events.back() = ev::RunEnd{20s, 89, 0};
+  Verdict v = no_stranded_backlog(t, Expectation{}, Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 89);
+}
+
+TEST_CASE("no_stranded_backlog with max fails when a connection waited while the loop slept") {
+  Trace t = two_groups();
+  t.events.push_back(ev::Established{0ms, 1});
+  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});  // a blocking wait...
+  t.events.push_back(ev::Events{1s, 0, 1, {}});        // ...that slept a whole second
+  t.events.push_back(ev::Accept{1s, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::RunEnd{2s, 0, 0});
+  Expectation e = expect("no_stranded_backlog", "", ms(500));
+  Verdict v = no_stranded_backlog(t, e, Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == Nanos(1s).count());
+  e.max = ms(1500);
+  CHECK(no_stranded_backlog(t, e, Costs{}).held);
+}
+
+TEST_CASE("latency fails when one answer comes too long after another") {
+  Trace t = two_groups();
+  answer(t, 600ms, 1);  // b's answers
+  answer(t, 700ms, 2);
+  answer(t, 750ms, 0);  // a's, 50 ms after b's last
+  answer(t, 800ms, 3);
+  CHECK(latency(t, expect("latency", "a", ms(100), "b"), Costs{}).held);
+  Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
+  CHECK(v.measured == Nanos(-50ms).count());  // b's last answer came after a's
+  Verdict tight = latency(t, expect("latency", "b", ms(100), "a"), Costs{});
+  CHECK(tight.held);
+  Verdict late = latency(t, expect("latency", "b", ms(10), "a"), Costs{});
+  CHECK_FALSE(late.held);
+  CHECK(late.measured == Nanos(50ms).count());
+}
+
+TEST_CASE("latency measures bounds in batches of the measured request cost") {
+  Trace t = two_groups();
+  serve(t, 0ms, 10ms, 5);
+  serve(t, 10ms, 20ms, 6);
+  serve(t, 20ms, 620ms, 7);  // an outlier does not move the median
+  answer(t, 620ms, 1);
+  answer(t, 900ms, 0);
+  Costs costs;
+  costs.request = request_cost(t);
+  costs.batch = 16;
+  CHECK(costs.request == 10ms);
+  Bound b{Bound::Unit::batches, 1.5, "1.5 batches"};
+  Verdict v = latency(t, expect("latency", "a", b, "b"), costs);
+  CHECK(v.bound == Nanos(240ms).count());
+  CHECK_FALSE(v.held);  // 280 ms > 240 ms
+}
+
+TEST_CASE("latency fails when the group was never answered") {
+  Trace t = two_groups();
+  answer(t, 600ms, 1);
+  Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == -1);
+}
+
+TEST_CASE("max_gap fails on the widest gap between answers of a group") {
+  Trace t = two_groups();
+  answer(t, 10ms, 1);
+  answer(t, 20ms, 2);
+  answer(t, 1030ms, 3);
+  Verdict v = max_gap(t, expect("max_gap", "b", ms(500)), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == Nanos(1010ms).count());
+  CHECK(v.first_bad == t.events.size() - 1);
+  CHECK(max_gap(t, expect("max_gap", "b", ms(1500)), Costs{}).held);
+}
+
+TEST_CASE("an arm holds only when exactly the properties it names were violated") {
+  Verdict held;
+  held.property = "answered";
+  Verdict broke;
+  broke.property = "latency";
+  broke.held = false;
+  CHECK(judge({held, broke}, {"latency"}).held);
+  CHECK_FALSE(judge({held, broke}, {}).held);                       // the base must hold
+  CHECK_FALSE(judge({held, broke}, {"latency", "answered"}).held);  // answered was not caught
+  auto j = judge({held, broke}, {"answered"});
+  CHECK(j.unexpected_violations == std::vector<std::string>{"latency"});
+  CHECK(j.missed_violations == std::vector<std::string>{"answered"});
+}

@@ -1,0 +1,344 @@
+// One test per kernel rule (DESIGN.md, K1..), named after it. Each drives SimKernel directly:
+// client connections from the client side, the loop's calls through Kernel.
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "model/sim_kernel.hpp"
+
+using namespace loopsim;
+using namespace loopsim::model;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint16_t port = 80;
+
+struct Recorder : ClientSink {
+  std::vector<std::string> log;
+  std::string received_bytes;
+  void established(ConnId c) override { log.push_back("established " + std::to_string(c)); }
+  void syn_dropped(ConnId c, Nanos retry_at) override {
+    log.push_back("dropped " + std::to_string(c) + " retry " + std::to_string(retry_at.count()));
+  }
+  void refused(ConnId c, int error) override {
+    log.push_back("refused " + std::to_string(c) + " " + std::to_string(error));
+  }
+  void received(ConnId, std::string_view bytes) override { received_bytes.append(bytes); }
+  void peer_closed(ConnId c) override { log.push_back("closed " + std::to_string(c)); }
+};
+
+struct Fixture {
+  explicit Fixture(SimKernelConfig config = {}) : kernel(scheduler, config) {
+    kernel.set_client_sink(&sink);
+  }
+  // Runs what is due now (a connection's SYN arrives just after connect returns).
+  void settle() { scheduler.run_until(scheduler.now() + 1ns); }
+  int listener(int backlog = 128) { return kernel.listen(ListenSpec{"127.0.0.1", port, backlog}); }
+  ConnId connect() {
+    ConnId c = kernel.connect(port);
+    settle();
+    return c;
+  }
+  std::vector<PollEvent> poll(int poller, std::size_t max = 16) {
+    std::vector<PollEvent> events(max);
+    int n = kernel.wait(poller, events, Nanos(0));
+    REQUIRE(n >= 0);
+    events.resize(std::size_t(n));
+    return events;
+  }
+  Scheduler scheduler;
+  Recorder sink;
+  SimKernel kernel;
+};
+
+std::vector<int> fds_of(const std::vector<PollEvent>& events) {
+  std::vector<int> fds;
+  for (const auto& e : events) fds.push_back(e.fd);
+  return fds;
+}
+
+}  // namespace
+
+TEST_CASE("K1 virtual time moves only when every simulated thread is blocked or spending") {
+  Fixture f;
+  std::vector<std::pair<std::string, Nanos>> seen;
+  f.scheduler.spawn("a", [&] {
+    seen.emplace_back("a starts", f.kernel.now());
+    f.kernel.spend(10ms);
+    seen.emplace_back("a spent", f.kernel.now());
+  });
+  f.scheduler.spawn("b", [&] {
+    seen.emplace_back("b starts", f.kernel.now());
+    f.kernel.spend(3ms);
+    seen.emplace_back("b spent", f.kernel.now());
+  });
+  f.scheduler.run_until(1s);
+  REQUIRE(seen == std::vector<std::pair<std::string, Nanos>>{
+                      {"a starts", 0ms}, {"b starts", 0ms}, {"b spent", 3ms}, {"a spent", 10ms}});
+  CHECK(f.kernel.now() == 1s);
+}
+
+TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
+  SimKernelConfig config;
+  config.timer_slack = 2ms;
+  Fixture f(config);
+  int poller = f.kernel.poller_create();
+  Nanos spent{}, waited{};
+  f.scheduler.spawn("t", [&] {
+    f.kernel.spend(10ms);
+    spent = f.kernel.now();
+    std::vector<PollEvent> events(4);
+    CHECK(f.kernel.wait(poller, events, 5ms) == 0);
+    waited = f.kernel.now() - spent;
+  });
+  f.scheduler.run_until(1s);
+  CHECK(spent == 12ms);
+  CHECK(waited == 7ms);
+}
+
+TEST_CASE("K2 descriptors take the lowest free number") {
+  Fixture f;
+  int a = f.kernel.poller_create();
+  int b = f.kernel.wake_create();
+  int c = f.kernel.wake_create();
+  CHECK(a == 3);  // 0, 1 and 2 are the standard streams
+  CHECK(b == 4);
+  CHECK(c == 5);
+  REQUIRE(f.kernel.close(b) == 0);
+  CHECK(f.kernel.wake_create() == 4);
+  CHECK(f.kernel.close(b + 100) == -EBADF);
+}
+
+TEST_CASE("K2 the per-process limit gives EMFILE and the system-wide limit ENFILE") {
+  SimKernelConfig config;
+  config.rlimit_nofile = 6;
+  Fixture f(config);
+  int l = f.listener();  // 3
+  CHECK(f.kernel.poller_create() == 4);
+  f.connect();
+  CHECK(f.kernel.accept(l) == 5);
+  f.connect();
+  CHECK(f.kernel.accept(l) == -EMFILE);
+  CHECK(f.kernel.wake_create() == -EMFILE);
+
+  SimKernelConfig tight;
+  tight.file_max = 6;  // 3 standard streams, the listener, one client end, one server end
+  Fixture g(tight);
+  int gl = g.listener();
+  g.connect();
+  CHECK(g.kernel.accept(gl) == 4);
+  g.connect();  // its client end takes the last file
+  CHECK(g.kernel.accept(gl) == -ENFILE);
+  CHECK(g.kernel.backlog(gl) == 1);
+}
+
+TEST_CASE("K3 every arrival re-queues a harvested edge-triggered listener") {
+  Fixture f;
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  f.connect();
+  f.connect();
+  f.connect();
+  // N arrivals before one wait: one event.
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].fd == l);
+  CHECK(events[0].data == -1);  // epoll says nothing of the depth
+  // A drain that stops before EAGAIN gets no new event...
+  REQUIRE(f.kernel.accept(l) >= 0);
+  CHECK(f.poll(p).empty());
+  // ...until the next arrival.
+  f.connect();
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{l});
+  CHECK(f.kernel.backlog(l) == 3);
+}
+
+TEST_CASE("K3 each data arrival wakes an edge-triggered socket, a partial read does not") {
+  Fixture f;
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  CHECK(f.poll(p).empty());  // nothing buffered yet
+  f.kernel.send(c, "hello");
+  f.kernel.send(c, "world");
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{s});
+  char buffer[4];
+  CHECK(f.kernel.read(s, buffer) == 4);  // partial: six bytes stay buffered
+  CHECK(f.poll(p).empty());
+  f.kernel.send(c, "!");
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{s});
+}
+
+TEST_CASE("K4 an item no longer ready at harvest is dropped silently; level items requeue") {
+  Fixture f;
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  int w = f.kernel.wake_create();
+  REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  REQUIRE(f.kernel.watch(p, w, io::readable, Trigger::level) == 0);
+  f.connect();
+  REQUIRE(f.kernel.accept(l) >= 0);  // drained before the wait: the queued edge is stale
+  f.kernel.wake_signal(w);
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{w});
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{w});  // level: reported while ready
+  f.kernel.wake_drain(w);
+  CHECK(f.poll(p).empty());
+}
+
+TEST_CASE("K5 the ready list is FIFO, a wait takes at most max, the rest stays in front") {
+  Fixture f;
+  int p = f.kernel.poller_create();
+  std::vector<int> wakes;
+  for (int i = 0; i < 5; ++i) {
+    wakes.push_back(f.kernel.wake_create());
+    REQUIRE(f.kernel.watch(p, wakes.back(), io::readable, Trigger::edge) == 0);
+  }
+  for (int i : {2, 0, 4, 1, 3}) f.kernel.wake_signal(wakes[std::size_t(i)]);
+  CHECK(fds_of(f.poll(p, 2)) == std::vector<int>{wakes[2], wakes[0]});
+  f.kernel.wake_signal(wakes[2]);  // re-queued behind the undelivered ones
+  CHECK(fds_of(f.poll(p, 3)) == std::vector<int>{wakes[4], wakes[1], wakes[3]});
+  CHECK(fds_of(f.poll(p, 3)) == std::vector<int>{wakes[2]});
+}
+
+TEST_CASE("K6 a one-shot item reports once, and re-arming a ready item queues it at once") {
+  Fixture f;
+  int p = f.kernel.poller_create();
+  int w = f.kernel.wake_create();
+  REQUIRE(f.kernel.watch(p, w, io::readable, Trigger::oneshot) == 0);
+  f.kernel.wake_signal(w);
+  CHECK(f.poll(p).size() == 1);
+  f.kernel.wake_signal(w);
+  CHECK(f.poll(p).empty());  // disabled until re-armed
+  REQUIRE(f.kernel.rewatch(p, w, io::readable, Trigger::oneshot) == 0);
+  CHECK(f.poll(p).size() == 1);
+}
+
+TEST_CASE("K8 a kqueue-flavoured listener event carries the backlog depth") {
+  SimKernelConfig config;
+  config.poller = PollerFlavour::kqueue;
+  Fixture f(config);
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  for (int i = 0; i < 3; ++i) f.connect();
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].data == 3);
+}
+
+TEST_CASE("K9 the accept queue holds min(backlog, somaxconn) + 1, then SYNs are dropped") {
+  SimKernelConfig config;
+  config.somaxconn = 4;
+  Fixture f(config);
+  int l = f.listener(8);  // min(8, 4) + 1 = 5
+  for (int i = 0; i < 6; ++i) f.kernel.connect(port);
+  f.settle();
+  CHECK(f.kernel.backlog(l) == 5);
+  REQUIRE(f.sink.log.back() == "dropped 5 retry 1000000000");
+  // The client retransmits after 1 s, then 2 s: once there is room, it gets in.
+  f.scheduler.run_until(1s + 1ns);
+  CHECK(f.sink.log.back() == "dropped 5 retry 3000000000");
+  REQUIRE(f.kernel.accept(l) >= 0);
+  f.scheduler.run_until(3s + 1ns);
+  CHECK(f.sink.log.back() == "established 5");
+  CHECK(f.kernel.backlog(l) == 5);
+}
+
+TEST_CASE("K9 with abort_on_overflow a full queue resets the client") {
+  SimKernelConfig config;
+  config.abort_on_overflow = true;
+  Fixture f(config);
+  int l = f.listener(0);  // holds one
+  f.connect();
+  f.connect();
+  CHECK(f.kernel.backlog(l) == 1);
+  CHECK(f.sink.log.back() == "refused 1 " + std::to_string(ECONNRESET));
+}
+
+TEST_CASE("K10 accept takes the oldest connection and says EAGAIN when none is queued") {
+  Fixture f;
+  int l = f.listener();
+  ConnId a = f.connect();
+  ConnId b = f.connect();
+  int fa = f.kernel.accept(l);
+  int fb = f.kernel.accept(l);
+  CHECK(f.kernel.conn_of(fa) == a);
+  CHECK(f.kernel.conn_of(fb) == b);
+  CHECK(f.kernel.accept(l) == -EAGAIN);
+}
+
+TEST_CASE("K10 EMFILE leaves the connection queued, and comes before EAGAIN as in Linux") {
+  SimKernelConfig config;
+  config.rlimit_nofile = 4;  // the listener takes the last number
+  Fixture f(config);
+  int l = f.listener();
+  CHECK(f.kernel.accept(l) == -EMFILE);  // the descriptor is allocated before the queue is read
+  f.connect();
+  CHECK(f.kernel.accept(l) == -EMFILE);
+  CHECK(f.kernel.backlog(l) == 1);
+  f.kernel.set_rlimit_nofile(5);
+  CHECK(f.kernel.accept(l) == 4);
+  CHECK(f.kernel.backlog(l) == 0);
+}
+
+TEST_CASE("K11 a peer's close reads as end of stream after the buffered bytes") {
+  Fixture f;
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  f.kernel.send(c, "bye");
+  f.kernel.client_close(c);
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK((events[0].ready & io::read_hangup) != 0);
+  char buffer[16];
+  CHECK(f.kernel.read(s, buffer) == 3);
+  CHECK(f.kernel.read(s, buffer) == 0);
+}
+
+TEST_CASE("K12 close removes a descriptor from every interest set and ready list") {
+  Fixture f;
+  int p1 = f.kernel.poller_create();
+  int p2 = f.kernel.poller_create();
+  int w = f.kernel.wake_create();
+  REQUIRE(f.kernel.watch(p1, w, io::readable, Trigger::edge) == 0);
+  REQUIRE(f.kernel.watch(p2, w, io::readable, Trigger::level) == 0);
+  f.kernel.wake_signal(w);
+  REQUIRE(f.kernel.close(w) == 0);
+  CHECK(f.poll(p1).empty());
+  CHECK(f.poll(p2).empty());
+  int again = f.kernel.wake_create();  // the same number, a new object
+  REQUIRE(again == w);
+  f.kernel.wake_signal(again);
+  CHECK(f.poll(p1).empty());
+  CHECK(f.kernel.unwatch(p1, again) == -ENOENT);
+}
+
+TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
+  Fixture f;
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  std::vector<std::pair<int, Nanos>> returns;
+  f.scheduler.spawn("loop", [&] {
+    std::vector<PollEvent> events(4);
+    for (int i = 0; i < 2; ++i) {
+      int n = f.kernel.wait(p, events, 1s);
+      returns.emplace_back(n, f.kernel.now());
+    }
+  });
+  f.scheduler.at(250ms, [&] { f.kernel.connect(port); });
+  f.scheduler.run_until(10s);
+  REQUIRE(returns.size() == 2);
+  CHECK(returns[0].first == 1);
+  CHECK(returns[0].second == 250ms);
+  CHECK(returns[1].first == 0);
+  CHECK(returns[1].second == 1250ms);
+}

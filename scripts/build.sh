@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of the tree: `build.sh release` (build/) or
+# `build.sh sanitize` (build-sanitize/, ASan + UBSan). Warnings are errors in both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${JOBS:-2}
+case "$flavour" in
+  release)  dir=build;          extra=() ;;
+  sanitize) dir=build-sanitize; extra=(-DLOOPSIM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
+  *) echo "usage: build.sh [release|sanitize]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja -DLOOPSIM_WERROR=ON "${extra[@]}" >/dev/null
+cmake --build "$dir" -j "$jobs"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what loopsim needs from Debian's packages, and only what is missing. Idempotent.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  catch2 librapidcheck-dev libcli11-dev libtomlplusplus-dev
+  libboost-context-dev libboost-graph-dev libgraphviz-dev nlohmann-json3-dev libxxhash-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: every package is present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"

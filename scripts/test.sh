@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The test job: both builds, every test in each, and the determinism check (every scenario
+# run twice must write byte-identical traces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== release build"
+bash scripts/build.sh release
+echo "== tests (release)"
+ctest --test-dir build --output-on-failure -j 2
+
+echo "== sanitize build (ASan + UBSan)"
+bash scripts/build.sh sanitize
+echo "== tests (ASan + UBSan)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-sanitize --output-on-failure -j 2
+
+echo "== determinism: every scenario twice, trace digests compared"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for scenario in scenarios/*.toml; do
+  for i in 1 2; do
+    status=0
+    ./build/loopsim run "$scenario" --trace "$tmp/$i.jsonl" >/dev/null || status=$?
+    [ "$status" -le 1 ] || { echo "determinism: $scenario: exit $status" >&2; exit 1; }
+  done
+  a=$(sha256sum <"$tmp/1.jsonl" | cut -d' ' -f1)
+  b=$(sha256sum <"$tmp/2.jsonl" | cut -d' ' -f1)
+  [ "$a" = "$b" ] || { echo "determinism: $scenario: traces differ" >&2; exit 1; }
+  echo "  $scenario ${a:0:16}"
+done
+echo "all test stages passed"

@@ -1,0 +1,90 @@
+// The walking skeleton end to end in simulation: the accept-burst scenario through the real
+// loop, its figures, and determinism.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "checker/suite.hpp"
+#include "sim/world.hpp"
+
+using namespace loopsim;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string accept_burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
+
+std::string trace_text(const sim::Trace& trace) {
+  std::ostringstream out;
+  sim::write_jsonl(trace, out);
+  return out.str();
+}
+
+checker::SuiteResult run_arm(const std::string& arm, std::vector<sim::Override> set = {}) {
+  checker::SuiteOptions options;
+  options.only_arm = arm;
+  options.overrides = std::move(set);
+  return checker::run_suite(accept_burst, options);
+}
+
+const checker::Verdict& verdict(const checker::ArmReport& arm, const std::string& property) {
+  for (const auto& v : arm.verdicts) {
+    if (v.property == property) return v;
+  }
+  FAIL("no verdict for " << property);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("two runs of the same scenario write byte-identical traces") {
+  sim::Scenario s = sim::load_scenario(accept_burst);
+  std::string first = trace_text(sim::run(s).trace);
+  std::string second = trace_text(sim::run(s).trace);
+  CHECK(first.size() > 10000);
+  CHECK(first == second);
+}
+
+TEST_CASE("accept-burst: /fast is answered one batch of the burst after the blocker") {
+  auto result = run_arm("base");
+  const auto& base = result.report.arms.at(0);
+  CHECK(base.judgement.held);
+  // The blocker's batch took 15 of the burst at 10 ms each; /fast goes first in the next pass.
+  CHECK(verdict(base, "latency").measured == Nanos(150ms).count());
+  CHECK(verdict(base, "latency").bound == Nanos(240ms).count());
+  CHECK(verdict(base, "max_gap").measured == Nanos(10ms).count());
+  CHECK(base.stats.answered == 122);
+}
+
+TEST_CASE("accept-burst: every sabotage arm is caught by the property it names") {
+  checker::SuiteOptions options;
+  auto result = checker::run_suite(accept_burst, options);
+  REQUIRE(result.report.arms.size() == 5);
+  for (const auto& arm : result.report.arms) {
+    INFO(arm.name);
+    CHECK(arm.judgement.held);
+  }
+  CHECK(result.report.held());
+}
+
+TEST_CASE("accept-burst: with nothing owed the blocker, /fast and exactly 31 of the burst are answered") {
+  auto result = run_arm("nothing-owed");
+  const auto& arm = result.report.arms.at(0);
+  CHECK(arm.stats.answered == 33);
+  CHECK(verdict(arm, "no_stranded_backlog").measured == 89);
+}
+
+TEST_CASE("accept-burst: an unbounded drain makes /fast wait for the whole burst") {
+  auto result = run_arm("base", {{"loop.accept_batch", "0"}});
+  const auto& base = result.report.arms.at(0);
+  CHECK_FALSE(result.report.held());
+  // The blocker's drain serves the other 119 ... all 120 of the burst before /fast.
+  CHECK(verdict(base, "latency").measured == Nanos(1200ms).count());
+  CHECK_FALSE(verdict(base, "latency").held);
+}
+
+TEST_CASE("accept-burst: a wait that blocks while owed opens a gap of the idle timeout") {
+  auto result = run_arm("blocking-wait-while-owed");
+  const auto& gap = verdict(result.report.arms.at(0), "max_gap");
+  CHECK_FALSE(gap.held);
+  CHECK(gap.measured == Nanos(1010ms).count());
+}
