@@ -78,7 +78,7 @@ struct Cancelled {};
 }  // namespace
 
 namespace {
-StackBounds scheduler_stack;  // the scheduler's own stack, learnt at the first switch
+thread_local StackBounds scheduler_stack;  // the scheduler's own stack, learnt at the first switch
 }
 
 Scheduler::Scheduler() = default;

@@ -1,0 +1,25 @@
+// The verbs of `loopsim`, one file each. Each adds its subcommand to the app; its callback sets
+// `status` to the process's exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.hpp"
+
+namespace loopsim::cli {
+
+inline constexpr int exit_held = 0;
+inline constexpr int exit_violated = 1;
+inline constexpr int exit_bad_input = 2;
+
+void add_run(CLI::App& app, int& status);
+void add_live(CLI::App& app, int& status);
+
+// Shared by the verbs.
+std::int64_t wall_ns();
+std::vector<sim::Override> parse_overrides(const std::vector<std::string>& assignments);
+int report_error(const sim::ScenarioError& error);
+
+}  // namespace loopsim::cli
