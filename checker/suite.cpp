@@ -81,7 +81,9 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     scenario.file = path;
     scenario.seed = result.report.seed;
     std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
-    sim::RunResult run = sim::run(scenario, arm.name);
+    std::optional<model::ReplayChooser> replay;
+    if (options.replay) replay.emplace(*options.replay);
+    sim::RunResult run = sim::run(scenario, arm.name, replay ? &*replay : nullptr);
     ArmReport report;
     report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
     report.name = arm.name;
@@ -90,6 +92,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     report.judgement = judge(report.verdicts, arm.expect_violated);
     report.stats = run.stats;
     report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
+    report.replay_diverged = replay && (replay->divergences() > 0 || !replay->exhausted());
     result.report.arms.push_back(std::move(report));
     result.traces.push_back(std::move(run.trace));
   }

@@ -22,6 +22,7 @@ struct ArmReport {
   sim::RunStats stats;
   std::int64_t wall_ns = 0;
   std::string replay;  // the command that reproduces this arm
+  bool replay_diverged = false;  // --replay: the recorded choices did not fit this run
 };
 
 struct RunReport {
@@ -36,6 +37,8 @@ struct SuiteOptions {
   std::vector<sim::Override> overrides;  // --set, applied to the base and to every arm
   std::optional<std::uint64_t> seed;     // --seed
   std::optional<std::string> only_arm;   // --arm: run just this one ("base" for the base)
+  // --replay: the choices of a recorded run, taken instead of the seed's (with only_arm).
+  std::optional<std::vector<model::Choice>> replay;
   // Reads a wall clock for the report's wall_ns; the engine itself never does.
   std::function<std::int64_t()> wall_ns;
 };

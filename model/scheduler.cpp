@@ -81,13 +81,27 @@ namespace {
 thread_local StackBounds scheduler_stack;  // the scheduler's own stack, learnt at the first switch
 }
 
-Scheduler::Scheduler() = default;
+namespace {
+// Same-instant happenings are chosen among the first few in line: a bound on the choice (and
+// on the cost of taking one out of the middle), as everything here has one.
+constexpr std::uint32_t order_window = 64;
+}  // namespace
+
+Scheduler::Scheduler(Chooser* chooser) : chooser_(chooser) {}
+
+std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
+  if (options < 2 || chooser_ == nullptr) return 0;
+  std::uint32_t pick = chooser_->choose(kind, options);
+  LOOPSIM_ASSERT_OP(pick, <, options);
+  return pick;
+}
 
 Scheduler::~Scheduler() { unwind(); }
 
 void Scheduler::unwind() {
   LOOPSIM_ASSERT(current_ == no_thread);
   queue_.clear();
+  now_batch_.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
     Thread& thread = *threads_[std::size_t(id)];
     if (thread.state == Thread::State::done) continue;
@@ -98,8 +112,42 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
+  if (entry.when == now_ && !now_batch_.empty()) {
+    now_batch_.push_back(std::move(entry));  // joins the instant being run
+    return;
+  }
   queue_.push_back(std::move(entry));
   std::push_heap(queue_.begin(), queue_.end(), Later{});
+}
+
+bool Scheduler::stale(const Entry& entry) const {
+  if (entry.kind == Kind::callback) return false;
+  const Thread& thread = *threads_[std::size_t(entry.thread)];
+  return thread.state == Thread::State::done || entry.generation != thread.generation;
+}
+
+// Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
+// dropped), and the clock to it. False when nothing is due before `until`.
+bool Scheduler::load_next_instant(Nanos until) {
+  while (now_batch_.empty()) {
+    if (queue_.empty() || queue_.front().when >= until) return false;
+    LOOPSIM_ASSERT_OP(queue_.front().when.count(), >=, now_.count());
+    now_ = queue_.front().when;
+    while (!queue_.empty() && queue_.front().when == now_) {
+      std::pop_heap(queue_.begin(), queue_.end(), Later{});
+      if (!stale(queue_.back())) now_batch_.push_back(std::move(queue_.back()));
+      queue_.pop_back();
+    }
+  }
+  return true;
+}
+
+Scheduler::Entry Scheduler::take_next() {
+  auto window = std::uint32_t(std::min<std::size_t>(now_batch_.size(), order_window));
+  std::uint32_t pick = choose(ChoiceKind::order, window);
+  Entry entry = std::move(now_batch_[pick]);
+  now_batch_.erase(now_batch_.begin() + pick);
+  return entry;
 }
 
 void Scheduler::at(Nanos when, std::function<void()> callback) {
@@ -185,20 +233,14 @@ void Scheduler::resume(ThreadId id) {
 std::uint64_t Scheduler::run_until(Nanos until) {
   LOOPSIM_ASSERT(current_ == no_thread);
   std::uint64_t steps = 0;
-  while (!queue_.empty() && queue_.front().when < until) {
-    std::pop_heap(queue_.begin(), queue_.end(), Later{});
-    Entry entry = std::move(queue_.back());
-    queue_.pop_back();
-    LOOPSIM_ASSERT_OP(entry.when.count(), >=, now_.count());
-    now_ = entry.when;
+  while (load_next_instant(until)) {
+    Entry entry = take_next();
     ++steps;
     if (entry.kind == Kind::callback) {
       entry.callback();
-      continue;
+    } else if (!stale(entry)) {  // it may have gone stale within this instant
+      resume(entry.thread);
     }
-    Thread& thread = *threads_[std::size_t(entry.thread)];
-    if (thread.state == Thread::State::done || entry.generation != thread.generation) continue;
-    resume(entry.thread);
   }
   now_ = std::max(now_, until);
   return steps;

@@ -9,11 +9,13 @@
 
 #include <boost/context/fiber.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "model/choice.hpp"
 #include "realloop/kernel.hpp"
 
 namespace loopsim::model {
@@ -23,7 +25,10 @@ inline constexpr ThreadId no_thread = -1;
 
 class Scheduler {
  public:
-  Scheduler();
+  // Same-instant happenings run in the order `chooser` picks (a choice point of kind `order`);
+  // without one, in the order they were scheduled.
+  explicit Scheduler(Chooser* chooser = nullptr);
+  void set_chooser(Chooser* chooser) { chooser_ = chooser; }
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
   // Threads still blocked are unwound (their stacks' destructors run).
@@ -32,7 +37,7 @@ class Scheduler {
   Nanos now() const { return now_; }
 
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
-  // must not block. Same-instant happenings run in the order they were scheduled.
+  // must not block.
   void at(Nanos when, std::function<void()> callback);
 
   // Starts a simulated thread that runs `body` from now.
@@ -53,7 +58,10 @@ class Scheduler {
   // Returns the number of steps taken.
   std::uint64_t run_until(Nanos until);
   // True when nothing is scheduled.
-  bool idle() const { return queue_.empty(); }
+  bool idle() const { return queue_.empty() && now_batch_.empty(); }
+  // A choice point: one of `options` alternatives, 0 being the natural one. Asks the chooser
+  // only when there is something to choose.
+  std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
   bool finished(ThreadId thread) const;
   // Unwinds every thread that has not finished: its stack's destructors run now, while what
   // they refer to still exists. Nothing is resumed after it.
@@ -77,13 +85,18 @@ class Scheduler {
   };
 
   void push(Entry entry);
+  bool load_next_instant(Nanos until);
+  Entry take_next();
+  bool stale(const Entry& entry) const;
   void resume(ThreadId thread);
   void yield(Thread& thread);
 
   Nanos now_{0};
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;
-  std::vector<Entry> queue_;  // a binary heap ordered by Later
+  Chooser* chooser_;
+  std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
+  std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
   std::vector<std::unique_ptr<Thread>> threads_;
 };
 

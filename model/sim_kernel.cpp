@@ -24,6 +24,12 @@ SimKernel::SimKernel(Scheduler& scheduler, SimKernelConfig config)
 
 Nanos SimKernel::now() { return scheduler_.now(); }
 
+Nanos SimKernel::slack() {
+  const auto& set = config_.timer_slack;
+  if (set.empty()) return Nanos(0);
+  return set[scheduler_.choose(ChoiceKind::slack, std::uint32_t(set.size()))];
+}
+
 // K1: the thread is busy; others run; the clock moves only through the scheduler.
 void SimKernel::spend(Nanos duration) {
   LOOPSIM_ASSERT_OP(duration.count(), >=, 0);
@@ -111,6 +117,17 @@ int SimKernel::accept(int listener_fd) {
   FdEntry* e = entry(listener_fd, FdKind::listener);
   if (e == nullptr) return entry(listener_fd) == nullptr ? -EBADF : -EINVAL;
   Listener& listener = listeners_[e->object];
+  ++accept_calls_;
+  if (int error = injected_accept_error(listener.queue.size()); error != 0) {
+    if (error == ECONNABORTED) {  // the connection it lands on is gone
+      ConnId id = listener.queue.front();
+      listener.queue.pop_front();
+      conns_[id].reset = true;
+      conns_[id].server_closed = true;
+      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); });
+    }
+    return -error;
+  }
   int fd = allocate_fd(FdKind::socket, 0);
   if (fd < 0) return fd;
   if (listener.queue.empty()) {
@@ -122,6 +139,28 @@ int SimKernel::accept(int listener_fd) {
   fds_[std::size_t(fd)].object = id;
   conns_[id].server_fd = fd;
   return fd;
+}
+
+// Whether this accept call fails by injection. A windowed fault with a budget lands where the
+// chooser says (a choice point of kind `fault`: 1 lands, 0 lets this accept through).
+int SimKernel::injected_accept_error(std::size_t queued) {
+  Nanos now = scheduler_.now();
+  for (FaultState& state : accept_faults_) {
+    const AcceptFault& f = state.fault;
+    if (state.spent) continue;
+    if (f.error == ECONNABORTED && queued == 0) continue;  // nothing to abort yet
+    if (f.nth != 0) {
+      if (accept_calls_ < f.nth) continue;
+      state.spent = true;
+      return f.error;
+    }
+    if (now < f.from || now >= f.until) continue;
+    if (f.budget == 0) return f.error;
+    if (scheduler_.choose(ChoiceKind::fault, 2) == 0) continue;
+    if (++state.landed == f.budget) state.spent = true;
+    return f.error;
+  }
+  return 0;
 }
 
 // ---- the client side ----
@@ -177,9 +216,37 @@ void SimKernel::try_handshake(ConnId id) {
 void SimKernel::send(ConnId id, std::string_view bytes) {
   Conn& conn = conns_.at(id);
   LOOPSIM_ASSERT(conn.established && !conn.client_closed);
-  if (conn.server_closed) return;  // the server is gone: a real peer would see a reset
-  conn.to_server.append(bytes);
+  if (conn.server_closed || conn.reset) return;  // the server is gone
+  conn.client_pending.append(bytes);
+  pump(id);
+}
+
+// Moves what the client sent into the server's receive buffer, as far as it has room.
+void SimKernel::pump(ConnId id) {
+  Conn& conn = conns_[id];
+  std::size_t room = config_.receive_buffer - std::min(config_.receive_buffer, conn.to_server.size());
+  std::size_t n = std::min(room, conn.client_pending.size());
+  if (n == 0) return;
+  conn.to_server.append(conn.client_pending, 0, n);
+  conn.client_pending.erase(0, n);
   if (conn.server_fd >= 0) notify(conn.server_fd);  // K3: each arrival is a wake-up
+}
+
+void SimKernel::client_reset(ConnId id) {
+  Conn& conn = conns_.at(id);
+  if (conn.reset || conn.client_closed) return;
+  conn.reset = true;
+  conn.client_closed = true;
+  conn.to_server.clear();
+  conn.client_pending.clear();
+  release_client_file(conn);
+  if (conn.server_fd >= 0) notify(conn.server_fd);
+}
+
+void SimKernel::set_client_reading(ConnId id, bool reading) {
+  Conn& conn = conns_.at(id);
+  conn.client_reading = reading;
+  if (reading && !conn.to_client.empty()) schedule_delivery(id);
 }
 
 void SimKernel::client_close(ConnId id) {
@@ -206,9 +273,18 @@ void SimKernel::schedule_delivery(ConnId id) {
 void SimKernel::deliver(ConnId id) {
   Conn& conn = conns_[id];
   conn.delivery_pending = false;
+  if (conn.client_closed) {  // nobody reads; the bytes are dropped
+    conn.to_client.clear();
+    return;
+  }
+  if (!conn.client_reading) return;
   std::string bytes = std::move(conn.to_client);
   conn.to_client.clear();
-  if (sink_ == nullptr || conn.client_closed) return;
+  if (conn.send_was_full && conn.server_fd >= 0) {
+    conn.send_was_full = false;
+    notify(conn.server_fd);  // room again: a writable edge
+  }
+  if (sink_ == nullptr) return;
   if (!bytes.empty()) sink_->received(id, bytes);
   if (conn.server_closed) sink_->peer_closed(id);
 }
@@ -218,7 +294,8 @@ void SimKernel::deliver(ConnId id) {
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
-  Conn& conn = conns_[e->object];
+  ConnId id = e->object;
+  Conn& conn = conns_[id];
   if (conn.reset) {
     if (conn.reset_reported) return 0;  // reported once; after it the stream reads as ended
     conn.reset_reported = true;
@@ -228,6 +305,7 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
     std::size_t n = std::min(into.size(), conn.to_server.size());
     std::memcpy(into.data(), conn.to_server.data(), n);
     conn.to_server.erase(0, n);
+    pump(id);
     return std::int64_t(n);
   }
   return conn.client_closed ? 0 : -EAGAIN;
@@ -238,10 +316,18 @@ std::int64_t SimKernel::write(int fd, std::span<const char> from) {
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->object;
   Conn& conn = conns_[id];
-  if (conn.reset) return -ECONNRESET;
-  conn.to_client.append(from.data(), from.size());
+  if (conn.reset) {
+    if (conn.reset_reported) return -EPIPE;
+    conn.reset_reported = true;
+    return -ECONNRESET;
+  }
+  std::size_t room = config_.send_buffer - std::min(config_.send_buffer, conn.to_client.size());
+  std::size_t n = std::min(room, from.size());
+  if (n < from.size()) conn.send_was_full = true;
+  if (n == 0) return -EAGAIN;
+  conn.to_client.append(from.data(), n);
   schedule_delivery(id);
-  return std::int64_t(from.size());
+  return std::int64_t(n);
 }
 
 int SimKernel::close(int fd) {
@@ -304,7 +390,7 @@ std::uint32_t SimKernel::readiness(int fd) const {
     case FdKind::socket: {
       const Conn& conn = conns_[e->object];
       if (conn.reset) return io::readable | io::writable | io::error | io::hangup;
-      std::uint32_t mask = io::writable;
+      std::uint32_t mask = conn.to_client.size() < config_.send_buffer ? io::writable : 0;
       if (!conn.to_server.empty() || conn.client_closed) mask |= io::readable;
       if (conn.client_closed) mask |= io::read_hangup;
       return mask;
@@ -323,12 +409,21 @@ void SimKernel::enqueue(Poller& poller, int fd, Interest& item) {
 }
 
 // K3: a wake-up queues the item if it is not on the ready list already, whatever the trigger.
+// K7: exclusive registrations are visited in registration order, and the first whose poller
+// had a blocked waiter ends the visit: busy pollers before it still got the item; pollers
+// after it did not.
 void SimKernel::notify(int fd) {
   const FdEntry* e = entry(fd);
   if (e == nullptr) return;
+  bool exclusive_woken = false;
   for (int poller_fd : e->watched_by) {
     Poller& poller = pollers_[fds_[std::size_t(poller_fd)].object];
-    enqueue(poller, fd, poller.items.at(fd));
+    Interest& item = poller.items.at(fd);
+    bool exclusive = (item.events & io::exclusive) != 0;
+    if (exclusive && exclusive_woken) continue;
+    bool had_waiter = poller.waiter != no_thread;
+    enqueue(poller, fd, item);
+    if (exclusive && had_waiter && item.queued) exclusive_woken = true;
   }
 }
 
@@ -376,6 +471,16 @@ int SimKernel::unwatch(int poller_fd, int fd) {
 // K4, K5: take items from the front; an item no longer ready is dropped silently and takes no
 // slot; level-triggered items go back to the tail, edge-triggered and one-shot do not; what
 // is not taken stays at the front.
+// K8: kqueue's EVFILT_READ reports how much is there: a listener's backlog depth, a socket's
+// buffered bytes. epoll reports nothing (-1).
+std::int64_t SimKernel::kqueue_data(int fd) const {
+  if (config_.poller != PollerFlavour::kqueue) return -1;
+  const FdEntry& e = fds_[std::size_t(fd)];
+  if (e.kind == FdKind::listener) return std::int64_t(listeners_[e.object].queue.size());
+  if (e.kind == FdKind::socket) return std::int64_t(conns_[e.object].to_server.size());
+  return -1;
+}
+
 int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
   std::size_t n = 0;
   std::vector<int> again;
@@ -386,10 +491,7 @@ int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
     item.queued = false;
     std::uint32_t ready = readiness(fd) & (item.events | always_reported);
     if (ready == 0) continue;
-    std::int64_t data = -1;
-    if (config_.poller == PollerFlavour::kqueue && fds_[std::size_t(fd)].kind == FdKind::listener) {
-      data = std::int64_t(backlog(fd));
-    }
+    std::int64_t data = kqueue_data(fd);
     into[n++] = PollEvent{fd, ready, data};
     if (item.trigger == Trigger::oneshot) item.disabled = true;
     if (item.trigger == Trigger::level) again.push_back(fd);

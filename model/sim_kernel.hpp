@@ -6,6 +6,7 @@
 // below (connect, send, close), and hear back through a ClientSink.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -28,13 +29,30 @@ struct SimKernelConfig {
   int rlimit_nofile = 1024;  // K2: descriptor numbers at or above it give EMFILE
   int file_max = 1048576;    // K2: open files system-wide (both ends of every socket) -> ENFILE
   bool abort_on_overflow = false;  // K9: a full queue resets the client instead of dropping
-  Nanos timer_slack{0};            // K1: added to every sleep, spend and wait timeout
+  // K1: added to every sleep, spend and wait timeout. With several, each sleep's is a choice
+  // point (kind `slack`), index 0 being the first.
+  std::vector<Nanos> timer_slack{Nanos(0)};
+  // K11: bytes a socket buffers in each direction. A server write beyond the send buffer is
+  // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
+  std::size_t send_buffer = 16384;
+  std::size_t receive_buffer = 131072;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
   int syn_retries = 6;                     // K9: as Linux's tcp_syn_retries
 };
 
 // The client side hears what happens to its connections here. Calls come from scheduler
 // callbacks, never from inside a simulated thread's kernel call.
+// An accept fault (K10): accepts on any listener fail with `error` instead of taking a
+// connection. EMFILE, ENFILE and ENOBUFS leave the connection queued; ECONNABORTED consumes one
+// (and waits for a queued one to land on).
+struct AcceptFault {
+  int error = EMFILE;
+  std::uint64_t nth = 0;  // the nth accept call (from 1) fails; 0: use the window instead
+  Nanos from{0};          // accepts in [from, until) may fail...
+  Nanos until{0};
+  std::uint32_t budget = 0;  // ...this many of them; 0: all. Which ones is a choice point.
+};
+
 class ClientSink {
  public:
   virtual ~ClientSink() = default;
@@ -75,6 +93,15 @@ class SimKernel final : public Kernel {
   ConnId connect(std::uint16_t port);
   void send(ConnId conn, std::string_view bytes);
   void client_close(ConnId conn);
+  // An abortive close (SO_LINGER 0): the server's next read or write fails with ECONNRESET
+  // once (then reads see the end and writes EPIPE), as Linux does. A connection still queued
+  // stays queued and is accepted as usual.
+  void client_reset(ConnId conn);
+  // A client that stops reading (a slow reader) leaves the server's answers in the send
+  // buffer; when it reads again, the buffer drains and the server's socket turns writable.
+  void set_client_reading(ConnId conn, bool reading);
+
+  void add_accept_fault(const AcceptFault& fault) { accept_faults_.push_back({fault}); }
 
   // Inspection, for the simulation's trace and final checks.
   ConnId conn_of(int fd) const;              // the connection behind a server descriptor
@@ -105,9 +132,12 @@ class SimKernel final : public Kernel {
     bool established = false;
     bool client_closed = false;  // FIN from the client: EOF after the buffered bytes
     bool server_closed = false;
+    std::string client_pending;  // sent by the client, waiting for receive-buffer room
     bool reset = false;          // the connection was reset
     bool reset_reported = false; // ECONNRESET was returned once; reads now see the end
     bool client_file = false;    // the client's end holds a file (for file_max)
+    bool client_reading = true;
+    bool send_was_full = false;  // a write found no room: the next drain is a wake-up
     bool delivery_pending = false;
   };
   struct Interest {
@@ -121,6 +151,11 @@ class SimKernel final : public Kernel {
     std::deque<int> ready;
     ThreadId waiter = no_thread;
   };
+  struct FaultState {
+    AcceptFault fault;
+    std::uint32_t landed = 0;
+    bool spent = false;
+  };
 
   int allocate_fd(FdKind kind, std::uint32_t object);
   void release_fd(int fd);
@@ -130,11 +165,15 @@ class SimKernel final : public Kernel {
   void notify(int fd);
   void enqueue(Poller& poller, int fd, Interest& item);
   int harvest(Poller& poller, std::span<PollEvent> into);
+  std::int64_t kqueue_data(int fd) const;
   void try_handshake(ConnId conn);
   void schedule_delivery(ConnId conn);
   void deliver(ConnId conn);
   void release_client_file(Conn& conn);
-  Nanos with_slack(Nanos duration) const { return duration + config_.timer_slack; }
+  void pump(ConnId conn);
+  int injected_accept_error(std::size_t queued);
+  Nanos slack();
+  Nanos with_slack(Nanos duration) { return duration + slack(); }
 
   Scheduler& scheduler_;
   SimKernelConfig config_;
@@ -147,6 +186,8 @@ class SimKernel final : public Kernel {
   std::vector<Conn> conns_;
   std::vector<Poller> pollers_;
   std::vector<bool> wakes_;  // signalled
+  std::vector<FaultState> accept_faults_;
+  std::uint64_t accept_calls_ = 0;
   std::uint16_t next_port_ = 32768;
 };
 

@@ -82,7 +82,7 @@ TEST_CASE("K1 virtual time moves only when every simulated thread is blocked or 
 
 TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
   SimKernelConfig config;
-  config.timer_slack = 2ms;
+  config.timer_slack = {2ms};
   Fixture f(config);
   int poller = f.kernel.poller_create();
   Nanos spent{}, waited{};
@@ -341,4 +341,191 @@ TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
   CHECK(returns[0].second == 250ms);
   CHECK(returns[1].first == 0);
   CHECK(returns[1].second == 1250ms);
+}
+
+TEST_CASE("K7 an exclusive arrival wakes one blocked waiter, the earliest registrant") {
+  Fixture f;
+  int l = f.listener();
+  std::vector<int> pollers;
+  for (int i = 0; i < 3; ++i) {
+    pollers.push_back(f.kernel.poller_create());
+    REQUIRE(f.kernel.watch(pollers.back(), l, io::readable | io::exclusive, Trigger::edge) == 0);
+  }
+  std::vector<std::pair<int, Nanos>> woke;  // which poller's waiter returned, and when
+  for (int i : {1, 2}) {  // poller 0's thread is busy; 1 and 2 block in their waits
+    f.scheduler.spawn("w", [&, i] {
+      std::vector<PollEvent> events(4);
+      int n = f.kernel.wait(pollers[std::size_t(i)], events, 1s);
+      if (n > 0) woke.emplace_back(i, f.kernel.now());
+    });
+  }
+  f.scheduler.at(100ms, [&] { f.kernel.connect(port); });
+  f.scheduler.run_until(2s);
+  REQUIRE(woke.size() == 1);
+  CHECK(woke[0].first == 1);
+  CHECK(woke[0].second == 100ms);
+  // The busy poller still got the item; the one after the woken waiter did not.
+  CHECK(f.poll(pollers[0]).size() == 1);
+  CHECK(f.poll(pollers[2]).empty());
+}
+
+TEST_CASE("K7 without EPOLLEXCLUSIVE every waiter wakes") {
+  Fixture f;
+  int l = f.listener();
+  std::vector<int> pollers{f.kernel.poller_create(), f.kernel.poller_create()};
+  for (int p : pollers) REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  int woke = 0;
+  for (int p : pollers) {
+    f.scheduler.spawn("w", [&, p] {
+      std::vector<PollEvent> events(4);
+      woke += f.kernel.wait(p, events, 1s);
+    });
+  }
+  f.scheduler.at(100ms, [&] { f.kernel.connect(port); });
+  f.scheduler.run_until(2s);
+  CHECK(woke == 2);
+}
+
+TEST_CASE("K8 kqueue: repeated triggers merge into one event whose data is the depth now") {
+  SimKernelConfig config;
+  config.poller = PollerFlavour::kqueue;
+  Fixture f(config);
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
+  f.connect();
+  f.connect();
+  REQUIRE(f.kernel.accept(l) >= 0);
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].data == 1);  // counted at retrieval, not at the trigger
+  CHECK(f.poll(p).empty());   // EV_CLEAR: reset after retrieval
+  REQUIRE(f.kernel.accept(l) >= 0);
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  REQUIRE(f.kernel.conn_of(s) == c);
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  f.kernel.send(c, "12345");
+  events = f.poll(p);
+  REQUIRE(events.size() == 1);  // the listener's arrival was drained before the harvest
+  CHECK(events[0].fd == s);
+  CHECK(events[0].data == 5);
+}
+
+TEST_CASE("K10 injected ECONNABORTED consumes one connection, ENOBUFS leaves it queued") {
+  Fixture f;
+  int l = f.listener();
+  f.kernel.add_accept_fault(AcceptFault{ENOBUFS, 1, {}, {}, 0});
+  f.kernel.add_accept_fault(AcceptFault{ECONNABORTED, 2, {}, {}, 0});
+  ConnId a = f.connect();
+  ConnId b = f.connect();
+  CHECK(f.kernel.accept(l) == -ENOBUFS);
+  CHECK(f.kernel.backlog(l) == 2);
+  CHECK(f.kernel.accept(l) == -ECONNABORTED);
+  CHECK(f.kernel.backlog(l) == 1);
+  int fd = f.kernel.accept(l);
+  CHECK(f.kernel.conn_of(fd) == b);
+  f.settle();
+  CHECK(f.sink.log.back() != "closed " + std::to_string(a));
+}
+
+TEST_CASE("K10 accepts in a fault window fail, within the budget") {
+  Fixture f;
+  int l = f.listener();
+  f.kernel.add_accept_fault(AcceptFault{EMFILE, 0, 1s, 2s, 0});
+  f.connect();
+  CHECK(f.kernel.accept(l) >= 0);  // before the window
+  f.connect();
+  f.scheduler.run_until(1500ms);
+  CHECK(f.kernel.accept(l) == -EMFILE);
+  CHECK(f.kernel.accept(l) == -EMFILE);
+  f.scheduler.run_until(2s);
+  CHECK(f.kernel.accept(l) >= 0);  // the window is closed at `until`
+}
+
+TEST_CASE("K11 a reset shows as an error event, ECONNRESET once, then EOF and EPIPE") {
+  Fixture f;
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  f.kernel.client_reset(c);
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK((events[0].ready & io::error) != 0);
+  char buffer[8];
+  CHECK(f.kernel.read(s, buffer) == -ECONNRESET);
+  CHECK(f.kernel.read(s, buffer) == 0);
+  CHECK(f.kernel.write(s, std::string_view("x")) == -EPIPE);
+}
+
+TEST_CASE("K11 a reset while queued is accepted as usual; the first write says ECONNRESET") {
+  Fixture f;
+  int l = f.listener();
+  ConnId c = f.connect();
+  f.kernel.client_reset(c);
+  int s = f.kernel.accept(l);
+  REQUIRE(s >= 0);
+  CHECK(f.kernel.write(s, std::string_view("x")) == -ECONNRESET);
+  CHECK(f.kernel.write(s, std::string_view("x")) == -EPIPE);
+}
+
+TEST_CASE("K11 writes are short when the send buffer fills; draining it is a writable edge") {
+  SimKernelConfig config;
+  config.send_buffer = 10;
+  Fixture f(config);
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, s, io::writable, Trigger::edge) == 0);
+  CHECK(f.poll(p).size() == 1);  // writable at registration
+  f.kernel.set_client_reading(c, false);  // a slow reader
+  CHECK(f.kernel.write(s, std::string_view("0123456")) == 7);
+  CHECK(f.kernel.write(s, std::string_view("789abc")) == 3);  // short
+  CHECK(f.kernel.write(s, std::string_view("d")) == -EAGAIN);
+  f.settle();
+  CHECK(f.poll(p).empty());
+  f.kernel.set_client_reading(c, true);
+  f.settle();
+  CHECK(f.sink.received_bytes == "0123456789");
+  CHECK(f.poll(p).size() == 1);
+}
+
+TEST_CASE("K11 a client's bytes beyond the receive buffer wait until the server reads") {
+  SimKernelConfig config;
+  config.receive_buffer = 4;
+  Fixture f(config);
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  f.kernel.send(c, "abcdefgh");
+  char buffer[16];
+  CHECK(f.kernel.read(s, buffer) == 4);
+  CHECK(f.kernel.read(s, buffer) == 4);
+  CHECK(f.kernel.read(s, buffer) == -EAGAIN);
+}
+
+TEST_CASE("K1 with several timer slacks, each sleep's is a recorded choice") {
+  struct Always : Chooser {
+    std::vector<Choice> seen;
+    std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override {
+      seen.push_back({kind, options, options - 1});
+      return options - 1;
+    }
+  } chooser;
+  Scheduler scheduler(&chooser);
+  SimKernelConfig config;
+  config.timer_slack = {Nanos(0), 50us};
+  SimKernel kernel(scheduler, config);
+  Nanos woke{};
+  scheduler.spawn("t", [&] {
+    kernel.spend(1ms);
+    woke = kernel.now();
+  });
+  scheduler.run_until(1s);
+  CHECK(woke == 1050us);
+  REQUIRE(chooser.seen.size() == 1);
+  CHECK(chooser.seen[0].kind == ChoiceKind::slack);
 }

@@ -38,6 +38,9 @@ inline constexpr std::uint32_t writable = 1u << 1;
 inline constexpr std::uint32_t hangup = 1u << 2;       // EPOLLHUP: both directions closed
 inline constexpr std::uint32_t read_hangup = 1u << 3;  // EPOLLRDHUP / EV_EOF: peer closed
 inline constexpr std::uint32_t error = 1u << 4;        // EPOLLERR: reset
+// Interest only: EPOLLEXCLUSIVE. Of several pollers watching one item exclusively, an arrival
+// wakes one blocked waiter (K7).
+inline constexpr std::uint32_t exclusive = 1u << 5;
 }  // namespace io
 
 struct PollEvent {

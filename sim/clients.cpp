@@ -58,8 +58,15 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
       clients_.push_back(std::move(c));
       trace_.clients.push_back(
           ClientLabel{group_index, member, std::int32_t(group.requests.size())});
-      scheduler_.at(connect_time(group, member), [this, client] { start(client); });
+      Nanos connect_at = connect_time(group, member);
+      scheduler_.at(connect_at, [this, client] { start(client); });
       for (const RequestSpec& request : group.requests) {
+        // A request due by the time the client connects goes out with the handshake's
+        // completion, in the same step, as a client that writes right after connect() does.
+        if (request.at <= connect_at) {
+          ++clients_.back().due;
+          continue;
+        }
         scheduler_.at(request.at, [this, client] { request_due(client); });
       }
     }
@@ -73,6 +80,18 @@ ClientIndex Clients::client_of_conn(model::ConnId conn) const {
 ClientIndex Clients::client_of(int server_fd) const {
   model::ConnId conn = kernel_.conn_of(server_fd);
   return conn == model::no_conn ? no_client : client_of_conn(conn);
+}
+
+void Clients::reset_group(const std::string& group, int count) {
+  int done = 0;
+  for (std::size_t i = 0; i < clients_.size() && (count == 0 || done < count); ++i) {
+    Client& c = clients_[i];
+    if (c.group->name != group || !c.established || c.done) continue;
+    kernel_.client_reset(c.conn);
+    trace_.events.push_back(ev::Reset{scheduler_.now(), ClientIndex(i)});
+    c.done = true;
+    ++done;
+  }
 }
 
 void Clients::start(ClientIndex client) {

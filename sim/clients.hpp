@@ -18,6 +18,8 @@ class Clients final : public model::ClientSink {
 
   // Schedules every connection and request of the groups, and labels them in the trace.
   void schedule(const std::vector<ClientGroup>& groups);
+  // Resets the connections of up to `count` (0: all) connected clients of `group`.
+  void reset_group(const std::string& group, int count);
   // The client behind a server descriptor, for the loop's reports.
   ClientIndex client_of(int server_fd) const;
 

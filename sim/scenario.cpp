@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -311,7 +312,7 @@ struct Section {
   std::span<const Field<Target>> fields;
   std::span<const std::string_view> reserved = {};
   std::string_view required = {};  // a key every such table must have
-  void (*finish)(const toml::table&, Target&) = nullptr;
+  void (*finish)(const Context&, const toml::table&, Target&) = nullptr;
 };
 
 template <typename Target>
@@ -357,7 +358,7 @@ void read_fields(const Context& c, const toml::table& table, const Section<Targe
   if (!section.required.empty() && !table.contains(section.required))
     c.fail(table.source(), cat(section.title, " needs ", section.required),
            cat("add ", section.required, " = \"...\""));
-  if (section.finish != nullptr) section.finish(table, target);
+  if (section.finish != nullptr) section.finish(c, table, target);
 }
 
 template <typename Target>
@@ -427,7 +428,7 @@ const Field<Expectation> expect_fields[] = {
     {"max", [](C c, N n, K k, auto& e) { e.max = read_bound(c, n, k); }},
     {"min", [](C c, N n, K k, auto& e) { e.min = read_bound(c, n, k); }},
 };
-void note_line(const toml::table& table, Expectation& e) {
+void note_line(const Context&, const toml::table& table, Expectation& e) {
   e.line = int(table.source().begin.line);
 }
 const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields,
@@ -439,6 +440,76 @@ const Field<Arm> arm_fields[] = {
     {"expect_violated", [](C c, N n, K k, auto& a) { a.expect_violated = read_names(c, n, k); }},
 };
 const Section<Arm> arm_section{"arms", "[[arms]]", arm_fields, {}, "name"};
+
+constexpr std::int64_t buffer_max = 1 << 30;
+constexpr std::size_t slack_choices_max = 16;
+
+// One duration, or a set of them (each sleep's slack is then a choice point).
+std::vector<Nanos> read_slack(C c, N n, K k) {
+  if (!n.is_array()) return {read_duration(c, n, k)};
+  std::vector<Nanos> out;
+  for (const toml::node& item : as_array(c, n, k)) out.push_back(read_duration(c, item, k));
+  if (out.empty() || out.size() > slack_choices_max)
+    c.fail(n.source(), cat(k, " takes 1 to ", slack_choices_max, " durations"),
+           R"(e.g. timer_slack = ["0us", "50us"])");
+  return out;
+}
+
+constexpr std::string_view fault_kind_names[] = {"accept_error", "rlimit", "reset"};
+constexpr std::string_view errno_names[] = {"EMFILE", "ENFILE", "ENOBUFS", "ECONNABORTED"};
+constexpr int errno_values[] = {EMFILE, ENFILE, ENOBUFS, ECONNABORTED};
+
+const Field<FaultSpec> fault_fields[] = {
+    {"kind",
+     [](C c, N n, K k, auto& f) {
+       f.kind = FaultSpec::Kind(read_choice(c, n, k, fault_kind_names));
+     }},
+    {"at", [](C c, N n, K k, auto& f) { f.at = read_duration(c, n, k); }},
+    {"until", [](C c, N n, K k, auto& f) { f.until = read_duration(c, n, k, true); }},
+    {"nth", [](C c, N n, K k, auto& f) { f.nth = std::uint64_t(read_integer(c, n, k, 1, INT64_MAX)); }},
+    {"errno", [](C c, N n, K k, auto& f) { f.error = errno_values[read_choice(c, n, k, errno_names)]; }},
+    {"value", [](C c, N n, K k, auto& f) { f.value = int(read_integer(c, n, k, 0)); }},
+    {"count", [](C c, N n, K k, auto& f) { f.count = int(read_integer(c, n, k, 0)); }},
+    {"of", [](C c, N n, K k, auto& f) { f.of = read_name(c, n, k); }},
+};
+
+// Each kind of fault needs its own keys, and only those.
+void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
+  f.line = int(table.source().begin.line);
+  auto need = [&](std::string_view key, std::string_view example) {
+    if (!table.contains(key))
+      c.fail(table.source(), cat("a ", fault_kind_names[std::size_t(f.kind)], " fault needs ", key),
+             cat("add ", example));
+  };
+  auto refuse = [&](std::string_view key) {
+    if (const toml::node* n = table.get(key))
+      c.fail(n->source(), cat(key, " means nothing to a ", fault_kind_names[std::size_t(f.kind)], " fault"),
+             cat("remove ", key));
+  };
+  switch (f.kind) {
+    case FaultSpec::Kind::accept_error:
+      need("errno", R"(errno = "EMFILE")");
+      for (auto key : {"value", "of"}) refuse(key);
+      if (table.contains("nth") == table.contains("at"))
+        c.fail(table.source(), "an accept_error fault needs either nth or at (with until)",
+               R"(e.g. nth = 3, or at = "1s" and until = "2s")");
+      if (table.contains("at")) need("until", R"(until = "2s")");
+      if (table.contains("at") && f.until <= f.at)
+        c.fail(table.get("until")->source(), "until must come after at", "make the window non-empty");
+      break;
+    case FaultSpec::Kind::rlimit:
+      need("at", R"(at = "1s")");
+      need("value", "value = 64");
+      for (auto key : {"until", "nth", "errno", "count", "of"}) refuse(key);
+      break;
+    case FaultSpec::Kind::reset:
+      need("at", R"(at = "1s")");
+      need("of", R"(of = "burst")");
+      for (auto key : {"until", "nth", "errno", "value"}) refuse(key);
+      break;
+  }
+}
+const Section<FaultSpec> fault_section{"faults", "[[faults]]", fault_fields, {}, "kind", check_fault};
 
 const Field<Scenario> kernel_fields[] = {
     {"poller",
@@ -454,7 +525,11 @@ const Field<Scenario> kernel_fields[] = {
     {"file_max", [](C c, N n, K k, auto& s) { s.kernel.file_max = int(read_integer(c, n, k, 1)); }},
     {"abort_on_overflow",
      [](C c, N n, K k, auto& s) { s.kernel.abort_on_overflow = read_bool(c, n, k); }},
-    {"timer_slack", [](C c, N n, K k, auto& s) { s.kernel.timer_slack = read_duration(c, n, k); }},
+    {"timer_slack", [](C c, N n, K k, auto& s) { s.kernel.timer_slack = read_slack(c, n, k); }},
+    {"send_buffer",
+     [](C c, N n, K k, auto& s) { s.kernel.send_buffer = read_integer(c, n, k, 1, buffer_max); }},
+    {"receive_buffer",
+     [](C c, N n, K k, auto& s) { s.kernel.receive_buffer = read_integer(c, n, k, 1, buffer_max); }},
 };
 const Section<Scenario> kernel_section{"kernel", "[kernel]", kernel_fields};
 
@@ -508,12 +583,13 @@ const Field<Scenario> root_fields[] = {
     {"loop", [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), loop_section, s); }},
     {"clients", [](C c, N n, K k, auto& s) { s.clients = read_each(c, n, k, client_section); }},
     {"expect", [](C c, N n, K k, auto& s) { s.expect = read_each(c, n, k, expect_section); }},
+    {"faults", [](C c, N n, K k, auto& s) { s.faults = read_each(c, n, k, fault_section); }},
     {"arms", [](C c, N n, K k, auto& s) { s.arms = read_each(c, n, k, arm_section); }},
 };
-constexpr std::string_view root_reserved[] = {"posters", "faults", "actions"};
+constexpr std::string_view root_reserved[] = {"posters", "actions"};
 const Section<Scenario> root_section{"", "the top-level table", root_fields, root_reserved};
 
-constexpr std::string_view array_table_names[] = {"clients", "expect", "arms"};
+constexpr std::string_view array_table_names[] = {"clients", "expect", "arms", "faults"};
 
 // ---- cross references: checked once every table has been read -----------------------------
 
@@ -557,6 +633,7 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   check_names(c, nodes_at(root, "expect", "of"), clients, "no [[clients]] group is named", false);
   check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
               false);
+  check_names(c, nodes_at(root, "faults", "of"), clients, "no [[clients]] group is named", false);
   check_names(c, nodes_at(root, "arms", "expect_violated"), properties,
               "no [[expect]] checks the property", false);
 }

@@ -21,7 +21,9 @@ struct KernelConfig {
   int rlimit_nofile = 1024;
   int file_max = 1048576;
   bool abort_on_overflow = false;
-  Nanos timer_slack{0};
+  std::vector<Nanos> timer_slack{Nanos(0)};  // several: each sleep's is a choice point
+  std::int64_t send_buffer = 16384;          // bytes, per socket and direction
+  std::int64_t receive_buffer = 131072;
 };
 
 struct RequestSpec {
@@ -56,6 +58,24 @@ struct Expectation {
   int line = 0;  // where it was written, for error messages
 };
 
+// [[faults]]: something made to go wrong.
+struct FaultSpec {
+  enum class Kind : std::uint8_t {
+    accept_error,  // the nth accept, or accepts in [at, until), fail with `error`
+    rlimit,        // at `at`, the descriptor limit becomes `value`
+    reset,         // at `at`, `count` clients of group `of` (0: all) reset their connections
+  };
+  Kind kind = Kind::accept_error;
+  Nanos at{0};
+  Nanos until{0};
+  std::uint64_t nth = 0;
+  int error = 0;    // an errno value
+  int value = 0;
+  int count = 0;    // accept_error: the budget within the window (0: all); reset: clients
+  std::string of;
+  int line = 0;
+};
+
 // One `--set` or arm override: a dotted key and its value as TOML source text.
 struct Override {
   std::string key;
@@ -79,6 +99,7 @@ struct Scenario {
   std::string loop_mode = "loop-only";
   int workers = 1;
   std::vector<ClientGroup> clients;
+  std::vector<FaultSpec> faults;
   std::vector<Expectation> expect;
   std::vector<Arm> arms;
 };

@@ -1,5 +1,7 @@
 #include "sim/trace.hpp"
 
+#include "model/choice.hpp"
+
 #include <cstring>
 #include <ostream>
 
@@ -126,6 +128,9 @@ const char* kind_of(const TraceEvent& event) {
           [](const ev::Send&) { return "send"; },
           [](const ev::Answer&) { return "answer"; },
           [](const ev::PeerClosed&) { return "peer_closed"; },
+          [](const ev::Choice&) { return "choice"; },
+          [](const ev::Rlimit&) { return "rlimit"; },
+          [](const ev::Reset&) { return "reset"; },
           [](const ev::RunEnd&) { return "run_end"; },
       },
       event);
@@ -183,6 +188,12 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
             line.client(trace, e.client).str("path", e.path).num("status", e.status);
           },
           [&](const ev::PeerClosed& e) { line.client(trace, e.client); },
+          [&](const ev::Choice& e) {
+            line.str("kind", model::choice_kind_name(model::ChoiceKind(e.kind)));
+            line.num("options", e.options).num("pick", e.pick);
+          },
+          [&](const ev::Rlimit& e) { line.num("value", e.value); },
+          [&](const ev::Reset& e) { line.client(trace, e.client); },
           [&](const ev::RunEnd& e) {
             line.num("backlog", e.backlog).num("open_connections", e.open_connections);
           },

@@ -36,6 +36,11 @@ struct Refused { Nanos t; ClientIndex client; int error; };
 struct Send { Nanos t; ClientIndex client; std::string path; };
 struct Answer { Nanos t; ClientIndex client; std::string path; int status; };
 struct PeerClosed { Nanos t; ClientIndex client; };
+// A choice point's decision (model/choice.hpp): `kind`, one of `options`, `pick` taken.
+struct Choice { Nanos t; std::uint8_t kind; std::uint32_t options; std::uint32_t pick; };
+// A fault landing: the descriptor limit changed, or a client reset its connection.
+struct Rlimit { Nanos t; std::int64_t value; };
+struct Reset { Nanos t; ClientIndex client; };
 // The state at the end of the run.
 struct RunEnd { Nanos t; std::int64_t backlog; std::int64_t open_connections; };
 }  // namespace ev
@@ -43,7 +48,8 @@ struct RunEnd { Nanos t; std::int64_t backlog; std::int64_t open_connections; };
 using TraceEvent =
     std::variant<ev::PassBegin, ev::Events, ev::Accept, ev::BatchEnd, ev::RequestBegin,
                  ev::RequestEnd, ev::Close, ev::PassEnd, ev::Connect, ev::Established,
-                 ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::RunEnd>;
+                 ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
+                 ev::Rlimit, ev::Reset, ev::RunEnd>;
 
 struct ClientLabel {
   std::int32_t group;  // index into Trace::groups

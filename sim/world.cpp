@@ -57,6 +57,43 @@ class Recorder final : public LoopObserver {
   const Clients& clients_;
 };
 
+// Passes each decision on, and writes it into the trace.
+class RecordingChooser final : public model::Chooser {
+ public:
+  RecordingChooser(model::Chooser& inner, const model::Scheduler& scheduler, Trace& trace)
+      : inner_(inner), scheduler_(scheduler), trace_(trace) {}
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    std::uint32_t pick = inner_.choose(kind, options);
+    trace_.events.push_back(ev::Choice{scheduler_.now(), std::uint8_t(kind), options, pick});
+    return pick;
+  }
+
+ private:
+  model::Chooser& inner_;
+  const model::Scheduler& scheduler_;
+  Trace& trace_;
+};
+
+void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
+                     model::SimKernel& kernel, Clients& clients, Trace& trace) {
+  for (const FaultSpec& f : scenario.faults) {
+    switch (f.kind) {
+      case FaultSpec::Kind::accept_error:
+        kernel.add_accept_fault(model::AcceptFault{f.error, f.nth, f.at, f.until, std::uint32_t(f.count)});
+        break;
+      case FaultSpec::Kind::rlimit:
+        scheduler.at(f.at, [&scheduler, &kernel, &trace, value = f.value] {
+          kernel.set_rlimit_nofile(value);
+          trace.events.push_back(ev::Rlimit{scheduler.now(), value});
+        });
+        break;
+      case FaultSpec::Kind::reset:
+        scheduler.at(f.at, [&clients, of = f.of, count = f.count] { clients.reset_group(of, count); });
+        break;
+    }
+  }
+}
+
 model::SimKernelConfig kernel_config(const KernelConfig& k) {
   model::SimKernelConfig config;
   config.poller = k.poller;
@@ -65,6 +102,8 @@ model::SimKernelConfig kernel_config(const KernelConfig& k) {
   config.file_max = k.file_max;
   config.abort_on_overflow = k.abort_on_overflow;
   config.timer_slack = k.timer_slack;
+  config.send_buffer = std::size_t(k.send_buffer);
+  config.receive_buffer = std::size_t(k.receive_buffer);
   return config;
 }
 
@@ -83,7 +122,17 @@ RunStats stats_of(const Trace& trace, const Loop& loop, std::uint64_t steps) {
 
 }  // namespace
 
-RunResult run(const Scenario& scenario, const std::string& arm) {
+std::vector<model::Choice> choices_of(const Trace& trace) {
+  std::vector<model::Choice> out;
+  for (const TraceEvent& event : trace.events) {
+    if (auto* c = std::get_if<ev::Choice>(&event)) {
+      out.push_back(model::Choice{model::ChoiceKind(c->kind), c->options, c->pick});
+    }
+  }
+  return out;
+}
+
+RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
   LOOPSIM_ASSERT_OP(scenario.workers, ==, 1);
   RunResult result;
   Trace& trace = result.trace;
@@ -93,9 +142,13 @@ RunResult run(const Scenario& scenario, const std::string& arm) {
   trace.horizon = scenario.horizon;
   trace.accept_batch = scenario.loop.accept_batch;
 
+  model::SeededChooser seeded(scenario.seed);
   model::Scheduler scheduler;
+  RecordingChooser recording(chooser != nullptr ? *chooser : seeded, scheduler, trace);
+  scheduler.set_chooser(&recording);
   model::SimKernel kernel(scheduler, kernel_config(scenario.kernel));
   Clients clients(scheduler, kernel, trace, service_port);
+  schedule_faults(scenario, scheduler, kernel, clients, trace);
   Recorder recorder(scheduler, trace, clients);
   auto loop = std::make_unique<Loop>(kernel, scenario.loop, recorder, 0);
   int rc = loop->open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog});

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "model/choice.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
@@ -23,8 +24,14 @@ struct RunResult {
   RunStats stats;
 };
 
-// Runs `scenario` (already resolved for one arm) to its horizon. Deterministic: the same
-// scenario gives the same trace, byte for byte. `arm` names the arm in the trace.
-RunResult run(const Scenario& scenario, const std::string& arm = "base");
+// Runs `scenario` (already resolved for one arm) to its horizon. Every nondeterministic
+// decision goes to `chooser` (default: seeded from the scenario's seed) and is recorded in the
+// trace as a `choice` event. Deterministic: the same scenario and choices give the same trace,
+// byte for byte. `arm` names the arm in the trace.
+RunResult run(const Scenario& scenario, const std::string& arm = "base",
+              model::Chooser* chooser = nullptr);
+
+// The choices a trace recorded, in order: replaying them repeats the run.
+std::vector<model::Choice> choices_of(const Trace& trace);
 
 }  // namespace loopsim::sim

@@ -1,0 +1,70 @@
+// Choice points: every nondeterministic decision the simulation makes passes through one
+// Chooser. The default one is seeded and deterministic; the explorer plugs in its own; a
+// replaying one repeats a recorded run's decisions, which is all a run needs to be repeated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loopsim::model {
+
+enum class ChoiceKind : std::uint8_t {
+  order,  // which of several same-instant happenings runs first
+  fault,  // whether an injected fault lands here, within its budget
+  slack,  // which timer slack this sleep gets, from the scenario's set
+};
+
+const char* choice_kind_name(ChoiceKind kind);
+std::optional<ChoiceKind> choice_kind_from_name(const std::string& name);
+
+struct Choice {
+  ChoiceKind kind;
+  std::uint32_t options;  // n: the pick is in [0, n)
+  std::uint32_t pick;
+};
+
+class Chooser {
+ public:
+  virtual ~Chooser() = default;
+  // Picks one of `options` (>= 2) alternatives. Index 0 is the natural one: the first scheduled,
+  // no fault, no slack.
+  virtual std::uint32_t choose(ChoiceKind kind, std::uint32_t options) = 0;
+};
+
+// Uniform picks from SplitMix64 seeded with the scenario's seed. No other source of randomness.
+class SeededChooser final : public Chooser {
+ public:
+  explicit SeededChooser(std::uint64_t seed) : state_(seed) {}
+  std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
+
+ private:
+  std::uint64_t next();
+  std::uint64_t state_;
+};
+
+// Always the natural alternative.
+class FirstChooser final : public Chooser {
+ public:
+  std::uint32_t choose(ChoiceKind, std::uint32_t) override { return 0; }
+};
+
+// Repeats recorded picks. A request that does not match the record (another kind, another
+// number of options, or past its end) means the run diverged: it is counted and answered with
+// the natural alternative.
+class ReplayChooser final : public Chooser {
+ public:
+  explicit ReplayChooser(std::vector<Choice> record) : record_(std::move(record)) {}
+  std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
+  std::size_t divergences() const { return divergences_; }
+  bool exhausted() const { return next_ == record_.size(); }
+
+ private:
+  std::vector<Choice> record_;
+  std::size_t next_ = 0;
+  std::size_t divergences_ = 0;
+};
+
+}  // namespace loopsim::model
