@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "realloop/assert.hpp"
 
@@ -234,12 +235,20 @@ void SimKernel::pump(ConnId id) {
 
 void SimKernel::client_reset(ConnId id) {
   Conn& conn = conns_.at(id);
-  if (conn.reset || conn.client_closed) return;
-  conn.reset = true;
+  if (conn.client_closed) return;
   conn.client_closed = true;
-  conn.to_server.clear();
-  conn.client_pending.clear();
+  conn.client_pending.clear();  // bytes that never left the client are lost with it
   release_client_file(conn);
+  receive_reset(id, ECONNRESET);
+}
+
+// An RST reaches the server's socket. Bytes already received stay readable (Linux reads them
+// before the error); the error is reported once, by the next read or write.
+void SimKernel::receive_reset(ConnId id, int error) {
+  Conn& conn = conns_[id];
+  if (conn.reset) return;
+  conn.reset = true;
+  conn.pending_error = error;
   if (conn.server_fd >= 0) notify(conn.server_fd);
 }
 
@@ -253,6 +262,7 @@ void SimKernel::client_close(ConnId id) {
   Conn& conn = conns_.at(id);
   if (conn.client_closed) return;
   conn.client_closed = true;
+  conn.fin = true;
   release_client_file(conn);
   if (conn.server_fd >= 0) notify(conn.server_fd);
 }
@@ -273,8 +283,10 @@ void SimKernel::schedule_delivery(ConnId id) {
 void SimKernel::deliver(ConnId id) {
   Conn& conn = conns_[id];
   conn.delivery_pending = false;
-  if (conn.client_closed) {  // nobody reads; the bytes are dropped
+  if (conn.client_closed) {  // a closed socket answers data with an RST
+    bool had_bytes = !conn.to_client.empty();
     conn.to_client.clear();
+    if (had_bytes && !conn.server_closed) receive_reset(id, conn.fin ? EPIPE : ECONNRESET);
     return;
   }
   if (!conn.client_reading) return;
@@ -286,7 +298,8 @@ void SimKernel::deliver(ConnId id) {
   }
   if (sink_ == nullptr) return;
   if (!bytes.empty()) sink_->received(id, bytes);
-  if (conn.server_closed) sink_->peer_closed(id);
+  if (conn.server_closed && conn.reset_client) sink_->peer_reset(id);
+  else if (conn.server_closed) sink_->peer_closed(id);
 }
 
 // ---- sockets (K11 in part) ----
@@ -296,11 +309,6 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->object;
   Conn& conn = conns_[id];
-  if (conn.reset) {
-    if (conn.reset_reported) return 0;  // reported once; after it the stream reads as ended
-    conn.reset_reported = true;
-    return -ECONNRESET;
-  }
   if (!conn.to_server.empty()) {
     std::size_t n = std::min(into.size(), conn.to_server.size());
     std::memcpy(into.data(), conn.to_server.data(), n);
@@ -308,7 +316,11 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
     pump(id);
     return std::int64_t(n);
   }
-  return conn.client_closed ? 0 : -EAGAIN;
+  // After the peer's FIN the end is read without consuming a later error, as Linux's
+  // tcp_recvmsg checks SOCK_DONE before sk_err.
+  if (conn.fin) return 0;
+  if (conn.pending_error != 0) return -std::exchange(conn.pending_error, 0);
+  return conn.reset ? 0 : -EAGAIN;
 }
 
 std::int64_t SimKernel::write(int fd, std::span<const char> from) {
@@ -316,11 +328,8 @@ std::int64_t SimKernel::write(int fd, std::span<const char> from) {
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->object;
   Conn& conn = conns_[id];
-  if (conn.reset) {
-    if (conn.reset_reported) return -EPIPE;
-    conn.reset_reported = true;
-    return -ECONNRESET;
-  }
+  if (conn.pending_error != 0) return -std::exchange(conn.pending_error, 0);
+  if (conn.reset) return -EPIPE;
   std::size_t room = config_.send_buffer - std::min(config_.send_buffer, conn.to_client.size());
   std::size_t n = std::min(room, from.size());
   if (n < from.size()) conn.send_was_full = true;
@@ -335,8 +344,11 @@ int SimKernel::close(int fd) {
   if (e == nullptr || e->kind == FdKind::stdio) return -EBADF;
   if (e->kind == FdKind::socket) {
     ConnId id = e->object;
-    conns_[id].server_closed = true;
-    conns_[id].server_fd = -1;
+    Conn& conn = conns_[id];
+    conn.server_closed = true;
+    conn.server_fd = -1;
+    // Closing with received bytes unread sends an RST rather than a FIN (RFC 2525, as Linux).
+    conn.reset_client = !conn.to_server.empty() || !conn.client_pending.empty();
     schedule_delivery(id);
   } else if (e->kind == FdKind::listener) {
     Listener& listener = listeners_[e->object];
@@ -389,10 +401,11 @@ std::uint32_t SimKernel::readiness(int fd) const {
       return io::writable | (wakes_[e->object] ? io::readable : 0);
     case FdKind::socket: {
       const Conn& conn = conns_[e->object];
-      if (conn.reset) return io::readable | io::writable | io::error | io::hangup;
+      std::uint32_t error = conn.pending_error != 0 ? io::error : 0;
+      if (conn.reset) return io::readable | io::writable | io::read_hangup | io::hangup | error;
       std::uint32_t mask = conn.to_client.size() < config_.send_buffer ? io::writable : 0;
-      if (!conn.to_server.empty() || conn.client_closed) mask |= io::readable;
-      if (conn.client_closed) mask |= io::read_hangup;
+      if (!conn.to_server.empty() || conn.fin) mask |= io::readable;
+      if (conn.fin) mask |= io::read_hangup;
       return mask;
     }
     default:

@@ -130,11 +130,13 @@ class SimKernel final : public Kernel {
     int server_fd = -1;
     int syn_attempts = 0;
     bool established = false;
-    bool client_closed = false;  // FIN from the client: EOF after the buffered bytes
+    bool client_closed = false;  // the client closed its socket (gracefully or not)
+    bool fin = false;            // ...gracefully: the server reads the end after the bytes
     bool server_closed = false;
+    bool reset_client = false;   // the server closed with bytes unread: the client sees RST
     std::string client_pending;  // sent by the client, waiting for receive-buffer room
-    bool reset = false;          // the connection was reset
-    bool reset_reported = false; // ECONNRESET was returned once; reads now see the end
+    bool reset = false;          // an RST arrived: the connection is dead
+    int pending_error = 0;       // ECONNRESET or EPIPE, reported once by a read or a write
     bool client_file = false;    // the client's end holds a file (for file_max)
     bool client_reading = true;
     bool send_was_full = false;  // a write found no room: the next drain is a wake-up
@@ -170,6 +172,7 @@ class SimKernel final : public Kernel {
   void schedule_delivery(ConnId conn);
   void deliver(ConnId conn);
   void release_client_file(Conn& conn);
+  void receive_reset(ConnId conn, int error);
   void pump(ConnId conn);
   int injected_accept_error(std::size_t queued);
   Nanos slack();

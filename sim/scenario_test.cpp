@@ -353,3 +353,48 @@ TEST_CASE("References to client groups, properties and names are checked") {
       error_for(replaced(accept_burst, "\"blocker\"\nconnect_at", "\"fast\"\nconnect_at")).what(),
       Catch::Contains("[[clients]] \"fast\" is defined twice"));
 }
+
+TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
+  const std::string base = "[[clients]]\nname = \"burst\"\n";
+  auto s = parse_scenario(base +
+                              "[[faults]]\nkind = \"accept_error\"\nnth = 3\nerrno = \"EMFILE\"\n"
+                              "[[faults]]\nkind = \"accept_error\"\nat = \"1s\"\nuntil = \"2s\"\n"
+                              "errno = \"ECONNABORTED\"\ncount = 2\n"
+                              "[[faults]]\nkind = \"rlimit\"\nat = \"1s\"\nvalue = 64\n"
+                              "[[faults]]\nkind = \"reset\"\nat = \"700ms\"\nof = \"burst\"\n",
+                          "t.toml");
+  REQUIRE(s.faults.size() == 4);
+  CHECK(s.faults[0].nth == 3);
+  CHECK(s.faults[0].error == EMFILE);
+  CHECK(s.faults[1].until == std::chrono::seconds(2));
+  CHECK(s.faults[1].count == 2);
+  CHECK(s.faults[2].value == 64);
+  CHECK(s.faults[3].of == "burst");
+
+  auto error = [&](const std::string& fault) {
+    try {
+      parse_scenario(base + "[[faults]]\n" + fault, "t.toml");
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\n"),
+             Catch::Contains("needs either nth or at"));
+  CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\n"), Catch::Contains("needs value"));
+  CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\nvalue = 3\nof = \"burst\"\n"),
+             Catch::StartsWith("t.toml:7:6: of means nothing to a rlimit fault"));
+  CHECK_THAT(error("kind = \"reset\"\nat = \"1s\"\nof = \"nobody\"\n"),
+             Catch::Contains("no [[clients]] group is named \"nobody\""));
+  CHECK_THAT(error("kind = \"accept_error\"\nnth = 1\nerrno = \"EPERM\"\n"),
+             Catch::Contains("unknown value \"EPERM\""));
+  CHECK_THAT(error("kind = \"accept_error\"\nat = \"2s\"\nuntil = \"1s\"\nerrno = \"EMFILE\"\n"),
+             Catch::Contains("until must come after at"));
+}
+
+TEST_CASE("timer_slack takes one duration or a set of them") {
+  auto s = parse_scenario("[kernel]\ntimer_slack = [\"0us\", \"50us\"]\n", "t.toml");
+  CHECK(s.kernel.timer_slack == std::vector<Nanos>{Nanos(0), std::chrono::microseconds(50)});
+  s = parse_scenario("[kernel]\ntimer_slack = \"2ms\"\n", "t.toml");
+  CHECK(s.kernel.timer_slack == std::vector<Nanos>{std::chrono::milliseconds(2)});
+}
