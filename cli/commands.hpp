@@ -16,6 +16,8 @@ inline constexpr int exit_bad_input = 2;
 
 void add_run(CLI::App& app, int& status);
 void add_live(CLI::App& app, int& status);
+void add_render(CLI::App& app, int& status);
+void add_check(CLI::App& app, int& status);
 
 // Shared by the verbs.
 std::int64_t wall_ns();

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   int status = exit_held;
   add_run(app, status);
   add_live(app, status);
+  add_render(app, status);
+  add_check(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

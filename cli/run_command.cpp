@@ -5,7 +5,10 @@
 
 #include "checker/suite.hpp"
 #include "cli/commands.hpp"
+#include "reports/output.hpp"
 #include "reports/summary.hpp"
+#include "reports/timeline.hpp"
+#include "sim/replay.hpp"
 #include "sim/trace.hpp"
 
 namespace loopsim::cli {
@@ -18,8 +21,43 @@ struct RunArgs {
   std::vector<std::string> set;
   std::string arm;
   std::string trace;
+  std::string timeline;      // --timeline F.svg|.png|.dot
+  std::string chrome_trace;  // --chrome-trace F.json
+  std::string replay;
   bool json = false;
 };
+
+// --replay TRACE: the recorded arm, seed and choices stand in for --arm and --seed.
+void apply_replay(const std::string& path, checker::SuiteOptions& options) {
+  sim::Recording recording = sim::read_recording(path);
+  options.only_arm = recording.arm;
+  options.seed = recording.seed;
+  options.replay = std::move(recording.choices);
+}
+
+// --timeline and --chrome-trace: checked before the run, so that a typo costs no run.
+bool pictures_named_well(const RunArgs& args) {
+  using namespace reports;
+  for (const auto& [path, kinds] : {std::pair{args.timeline, picture_kinds},
+                                    std::pair{args.chrome_trace, std::vector{OutputKind::chrome_json}}}) {
+    if (path.empty() || output_kind(path, kinds)) continue;
+    std::cerr << "error: " << path << ": unknown output format\n  hint: " << output_hint(kinds) << '\n';
+    return false;
+  }
+  return true;
+}
+
+bool write_pictures(const RunArgs& args, const sim::Trace& trace) {
+  using namespace reports;
+  try {
+    if (!args.timeline.empty()) write_output(trace, *output_kind(args.timeline, picture_kinds), args.timeline);
+    if (!args.chrome_trace.empty()) write_output(trace, OutputKind::chrome_json, args.chrome_trace);
+  } catch (const RenderError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return false;
+  }
+  return true;
+}
 
 bool write_trace(const std::string& path, const sim::Trace& trace) {
   std::ofstream out(path, std::ios::binary);
@@ -30,17 +68,25 @@ bool write_trace(const std::string& path, const sim::Trace& trace) {
 }
 
 int run(const RunArgs& args) {
+  if (!pictures_named_well(args)) return exit_bad_input;
   try {
     checker::SuiteOptions options;
     options.overrides = parse_overrides(args.set);
     options.seed = args.seed;
     if (!args.arm.empty()) options.only_arm = args.arm;
     options.wall_ns = wall_ns;
+    if (!args.replay.empty()) apply_replay(args.replay, options);
     checker::SuiteResult result = checker::run_suite(args.file, options);
     const auto& report = result.report;
+    if (report.arms.front().replay_diverged) {
+      std::cerr << "error: the choices recorded in " << args.replay
+                << " do not fit this scenario: it has changed since the recording\n";
+      return exit_bad_input;
+    }
     if (!args.trace.empty() && !write_trace(args.trace, result.traces.front())) {
       return exit_bad_input;
     }
+    if (!write_pictures(args, result.traces.front())) return exit_bad_input;
     if (args.json) {
       std::cout << reports::to_json(report).dump(2) << '\n';
     } else {
@@ -65,6 +111,10 @@ void add_run(CLI::App& app, int& status) {
       ->take_all();
   cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)");
   cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines)");
+  cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot");
+  cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json");
+  cmd->add_option("--replay", args->replay,
+                  "Repeat a recorded run from its trace's choices (its arm and seed too)");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"

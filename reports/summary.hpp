@@ -1,5 +1,5 @@
 // The verdict of a run (one scenario, its base and its arms) as a table for people and as the
-// stable JSON document for scripts (shape in docs/cli.md).
+// stable JSON document for scripts (shape in README.md).
 #pragma once
 
 #include <cstdint>

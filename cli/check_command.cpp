@@ -1,0 +1,165 @@
+// loopsim check PATH...: every scenario (*.toml) under the paths, each with its arms; a table
+// (or --json), and JUnit XML for CI (--junit F). Scenarios run on --jobs threads; each
+// simulation is self-contained and single-threaded, and the report keeps the sorted order.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "checker/suite.hpp"
+#include "cli/commands.hpp"
+#include "reports/check_report.hpp"
+#include "reports/junit.hpp"
+
+namespace loopsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using reports::ScenarioOutcome;
+
+struct CheckArgs {
+  std::vector<std::string> paths;
+  std::vector<std::string> set;
+  int jobs = 1;
+  std::string junit;
+  bool json = false;
+};
+
+// Every *.toml under the paths (directories recursively), sorted, each once. A path that does
+// not exist becomes an outcome of its own: an error in the report.
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths,
+                                        std::vector<ScenarioOutcome>& missing) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (fs::is_regular_file(path, error)) {
+      files.push_back(path);
+    } else if (fs::is_directory(path, error)) {
+      auto options = fs::directory_options::skip_permission_denied;
+      for (fs::recursive_directory_iterator it(path, options, error), end; !error && it != end;
+           it.increment(error)) {
+        if (it->is_regular_file(error) && it->path().extension() == ".toml") files.push_back(it->path().string());
+      }
+    } else {
+      missing.push_back({path, std::nullopt, path + ": no such file or directory", "check the path"});
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& options) {
+  try {
+    return {file, checker::run_suite(file, options).report, "", ""};
+  } catch (const sim::ScenarioError& e) {
+    return {file, std::nullopt, e.what(), e.hint};
+  } catch (const std::exception& e) {
+    return {file, std::nullopt, file + ": " + e.what(), ""};
+  }
+}
+
+// "\r[3/7] accept-burst": on a terminal only, so logs and pipes stay clean.
+class Progress {
+ public:
+  explicit Progress(std::size_t total) : total_(total), shown_(isatty(STDERR_FILENO) == 1) {}
+  void finished(const std::string& file) {
+    if (!shown_) return;
+    std::lock_guard lock(mutex_);
+    std::cerr << "\r\033[K[" << ++done_ << "/" << total_ << "] " << fs::path(file).stem().string() << " ..."
+              << std::flush;
+  }
+  ~Progress() {
+    if (shown_ && done_ > 0) std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::size_t done_ = 0;
+  std::size_t total_;
+  bool shown_;
+};
+
+// Runs every file on `jobs` threads; outcome i is file i's, whatever order they finish in.
+std::vector<ScenarioOutcome> check_all(const std::vector<std::string>& files,
+                                       const checker::SuiteOptions& options, int jobs) {
+  std::vector<ScenarioOutcome> outcomes(files.size());
+  std::atomic<std::size_t> next{0};
+  Progress progress(files.size());
+  auto work = [&] {
+    for (std::size_t i = next++; i < files.size(); i = next++) {
+      outcomes[i] = check_one(files[i], options);
+      progress.finished(files[i]);
+    }
+  };
+  std::size_t threads = std::min<std::size_t>(std::size_t(jobs), files.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return outcomes;
+}
+
+bool write_junit(const std::string& path, const std::vector<ScenarioOutcome>& outcomes) {
+  std::ofstream out(path, std::ios::binary);
+  out << reports::junit_xml(outcomes);
+  out.close();
+  if (!out) std::cerr << "error: cannot write the JUnit report to " << path << '\n';
+  return bool(out);
+}
+
+int check(const CheckArgs& args) {
+  checker::SuiteOptions options;
+  try {
+    options.overrides = parse_overrides(args.set);
+  } catch (const sim::ScenarioError& e) {
+    return report_error(e);
+  }
+  options.wall_ns = wall_ns;
+  std::vector<ScenarioOutcome> outcomes;
+  std::vector<std::string> files = scenario_files(args.paths, outcomes);
+  if (files.empty() && outcomes.empty()) {
+    std::cerr << "error: no scenario files (*.toml) under the paths given\n";
+    return exit_bad_input;
+  }
+  for (ScenarioOutcome& o : check_all(files, options, args.jobs)) outcomes.push_back(std::move(o));
+  std::stable_sort(outcomes.begin(), outcomes.end(),
+                   [](const ScenarioOutcome& a, const ScenarioOutcome& b) { return a.file < b.file; });
+  if (args.json) {
+    std::cout << reports::check_json(outcomes).dump(2) << '\n';
+  } else {
+    reports::print_check_table(outcomes, std::cout);
+  }
+  if (!args.junit.empty() && !write_junit(args.junit, outcomes)) return exit_bad_input;
+  switch (reports::totals(outcomes).verdict()) {
+    case reports::CheckVerdict::held: return exit_held;
+    case reports::CheckVerdict::violated: return exit_violated;
+    case reports::CheckVerdict::error: break;
+  }
+  return exit_bad_input;
+}
+
+}  // namespace
+
+void add_check(CLI::App& app, int& status) {
+  auto args = std::make_shared<CheckArgs>();
+  auto* cmd = app.add_subcommand("check", "Run every scenario under the paths, each with its arms");
+  cmd->add_option("paths", args->paths, "Scenario files or directories (searched for *.toml)")->required();
+  cmd->add_option("--jobs,-j", args->jobs, "Scenarios run at once, on threads")->check(CLI::Range(1, 256));
+  cmd->add_option("--junit", args->junit, "Write JUnit XML here");
+  cmd->add_option("--set", args->set, "Override a key in every scenario, e.g. --set loop.accept_batch=0")
+      ->take_all();
+  cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
+  cmd->footer(
+      "Exit status: 0 every arm of every scenario held, 1 something was violated, 2 bad input\n"
+      "(a scenario that cannot be read counts as an error; the others still run).");
+  cmd->callback([args, &status] { status = check(*args); });
+}
+
+}  // namespace loopsim::cli

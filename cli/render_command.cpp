@@ -1,0 +1,52 @@
+// loopsim render TRACE --out F: a JSON Lines trace to a pass timeline (.svg, .png, .dot) or a
+// Chrome trace (.json).
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "reports/output.hpp"
+#include "reports/timeline.hpp"
+#include "reports/trace_reader.hpp"
+
+namespace loopsim::cli {
+
+namespace {
+
+struct RenderArgs {
+  std::string trace;
+  std::string out;
+};
+
+int render(const RenderArgs& args) {
+  auto kind = reports::output_kind(args.out, reports::any_kind);
+  if (!kind) {
+    std::cerr << "error: " << args.out << ": unknown output format\n"
+              << "  hint: " << reports::output_hint(reports::any_kind) << '\n';
+    return exit_bad_input;
+  }
+  try {
+    sim::Trace trace = reports::read_trace_file(args.trace);
+    reports::write_output(trace, *kind, args.out);
+  } catch (const reports::TraceError& e) {
+    std::cerr << "error: " << e.what() << "\n  hint: " << e.hint << '\n';
+    return exit_bad_input;
+  } catch (const reports::RenderError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return exit_bad_input;
+  }
+  std::cout << "wrote " << args.out << '\n';
+  return exit_held;
+}
+
+}  // namespace
+
+void add_render(CLI::App& app, int& status) {
+  auto args = std::make_shared<RenderArgs>();
+  auto* cmd = app.add_subcommand("render", "Render a trace as a pass timeline or a Chrome trace");
+  cmd->add_option("trace", args->trace, "Trace file (JSON Lines, from loopsim run --trace)")->required();
+  cmd->add_option("--out", args->out, "Output file: F.svg, F.png, F.dot (the timeline) or F.json (Chrome trace)")
+      ->required();
+  cmd->footer("Exit status: 0 written, 2 bad input (an unreadable trace, an unknown extension).");
+  cmd->callback([args, &status] { status = render(*args); });
+}
+
+}  // namespace loopsim::cli

@@ -1,0 +1,185 @@
+#include "reports/check_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include "reports/summary.hpp"
+
+namespace loopsim::reports {
+
+namespace {
+
+bool expected(const checker::ArmReport& arm, const std::string& property) {
+  return std::find(arm.expect_violated.begin(), arm.expect_violated.end(), property) !=
+         arm.expect_violated.end();
+}
+
+std::string figures(const checker::Verdict& v) {
+  std::string bound = show(v.bound, v.unit);
+  if (v.bound_text.find(' ') != std::string::npos) bound += " (" + v.bound_text + ")";
+  return "measured " + show(v.measured, v.unit) + ", bound " + bound;
+}
+
+std::string about(const checker::Verdict& v) { return v.of.empty() ? v.property : v.property + " of " + v.of; }
+
+// The properties column: what was caught, or what went wrong.
+std::string properties_cell(const checker::ArmReport& arm) {
+  const auto& j = arm.judgement;
+  std::string cell;
+  auto add = [&cell](const std::string& prefix, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    cell += (cell.empty() ? "" : "; ") + prefix;
+    for (std::size_t i = 0; i < names.size(); ++i) cell += (i ? ", " : "") + names[i];
+  };
+  if (j.held) {
+    add("caught by ", arm.expect_violated);
+    return cell;
+  }
+  add("violated: ", j.unexpected_violations);
+  add("held but expected violated: ", j.missed_violations);
+  return cell;
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s + ' ';
+}
+
+std::string wall_ms(std::int64_t ns) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", double(ns) / 1e6);
+  return buffer;
+}
+
+void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& out) {
+  for (const ScenarioOutcome& o : outcomes) {
+    if (!o.ok()) {
+      out << "  " << o.error << '\n';
+      if (!o.hint.empty()) out << "    hint: " << o.hint << '\n';
+      continue;
+    }
+    for (const checker::ArmReport& arm : o.report->arms) {
+      if (arm.judgement.held) continue;
+      out << "  " << o.report->scenario << " / " << arm.name << ":\n";
+      for (const std::string& p : arm_problems(arm)) out << "    " << p << '\n';
+      out << "    reproduce: " << arm.replay << '\n';
+    }
+  }
+}
+
+std::string count(int n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+const char* verdict_name(CheckVerdict v) {
+  switch (v) {
+    case CheckVerdict::held: return "held";
+    case CheckVerdict::violated: return "violated";
+    case CheckVerdict::error: return "error";
+  }
+  return "error";
+}
+
+}  // namespace
+
+CheckVerdict CheckTotals::verdict() const {
+  if (errors > 0) return CheckVerdict::error;
+  return violated > 0 ? CheckVerdict::violated : CheckVerdict::held;
+}
+
+CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
+  CheckTotals t;
+  for (const ScenarioOutcome& o : outcomes) {
+    ++t.scenarios;
+    if (!o.ok()) {
+      ++t.errors;
+      continue;
+    }
+    for (const checker::ArmReport& arm : o.report->arms) {
+      ++t.arms;
+      ++(arm.judgement.held ? t.held : t.violated);
+    }
+  }
+  return t;
+}
+
+std::string arm_verdict(const checker::ArmReport& arm) {
+  if (arm.expect_violated.empty()) return arm.judgement.held ? "held" : "VIOLATED";
+  return arm.judgement.held ? "caught" : "NOT-CAUGHT";
+}
+
+std::vector<std::string> arm_problems(const checker::ArmReport& arm) {
+  std::vector<std::string> problems;
+  for (const checker::Verdict& v : arm.verdicts) {
+    if (v.held || expected(arm, v.property)) continue;
+    problems.push_back(about(v) + " violated: " + figures(v) + (v.detail.empty() ? "" : "; " + v.detail));
+  }
+  for (const std::string& p : arm.judgement.missed_violations) {
+    bool judged = false;
+    for (const checker::Verdict& v : arm.verdicts) {
+      if (v.property != p) continue;
+      judged = true;
+      problems.push_back(about(v) + " held but was expected to be violated: " + figures(v));
+    }
+    if (!judged) problems.push_back(p + " was expected to be violated, but the scenario does not check it");
+  }
+  return problems;
+}
+
+std::string scenario_name(const ScenarioOutcome& outcome) {
+  if (outcome.ok()) return outcome.report->scenario;
+  return std::filesystem::path(outcome.file).stem().string();
+}
+
+void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostream& out) {
+  std::size_t name_width = 8, arm_width = 3;
+  for (const ScenarioOutcome& o : outcomes) {
+    name_width = std::max(name_width, scenario_name(o).size());
+    if (o.ok()) {
+      for (const auto& arm : o.report->arms) arm_width = std::max(arm_width, arm.name.size());
+    }
+  }
+  out << pad("scenario", name_width) << pad("arm", arm_width) << pad("verdict", 10) << pad("wall ms", 8)
+      << "properties\n";
+  for (const ScenarioOutcome& o : outcomes) {
+    if (!o.ok()) {
+      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad("ERROR", 10) << pad("-", 8)
+          << o.error << '\n';
+      continue;
+    }
+    for (const checker::ArmReport& arm : o.report->arms) {
+      out << pad(o.report->scenario, name_width) << pad(arm.name, arm_width) << pad(arm_verdict(arm), 10)
+          << pad(wall_ms(arm.wall_ns), 8) << properties_cell(arm) << '\n';
+    }
+  }
+  CheckTotals t = totals(outcomes);
+  out << '\n';
+  print_problems(outcomes, out);
+  if (t.violated + t.errors > 0) out << '\n';
+  out << count(t.scenarios, "scenario") << ", " << count(t.arms, "arm") << ": " << t.held << " held, "
+      << t.violated << " violated, " << count(t.errors, "error") << "\nverdict: " << verdict_name(t.verdict())
+      << '\n';
+}
+
+nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes) {
+  nlohmann::ordered_json doc;
+  doc["scenarios"] = nlohmann::ordered_json::array();
+  for (const ScenarioOutcome& o : outcomes) {
+    nlohmann::ordered_json entry;
+    if (o.ok()) {
+      entry = to_json(*o.report);
+      entry["file"] = o.file;
+    } else {
+      entry = {{"file", o.file}, {"verdict", "error"}, {"error", o.error}, {"hint", o.hint}};
+    }
+    doc["scenarios"].push_back(std::move(entry));
+  }
+  CheckTotals t = totals(outcomes);
+  doc["summary"] = {{"scenarios", t.scenarios}, {"arms", t.arms},         {"held", t.held},
+                    {"violated", t.violated},   {"errors", t.errors}, {"verdict", verdict_name(t.verdict())}};
+  return doc;
+}
+
+}  // namespace loopsim::reports

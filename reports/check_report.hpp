@@ -1,0 +1,45 @@
+// What `loopsim check` reports about many scenarios: one line per arm in a table, the same as
+// JSON (every scenario's run document, reports::to_json, and a summary), and the verdict that
+// becomes the exit status.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checker/suite.hpp"
+
+namespace loopsim::reports {
+
+// One scenario file: its report, or why it could not be run.
+struct ScenarioOutcome {
+  std::string file;
+  std::optional<checker::RunReport> report;
+  std::string error;  // "file:line:column: message", when there is no report
+  std::string hint;
+  bool ok() const { return report.has_value(); }
+};
+
+enum class CheckVerdict { held, violated, error };
+
+struct CheckTotals {
+  int scenarios = 0, arms = 0, held = 0, violated = 0, errors = 0;
+  // Bad input outranks a violation: exit 2 means some scenario was not even judged.
+  CheckVerdict verdict() const;
+};
+
+CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes);
+// An arm's verdict in one word: held, caught, VIOLATED, NOT-CAUGHT.
+std::string arm_verdict(const checker::ArmReport& arm);
+// What broke, for people: "latency of fast: measured 1200.0 ms, bound 240.0 ms (1.5 batches)".
+std::vector<std::string> arm_problems(const checker::ArmReport& arm);
+// The scenario's name for reports: the report's, or the file's stem.
+std::string scenario_name(const ScenarioOutcome& outcome);
+
+void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostream& out);
+nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes);
+
+}  // namespace loopsim::reports

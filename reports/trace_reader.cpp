@@ -1,0 +1,320 @@
+#include "reports/trace_reader.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "model/choice.hpp"
+
+namespace loopsim::reports {
+
+namespace {
+
+namespace ev = sim::ev;
+using nlohmann::json;
+
+struct ErrnoName {
+  int value;
+  const char* name;
+};
+
+// The names sim::write_jsonl writes; EIO stands for every errno it calls "EOTHER".
+constexpr ErrnoName errno_names[] = {
+    {EAGAIN, "EAGAIN"},       {EMFILE, "EMFILE"},         {ENFILE, "ENFILE"},
+    {ENOBUFS, "ENOBUFS"},     {ECONNABORTED, "ECONNABORTED"}, {ECONNRESET, "ECONNRESET"},
+    {ECONNREFUSED, "ECONNREFUSED"}, {ETIMEDOUT, "ETIMEDOUT"}, {EBADF, "EBADF"},
+    {EINVAL, "EINVAL"},       {EIO, "EOTHER"},
+};
+
+// One parsed line and where it came from; typed field access that fails with the line number.
+class Line {
+ public:
+  Line(const json& object, const std::string& name, std::size_t number)
+      : object_(object), name_(name), number_(number) {}
+
+  [[noreturn]] void fail(const std::string& what, const std::string& hint) const {
+    throw TraceError(name_ + ":" + std::to_string(number_) + ": " + what, hint);
+  }
+  bool has(const char* key) const { return object_.contains(key); }
+  const json& field(const char* key) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) fail(std::string("missing field \"") + key + "\"", schema_hint);
+    return *it;
+  }
+  std::int64_t integer(const char* key) const {
+    const json& value = field(key);
+    bool fits = value.is_number_integer() &&
+                !(value.is_number_unsigned() &&
+                  value.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()));
+    if (!fits) fail(std::string("\"") + key + "\" must be an integer", schema_hint);
+    return value.get<std::int64_t>();
+  }
+  int small(const char* key) const {
+    std::int64_t value = integer(key);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+      fail(std::string("\"") + key + "\" is out of range", schema_hint);
+    }
+    return int(value);
+  }
+  Nanos time(const char* key) const { return Nanos(integer(key)); }
+  bool flag(const char* key) const {
+    const json& value = field(key);
+    if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint);
+    return value.get<bool>();
+  }
+  const std::string& text(const char* key) const {
+    const json& value = field(key);
+    if (!value.is_string()) fail(std::string("\"") + key + "\" must be a string", schema_hint);
+    return value.get_ref<const std::string&>();
+  }
+  int errno_field(const char* key) const {
+    auto value = errno_from_name(text(key));
+    if (!value) fail("unknown errno name \"" + text(key) + "\"", "names are EAGAIN, EMFILE, ...");
+    return *value;
+  }
+  Door door() const {
+    for (Door d : {Door::listener, Door::handoff}) {
+      if (text("door") == door_name(d)) return d;
+    }
+    fail("unknown door \"" + text("door") + "\"", "doors are listener and handoff");
+  }
+  BatchStop stop() const {
+    for (int s = 0; s <= int(BatchStop::error); ++s) {
+      if (text("stop") == batch_stop_name(BatchStop(s))) return BatchStop(s);
+    }
+    fail("unknown batch stop \"" + text("stop") + "\"", "stops are count, EAGAIN, EMFILE, ...");
+  }
+
+  static constexpr const char* schema_hint = "the trace schema is docs/trace.md";
+
+ private:
+  const json& object_;
+  const std::string& name_;
+  std::size_t number_;
+};
+
+// Client labels as met in the file; final indices are assigned once every label is known.
+class ClientBook {
+ public:
+  sim::ClientIndex provisional(const Line& line) {
+    if (!line.has("client")) return sim::no_client;
+    const std::string& label = line.text("client");
+    auto [it, added] = ids_.try_emplace(label, sim::ClientIndex(labels_.size()));
+    if (added) labels_.push_back(parse(label, line));
+    return it->second;
+  }
+  // Fills the trace's groups and clients; returns each provisional id's final index.
+  std::vector<sim::ClientIndex> finish(sim::Trace& trace) const;
+
+ private:
+  struct Label {
+    std::int32_t group;
+    std::int32_t member;  // -1: a group of one
+  };
+  Label parse(const std::string& label, const Line& line) {
+    if (label.empty()) line.fail("empty client label", "labels are \"fast\" or \"burst#17\"");
+    std::string group = label;
+    std::int32_t member = -1;
+    auto hash = label.rfind('#');
+    bool numbered = hash != std::string::npos && hash > 0 && hash + 1 < label.size() &&
+                    hash + 10 > label.size() &&  // at most 9 digits: no overflow
+                    std::all_of(label.begin() + std::ptrdiff_t(hash) + 1, label.end(),
+                                [](char c) { return c >= '0' && c <= '9'; });
+    if (numbered) {
+      group = label.substr(0, hash);
+      member = std::int32_t(std::stol(label.substr(hash + 1)));
+    }
+    auto [it, added] = groups_.try_emplace(group, std::int32_t(group_names_.size()));
+    if (added) group_names_.push_back(group);
+    return {it->second, member};
+  }
+
+  std::unordered_map<std::string, sim::ClientIndex> ids_;
+  std::vector<Label> labels_;
+  std::unordered_map<std::string, std::int32_t> groups_;
+  std::vector<std::string> group_names_;
+};
+
+std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
+  trace.groups = group_names_;
+  trace.group_sizes.assign(group_names_.size(), 1);
+  for (const Label& l : labels_) {
+    auto& size = trace.group_sizes[std::size_t(l.group)];
+    if (l.member >= 0) size = std::max({size, l.member + 1, 2});
+  }
+  std::vector<sim::ClientIndex> order(labels_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = sim::ClientIndex(i);
+  std::sort(order.begin(), order.end(), [this](sim::ClientIndex a, sim::ClientIndex b) {
+    const Label& x = labels_[std::size_t(a)];
+    const Label& y = labels_[std::size_t(b)];
+    return std::pair(x.group, x.member) < std::pair(y.group, y.member);
+  });
+  std::vector<sim::ClientIndex> final_index(labels_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Label& l = labels_[std::size_t(order[i])];
+    final_index[std::size_t(order[i])] = sim::ClientIndex(i);
+    trace.clients.push_back(sim::ClientLabel{l.group, std::max(l.member, 0), 0});
+  }
+  return final_index;
+}
+
+sim::TraceEvent loop_event(const std::string& kind, const Line& l, Nanos t, ClientBook& book) {
+  if (kind == "pass_begin") {
+    return ev::PassBegin{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.time("timeout_ns")};
+  }
+  if (kind == "events") {
+    const json& fds = l.field("fds");
+    if (!fds.is_array()) l.fail("\"fds\" must be an array", Line::schema_hint);
+    ev::Events e{t, l.small("worker"), std::uint64_t(l.integer("pass")), {}};
+    for (const json& fd : fds) {
+      if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", Line::schema_hint);
+      e.fds.push_back(fd.get<int>());
+    }
+    if (l.integer("count") != std::int64_t(e.fds.size())) {
+      l.fail("\"count\" differs from the number of \"fds\"", Line::schema_hint);
+    }
+    return e;
+  }
+  if (kind == "accept") {
+    bool ok = l.text("outcome") == "ok";
+    int result = ok ? l.small("fd") : -l.errno_field("outcome");
+    return ev::Accept{t, l.small("worker"), l.door(), result, book.provisional(l)};
+  }
+  if (kind == "batch_end") {
+    return ev::BatchEnd{t, l.small("worker"), l.door(), l.small("accepted"), l.stop(), l.flag("owed")};
+  }
+  if (kind == "request_begin") {
+    return ev::RequestBegin{t, l.small("worker"), l.small("fd"), book.provisional(l), l.text("path")};
+  }
+  if (kind == "request_end") {
+    return ev::RequestEnd{t, l.small("worker"), l.small("fd"), book.provisional(l), l.small("status")};
+  }
+  if (kind == "close") return ev::Close{t, l.small("worker"), l.small("fd"), book.provisional(l)};
+  if (kind == "pass_end") {
+    return ev::PassEnd{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.flag("accept_owed"),
+                       l.flag("handoff_owed")};
+  }
+  l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md");
+}
+
+sim::TraceEvent choice_event(const Line& l, Nanos t) {
+  auto kind = model::choice_kind_from_name(l.text("kind"));
+  if (!kind) l.fail("unknown choice kind \"" + l.text("kind") + "\"", "kinds are order, fault, slack");
+  std::int64_t options = l.integer("options"), pick = l.integer("pick");
+  if (options > std::numeric_limits<std::uint32_t>::max() || pick < 0 || pick >= options) {
+    l.fail("a choice's pick must lie in [0, options)", Line::schema_hint);
+  }
+  return ev::Choice{t, std::uint8_t(*kind), std::uint32_t(options), std::uint32_t(pick)};
+}
+
+sim::TraceEvent event_of(const Line& l, ClientBook& book) {
+  Nanos t = l.time("t");
+  const std::string& kind = l.text("ev");
+  if (kind == "connect") return ev::Connect{t, book.provisional(l)};
+  if (kind == "established") return ev::Established{t, book.provisional(l)};
+  if (kind == "syn_dropped") return ev::SynDropped{t, book.provisional(l), l.time("retry_at")};
+  if (kind == "refused") return ev::Refused{t, book.provisional(l), l.errno_field("error")};
+  if (kind == "send") return ev::Send{t, book.provisional(l), l.text("path")};
+  if (kind == "answer") return ev::Answer{t, book.provisional(l), l.text("path"), l.small("status")};
+  if (kind == "peer_closed") return ev::PeerClosed{t, book.provisional(l)};
+  if (kind == "choice") return choice_event(l, t);
+  if (kind == "rlimit") return ev::Rlimit{t, l.integer("value")};
+  if (kind == "reset") return ev::Reset{t, book.provisional(l)};
+  if (kind == "run_end") {
+    return ev::RunEnd{t, l.integer("backlog"), l.integer("open_connections")};
+  }
+  return loop_event(kind, l, t, book);
+}
+
+void read_header(const Line& l, sim::Trace& trace) {
+  if (!l.has("loopsim_trace")) l.fail("not a loopsim trace: no header", "write one with loopsim run --trace F");
+  if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1");
+  trace.scenario = l.text("scenario");
+  trace.arm = l.text("arm");
+  trace.seed = std::uint64_t(l.integer("seed"));
+  trace.horizon = l.time("horizon_ns");
+  trace.listener_fd = l.small("listener_fd");
+  trace.accept_batch = l.integer("accept_batch");
+}
+
+json parse_line(const std::string& text, const std::string& name, std::size_t number) {
+  try {
+    json object = json::parse(text);
+    if (object.is_object()) return object;
+  } catch (const json::parse_error& e) {
+    throw TraceError(name + ":" + std::to_string(number) + ": not JSON (at byte " +
+                         std::to_string(e.byte) + ")",
+                     "a trace has one JSON object a line");
+  } catch (const json::exception&) {  // a number out of range, ...
+    throw TraceError(name + ":" + std::to_string(number) + ": not JSON loopsim can read",
+                     "a trace has one JSON object a line");
+  }
+  throw TraceError(name + ":" + std::to_string(number) + ": not a JSON object",
+                   "a trace has one JSON object a line");
+}
+
+void renumber_clients(sim::Trace& trace, const std::vector<sim::ClientIndex>& final_index) {
+  for (sim::TraceEvent& event : trace.events) {
+    std::visit(
+        [&](auto& e) {
+          if constexpr (requires { e.client; }) {
+            if (e.client != sim::no_client) e.client = final_index[std::size_t(e.client)];
+          }
+        },
+        event);
+  }
+  for (const sim::TraceEvent& event : trace.events) {
+    if (const auto* send = std::get_if<ev::Send>(&event)) ++trace.clients[std::size_t(send->client)].requests;
+  }
+}
+
+}  // namespace
+
+const char* errno_name(int error) {
+  for (const ErrnoName& e : errno_names) {
+    if (e.value == error && e.value != EIO) return e.name;
+  }
+  return "EOTHER";
+}
+
+std::optional<int> errno_from_name(std::string_view name) {
+  for (const ErrnoName& e : errno_names) {
+    if (name == e.name) return e.value;
+  }
+  return std::nullopt;
+}
+
+sim::Trace read_jsonl(std::istream& in, const std::string& name) {
+  sim::Trace trace;
+  ClientBook book;
+  std::string text;
+  std::size_t number = 0;
+  bool header = false;
+  while (std::getline(in, text)) {
+    ++number;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json object = parse_line(text, name, number);
+    Line line(object, name, number);
+    if (!header) {
+      read_header(line, trace);
+      header = true;
+      continue;
+    }
+    trace.events.push_back(event_of(line, book));
+  }
+  if (!header) throw TraceError(name + ":1: empty trace, no header line", "write one with loopsim run --trace F");
+  renumber_clients(trace, book.finish(trace));
+  return trace;
+}
+
+sim::Trace read_trace_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path + ":1: cannot read the file", "check the path");
+  return read_jsonl(in, path);
+}
+
+}  // namespace loopsim::reports

@@ -1,0 +1,137 @@
+// Reading a JSON Lines trace back: the same bytes out as in, client groups rebuilt from labels,
+// and bad input reported by line number, never a crash.
+#include "reports/trace_reader.hpp"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "sim/scenario.hpp"
+#include "sim/world.hpp"
+
+namespace {
+
+using loopsim::reports::read_jsonl;
+using loopsim::reports::TraceError;
+
+const std::string header =
+    R"({"loopsim_trace":1,"scenario":"s","arm":"base","seed":1,"horizon_ns":1000,"listener_fd":5,"accept_batch":16})";
+
+std::string jsonl(const loopsim::sim::Trace& trace) {
+  std::ostringstream out;
+  loopsim::sim::write_jsonl(trace, out);
+  return out.str();
+}
+
+loopsim::sim::Trace read(const std::string& text) {
+  std::istringstream in(text);
+  return read_jsonl(in, "t.jsonl");
+}
+
+// The message of the TraceError that reading `text` throws.
+std::string error_of(const std::string& text) {
+  try {
+    read(text);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("the accept-burst trace read back and written again gives the same bytes") {
+  auto scenario = loopsim::sim::load_scenario(LOOPSIM_SOURCE_DIR "/scenarios/accept-burst.toml");
+  loopsim::sim::Trace original = loopsim::sim::run(scenario).trace;
+  std::string first = jsonl(original);
+  loopsim::sim::Trace again = read(first);
+  CHECK(jsonl(again) == first);
+  CHECK(again.events.size() == original.events.size());
+  CHECK(again.groups == original.groups);
+  CHECK(again.group_sizes == original.group_sizes);
+  REQUIRE(again.clients.size() == original.clients.size());
+  for (std::size_t c = 0; c < again.clients.size(); ++c) {
+    CHECK(again.client_name(loopsim::sim::ClientIndex(c)) == original.client_name(loopsim::sim::ClientIndex(c)));
+  }
+}
+
+TEST_CASE("client groups are rebuilt from labels: NAME#N is a member, a bare name a group of one") {
+  auto trace = read(header + "\n" + R"({"t":0,"ev":"connect","client":"burst#7"})" + "\n" +
+                    R"({"t":0,"ev":"send","client":"fast","path":"/fast"})" + "\n" +
+                    R"({"t":1,"ev":"connect","client":"burst#0"})" + "\n");
+  REQUIRE(trace.groups == std::vector<std::string>{"burst", "fast"});
+  CHECK(trace.group_sizes == std::vector<std::int32_t>{8, 1});
+  CHECK(trace.client_name(0) == "burst#0");
+  CHECK(trace.client_name(1) == "burst#7");
+  CHECK(trace.client_name(2) == "fast");
+  CHECK(trace.clients[2].requests == 1);
+}
+
+TEST_CASE("a lone numbered member still reads back with its number") {
+  auto trace = read(header + "\n" + R"({"t":0,"ev":"connect","client":"x#0"})" + "\n");
+  CHECK(trace.client_name(0) == "x#0");
+}
+
+TEST_CASE("a member number too long to be one makes a group of one with that name") {
+  auto trace = read(header + "\n" + R"({"t":0,"ev":"connect","client":"a#99999999999999"})" + "\n");
+  CHECK(trace.client_name(0) == "a#99999999999999");
+  CHECK(trace.group_sizes == std::vector<std::int32_t>{1});
+}
+
+TEST_CASE("bad traces are errors naming the line") {
+  CHECK(error_of("") == "t.jsonl:1: empty trace, no header line");
+  CHECK(error_of("{\"scenario\":\"s\"}\n") == "t.jsonl:1: not a loopsim trace: no header");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"connect\"}\nnot json\n") == "t.jsonl:3: not JSON (at byte 2)");
+  CHECK(error_of(header + "\n[1,2]\n") == "t.jsonl:2: not a JSON object");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"teleport\"}\n") == "t.jsonl:2: unknown event kind \"teleport\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"pass_begin\",\"worker\":0,\"pass\":1}\n") ==
+        "t.jsonl:2: missing field \"timeout_ns\"");
+  CHECK(error_of(header + "\n{\"t\":\"soon\",\"ev\":\"connect\"}\n") == "t.jsonl:2: \"t\" must be an integer");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"events\",\"worker\":0,\"pass\":1,\"count\":2,\"fds\":[5]}\n") ==
+        "t.jsonl:2: \"count\" differs from the number of \"fds\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"accept\",\"worker\":0,\"door\":\"window\",\"outcome\":\"ok\",\"fd\":3}\n") ==
+        "t.jsonl:2: unknown door \"window\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"accept\",\"worker\":0,\"door\":\"listener\",\"outcome\":\"EWHAT\"}\n") ==
+        "t.jsonl:2: unknown errno name \"EWHAT\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"close\",\"worker\":99999999999,\"fd\":1}\n") ==
+        "t.jsonl:2: \"worker\" is out of range");
+  CHECK(error_of(R"({"loopsim_trace":2})") == "t.jsonl:1: unsupported trace version");
+}
+
+TEST_CASE("garbage never crashes the reader") {
+  const std::string samples[] = {
+      std::string("\0\1\2\xff\xfe", 5), "{", "}", "{\"loopsim_trace\":1e999}", std::string(100000, '['),
+      header + "\n{\"t\":0,\"ev\":\"connect\",\"client\":\"\"}",
+      header + "\n{\"t\":18446744073709551615,\"ev\":\"connect\"}",
+  };
+  for (const std::string& sample : samples) {
+    INFO(sample.substr(0, 60));
+    CHECK_THROWS_AS(read(sample), TraceError);
+  }
+}
+
+TEST_CASE("every event kind of docs/trace.md reads back to the same line") {
+  const std::string text = header + "\n" +
+                           R"({"t":0,"ev":"connect","client":"c#0"}
+{"t":1,"ev":"syn_dropped","client":"c#1","retry_at":1000000001}
+{"t":2,"ev":"established","client":"c#0"}
+{"t":3,"ev":"refused","client":"c#1","error":"ETIMEDOUT"}
+{"t":4,"ev":"pass_begin","worker":0,"pass":1,"timeout_ns":-1}
+{"t":5,"ev":"events","worker":0,"pass":1,"count":2,"fds":[5,9]}
+{"t":6,"ev":"accept","worker":0,"door":"handoff","outcome":"ok","fd":7,"client":"c#0"}
+{"t":7,"ev":"accept","worker":0,"door":"listener","outcome":"EMFILE"}
+{"t":8,"ev":"batch_end","worker":0,"door":"listener","accepted":1,"stop":"EMFILE","owed":false}
+{"t":9,"ev":"send","client":"c#0","path":"/a \"quoted\" path"}
+{"t":10,"ev":"request_begin","worker":0,"fd":7,"client":"c#0","path":""}
+{"t":11,"ev":"request_end","worker":0,"fd":7,"client":"c#0","status":400}
+{"t":12,"ev":"answer","client":"c#0","path":"/a \"quoted\" path","status":400}
+{"t":13,"ev":"close","worker":0,"fd":7,"client":"c#0"}
+{"t":14,"ev":"peer_closed","client":"c#0"}
+{"t":15,"ev":"choice","kind":"order","options":3,"pick":2}
+{"t":16,"ev":"rlimit","value":64}
+{"t":17,"ev":"reset","client":"c#1"}
+{"t":18,"ev":"accept","worker":0,"door":"listener","outcome":"EOTHER"}
+{"t":19,"ev":"pass_end","worker":0,"pass":1,"accept_owed":false,"handoff_owed":true}
+{"t":20,"ev":"run_end","backlog":3,"open_connections":1}
+)";
+  CHECK(jsonl(read(text)) == text);
+}
