@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <deque>
 #include <map>
 
+#include "checker/loop_properties.hpp"
 #include "realloop/assert.hpp"
 
 namespace loopsim::checker {
@@ -28,28 +31,65 @@ bool group_exists(const Trace& trace, const std::string& group) {
   return std::find(trace.groups.begin(), trace.groups.end(), group) != trace.groups.end();
 }
 
-Verdict start(const std::string& property, const sim::Expectation& expect, const Costs& costs) {
-  Verdict v;
-  v.property = property;
-  v.of = expect.of;
-  if (expect.max) {
-    v.bound = resolve(*expect.max, costs);
-    v.bound_text = expect.max->text;
-    v.unit = expect.max->unit == sim::Bound::Unit::count ? Unit::count : Unit::ns;
-  }
-  return v;
-}
-
 Verdict missing_group(Verdict v, const std::string& group) {
   v.held = false;
   v.detail = "no client group named \"" + group + "\"";
   return v;
 }
 
-std::string ms(Nanos t) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f ms", double(t.count()) / 1e6);
-  return buffer;
+Verdict never_answered(Verdict v, const std::string& group) {
+  v.held = false;
+  v.measured = -1;
+  v.detail = "\"" + group + "\" was never answered";
+  return v;
+}
+
+// Each request of `group` to its answer; a client's answers come in the order of its sends.
+struct RequestTimes {
+  Nanos worst{0};
+  std::optional<std::size_t> first_over;  // the first answer later than the bound
+  std::optional<std::size_t> unanswered;  // the first send never answered
+};
+
+RequestTimes request_times(const Trace& trace, const std::string& group, std::int64_t bound) {
+  std::map<sim::ClientIndex, std::deque<std::pair<Nanos, std::size_t>>> sent;  // per client
+  RequestTimes out;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    auto* s = std::get_if<ev::Send>(&event);
+    if (s != nullptr && trace.group_of(s->client) == group) sent[s->client].emplace_back(s->t, i);
+    auto* a = std::get_if<ev::Answer>(&event);
+    if (a == nullptr || trace.group_of(a->client) != group || sent[a->client].empty()) continue;
+    Nanos took = a->t - sent[a->client].front().first;
+    sent[a->client].pop_front();
+    out.worst = std::max(out.worst, took);
+    if (took.count() > bound && !out.first_over) out.first_over = i;
+  }
+  for (const auto& [client, waiting] : sent) {
+    if (waiting.empty()) continue;
+    std::size_t at = waiting.front().second;
+    out.unanswered = std::min(out.unanswered.value_or(at), at);
+  }
+  return out;
+}
+
+// latency without `after`: the worst time from one of the group's requests to its answer.
+Verdict latency_of_requests(const Trace& trace, const std::string& group, Verdict v) {
+  RequestTimes times = request_times(trace, group, v.bound);
+  if (times.unanswered) {
+    v.held = false;
+    v.measured = -1;
+    v.first_bad = times.unanswered;
+    v.detail = "a request of " + group + " was never answered";
+    return v;
+  }
+  v.measured = times.worst.count();
+  v.held = !times.first_over;
+  if (!v.held) {
+    v.first_bad = times.first_over;
+    v.detail = group + " answered " + ms_text(times.worst) + " after its request";
+  }
+  return v;
 }
 
 }  // namespace
@@ -67,6 +107,25 @@ Nanos request_cost(const Trace& trace) {
   if (costs.empty()) return Nanos(0);
   std::nth_element(costs.begin(), costs.begin() + std::ptrdiff_t(costs.size() / 2), costs.end());
   return costs[costs.size() / 2];
+}
+
+Verdict bounded_by_max(const std::string& property, const sim::Expectation& expect,
+                       const Costs& costs) {
+  Verdict v;
+  v.property = property;
+  v.of = expect.of;
+  if (expect.max) {
+    v.bound = resolve(*expect.max, costs);
+    v.bound_text = expect.max->text;
+    v.unit = expect.max->unit == sim::Bound::Unit::count ? Unit::count : Unit::ns;
+  }
+  return v;
+}
+
+std::string ms_text(Nanos t) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f ms", double(t.count()) / 1e6);
+  return buffer;
 }
 
 std::int64_t resolve(const sim::Bound& bound, const Costs& costs) {
@@ -115,31 +174,39 @@ Verdict answered(const Trace& trace) {
 }
 
 Verdict no_stranded_backlog(const Trace& trace, const sim::Expectation& expect, const Costs& costs) {
-  Verdict v = start("no_stranded_backlog", expect, costs);
-  // Intervals in which the loop sat blocked in a wait, and each connection's time queued.
-  std::optional<Nanos> blocked_since;
-  std::map<sim::ClientIndex, Nanos> queued_since;
-  std::map<sim::ClientIndex, Nanos> idle_wait;  // per client: time queued while the loop was blocked
+  Verdict v = bounded_by_max("no_stranded_backlog", expect, costs);
+  // The loop is idle while every worker sits blocked in its wait. idle(t) is the idle time
+  // accumulated up to t, so a connection queued from q to a waited idle(a) - idle(q).
+  std::size_t workers = std::size_t(std::max<std::int64_t>(1, trace.workers));
+  std::vector<bool> blocked(workers, false);
+  std::size_t blocked_count = 0;
+  Nanos idle_total{0};
+  std::optional<Nanos> idle_since;
+  auto idle = [&](Nanos t) { return idle_total + (idle_since ? t - *idle_since : Nanos(0)); };
+  auto set_blocked = [&](int worker, bool now_blocked, Nanos t) {
+    auto w = std::size_t(worker);
+    if (w >= workers || blocked[w] == now_blocked) return;
+    blocked[w] = now_blocked;
+    if (now_blocked && ++blocked_count == workers) idle_since = t;
+    if (now_blocked) return;
+    if (blocked_count-- == workers && idle_since) idle_total += t - *idle_since;
+    idle_since.reset();
+  };
+  std::map<sim::ClientIndex, Nanos> queued_at;  // idle(t) when each connection was queued
   Nanos worst{0};
   std::optional<std::size_t> worst_at;
-  auto settle = [&](Nanos now) {  // charge the blocked interval up to `now` to every queued client
-    if (!blocked_since) return;
-    for (auto& [client, since] : queued_since) idle_wait[client] += now - std::max(since, *blocked_since);
-  };
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
     Nanos t = sim::time_of(event);
-    if (auto* p = std::get_if<ev::PassBegin>(&event); p != nullptr && p->timeout != Nanos(0)) blocked_since = t;
-    if (std::holds_alternative<ev::Events>(event)) {
-      settle(t);
-      blocked_since.reset();
-    }
-    if (auto* e = std::get_if<ev::Established>(&event)) queued_since[e->client] = t;
+    if (auto* p = std::get_if<ev::PassBegin>(&event)) set_blocked(p->worker, p->timeout != Nanos(0), t);
+    if (auto* e = std::get_if<ev::Events>(&event)) set_blocked(e->worker, false, t);
+    if (auto* e = std::get_if<ev::Established>(&event)) queued_at[e->client] = idle(t);
     auto* a = std::get_if<ev::Accept>(&event);
-    if (a == nullptr || a->client == sim::no_client) continue;
-    queued_since.erase(a->client);
-    if (idle_wait[a->client] > worst) {
-      worst = idle_wait[a->client];
+    if (a == nullptr || a->client == sim::no_client || !queued_at.count(a->client)) continue;
+    Nanos waited = idle(t) - queued_at[a->client];
+    queued_at.erase(a->client);
+    if (waited > worst) {
+      worst = waited;
       worst_at = i;
     }
   }
@@ -159,54 +226,34 @@ Verdict no_stranded_backlog(const Trace& trace, const sim::Expectation& expect, 
   if (worst.count() > v.bound) {
     v.held = false;
     v.first_bad = v.first_bad ? std::min(*v.first_bad, *worst_at) : worst_at;
-    v.detail = "a connection waited " + ms(worst) + " in the backlog while the loop was idle";
+    v.detail = "a connection waited " + ms_text(worst) + " in the backlog while the loop was idle";
   }
   return v;
 }
 
 Verdict latency(const Trace& trace, const sim::Expectation& expect, const Costs& costs) {
-  Verdict v = start("latency", expect, costs);
+  Verdict v = bounded_by_max("latency", expect, costs);
   if (!group_exists(trace, expect.of)) return missing_group(v, expect.of);
   auto answers = answers_of(trace, expect.of);
-  if (answers.empty()) {
-    v.held = false;
-    v.measured = -1;
-    v.detail = "\"" + expect.of + "\" was never answered";
-    return v;
-  }
-  Nanos from{0};
-  if (!expect.after.empty()) {
-    if (!group_exists(trace, expect.after)) return missing_group(v, expect.after);
-    auto after = answers_of(trace, expect.after);
-    if (after.empty()) {
-      v.held = false;
-      v.measured = -1;
-      v.detail = "\"" + expect.after + "\" was never answered";
-      return v;
-    }
-    from = after.back().first;
-  } else {
-    for (const TraceEvent& event : trace.events) {  // from the group's first send
-      auto* s = std::get_if<ev::Send>(&event);
-      if (s != nullptr && trace.group_of(s->client) == expect.of) {
-        from = s->t;
-        break;
-      }
-    }
-  }
+  if (answers.empty()) return never_answered(std::move(v), expect.of);
+  if (expect.after.empty()) return latency_of_requests(trace, expect.of, std::move(v));
+  if (!group_exists(trace, expect.after)) return missing_group(v, expect.after);
+  auto after = answers_of(trace, expect.after);
+  if (after.empty()) return never_answered(std::move(v), expect.after);
+  Nanos from = after.back().first;
   auto [answer_at, index] = answers.back();
   v.measured = (answer_at - from).count();
   v.held = v.measured <= v.bound;
   if (!v.held) {
     v.first_bad = index;
-    v.detail = expect.of + " answered " + ms(answer_at - from) + " after " +
-               (expect.after.empty() ? "its send" : expect.after + "'s answer");
+    v.detail = expect.of + " answered " + ms_text(answer_at - from) + " after " + expect.after +
+               "'s answer";
   }
   return v;
 }
 
 Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs& costs) {
-  Verdict v = start("max_gap", expect, costs);
+  Verdict v = bounded_by_max("max_gap", expect, costs);
   if (!group_exists(trace, expect.of)) return missing_group(v, expect.of);
   auto answers = answers_of(trace, expect.of);
   for (std::size_t i = 1; i < answers.size(); ++i) {
@@ -216,13 +263,14 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
     if (gap.count() > v.bound && !v.first_bad) v.first_bad = answers[i].second;
   }
   v.held = v.measured <= v.bound;
-  if (!v.held) v.detail = "two answers to " + expect.of + " " + ms(Nanos(v.measured)) + " apart";
+  if (!v.held) v.detail = "two answers to " + expect.of + " " + ms_text(Nanos(v.measured)) + " apart";
   return v;
 }
 
 const std::vector<std::string>& property_names() {
-  static const std::vector<std::string> names = {"answered", "no_stranded_backlog", "latency",
-                                                 "max_gap"};
+  static const std::vector<std::string> names = {
+      "answered", "no_stranded_backlog", "latency", "max_gap", "capacity", "post_latency",
+      "no_spin", "shutdown_clean", "batch_bound"};
   return names;
 }
 
@@ -240,6 +288,11 @@ std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expecta
     else if (e.property == "no_stranded_backlog") verdicts.push_back(no_stranded_backlog(trace, e, costs));
     else if (e.property == "latency") verdicts.push_back(latency(trace, e, costs));
     else if (e.property == "max_gap") verdicts.push_back(max_gap(trace, e, costs));
+    else if (e.property == "capacity") verdicts.push_back(capacity(trace, e));
+    else if (e.property == "post_latency") verdicts.push_back(post_latency(trace, e, costs));
+    else if (e.property == "no_spin") verdicts.push_back(no_spin(trace, e));
+    else if (e.property == "shutdown_clean") verdicts.push_back(shutdown_clean(trace));
+    else if (e.property == "batch_bound") verdicts.push_back(batch_bound(trace));
     else LOOPSIM_ASSERT(known_property(e.property));
   }
   return verdicts;

@@ -36,6 +36,11 @@ struct Costs {
 Nanos request_cost(const sim::Trace& trace);
 // A bound in nanoseconds or as a count.
 std::int64_t resolve(const sim::Bound& bound, const Costs& costs);
+// A verdict on `property` about `expect.of` with `expect.max` as its bound, not yet judged.
+Verdict bounded_by_max(const std::string& property, const sim::Expectation& expect,
+                       const Costs& costs);
+// "41.2 ms", for detail lines.
+std::string ms_text(Nanos t);
 
 // Every request answered exactly once: none lost, none duplicated.
 Verdict answered(const sim::Trace& trace);
@@ -47,6 +52,9 @@ Verdict no_stranded_backlog(const sim::Trace& trace, const sim::Expectation& exp
 Verdict latency(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
 // The widest gap between consecutive answers to group `of` stays within `max`.
 Verdict max_gap(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
+
+// The loop rules' properties (capacity, post_latency, no_spin, shutdown_clean, batch_bound)
+// are in checker/loop_properties.hpp.
 
 bool known_property(const std::string& name);
 const std::vector<std::string>& property_names();

@@ -69,9 +69,9 @@ TEST_CASE("answered fails on a request answered twice") {
 
 TEST_CASE("no_stranded_backlog fails when connections are still queued at the end") {
   Trace t = two_groups();
-  t.events.push_back(ev::RunEnd{20s, 0, 0});
+  t.events.push_back(ev::RunEnd{20s, 0, 0, 0, 0});
   CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).held);
-  t.events.back() = ev::RunEnd{20s, 89, 0};
+  t.events.back() = ev::RunEnd{20s, 89, 0, 0, 0};
   Verdict v = no_stranded_backlog(t, Expectation{}, Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.measured == 89);
@@ -83,7 +83,7 @@ TEST_CASE("no_stranded_backlog with max fails when a connection waited while the
   t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});  // a blocking wait...
   t.events.push_back(ev::Events{1s, 0, 1, {}});        // ...that slept a whole second
   t.events.push_back(ev::Accept{1s, 0, Door::listener, 5, 1});
-  t.events.push_back(ev::RunEnd{2s, 0, 0});
+  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
   Expectation e = expect("no_stranded_backlog", "", ms(500));
   Verdict v = no_stranded_backlog(t, e, Costs{});
   CHECK_FALSE(v.held);
@@ -123,6 +123,28 @@ TEST_CASE("latency measures bounds in batches of the measured request cost") {
   Verdict v = latency(t, expect("latency", "a", b, "b"), costs);
   CHECK(v.bound == Nanos(240ms).count());
   CHECK_FALSE(v.held);  // 280 ms > 240 ms
+}
+
+TEST_CASE("latency without after measures each request to its own answer") {
+  // The flood's probe: a held client asks again and again; each answer counts from its send.
+  Trace t = two_groups();
+  t.clients[0].requests = 3;
+  for (Nanos at : {100ms, 200ms, 300ms}) {
+    t.events.push_back(ev::Send{at, 0, "/fast"});
+    answer(t, at + (at == 200ms ? 30ms : 1ms), 0);
+  }
+  Verdict v = latency(t, expect("latency", "a", ms(50)), Costs{});
+  CHECK(v.held);
+  CHECK(v.measured == Nanos(30ms).count());
+  Verdict slow = latency(t, expect("latency", "a", ms(10)), Costs{});
+  CHECK_FALSE(slow.held);
+  CHECK(slow.measured == Nanos(30ms).count());
+  CHECK(slow.first_bad == 4 + 3);  // after the connects: send, answer, send, answer (230 ms)
+  t.events.push_back(ev::Send{400ms, 0, "/fast"});
+  Verdict lost = latency(t, expect("latency", "a", ms(50)), Costs{});
+  CHECK_FALSE(lost.held);
+  CHECK(lost.measured == -1);
+  CHECK(lost.first_bad == t.events.size() - 1);
 }
 
 TEST_CASE("latency fails when the group was never answered") {

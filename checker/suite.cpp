@@ -36,6 +36,42 @@ int bound_batch(const std::string& text, const std::string& path) {
   return batch > 0 ? batch : LoopConfig{}.accept_batch;
 }
 
+bool is_count(const std::optional<sim::Bound>& bound) {
+  return bound && bound->unit == sim::Bound::Unit::count;
+}
+
+// latency and max_gap are about a group and need a bound; post_latency needs a time bound.
+void check_group_and_max(const sim::Scenario& s, const sim::Expectation& e) {
+  bool needs_group = e.property == "latency" || e.property == "max_gap";
+  if (needs_group && e.of.empty()) {
+    bad_expectation(s, e, e.property + " needs `of`", "name a client group: of = \"fast\"");
+  }
+  if (needs_group && !e.max) {
+    bad_expectation(s, e, e.property + " needs `max`", "for example max = \"500ms\"");
+  }
+  if (e.property != "post_latency") return;
+  if (!e.max) bad_expectation(s, e, "post_latency needs `max`", "for example max = \"2ms\"");
+  if (is_count(e.max)) {
+    bad_expectation(s, e, "post_latency's max is a time, not a count",
+                    "for example max = \"2ms\" or max = \"3 requests\"");
+  }
+}
+
+// capacity needs `min`; its bounds and no_spin's are counts.
+void check_counts(const sim::Scenario& s, const sim::Expectation& e) {
+  if (e.property == "capacity" && !e.min) {
+    bad_expectation(s, e, "capacity needs `min`", "the connections to hold at once: min = 2048");
+  }
+  bool counts = e.property == "capacity" || e.property == "no_spin";
+  for (const auto* bound : {&e.min, &e.max}) {
+    if (counts && *bound && !is_count(*bound)) {
+      bad_expectation(s, e, e.property + "'s bounds are counts, not \"" + (*bound)->text + "\"",
+                      e.property == "capacity" ? "write a whole number without quotes: min = 2048"
+                                               : "write a whole number without quotes: max = 100");
+    }
+  }
+}
+
 }  // namespace
 
 bool RunReport::held() const {
@@ -49,13 +85,8 @@ void validate(const sim::Scenario& scenario) {
       for (const auto& n : property_names()) names += (names.empty() ? "" : ", ") + n;
       bad_expectation(scenario, e, "unknown property \"" + e.property + "\"", "known: " + names);
     }
-    bool needs_group = e.property == "latency" || e.property == "max_gap";
-    if (needs_group && e.of.empty()) {
-      bad_expectation(scenario, e, e.property + " needs `of`", "name a client group: of = \"fast\"");
-    }
-    if (needs_group && !e.max) {
-      bad_expectation(scenario, e, e.property + " needs `max`", "for example max = \"500ms\"");
-    }
+    check_group_and_max(scenario, e);
+    check_counts(scenario, e);
   }
 }
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   add_live(app, status);
   add_render(app, status);
   add_check(app, status);
+  add_seeds(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -348,7 +348,7 @@ int SimKernel::close(int fd) {
     conn.server_closed = true;
     conn.server_fd = -1;
     // Closing with received bytes unread sends an RST rather than a FIN (RFC 2525, as Linux).
-    conn.reset_client = !conn.to_server.empty() || !conn.client_pending.empty();
+    conn.reset_client = conn.reset_client || !conn.to_server.empty() || !conn.client_pending.empty();
     schedule_delivery(id);
   } else if (e->kind == FdKind::listener) {
     Listener& listener = listeners_[e->object];
@@ -366,6 +366,14 @@ int SimKernel::close(int fd) {
   }
   release_fd(fd);
   return 0;
+}
+
+int SimKernel::abort(int fd) {
+  FdEntry* e = entry(fd, FdKind::socket);
+  if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
+  conns_[e->object].reset_client = true;
+  int rc = close(fd);
+  return rc;
 }
 
 // ---- wake objects ----
@@ -399,6 +407,8 @@ std::uint32_t SimKernel::readiness(int fd) const {
       return listeners_[e->object].queue.empty() ? 0 : io::readable;
     case FdKind::wake:
       return io::writable | (wakes_[e->object] ? io::readable : 0);
+    case FdKind::poller:  // readable while it has items queued (they are re-checked at harvest)
+      return pollers_[e->object].ready.empty() ? 0 : io::readable;
     case FdKind::socket: {
       const Conn& conn = conns_[e->object];
       std::uint32_t error = conn.pending_error != 0 ? io::error : 0;
@@ -419,6 +429,7 @@ void SimKernel::enqueue(Poller& poller, int fd, Interest& item) {
   item.queued = true;
   poller.ready.push_back(fd);
   if (poller.waiter != no_thread) scheduler_.wake(poller.waiter);
+  if (poller.ready.size() == 1) notify(poller.fd);  // a poller watching this one
 }
 
 // K3: a wake-up queues the item if it is not on the ready list already, whatever the trigger.
@@ -442,7 +453,7 @@ void SimKernel::notify(int fd) {
 
 int SimKernel::poller_create() {
   int fd = allocate_fd(FdKind::poller, std::uint32_t(pollers_.size()));
-  if (fd >= 0) pollers_.emplace_back();
+  if (fd >= 0) pollers_.emplace_back().fd = fd;
   return fd;
 }
 
@@ -516,6 +527,18 @@ int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
   return int(n);
 }
 
+// K1: a spinning loop's repeated empty polls cost time, as their syscalls would.
+int SimKernel::empty_poll(std::uint32_t index) {
+  Nanos now = scheduler_.now();
+  bool again = pollers_[index].last_empty_poll == now;
+  pollers_[index].last_empty_poll = now;
+  bool in_thread = scheduler_.current() != no_thread;  // tests poll from outside any thread
+  if (again && in_thread && config_.empty_wait_cost > Nanos(0)) {
+    scheduler_.sleep_until(now + config_.empty_wait_cost);
+  }
+  return 0;
+}
+
 int SimKernel::wait(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr) return -EBADF;
@@ -524,6 +547,7 @@ int SimKernel::wait(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
   Nanos deadline = timeout == wait_forever ? wait_forever : scheduler_.now() + with_slack(timeout);
   for (;;) {
     int n = harvest(pollers_[index], into);
+    if (n == 0 && timeout == Nanos(0)) return empty_poll(index);
     if (n > 0 || timeout == Nanos(0)) return n;
     if (deadline != wait_forever && scheduler_.now() >= deadline) return 0;
     pollers_[index].waiter = scheduler_.current();

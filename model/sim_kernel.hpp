@@ -34,6 +34,10 @@ struct SimKernelConfig {
   std::vector<Nanos> timer_slack{Nanos(0)};
   // K11: bytes a socket buffers in each direction. A server write beyond the send buffer is
   // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
+  // K1: a non-blocking wait that finds nothing, repeated on the same poller at the same instant,
+  // costs this much of the caller's time (a syscall's), so that a spinning loop moves the clock
+  // instead of stopping it. The first such wait at an instant is free.
+  Nanos empty_wait_cost = std::chrono::microseconds(1);
   std::size_t send_buffer = 16384;
   std::size_t receive_buffer = 131072;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
@@ -77,6 +81,8 @@ class SimKernel final : public Kernel {
   std::int64_t read(int fd, std::span<char> into) override;
   std::int64_t write(int fd, std::span<const char> from) override;
   int close(int fd) override;
+  int abort(int fd) override;
+  int descriptor_limit() override { return config_.rlimit_nofile; }
   int poller_create() override;
   int watch(int poller, int fd, std::uint32_t interest, Trigger trigger) override;
   int rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) override;
@@ -149,9 +155,11 @@ class SimKernel final : public Kernel {
     bool disabled = false;  // one-shot, reported
   };
   struct Poller {
+    int fd = -1;
     std::map<int, Interest> items;
     std::deque<int> ready;
     ThreadId waiter = no_thread;
+    Nanos last_empty_poll{-1};  // when a non-blocking wait last found nothing
   };
   struct FaultState {
     AcceptFault fault;
@@ -167,6 +175,7 @@ class SimKernel final : public Kernel {
   void notify(int fd);
   void enqueue(Poller& poller, int fd, Interest& item);
   int harvest(Poller& poller, std::span<PollEvent> into);
+  int empty_poll(std::uint32_t poller_index);
   std::int64_t kqueue_data(int fd) const;
   void try_handshake(ConnId conn);
   void schedule_delivery(ConnId conn);

@@ -8,6 +8,22 @@
 
 namespace loopsim {
 
+enum class HandlePolicy : std::uint8_t {
+  fixed,   // max_handles, whatever the process may open
+  rlimit,  // sized from RLIMIT_NOFILE at construction: two handles per descriptor
+  grow,    // grows on demand; never full
+};
+
+enum class OnFull : std::uint8_t {
+  refuse,        // accept and reset: the client sees a reset
+  backpressure,  // stop accepting; the connections stay queued; the door is owed when room frees
+};
+
+enum class HandlerMode : std::uint8_t {
+  loop_only,  // handlers run on the loop's thread
+  pool,       // handlers run on a pool of threads; answers come back as posts (R11)
+};
+
 struct LoopConfig {
   // R1: at most this many accepts per door per pass; 0 drains until EAGAIN (bounded only by
   // max_connections).
@@ -19,6 +35,38 @@ struct LoopConfig {
   bool owe_unfinished_batch = true;
   // R2: the wait does not block while a door is owed; false blocks for idle_timeout.
   bool nonblocking_wait_when_owed = true;
+  // R3 sabotage: EMFILE/ENFILE leave the door owed, so every pass retries and none blocks.
+  bool owe_after_emfile = false;
+  // R4: after EMFILE/ENFILE, accept again when a descriptor is freed or after the back-off;
+  // false: wait for the listener's next edge, which a queued backlog never sends.
+  bool emfile_retry = true;
+  Nanos emfile_backoff = std::chrono::milliseconds(100);
+  // R5 sabotage: false leaves the owed flags set at shutdown (the drain accepts on a closed
+  // listener), and drops connections handed over but not yet admitted.
+  bool shutdown_clears_owed = true;
+  bool shutdown_admits_handoffs = true;
+  // R6: passes are run by an outside scheduler (run_pass_once); it keeps running passes while
+  // a door is owed, up to max_connections accepts. false for inverted_owed_passes: one pass a
+  // call, so an owed batch waits for unrelated activity.
+  bool inverted = false;
+  bool inverted_owed_passes = true;
+  // R7: posts from other threads are drained at the top of every round and every drain_chunk
+  // callbacks within a batch (never after its last); 0 drains only at the top.
+  int drain_chunk = 8;
+  // R8: pipelined requests served per connection per turn; the rest wait for its next turn,
+  // which comes in the next pass (the connection is owed one). 0: no bound.
+  int yield_batch = 16;
+  // R9: the handle table. A connection costs two handles.
+  int max_handles = 65536;
+  HandlePolicy handle_policy = HandlePolicy::rlimit;
+  OnFull on_full = OnFull::backpressure;
+  // R10: hand accepted connections to siblings that have not been inside one pass for more
+  // than share_busy.
+  bool accept_share = true;
+  Nanos share_busy = std::chrono::milliseconds(2);
+  // R11
+  HandlerMode mode = HandlerMode::loop_only;
+  int pool_threads = 4;
   // The wait's timeout when nothing is owed.
   Nanos idle_timeout = std::chrono::seconds(1);
   // Events taken from one wait.

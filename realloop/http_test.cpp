@@ -19,6 +19,8 @@ class SpendingKernel final : public Kernel {
   std::int64_t read(int, std::span<char>) override { return -1; }
   std::int64_t write(int, std::span<const char>) override { return -1; }
   int close(int) override { return -1; }
+  int abort(int) override { return -1; }
+  int descriptor_limit() override { return 1024; }
   int poller_create() override { return -1; }
   int watch(int, int, std::uint32_t, Trigger) override { return -1; }
   int rewatch(int, int, std::uint32_t, Trigger) override { return -1; }

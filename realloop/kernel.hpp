@@ -87,8 +87,13 @@ class Kernel {
 
   // Releases the descriptor and removes it from every poller's interest set (K12).
   virtual int close(int fd) = 0;
+  // Closes a connection abortively (SO_LINGER 0): the peer sees a reset, not an end of stream.
+  virtual int abort(int fd) = 0;
+  // The per-process descriptor limit (RLIMIT_NOFILE's soft limit).
+  virtual int descriptor_limit() = 0;
 
-  // A poller (epoll instance / kqueue). Returns its descriptor or -errno.
+  // A poller (epoll instance / kqueue). Returns its descriptor or -errno. A poller's own
+  // descriptor is readable while it has ready items, so one poller can watch another.
   virtual int poller_create() = 0;
   // Registers, changes, or removes interest in fd. Registering or re-arming an item that is
   // already ready queues it at once, whatever its trigger.

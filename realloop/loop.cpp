@@ -1,9 +1,10 @@
 #include "realloop/loop.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "realloop/assert.hpp"
-#include "realloop/http.hpp"
+#include "realloop/pool.hpp"
 
 namespace loopsim {
 
@@ -17,31 +18,29 @@ const char* batch_stop_name(BatchStop stop) {
     case BatchStop::enfile: return "ENFILE";
     case BatchStop::enobufs: return "ENOBUFS";
     case BatchStop::max_connections: return "max_connections";
+    case BatchStop::handles_full: return "handles_full";
+    case BatchStop::closed: return "closed";
     case BatchStop::error: return "error";
   }
   return "?";
 }
 
-namespace {
+const char* drain_point_name(DrainPoint point) { return point == DrainPoint::top ? "top" : "chunk"; }
 
-constexpr std::size_t read_chunk = 16 * 1024;
-
-BatchStop stop_for(int error) {
-  switch (error) {
-    case -EAGAIN: return BatchStop::again;
-    case -EMFILE: return BatchStop::emfile;
-    case -ENFILE: return BatchStop::enfile;
-    case -ENOBUFS: return BatchStop::enobufs;
-    default: return BatchStop::error;
+Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy) {
+  for (std::size_t tried = 0; tried < loops_.size(); ++tried) {
+    Loop& candidate = *loops_[next_++ % loops_.size()];
+    if (&candidate == &from || !candidate.busy(now, busy)) return candidate;
   }
+  return from;
 }
-
-}  // namespace
 
 Loop::Loop(Kernel& kernel, LoopConfig config, LoopObserver& observer, int worker)
     : kernel_(kernel), config_(config), observer_(observer), worker_(worker) {
   LOOPSIM_ASSERT_OP(config_.accept_batch, >=, 0);
   LOOPSIM_ASSERT_OP(config_.max_events, >, 0);
+  LOOPSIM_ASSERT_OP(config_.drain_chunk, >=, 0);
+  LOOPSIM_ASSERT_OP(config_.yield_batch, >=, 0);
   events_.resize(std::size_t(config_.max_events));
 }
 
@@ -49,36 +48,98 @@ Loop::~Loop() {
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
     if (connections_[fd].open) kernel_.close(int(fd));
   }
-  if (listener_ >= 0) kernel_.close(listener_);
-  if (stop_wake_ >= 0) kernel_.close(stop_wake_);
+  std::lock_guard lock(mailbox_);
+  for (int fd : handoffs_) kernel_.close(fd);
+  if (owns_listener_ && !listener_closed_ && listener_ >= 0) kernel_.close(listener_);
+  if (wake_ >= 0) kernel_.close(wake_);
   if (poller_ >= 0) kernel_.close(poller_);
 }
 
-int Loop::open(const ListenSpec& spec) {
+int Loop::attach(int listener) {
   LOOPSIM_ASSERT(poller_ < 0);
   poller_ = kernel_.poller_create();
   if (poller_ < 0) return poller_;
-  stop_wake_ = kernel_.wake_create();
-  if (stop_wake_ < 0) return stop_wake_;
-  if (int rc = kernel_.watch(poller_, stop_wake_, io::readable, Trigger::edge); rc < 0) return rc;
-  listener_ = kernel_.listen(spec);
-  if (listener_ < 0) return listener_;
+  wake_ = kernel_.wake_create();
+  if (wake_ < 0) return wake_;
+  if (int rc = kernel_.watch(poller_, wake_, io::readable, Trigger::edge); rc < 0) return rc;
+  listener_ = listener;
+  // R9: two handles a connection; the table is sized now, once, as the seed's loop did.
+  if (config_.handle_policy == HandlePolicy::fixed) handle_capacity_ = std::size_t(config_.max_handles / 2);
+  if (config_.handle_policy == HandlePolicy::rlimit) {
+    handle_capacity_ = std::size_t(std::max(1, kernel_.descriptor_limit()));
+  }
   return kernel_.watch(poller_, listener_, io::readable, Trigger::edge);
+}
+
+int Loop::open(const ListenSpec& spec) {
+  int listener = kernel_.listen(spec);
+  if (listener < 0) return listener;
+  owns_listener_ = true;
+  return attach(listener);
 }
 
 void Loop::stop() {
   stop_requested_.store(true, std::memory_order_release);
-  if (stop_wake_ >= 0) kernel_.wake_signal(stop_wake_);
+  if (wake_ >= 0) kernel_.wake_signal(wake_);
+}
+
+void Loop::shutdown() {
+  shutdown_requested_.store(true, std::memory_order_release);
+  if (wake_ >= 0) kernel_.wake_signal(wake_);
+}
+
+void Loop::post(std::function<void()> callback) {
+  {
+    std::lock_guard lock(mailbox_);
+    posts_.push_back(std::move(callback));
+  }
+  kernel_.wake_signal(wake_);
+}
+
+bool Loop::offer(int fd) {
+  {
+    std::lock_guard lock(mailbox_);
+    if (shutting_down_ || handoffs_.size() >= std::size_t(config_.max_connections)) return false;
+    handoffs_.push_back(fd);
+  }
+  kernel_.wake_signal(wake_);
+  return true;
+}
+
+std::size_t Loop::handoffs_pending() {
+  std::lock_guard lock(mailbox_);
+  return handoffs_.size();
+}
+
+bool Loop::busy(Nanos now, Nanos busy) const {
+  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
+  return started >= 0 && now.count() - started > busy.count();
 }
 
 void Loop::run() {
   LOOPSIM_ASSERT(poller_ >= 0);
   // The flag is read here too: a stop() that came before open() had no wake object to signal.
-  while (!stopping_ && !stop_requested_.load(std::memory_order_acquire)) run_pass();
+  while (!stopping_ && !finished_ && !stop_requested_.load(std::memory_order_acquire)) run_pass();
 }
 
-Nanos Loop::wait_timeout() const {
-  if (accept_owed_ && config_.nonblocking_wait_when_owed) return Nanos(0);
+void Loop::run_pass_once() {
+  LOOPSIM_ASSERT(config_.inverted);
+  inverted_accepts_ = 0;
+  do {
+    run_pass();
+  } while (config_.inverted_owed_passes && (accept_owed_ || handoff_owed_) && !finished_ &&
+           inverted_accepts_ < std::uint64_t(config_.max_connections));
+}
+
+Nanos Loop::wait_timeout() {
+  if (config_.inverted) return Nanos(0);  // the outside scheduler waited already
+  bool owed = accept_owed_ || handoff_owed_;
+  if (owed && config_.nonblocking_wait_when_owed) return Nanos(0);
+  if (!owed_turns_.empty()) return Nanos(0);
+  if (accept_blocked_ && config_.emfile_retry) {
+    if (retry_now_) return Nanos(0);
+    return std::clamp(retry_at_ - kernel_.now(), Nanos(0), config_.idle_timeout);
+  }
   return config_.idle_timeout;
 }
 
@@ -88,23 +149,37 @@ void Loop::run_pass() {
   observer_.pass_begin(worker_, pass_, timeout);
   int n = kernel_.wait(poller_, events_, timeout);
   LOOPSIM_ASSERT_OP(n, >=, 0);
+  pass_started_ns_.store(kernel_.now().count(), std::memory_order_release);
   observer_.events(worker_, pass_, std::span(events_.data(), std::size_t(n)));
 
+  drain_posts(DrainPoint::top);  // R7: at the top of every round
+  if (shutdown_requested_.load(std::memory_order_acquire) && !shutting_down_) begin_shutdown();
   listener_ready_ = false;
-  for (int i = 0; i < n; ++i) dispatch(events_[std::size_t(i)]);
-  // R1: the batch runs after the pass's events, whether announced now or owed from before.
-  if (config_.accept_after_events && (listener_ready_ || accept_owed_)) take_batch(Door::listener);
-  if (!config_.accept_after_events && accept_owed_ && !listener_ready_) take_batch(Door::listener);
-  observer_.pass_end(worker_, pass_, accept_owed_, false);
+  int since_drain = 0;
+  for (int i = 0; i < n; ++i) {
+    dispatch(events_[std::size_t(i)]);
+    // R7: every drain_chunk callbacks, but never after the batch's last one.
+    bool last = i + 1 == n;
+    if (config_.drain_chunk > 0 && ++since_drain >= config_.drain_chunk && !last) {
+      since_drain = 0;
+      drain_posts(DrainPoint::chunk);
+    }
+  }
+  serve_owed_turns();
+  take_batches();
+  check_finished();
+  pass_started_ns_.store(-1, std::memory_order_release);
+  observer_.pass_end(worker_, pass_, accept_owed_, handoff_owed_);
 }
 
 void Loop::dispatch(const PollEvent& event) {
-  if (event.fd == stop_wake_) {
-    kernel_.wake_drain(stop_wake_);
+  if (event.fd == wake_) {
+    kernel_.wake_drain(wake_);
     if (stop_requested_.load(std::memory_order_acquire)) stopping_ = true;
+    if (handoffs_pending() > 0) handoff_owed_ = true;  // the hand-off door is ready
     return;
   }
-  if (event.fd == listener_) {
+  if (event.fd == listener_ && !listener_closed_) {
     listener_ready_ = true;
     // Sabotage of R1: the batch runs where the listen event falls in the list.
     if (!config_.accept_after_events) take_batch(Door::listener);
@@ -116,133 +191,76 @@ void Loop::dispatch(const PollEvent& event) {
   if (connection(event.fd) != nullptr) serve(event.fd);
 }
 
-void Loop::take_batch(Door door) {
-  int accepted = 0;
-  BatchStop why = BatchStop::again;
-  for (;;) {
-    if (config_.accept_batch > 0 && accepted == config_.accept_batch) {
-      why = BatchStop::count;
-      break;
-    }
-    if (connection_count_ >= std::size_t(config_.max_connections)) {
-      why = BatchStop::max_connections;
-      break;
-    }
-    int fd = kernel_.accept(listener_);
-    observer_.accepted(worker_, door, fd);
-    if (fd == -ECONNABORTED) continue;  // that connection is gone; the next may not be
-    if (fd < 0) {
-      why = stop_for(fd);
-      break;
-    }
-    ++accepted;
-    admit(fd);
+void Loop::drain_posts(DrainPoint point) {
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard lock(mailbox_);
+    batch.swap(posts_);
   }
-  // R2/R3: owed only when the count stopped the drain.
-  accept_owed_ = why == BatchStop::count && config_.owe_unfinished_batch;
-  observer_.batch_end(worker_, door, accepted, why, accept_owed_);
+  if (batch.empty()) return;
+  observer_.posts_drained(worker_, point, int(batch.size()));
+  for (auto& callback : batch) callback();
 }
 
-void Loop::admit(int fd) {
-  if (std::size_t(fd) >= connections_.size()) connections_.resize(std::size_t(fd) + 1);
-  Connection& c = connections_[std::size_t(fd)];
-  LOOPSIM_ASSERT(!c.open);
-  c = Connection{};
-  c.open = true;
-  ++connection_count_;
-  if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
-    close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
-    return;
-  }
-  serve(fd);  // the eager read: a request that came with the connection is served now
-}
-
-int Loop::fd_of(const Connection& c) const {
-  return int(&c - connections_.data());
-}
-
-Loop::Connection* Loop::connection(int fd) {
-  if (fd < 0 || std::size_t(fd) >= connections_.size()) return nullptr;
-  Connection& c = connections_[std::size_t(fd)];
-  return c.open ? &c : nullptr;
-}
-
-void Loop::serve(int fd) {
-  Connection* c = connection(fd);
-  LOOPSIM_ASSERT(c != nullptr);
-  Input input = read_input(*c);
-  if (input == Input::reset) {
-    close_connection(fd);
-    return;
-  }
-  answer_requests(fd, *c);
-  // A peer that half-closed after its requests still gets their answers, then the close.
-  if (input == Input::ended) c->closing = true;
-  flush(fd, *c);
-}
-
-// Edge-triggered: read until EAGAIN or the end, or the next wake-up will never come.
-Loop::Input Loop::read_input(Connection& c) {
-  char buffer[read_chunk];
-  for (;;) {
-    std::int64_t n = kernel_.read(fd_of(c), buffer);
-    if (n == -EAGAIN) return Input::open;
-    if (n == 0) return Input::ended;
-    if (n < 0) return Input::reset;
-    if (c.closing) continue;  // answering no more; discard
-    c.input.append(buffer, std::size_t(n));
+// R8: each connection owed a turn gets one, in the order they were owed.
+void Loop::serve_owed_turns() {
+  std::size_t turns = owed_turns_.size();
+  for (std::size_t i = 0; i < turns; ++i) {
+    int fd = owed_turns_.front();
+    owed_turns_.pop_front();
+    Connection* c = connection(fd);
+    if (c == nullptr || !c->owed_turn) continue;
+    c->owed_turn = false;
+    answer_requests(fd, *c);
+    if (connection(fd) != nullptr) flush(fd, *c);
   }
 }
 
-void Loop::answer_requests(int fd, Connection& c) {
-  while (!c.closing) {
-    http::Request request;
-    auto parsed = http::parse_request(c.input, std::size_t(config_.max_request_head), request);
-    if (parsed == http::Parse::incomplete) return;
-    http::Response response;
-    if (parsed == http::Parse::complete) {
-      observer_.request_begin(worker_, fd, request.target);
-      response = http::handle(request, kernel_);
-    } else {
-      observer_.request_begin(worker_, fd, "");
-      response = http::reject(parsed);
-    }
-    http::serialize(response, c.output);
-    observer_.request_end(worker_, fd, response.status);
-    c.closing = response.close;
-    c.input.erase(0, parsed == http::Parse::complete ? request.length : c.input.size());
+// R1: one batch per door per pass, after the pass's events, whether announced now or owed.
+// R4: after EMFILE/ENFILE, a batch when a descriptor was freed or the back-off ran out.
+void Loop::take_batches() {
+  bool listener_due = listener_ready_ || accept_owed_ || retry_due();
+  if (config_.accept_after_events && listener_due) take_batch(Door::listener);
+  if (!config_.accept_after_events && !listener_ready_ && (accept_owed_ || retry_due())) {
+    take_batch(Door::listener);
+  }
+  if (handoff_owed_) take_batch(Door::handoff);
+}
+
+// R5: admit what siblings handed over, close the listener, clear the owed flags, then answer
+// what was admitted and finish.
+void Loop::begin_shutdown() {
+  shutting_down_ = true;
+  observer_.shutdown_begin(worker_);
+  if (config_.shutdown_admits_handoffs) {
+    while (handoffs_pending() > 0) take_batch(Door::handoff);
+  } else {
+    std::lock_guard lock(mailbox_);
+    for (int fd : handoffs_) kernel_.close(fd);
+    handoffs_.clear();
+  }
+  kernel_.unwatch(poller_, listener_);
+  if (owns_listener_) kernel_.close(listener_);
+  listener_closed_ = true;
+  observer_.listener_closed(worker_);
+  if (config_.shutdown_clears_owed) {
+    accept_owed_ = handoff_owed_ = false;
+    accept_blocked_ = retry_now_ = false;
   }
 }
 
-void Loop::flush(int fd, Connection& c) {
-  while (!c.output.empty()) {
-    std::int64_t n = kernel_.write(fd, c.output);
-    if (n == -EAGAIN) break;
-    if (n < 0) {  // reset or broken pipe: the peer is gone
-      close_connection(fd);
-      return;
-    }
-    c.output.erase(0, std::size_t(n));
+// During shutdown a connection with nothing in flight is closed; the loop is done when none is
+// left and nothing is owed.
+void Loop::check_finished() {
+  if (!shutting_down_) return;
+  for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
+    Connection& c = connections_[fd];
+    if (c.open && c.output.empty() && !c.owed_turn && !c.in_pool) close_connection(int(fd));
   }
-  if (c.output.empty() && c.closing) {
-    close_connection(fd);
-    return;
+  if (connection_count_ == 0 && !accept_owed_ && !handoff_owed_ && handoffs_pending() == 0) {
+    finished_ = true;
+    observer_.loop_exit(worker_, int(connection_count_));
   }
-  bool want_write = !c.output.empty();
-  if (want_write != c.want_write) {
-    c.want_write = want_write;
-    auto interest = io::readable | (want_write ? io::writable : 0u);
-    if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) close_connection(fd);
-  }
-}
-
-void Loop::close_connection(int fd) {
-  Connection* c = connection(fd);
-  LOOPSIM_ASSERT(c != nullptr);
-  *c = Connection{};
-  --connection_count_;
-  observer_.closed(worker_, fd);
-  kernel_.close(fd);
 }
 
 }  // namespace loopsim

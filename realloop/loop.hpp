@@ -1,18 +1,42 @@
 // The event loop under test. Written once, against Kernel, as ordinary blocking code:
-//   wait -> handle the pass's events -> take accept batches -> repeat.
+//   wait -> drain posts -> handle the pass's events -> serve owed turns -> take batches -> repeat.
 // The same code serves real sockets (LinuxKernel) and runs in simulation (SimKernel).
+// The rules it follows are R1..R11 in DESIGN.md; each has a knob in LoopConfig that turns it off.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "realloop/config.hpp"
+#include "realloop/http.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
 
 namespace loopsim {
+
+class Loop;
+class HandlerPool;
+
+// The loops of one process, for accept sharing (R10). Not owned by the loops.
+class WorkerGroup {
+ public:
+  void add(Loop& loop) { loops_.push_back(&loop); }
+  std::size_t size() const { return loops_.size(); }
+  Loop& at(std::size_t i) const { return *loops_[i]; }
+  // The loop to hand the next accepted connection to: round robin over every worker, skipping
+  // those busy in one pass for longer than `busy`. `from` itself means: keep it.
+  Loop& pick(Loop& from, Nanos now, Nanos busy);
+
+ private:
+  std::vector<Loop*> loops_;
+  std::size_t next_ = 0;
+};
 
 class Loop {
  public:
@@ -21,21 +45,41 @@ class Loop {
   Loop& operator=(const Loop&) = delete;
   ~Loop();
 
-  // Opens the listener and the poller. Returns 0 or -errno.
+  // Opens the poller and a listener of its own. Returns 0 or -errno.
   int open(const ListenSpec& spec);
+  // Opens the poller and watches a sibling's listener (R10). Returns 0 or -errno.
+  int attach(int listener);
+  void join(WorkerGroup& group) { group_ = &group; }
+  void use_pool(HandlerPool& pool) { pool_ = &pool; }
   int listener() const { return listener_; }
+  int poller() const { return poller_; }
+  int worker() const { return worker_; }
 
-  // Runs passes until stop() is seen. May block: in the wait and in handlers.
+  // Runs passes until stop() is seen or a shutdown has finished. May block.
   void run();
-  // One pass: wait, the events, then the batches.
+  // One pass: wait, posts, the events, owed turns, then the batches.
   void run_pass();
+  // R6, inverted mode: a pass driven by an outside scheduler, with a wait that never blocks;
+  // further passes follow while a door is owed, up to max_connections accepts.
+  void run_pass_once();
+  bool finished() const { return finished_; }
 
-  // Asks run() to return after the current pass. Safe from another thread, and from a signal
-  // handler in the live build (an atomic store and an eventfd write).
+  // Each of these is safe from another thread; stop() also from a signal handler.
   void stop();
+  void shutdown();                           // R5
+  void post(std::function<void()> callback);  // R7
+  bool offer(int fd);                         // R10: a sibling hands a connection over
+
+  // R11: the pool's answer to a request of connection `fd`; run on this loop, as a post.
+  void pool_answer(int fd, std::uint64_t generation, const http::Response& response);
+
+  // R10: inside one pass for longer than `busy` at `now`.
+  bool busy(Nanos now, Nanos busy) const;
 
   bool accept_owed() const { return accept_owed_; }
+  bool handoff_owed() const { return handoff_owed_; }
   std::size_t connections() const { return connection_count_; }
+  std::size_t handoffs_pending();
   std::uint64_t passes() const { return pass_; }
 
  private:
@@ -43,19 +87,35 @@ class Loop {
     bool open = false;
     bool closing = false;     // close once the output is flushed
     bool want_write = false;  // registered for writability
+    bool owed_turn = false;   // R8: complete requests wait for its next turn
+    bool in_pool = false;     // R11: a request is with the handler pool
+    std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     std::string output;
   };
-
   enum class Input : std::uint8_t { open, ended, reset };
 
-  Nanos wait_timeout() const;
+  // loop.cpp: the pass
+  Nanos wait_timeout();
   void dispatch(const PollEvent& event);
+  void drain_posts(DrainPoint point);
+  void serve_owed_turns();
+  void take_batches();
+  void begin_shutdown();
+  void check_finished();
+  // accept.cpp: doors, batches, descriptors and handles (R1-R4, R9, R10)
   void take_batch(Door door);
+  int accept_one(Door door);
+  bool table_full() const;
+  void note_accept_error(BatchStop why);
+  bool retry_due();
+  void place(int fd);
   void admit(int fd);
+  // connection.cpp: serving (R8, R11)
   void serve(int fd);
   Input read_input(Connection& connection);
   void answer_requests(int fd, Connection& connection);
+  void respond(int fd, Connection& connection, const http::Response& response);
   void flush(int fd, Connection& connection);
   void close_connection(int fd);
   Connection* connection(int fd);
@@ -65,16 +125,37 @@ class Loop {
   LoopConfig config_;
   LoopObserver& observer_;
   int worker_;
+  WorkerGroup* group_ = nullptr;
+  HandlerPool* pool_ = nullptr;
   int poller_ = -1;
   int listener_ = -1;
-  int stop_wake_ = -1;
+  bool owns_listener_ = false;
+  bool listener_closed_ = false;
+  int wake_ = -1;  // signalled by stop, shutdown, post and offer
+
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> shutdown_requested_{false};
+  std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
+  std::mutex mailbox_;  // guards posts_ and handoffs_
+  std::deque<std::function<void()>> posts_;
+  std::deque<int> handoffs_;
+
   bool stopping_ = false;
+  bool shutting_down_ = false;
+  bool finished_ = false;
   bool listener_ready_ = false;  // the listener announced itself in this pass
-  bool accept_owed_ = false;
+  bool accept_owed_ = false;     // R2
+  bool handoff_owed_ = false;    // R2, for the hand-off door
+  bool accept_blocked_ = false;  // R4: EMFILE/ENFILE; retry on a freed descriptor or back-off
+  bool retry_now_ = false;       // R4: a descriptor was freed since
+  Nanos retry_at_{0};            // R4: the back-off's end
+  bool backpressured_ = false;   // R9: accepting held back until room frees
   std::uint64_t pass_ = 0;
   std::size_t connection_count_ = 0;
+  std::size_t handle_capacity_ = 0;  // R9, in connections (two handles each); 0: unbounded
+  std::uint64_t inverted_accepts_ = 0;
   std::vector<Connection> connections_;  // indexed by descriptor
+  std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
 };
 

@@ -22,11 +22,20 @@ enum class BatchStop : std::uint8_t {
   enfile,           // out of descriptors system-wide
   enobufs,          // out of kernel memory
   max_connections,  // the loop holds its maximum
+  handles_full,     // R9: the handle table has no room (back-pressure: the door is owed)
+  closed,           // R5: the listener is closed; nothing more is accepted
   error,            // any other error
+};
+
+// Where posts were drained (R7).
+enum class DrainPoint : std::uint8_t {
+  top,    // at the top of a round
+  chunk,  // between callbacks, every drain_chunk of them
 };
 
 const char* door_name(Door door);
 const char* batch_stop_name(BatchStop stop);
+const char* drain_point_name(DrainPoint point);
 
 class LoopObserver {
  public:
@@ -43,6 +52,18 @@ class LoopObserver {
   virtual void closed(int /*worker*/, int /*fd*/) {}
   virtual void pass_end(int /*worker*/, std::uint64_t /*pass*/, bool /*accept_owed*/,
                         bool /*handoff_owed*/) {}
+  // R7: `count` posts from other threads were taken off the queue and run.
+  virtual void posts_drained(int /*worker*/, DrainPoint, int /*count*/) {}
+  // R9: the handle table was full. refused: the connection was accepted and reset;
+  // backpressured: accepting stopped with `held` connections, the rest stay queued.
+  virtual void refused(int /*worker*/, int /*fd*/) {}
+  virtual void backpressured(int /*worker*/, int /*held*/) {}
+  // R5: shutdown began; the listener was closed; the loop returned.
+  virtual void shutdown_begin(int /*worker*/) {}
+  virtual void listener_closed(int /*worker*/) {}
+  virtual void loop_exit(int /*worker*/, int /*open_connections*/) {}
+  // R10: an accepted connection was handed to sibling `to` (before it closes here).
+  virtual void handed_off(int /*worker*/, int /*to*/, int /*fd*/) {}
 };
 
 }  // namespace loopsim

@@ -74,7 +74,7 @@ sim::Trace long_run(int passes) {
     }
     t.events.push_back(sim::ev::PassEnd{at, 0, std::uint64_t(i + 1), owed, false});
   }
-  t.events.push_back(sim::ev::RunEnd{Nanos(std::int64_t(passes) * 1'000'000), 0, 0});
+  t.events.push_back(sim::ev::RunEnd{Nanos(std::int64_t(passes) * 1'000'000), 0, 0, 0, 0});
   return t;
 }
 

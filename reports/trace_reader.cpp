@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "model/choice.hpp"
@@ -16,19 +17,6 @@ namespace {
 
 namespace ev = sim::ev;
 using nlohmann::json;
-
-struct ErrnoName {
-  int value;
-  const char* name;
-};
-
-// The names sim::write_jsonl writes; EIO stands for every errno it calls "EOTHER".
-constexpr ErrnoName errno_names[] = {
-    {EAGAIN, "EAGAIN"},       {EMFILE, "EMFILE"},         {ENFILE, "ENFILE"},
-    {ENOBUFS, "ENOBUFS"},     {ECONNABORTED, "ECONNABORTED"}, {ECONNRESET, "ECONNRESET"},
-    {ECONNREFUSED, "ECONNREFUSED"}, {ETIMEDOUT, "ETIMEDOUT"}, {EBADF, "EBADF"},
-    {EINVAL, "EINVAL"},       {EIO, "EOTHER"},
-};
 
 // One parsed line and where it came from; typed field access that fails with the line number.
 class Line {
@@ -60,6 +48,10 @@ class Line {
     }
     return int(value);
   }
+  // For fields that older traces lack.
+  std::int64_t integer_or(const char* key, std::int64_t absent) const {
+    return has(key) ? integer(key) : absent;
+  }
   Nanos time(const char* key) const { return Nanos(integer(key)); }
   bool flag(const char* key) const {
     const json& value = field(key);
@@ -72,9 +64,11 @@ class Line {
     return value.get_ref<const std::string&>();
   }
   int errno_field(const char* key) const {
-    auto value = errno_from_name(text(key));
-    if (!value) fail("unknown errno name \"" + text(key) + "\"", "names are EAGAIN, EMFILE, ...");
-    return *value;
+    const std::string& name = text(key);
+    if (name == "EOTHER") return EIO;  // an errno the trace does not name; written as EOTHER again
+    int value = sim::errno_from_name(name);
+    if (value == 0) fail("unknown errno name \"" + name + "\"", "names are EAGAIN, EMFILE, ...");
+    return value;
   }
   Door door() const {
     for (Door d : {Door::listener, Door::handoff}) {
@@ -87,6 +81,12 @@ class Line {
       if (text("stop") == batch_stop_name(BatchStop(s))) return BatchStop(s);
     }
     fail("unknown batch stop \"" + text("stop") + "\"", "stops are count, EAGAIN, EMFILE, ...");
+  }
+  DrainPoint point() const {
+    for (DrainPoint p : {DrainPoint::top, DrainPoint::chunk}) {
+      if (text("point") == drain_point_name(p)) return p;
+    }
+    fail("unknown drain point \"" + text("point") + "\"", "points are top and chunk");
   }
 
   static constexpr const char* schema_hint = "the trace schema is docs/trace.md";
@@ -162,7 +162,8 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
   return final_index;
 }
 
-sim::TraceEvent loop_event(const std::string& kind, const Line& l, Nanos t, ClientBook& book) {
+std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Nanos t,
+                                          ClientBook& book) {
   if (kind == "pass_begin") {
     return ev::PassBegin{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.time("timeout_ns")};
   }
@@ -198,7 +199,23 @@ sim::TraceEvent loop_event(const std::string& kind, const Line& l, Nanos t, Clie
     return ev::PassEnd{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.flag("accept_owed"),
                        l.flag("handoff_owed")};
   }
-  l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md");
+  return std::nullopt;
+}
+
+// What the loop reports under rules R5 (shutdown), R7 (posts), R9 (a full handle table) and
+// R10 (hand-offs).
+std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l, Nanos t,
+                                          ClientBook& book) {
+  if (kind == "post") return ev::Post{t, l.integer("id"), l.text("poster")};
+  if (kind == "post_run") return ev::PostRun{t, l.small("worker"), l.integer("id")};
+  if (kind == "drain") return ev::Drain{t, l.small("worker"), l.point(), l.small("count")};
+  if (kind == "refuse") return ev::Refuse{t, l.small("worker"), l.small("fd"), book.provisional(l)};
+  if (kind == "backpressure") return ev::Backpressure{t, l.small("worker"), l.small("held")};
+  if (kind == "shutdown_begin") return ev::ShutdownBegin{t, l.small("worker")};
+  if (kind == "listener_closed") return ev::ListenerClosed{t, l.small("worker")};
+  if (kind == "loop_exit") return ev::LoopExit{t, l.small("worker"), l.small("open_connections")};
+  if (kind == "handoff") return ev::Handoff{t, l.small("worker"), l.small("to"), book.provisional(l)};
+  return std::nullopt;
 }
 
 sim::TraceEvent choice_event(const Line& l, Nanos t) {
@@ -225,9 +242,12 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   if (kind == "rlimit") return ev::Rlimit{t, l.integer("value")};
   if (kind == "reset") return ev::Reset{t, book.provisional(l)};
   if (kind == "run_end") {
-    return ev::RunEnd{t, l.integer("backlog"), l.integer("open_connections")};
+    return ev::RunEnd{t, l.integer("backlog"), l.integer("open_connections"),
+                      l.integer_or("handoffs", 0), l.integer_or("open_descriptors", 0)};
   }
-  return loop_event(kind, l, t, book);
+  if (auto e = loop_event(kind, l, t, book)) return *e;
+  if (auto e = rule_event(kind, l, t, book)) return *e;
+  l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md");
 }
 
 void read_header(const Line& l, sim::Trace& trace) {
@@ -239,6 +259,8 @@ void read_header(const Line& l, sim::Trace& trace) {
   trace.horizon = l.time("horizon_ns");
   trace.listener_fd = l.small("listener_fd");
   trace.accept_batch = l.integer("accept_batch");
+  trace.max_connections = l.integer_or("max_connections", 0);
+  trace.workers = l.integer_or("workers", 1);
 }
 
 json parse_line(const std::string& text, const std::string& name, std::size_t number) {
@@ -273,20 +295,6 @@ void renumber_clients(sim::Trace& trace, const std::vector<sim::ClientIndex>& fi
 }
 
 }  // namespace
-
-const char* errno_name(int error) {
-  for (const ErrnoName& e : errno_names) {
-    if (e.value == error && e.value != EIO) return e.name;
-  }
-  return "EOTHER";
-}
-
-std::optional<int> errno_from_name(std::string_view name) {
-  for (const ErrnoName& e : errno_names) {
-    if (name == e.name) return e.value;
-  }
-  return std::nullopt;
-}
 
 sim::Trace read_jsonl(std::istream& in, const std::string& name) {
   sim::Trace trace;

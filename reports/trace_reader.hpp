@@ -6,14 +6,15 @@
 // those labels: groups in order of first appearance, a label "NAME#N" is member N of group NAME
 // (the group then has at least max(N) + 1 members, and at least 2), a label without "#N" is a
 // group of one. A client's `requests` is the number of requests it was seen sending: the trace
-// does not record how many it meant to send.
+// does not record how many it meant to send. An errno the trace calls "EOTHER" reads back as EIO
+// (which is written as "EOTHER" again). Traces written before the header carried
+// max_connections and workers, and run_end handoffs and open_descriptors, read with 0, 1, 0 and
+// 0 for them (and are written back with those fields).
 #pragma once
 
 #include <iosfwd>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 #include "sim/trace.hpp"
 
@@ -32,8 +33,7 @@ class TraceError : public std::runtime_error {
 sim::Trace read_jsonl(std::istream& in, const std::string& name);
 sim::Trace read_trace_file(const std::string& path);
 
-// The errno names the trace uses ("EAGAIN", ...; "EOTHER" for any other), both ways.
-const char* errno_name(int error);
-std::optional<int> errno_from_name(std::string_view name);
+// The errno names the trace uses ("EAGAIN", ...; "EOTHER" for any other), for the reports.
+using sim::errno_name;
 
 }  // namespace loopsim::reports

@@ -14,7 +14,7 @@ using loopsim::reports::read_jsonl;
 using loopsim::reports::TraceError;
 
 const std::string header =
-    R"({"loopsim_trace":1,"scenario":"s","arm":"base","seed":1,"horizon_ns":1000,"listener_fd":5,"accept_batch":16})";
+    R"({"loopsim_trace":1,"scenario":"s","arm":"base","seed":1,"horizon_ns":1000,"listener_fd":5,"accept_batch":16,"max_connections":4096,"workers":2})";
 
 std::string jsonl(const loopsim::sim::Trace& trace) {
   std::ostringstream out;
@@ -94,6 +94,12 @@ TEST_CASE("bad traces are errors naming the line") {
         "t.jsonl:2: unknown errno name \"EWHAT\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"close\",\"worker\":99999999999,\"fd\":1}\n") ==
         "t.jsonl:2: \"worker\" is out of range");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"drain\",\"worker\":0,\"point\":\"middle\",\"count\":1}\n") ==
+        "t.jsonl:2: unknown drain point \"middle\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"handoff\",\"worker\":0,\"client\":\"c\"}\n") ==
+        "t.jsonl:2: missing field \"to\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"post\",\"id\":1,\"poster\":7}\n") ==
+        "t.jsonl:2: \"poster\" must be a string");
   CHECK(error_of(R"({"loopsim_trace":2})") == "t.jsonl:1: unsupported trace version");
 }
 
@@ -131,7 +137,58 @@ TEST_CASE("every event kind of docs/trace.md reads back to the same line") {
 {"t":17,"ev":"reset","client":"c#1"}
 {"t":18,"ev":"accept","worker":0,"door":"listener","outcome":"EOTHER"}
 {"t":19,"ev":"pass_end","worker":0,"pass":1,"accept_owed":false,"handoff_owed":true}
-{"t":20,"ev":"run_end","backlog":3,"open_connections":1}
+{"t":20,"ev":"post","id":7,"poster":"background \"job\""}
+{"t":21,"ev":"drain","worker":1,"point":"top","count":1}
+{"t":22,"ev":"post_run","worker":1,"id":7}
+{"t":23,"ev":"drain","worker":1,"point":"chunk","count":3}
+{"t":24,"ev":"accept","worker":0,"door":"listener","outcome":"ok","fd":8,"client":"c#2"}
+{"t":25,"ev":"refuse","worker":0,"fd":8,"client":"c#2"}
+{"t":26,"ev":"backpressure","worker":0,"held":2048}
+{"t":27,"ev":"batch_end","worker":0,"door":"listener","accepted":0,"stop":"handles_full","owed":true}
+{"t":28,"ev":"handoff","worker":0,"to":1,"client":"c#0"}
+{"t":29,"ev":"shutdown_begin","worker":1}
+{"t":30,"ev":"listener_closed","worker":1}
+{"t":31,"ev":"batch_end","worker":1,"door":"listener","accepted":0,"stop":"closed","owed":false}
+{"t":32,"ev":"loop_exit","worker":1,"open_connections":0}
+{"t":33,"ev":"accept","worker":0,"door":"listener","outcome":"EPIPE"}
+{"t":34,"ev":"run_end","backlog":3,"open_connections":1,"handoffs":2,"open_descriptors":4}
 )";
   CHECK(jsonl(read(text)) == text);
+}
+
+TEST_CASE("the new events read back with every field") {
+  auto trace = read(header + "\n" +
+                    R"({"t":1,"ev":"post","id":7,"poster":"bg"}
+{"t":2,"ev":"drain","worker":1,"point":"chunk","count":3}
+{"t":3,"ev":"refuse","worker":0,"fd":8,"client":"c#2"}
+{"t":4,"ev":"handoff","worker":0,"to":1,"client":"c#0"}
+{"t":5,"ev":"loop_exit","worker":1,"open_connections":2}
+{"t":6,"ev":"run_end","backlog":3,"open_connections":1,"handoffs":2,"open_descriptors":4}
+)");
+  namespace ev = loopsim::sim::ev;
+  CHECK(trace.max_connections == 4096);
+  CHECK(trace.workers == 2);
+  REQUIRE(trace.events.size() == 6);
+  auto post = std::get<ev::Post>(trace.events[0]);
+  CHECK((post.id == 7 && post.poster == "bg"));
+  auto drain = std::get<ev::Drain>(trace.events[1]);
+  CHECK((drain.worker == 1 && drain.point == loopsim::DrainPoint::chunk && drain.count == 3));
+  auto refuse = std::get<ev::Refuse>(trace.events[2]);
+  CHECK((refuse.fd == 8 && trace.client_name(refuse.client) == "c#2"));
+  auto handoff = std::get<ev::Handoff>(trace.events[3]);
+  CHECK((handoff.worker == 0 && handoff.to == 1 && trace.client_name(handoff.client) == "c#0"));
+  CHECK(std::get<ev::LoopExit>(trace.events[4]).open_connections == 2);
+  auto end = std::get<ev::RunEnd>(trace.events[5]);
+  CHECK((end.backlog == 3 && end.open_connections == 1 && end.handoffs == 2 && end.open_descriptors == 4));
+}
+
+TEST_CASE("a trace from before the loop rules' fields reads with their defaults") {
+  auto trace = read(
+      R"({"loopsim_trace":1,"scenario":"s","arm":"base","seed":1,"horizon_ns":1000,"listener_fd":5,"accept_batch":16}
+{"t":20,"ev":"run_end","backlog":3,"open_connections":1}
+)");
+  CHECK(trace.max_connections == 0);
+  CHECK(trace.workers == 1);
+  auto end = std::get<loopsim::sim::ev::RunEnd>(trace.events.at(0));
+  CHECK((end.backlog == 3 && end.open_connections == 1 && end.handoffs == 0 && end.open_descriptors == 0));
 }

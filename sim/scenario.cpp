@@ -397,6 +397,9 @@ std::vector<Override> read_set(C c, N n, K k) {
 constexpr std::string_view poller_names[] = {"epoll", "kqueue"};
 constexpr PollerFlavour poller_values[] = {PollerFlavour::epoll, PollerFlavour::kqueue};
 constexpr std::string_view mode_names[] = {"loop-only", "pool"};
+constexpr HandlerMode mode_values[] = {HandlerMode::loop_only, HandlerMode::pool};
+constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"};  // HandlePolicy
+constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
 constexpr std::string_view property_names[] = {
     "answered", "no_stranded_backlog", "latency",    "max_gap", "capacity", "post_latency",
     "no_spin",  "shutdown_clean",      "batch_bound"};
@@ -535,14 +538,8 @@ const Section<Scenario> kernel_section{"kernel", "[kernel]", kernel_fields};
 
 const Field<Scenario> loop_fields[] = {
     {"mode",
-     [](C c, N n, K k, auto& s) { s.loop_mode = mode_names[read_choice(c, n, k, mode_names)]; }},
-    {"workers",
-     [](C c, N n, K k, auto& s) {
-       s.workers = int(read_integer(c, n, k, 1, workers_max));
-       if (s.workers > 1)
-         c.fail(n.source(), cat(k, " above 1 is not supported yet"),
-                "one worker loop for now; accept sharing between workers (R10) comes later");
-     }},
+     [](C c, N n, K k, auto& s) { s.loop.mode = mode_values[read_choice(c, n, k, mode_names)]; }},
+    {"workers", [](C c, N n, K k, auto& s) { s.workers = int(read_integer(c, n, k, 1, workers_max)); }},
     {"accept_batch",
      [](C c, N n, K k, auto& s) { s.loop.accept_batch = int(read_integer(c, n, k, 0)); }},
     {"accept_after_events",
@@ -557,12 +554,49 @@ const Field<Scenario> loop_fields[] = {
      [](C c, N n, K k, auto& s) { s.loop.max_events = int(read_integer(c, n, k, 1)); }},
     {"max_connections",
      [](C c, N n, K k, auto& s) { s.loop.max_connections = int(read_integer(c, n, k, 1)); }},
+    {"pool_threads",
+     [](C c, N n, K k, auto& s) { s.loop.pool_threads = int(read_integer(c, n, k, 1, workers_max)); }},
+    {"owe_after_emfile", [](C c, N n, K k, auto& s) { s.loop.owe_after_emfile = read_bool(c, n, k); }},
+    {"emfile_retry", [](C c, N n, K k, auto& s) { s.loop.emfile_retry = read_bool(c, n, k); }},
+    {"emfile_backoff",
+     [](C c, N n, K k, auto& s) { s.loop.emfile_backoff = read_duration(c, n, k, true); }},
+    {"shutdown_clears_owed",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_clears_owed = read_bool(c, n, k); }},
+    {"shutdown_admits_handoffs",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_admits_handoffs = read_bool(c, n, k); }},
+    {"inverted", [](C c, N n, K k, auto& s) { s.loop.inverted = read_bool(c, n, k); }},
+    {"inverted_owed_passes",
+     [](C c, N n, K k, auto& s) { s.loop.inverted_owed_passes = read_bool(c, n, k); }},
+    {"drain_chunk", [](C c, N n, K k, auto& s) { s.loop.drain_chunk = int(read_integer(c, n, k, 0)); }},
+    {"yield_batch", [](C c, N n, K k, auto& s) { s.loop.yield_batch = int(read_integer(c, n, k, 0)); }},
+    {"max_handles", [](C c, N n, K k, auto& s) { s.loop.max_handles = int(read_integer(c, n, k, 2)); }},
+    {"handle_policy",
+     [](C c, N n, K k, auto& s) {
+       s.loop.handle_policy = HandlePolicy(read_choice(c, n, k, handle_policy_names));
+     }},
+    {"on_full",
+     [](C c, N n, K k, auto& s) { s.loop.on_full = OnFull(read_choice(c, n, k, on_full_names)); }},
+    {"accept_share", [](C c, N n, K k, auto& s) { s.loop.accept_share = read_bool(c, n, k); }},
 };
-constexpr std::string_view loop_reserved[] = {"owe_after_emfile", "emfile_retry",  "emfile_backoff",
-                                              "inverted",         "drain_chunk",   "yield_batch",
-                                              "max_handles",      "handle_policy", "on_full",
-                                              "accept_share",     "pool_threads"};
-const Section<Scenario> loop_section{"loop", "[loop]", loop_fields, loop_reserved};
+const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
+
+const Field<PosterSpec> poster_fields[] = {
+    {"name", [](C c, N n, K k, auto& p) { p.name = read_name(c, n, k); }},
+    {"at", [](C c, N n, K k, auto& p) { p.at = read_duration(c, n, k); }},
+    {"cost", [](C c, N n, K k, auto& p) { p.cost = read_duration(c, n, k); }},
+    {"count", [](C c, N n, K k, auto& p) { p.count = int(read_integer(c, n, k, 1, clients_max)); }},
+    {"every", [](C c, N n, K k, auto& p) { p.every = read_duration(c, n, k); }},
+    {"worker", [](C c, N n, K k, auto& p) { p.worker = int(read_integer(c, n, k, 0, workers_max - 1)); }},
+};
+const Section<PosterSpec> poster_section{"posters", "[[posters]]", poster_fields, {}, "name"};
+
+constexpr std::string_view action_kind_names[] = {"shutdown"};
+const Field<ActionSpec> action_fields[] = {
+    {"kind",
+     [](C c, N n, K k, auto& a) { a.kind = ActionSpec::Kind(read_choice(c, n, k, action_kind_names)); }},
+    {"at", [](C c, N n, K k, auto& a) { a.at = read_duration(c, n, k); }},
+};
+const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, {}, "kind"};
 
 void read_format(C c, N n, K k) {
   const std::int64_t format = read_integer(c, n, k, 0, INT64_MAX);
@@ -584,12 +618,14 @@ const Field<Scenario> root_fields[] = {
     {"clients", [](C c, N n, K k, auto& s) { s.clients = read_each(c, n, k, client_section); }},
     {"expect", [](C c, N n, K k, auto& s) { s.expect = read_each(c, n, k, expect_section); }},
     {"faults", [](C c, N n, K k, auto& s) { s.faults = read_each(c, n, k, fault_section); }},
+    {"posters", [](C c, N n, K k, auto& s) { s.posters = read_each(c, n, k, poster_section); }},
+    {"actions", [](C c, N n, K k, auto& s) { s.actions = read_each(c, n, k, action_section); }},
     {"arms", [](C c, N n, K k, auto& s) { s.arms = read_each(c, n, k, arm_section); }},
 };
-constexpr std::string_view root_reserved[] = {"posters", "actions"};
-const Section<Scenario> root_section{"", "the top-level table", root_fields, root_reserved};
+const Section<Scenario> root_section{"", "the top-level table", root_fields};
 
-constexpr std::string_view array_table_names[] = {"clients", "expect", "arms", "faults"};
+constexpr std::string_view array_table_names[] = {"clients", "expect", "arms",
+                                                  "faults",  "posters", "actions"};
 
 // ---- cross references: checked once every table has been read -----------------------------
 
@@ -630,7 +666,10 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   for (const Expectation& e : s.expect) properties.push_back(e.property);
   check_names(c, nodes_at(root, "clients", "name"), clients, "[[clients]]", true);
   check_names(c, nodes_at(root, "arms", "name"), arms, "[[arms]]", true);
-  check_names(c, nodes_at(root, "expect", "of"), clients, "no [[clients]] group is named", false);
+  std::vector<std::string_view> subjects = clients;  // `of` names a client group or a poster
+  for (const PosterSpec& poster : s.posters) subjects.push_back(poster.name);
+  check_names(c, nodes_at(root, "expect", "of"), subjects,
+              "no [[clients]] group or [[posters]] entry is named", false);
   check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
               false);
   check_names(c, nodes_at(root, "faults", "of"), clients, "no [[clients]] group is named", false);

@@ -76,6 +76,23 @@ struct FaultSpec {
   int line = 0;
 };
 
+// [[posters]]: posts from a foreign thread to a loop (R7).
+struct PosterSpec {
+  std::string name;
+  Nanos at{0};
+  Nanos cost{0};   // what the post's callback spends on the loop
+  int count = 1;   // posts, `every` apart
+  Nanos every{0};
+  int worker = 0;  // the loop posted to
+};
+
+// [[actions]]: things done to the loops.
+struct ActionSpec {
+  enum class Kind : std::uint8_t { shutdown };
+  Kind kind = Kind::shutdown;
+  Nanos at{0};
+};
+
 // One `--set` or arm override: a dotted key and its value as TOML source text.
 struct Override {
   std::string key;
@@ -96,10 +113,11 @@ struct Scenario {
   Nanos horizon = std::chrono::seconds(20);
   KernelConfig kernel;
   LoopConfig loop;
-  std::string loop_mode = "loop-only";
   int workers = 1;
   std::vector<ClientGroup> clients;
   std::vector<FaultSpec> faults;
+  std::vector<PosterSpec> posters;
+  std::vector<ActionSpec> actions;
   std::vector<Expectation> expect;
   std::vector<Arm> arms;
 };

@@ -96,7 +96,7 @@ TEST_CASE("The DESIGN example loads with every value it states and the defaults 
   CHECK(s.kernel.listen_backlog == 128);
   CHECK(s.kernel.somaxconn == 4096);
   CHECK(s.kernel.rlimit_nofile == 1024);
-  CHECK(s.loop_mode == "loop-only");
+  CHECK(s.loop.mode == HandlerMode::loop_only);
   CHECK(s.workers == 1);
   CHECK(s.loop.accept_batch == 16);
   CHECK(s.loop.idle_timeout == 1s);
@@ -318,14 +318,40 @@ TEST_CASE("A bad key in an arm's set is reported where the arm writes it") {
              Catch::StartsWith("t.toml:49:9: arm \"unbounded-drain\" set loop.accept_batch: "));
 }
 
-TEST_CASE("Keys reserved for later versions are rejected, not ignored") {
-  const ScenarioError e = error_for("[loop]\naccept_batch = 4\ndrain_chunk = 8\n");
-  CHECK(std::string(e.what()) == "t.toml:3:1: loop.drain_chunk is not supported yet");
-  CHECK_THAT(e.hint, Catch::Contains("reserved"));
-  CHECK_THAT(error_for("[[posters]]\nat = \"1ms\"\n").what(),
-             Catch::Equals("t.toml:1:3: [[posters]] is not supported yet"));
-  CHECK_THAT(error_for(accept_burst, {parse_override("loop.inverted=true")}).what(),
-             Catch::Equals("t.toml:1:1: --set loop.inverted: loop.inverted is not supported yet"));
+TEST_CASE("The loop's rule knobs, posters and actions load") {
+  auto s = parse_scenario(
+      "[loop]\nworkers = 3\nmode = \"pool\"\npool_threads = 2\ndrain_chunk = 32\nyield_batch = 4\n"
+      "emfile_retry = false\nemfile_backoff = \"50ms\"\nowe_after_emfile = true\n"
+      "max_handles = 4096\nhandle_policy = \"fixed\"\non_full = \"refuse\"\n"
+      "inverted = true\ninverted_owed_passes = false\naccept_share = false\n"
+      "shutdown_clears_owed = false\nshutdown_admits_handoffs = false\n"
+      "[[posters]]\nname = \"job\"\nat = \"100200us\"\ncost = \"5us\"\ncount = 3\nevery = \"1ms\"\n"
+      "[[actions]]\nkind = \"shutdown\"\nat = \"2s\"\n",
+      "t.toml");
+  CHECK(s.workers == 3);
+  CHECK(s.loop.mode == HandlerMode::pool);
+  CHECK(s.loop.pool_threads == 2);
+  CHECK(s.loop.drain_chunk == 32);
+  CHECK(s.loop.yield_batch == 4);
+  CHECK_FALSE(s.loop.emfile_retry);
+  CHECK(s.loop.emfile_backoff == 50ms);
+  CHECK(s.loop.owe_after_emfile);
+  CHECK(s.loop.max_handles == 4096);
+  CHECK(s.loop.handle_policy == HandlePolicy::fixed);
+  CHECK(s.loop.on_full == OnFull::refuse);
+  CHECK(s.loop.inverted);
+  CHECK_FALSE(s.loop.inverted_owed_passes);
+  CHECK_FALSE(s.loop.accept_share);
+  CHECK_FALSE(s.loop.shutdown_clears_owed);
+  CHECK_FALSE(s.loop.shutdown_admits_handoffs);
+  REQUIRE(s.posters.size() == 1);
+  CHECK(s.posters[0].at == 100200us);
+  CHECK(s.posters[0].count == 3);
+  REQUIRE(s.actions.size() == 1);
+  CHECK(s.actions[0].at == 2s);
+  CHECK_THAT(error_for("[loop]\nhandle_policy = \"huge\"\n").what(),
+             Catch::Contains("unknown value \"huge\""));
+  CHECK_THAT(error_for("[[actions]]\nkind = \"reboot\"\n").what(), Catch::Contains("unknown value"));
 }
 
 TEST_CASE("Required keys, counts and enum values are checked") {
@@ -346,7 +372,7 @@ TEST_CASE("Required keys, counts and enum values are checked") {
 
 TEST_CASE("References to client groups, properties and names are checked") {
   CHECK_THAT(error_for(replaced(accept_burst, "of = \"fast\"", "of = \"fsat\"")).what(),
-             Catch::Equals("t.toml:39:6: no [[clients]] group is named \"fsat\""));
+             Catch::Equals("t.toml:39:6: no [[clients]] group or [[posters]] entry is named \"fsat\""));
   CHECK_THAT(error_for(replaced(accept_burst, "[\"latency\"]", "[\"latncy\"]")).what(),
              Catch::Contains("no [[expect]] checks the property \"latncy\""));
   CHECK_THAT(

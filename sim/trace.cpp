@@ -9,28 +9,23 @@ namespace loopsim::sim {
 
 namespace {
 
+struct ErrnoName {
+  int error;
+  const char* name;
+};
+constexpr ErrnoName errno_names[] = {
+    {EAGAIN, "EAGAIN"},           {EMFILE, "EMFILE"},         {ENFILE, "ENFILE"},
+    {ENOBUFS, "ENOBUFS"},         {ECONNABORTED, "ECONNABORTED"}, {ECONNRESET, "ECONNRESET"},
+    {ECONNREFUSED, "ECONNREFUSED"}, {ETIMEDOUT, "ETIMEDOUT"}, {EBADF, "EBADF"},
+    {EINVAL, "EINVAL"},           {EPIPE, "EPIPE"},
+};
+
 template <class... F>
 struct overloaded : F... {
   using F::operator()...;
 };
 template <class... F>
 overloaded(F...) -> overloaded<F...>;
-
-const char* errno_name(int error) {
-  switch (error) {
-    case EAGAIN: return "EAGAIN";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    case ENOBUFS: return "ENOBUFS";
-    case ECONNABORTED: return "ECONNABORTED";
-    case ECONNRESET: return "ECONNRESET";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EBADF: return "EBADF";
-    case EINVAL: return "EINVAL";
-    default: return "EOTHER";
-  }
-}
 
 // A JSON object written field by field, in a fixed order.
 class Line {
@@ -95,6 +90,20 @@ class Line {
 
 }  // namespace
 
+const char* errno_name(int error) {
+  for (const auto& e : errno_names) {
+    if (e.error == error) return e.name;
+  }
+  return "EOTHER";
+}
+
+int errno_from_name(const std::string& name) {
+  for (const auto& e : errno_names) {
+    if (name == e.name) return e.error;
+  }
+  return 0;
+}
+
 std::string Trace::client_name(ClientIndex client) const {
   const ClientLabel& label = clients.at(std::size_t(client));
   const std::string& group = groups.at(std::size_t(label.group));
@@ -131,6 +140,15 @@ const char* kind_of(const TraceEvent& event) {
           [](const ev::Choice&) { return "choice"; },
           [](const ev::Rlimit&) { return "rlimit"; },
           [](const ev::Reset&) { return "reset"; },
+          [](const ev::Post&) { return "post"; },
+          [](const ev::PostRun&) { return "post_run"; },
+          [](const ev::Drain&) { return "drain"; },
+          [](const ev::Refuse&) { return "refuse"; },
+          [](const ev::Backpressure&) { return "backpressure"; },
+          [](const ev::ShutdownBegin&) { return "shutdown_begin"; },
+          [](const ev::ListenerClosed&) { return "listener_closed"; },
+          [](const ev::LoopExit&) { return "loop_exit"; },
+          [](const ev::Handoff&) { return "handoff"; },
           [](const ev::RunEnd&) { return "run_end"; },
       },
       event);
@@ -194,8 +212,26 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           },
           [&](const ev::Rlimit& e) { line.num("value", e.value); },
           [&](const ev::Reset& e) { line.client(trace, e.client); },
+          [&](const ev::Post& e) { line.num("id", e.id).str("poster", e.poster); },
+          [&](const ev::PostRun& e) { line.num("worker", e.worker).num("id", e.id); },
+          [&](const ev::Drain& e) {
+            line.num("worker", e.worker).str("point", drain_point_name(e.point)).num("count", e.count);
+          },
+          [&](const ev::Refuse& e) {
+            line.num("worker", e.worker).num("fd", e.fd).client(trace, e.client);
+          },
+          [&](const ev::Backpressure& e) { line.num("worker", e.worker).num("held", e.held); },
+          [&](const ev::ShutdownBegin& e) { line.num("worker", e.worker); },
+          [&](const ev::ListenerClosed& e) { line.num("worker", e.worker); },
+          [&](const ev::LoopExit& e) {
+            line.num("worker", e.worker).num("open_connections", e.open_connections);
+          },
+          [&](const ev::Handoff& e) {
+            line.num("worker", e.worker).num("to", e.to).client(trace, e.client);
+          },
           [&](const ev::RunEnd& e) {
             line.num("backlog", e.backlog).num("open_connections", e.open_connections);
+            line.num("handoffs", e.handoffs).num("open_descriptors", e.open_descriptors);
           },
       },
       event);
@@ -206,6 +242,7 @@ void write_jsonl(const Trace& trace, std::ostream& out) {
   out << "{\"loopsim_trace\":1,\"scenario\":\"" << trace.scenario << "\",\"arm\":\"" << trace.arm
       << "\",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
       << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
+      << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers
       << "}\n";
   for (const TraceEvent& event : trace.events) out << event_json(trace, event) << '\n';
 }

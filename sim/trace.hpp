@@ -19,6 +19,10 @@ namespace loopsim::sim {
 using ClientIndex = std::int32_t;
 inline constexpr ClientIndex no_client = -1;
 
+// The errno names the trace uses, both ways.
+const char* errno_name(int error);  // "EMFILE", ...; "EOTHER" for the rest
+int errno_from_name(const std::string& name);  // 0 when unknown
+
 namespace ev {
 struct PassBegin { Nanos t; int worker; std::uint64_t pass; Nanos timeout; };
 struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; };
@@ -41,15 +45,37 @@ struct Choice { Nanos t; std::uint8_t kind; std::uint32_t options; std::uint32_t
 // A fault landing: the descriptor limit changed, or a client reset its connection.
 struct Rlimit { Nanos t; std::int64_t value; };
 struct Reset { Nanos t; ClientIndex client; };
+// R7: a foreign thread posted (poster names its [[posters]] entry); the post's callback began
+// running on a loop; a loop drained posts.
+struct Post { Nanos t; std::int64_t id; std::string poster; };
+struct PostRun { Nanos t; int worker; std::int64_t id; };
+struct Drain { Nanos t; int worker; DrainPoint point; int count; };
+// R9: the handle table was full: a connection refused (reset), or accepting held back.
+struct Refuse { Nanos t; int worker; int fd; ClientIndex client; };
+struct Backpressure { Nanos t; int worker; int held; };
+// R5: shutdown.
+struct ShutdownBegin { Nanos t; int worker; };
+struct ListenerClosed { Nanos t; int worker; };
+struct LoopExit { Nanos t; int worker; int open_connections; };
+// R10: a connection handed from one worker to another.
+struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
 // The state at the end of the run.
-struct RunEnd { Nanos t; std::int64_t backlog; std::int64_t open_connections; };
+struct RunEnd {
+  Nanos t;
+  std::int64_t backlog;           // connections still queued on the listener
+  std::int64_t open_connections;  // held by the loops
+  std::int64_t handoffs;          // handed over and not yet admitted
+  std::int64_t open_descriptors;  // in the server process, beyond the standard streams
+};
 }  // namespace ev
 
 using TraceEvent =
     std::variant<ev::PassBegin, ev::Events, ev::Accept, ev::BatchEnd, ev::RequestBegin,
                  ev::RequestEnd, ev::Close, ev::PassEnd, ev::Connect, ev::Established,
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
-                 ev::Rlimit, ev::Reset, ev::RunEnd>;
+                 ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
+                 ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
+                 ev::Handoff, ev::RunEnd>;
 
 struct ClientLabel {
   std::int32_t group;  // index into Trace::groups
@@ -64,6 +90,8 @@ struct Trace {
   Nanos horizon{0};
   int listener_fd = -1;
   std::int64_t accept_batch = 0;  // the loop's configured batch, for bounds in "batches"
+  std::int64_t max_connections = 0;
+  std::int64_t workers = 1;
   std::vector<std::string> groups;
   std::vector<std::int32_t> group_sizes;  // members per group
   std::vector<ClientLabel> clients;

@@ -6,6 +6,7 @@
 #include "model/sim_kernel.hpp"
 #include "realloop/assert.hpp"
 #include "realloop/loop.hpp"
+#include "realloop/pool.hpp"
 #include "sim/clients.hpp"
 
 namespace loopsim::sim {
@@ -46,6 +47,23 @@ class Recorder final : public LoopObserver {
   }
   void pass_end(int worker, std::uint64_t pass, bool accept_owed, bool handoff_owed) override {
     record(ev::PassEnd{now(), worker, pass, accept_owed, handoff_owed});
+  }
+  void posts_drained(int worker, DrainPoint point, int count) override {
+    record(ev::Drain{now(), worker, point, count});
+  }
+  void refused(int worker, int fd) override {
+    record(ev::Refuse{now(), worker, fd, clients_.client_of(fd)});
+  }
+  void backpressured(int worker, int held) override {
+    record(ev::Backpressure{now(), worker, held});
+  }
+  void shutdown_begin(int worker) override { record(ev::ShutdownBegin{now(), worker}); }
+  void listener_closed(int worker) override { record(ev::ListenerClosed{now(), worker}); }
+  void loop_exit(int worker, int open_connections) override {
+    record(ev::LoopExit{now(), worker, open_connections});
+  }
+  void handed_off(int worker, int to, int fd) override {
+    record(ev::Handoff{now(), worker, to, clients_.client_of(fd)});
   }
 
  private:
@@ -107,9 +125,9 @@ model::SimKernelConfig kernel_config(const KernelConfig& k) {
   return config;
 }
 
-RunStats stats_of(const Trace& trace, const Loop& loop, std::uint64_t steps) {
+RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps) {
   RunStats stats;
-  stats.passes = loop.passes();
+  stats.passes = passes;
   stats.steps = steps;
   stats.virtual_time = trace.horizon;
   for (const TraceEvent& event : trace.events) {
@@ -132,8 +150,114 @@ std::vector<model::Choice> choices_of(const Trace& trace) {
   return out;
 }
 
+namespace {
+
+// The simulated process: its worker loops, its handler pool, and the threads they run on.
+class Process {
+ public:
+  Process(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
+          LoopObserver& observer)
+      : scenario_(scenario), scheduler_(scheduler), kernel_(kernel) {
+    for (int w = 0; w < scenario.workers; ++w) {
+      loops_.push_back(std::make_unique<Loop>(kernel, scenario.loop, observer, w));
+      Loop& loop = *loops_.back();
+      int rc = w == 0 ? loop.open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog})
+                      : loop.attach(loops_.front()->listener());
+      LOOPSIM_ASSERT_OP(rc, >=, 0);
+      if (scenario.workers > 1) {
+        group_.add(loop);
+        loop.join(group_);
+      }
+    }
+    if (scenario.loop.mode == HandlerMode::pool) {
+      pool_ = std::make_unique<HandlerPool>(kernel, scenario.loop.pool_threads);
+      for (auto& loop : loops_) loop->use_pool(*pool_);
+    }
+  }
+
+  void start() {
+    for (auto& loop : loops_) {
+      Loop* l = loop.get();
+      std::string name = "worker-" + std::to_string(l->worker());
+      if (scenario_.loop.inverted) {
+        scheduler_.spawn(name, [this, l] { drive_inverted(*l); });
+      } else {
+        scheduler_.spawn(name, [l] { l->run(); });
+      }
+    }
+    for (int i = 0; pool_ && i < pool_->threads(); ++i) {
+      scheduler_.spawn("pool-" + std::to_string(i), [this, i] { pool_->run_thread(i); });
+    }
+  }
+
+  // R6: the outside scheduler runs a pass when the loop's poller is readable, and on a 1 Hz tick.
+  void drive_inverted(Loop& loop) {
+    int outer = kernel_.poller_create();
+    LOOPSIM_ASSERT_OP(kernel_.watch(outer, loop.poller(), io::readable, Trigger::level), ==, 0);
+    PollEvent event[1];
+    while (!loop.finished()) {
+      kernel_.wait(outer, event, std::chrono::seconds(1));
+      loop.run_pass_once();
+    }
+  }
+
+  Loop& loop(int worker) { return *loops_.at(std::size_t(worker)); }
+  int listener() const { return loops_.front()->listener(); }
+  void shutdown() {
+    for (auto& loop : loops_) loop->shutdown();
+  }
+
+  ev::RunEnd end_state() {
+    ev::RunEnd end{scheduler_.now(), std::int64_t(kernel_.backlog(listener())), 0, 0, 0};
+    for (auto& loop : loops_) {
+      end.open_connections += std::int64_t(loop->connections());
+      end.handoffs += std::int64_t(loop->handoffs_pending());
+    }
+    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
+    return end;
+  }
+  std::uint64_t passes() const {
+    std::uint64_t n = 0;
+    for (const auto& loop : loops_) n += loop->passes();
+    return n;
+  }
+
+ private:
+  const Scenario& scenario_;
+  model::Scheduler& scheduler_;
+  model::SimKernel& kernel_;
+  WorkerGroup group_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+  std::unique_ptr<HandlerPool> pool_;
+};
+
+void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
+                      Process& process, Trace& trace) {
+  auto next_id = std::make_shared<std::int64_t>(0);
+  for (const PosterSpec& poster : scenario.posters) {
+    LOOPSIM_ASSERT_OP(poster.worker, <, scenario.workers);
+    for (int i = 0; i < poster.count; ++i) {
+      scheduler.at(poster.at + poster.every * i, [&, poster, next_id] {
+        std::int64_t id = (*next_id)++;
+        trace.events.push_back(ev::Post{scheduler.now(), id, poster.name});
+        process.loop(poster.worker).post([&, id, poster] {
+          trace.events.push_back(ev::PostRun{scheduler.now(), poster.worker, id});
+          kernel.spend(poster.cost);
+        });
+      });
+    }
+  }
+}
+
+void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Process& process) {
+  for (const ActionSpec& action : scenario.actions) {
+    scheduler.at(action.at, [&process] { process.shutdown(); });
+  }
+}
+
+}  // namespace
+
 RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
-  LOOPSIM_ASSERT_OP(scenario.workers, ==, 1);
   RunResult result;
   Trace& trace = result.trace;
   trace.scenario = scenario.name;
@@ -141,6 +265,8 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   trace.seed = scenario.seed;
   trace.horizon = scenario.horizon;
   trace.accept_batch = scenario.loop.accept_batch;
+  trace.max_connections = scenario.loop.max_connections;
+  trace.workers = scenario.workers;
 
   model::SeededChooser seeded(scenario.seed);
   model::Scheduler scheduler;
@@ -148,21 +274,20 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   scheduler.set_chooser(&recording);
   model::SimKernel kernel(scheduler, kernel_config(scenario.kernel));
   Clients clients(scheduler, kernel, trace, service_port);
-  schedule_faults(scenario, scheduler, kernel, clients, trace);
   Recorder recorder(scheduler, trace, clients);
-  auto loop = std::make_unique<Loop>(kernel, scenario.loop, recorder, 0);
-  int rc = loop->open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog});
-  LOOPSIM_ASSERT_OP(rc, >=, 0);
-  trace.listener_fd = loop->listener();
+  auto process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
+  trace.listener_fd = process->listener();
+  schedule_faults(scenario, scheduler, kernel, clients, trace);
+  schedule_posters(scenario, scheduler, kernel, *process, trace);
+  schedule_actions(scenario, scheduler, *process);
 
   clients.schedule(scenario.clients);
-  scheduler.spawn("worker-0", [&loop] { loop->run(); });
+  process->start();
   std::uint64_t steps = scheduler.run_until(scenario.horizon);
-  trace.events.push_back(ev::RunEnd{scheduler.now(), std::int64_t(kernel.backlog(loop->listener())),
-                                    std::int64_t(loop->connections())});
-  result.stats = stats_of(trace, *loop, steps);
-  scheduler.unwind();  // the loop's stack goes before the loop itself
-  loop.reset();
+  trace.events.push_back(process->end_state());
+  result.stats = stats_of(trace, process->passes(), steps);
+  scheduler.unwind();  // the loops' stacks go before the loops themselves
+  process.reset();
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ timespec monotonic() {
 std::uint32_t to_epoll(std::uint32_t interest, Trigger trigger) {
   std::uint32_t bits = EPOLLRDHUP;
   if (interest & io::readable) bits |= EPOLLIN;
+  if (interest & io::exclusive) bits |= EPOLLEXCLUSIVE;  // only valid with EPOLL_CTL_ADD
   if (interest & io::writable) bits |= EPOLLOUT;
   switch (trigger) {
     case Trigger::edge: return bits | EPOLLET;
@@ -139,6 +141,18 @@ std::int64_t LinuxKernel::write(int fd, std::span<const char> from) {
 
 // Linux releases the descriptor even when close fails (EINTR included): never retry.
 int LinuxKernel::close(int fd) { return ::close(fd) == 0 ? 0 : -errno; }
+
+int LinuxKernel::abort(int fd) {
+  linger hard{1, 0};  // SO_LINGER 0: close sends an RST
+  if (::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard) != 0) return -errno;
+  return close(fd);
+}
+
+int LinuxKernel::descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return -errno;
+  return limit.rlim_cur > rlim_t(INT_MAX) ? INT_MAX : int(limit.rlim_cur);
+}
 
 int LinuxKernel::poller_create() {
   int fd = ::epoll_create1(EPOLL_CLOEXEC);

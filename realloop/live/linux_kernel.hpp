@@ -33,6 +33,8 @@ class LinuxKernel final : public Kernel {
   // K12 holds because every descriptor is opened CLOEXEC and never duplicated: epoll drops an
   // item only when the last descriptor of its open file goes.
   int close(int fd) override;
+  int abort(int fd) override;
+  int descriptor_limit() override;
 
   int poller_create() override;
   // Interest always includes EPOLLRDHUP. Triggers map to EPOLLET / (none) / EPOLLONESHOT.

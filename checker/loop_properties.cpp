@@ -1,0 +1,471 @@
+#include "checker/loop_properties.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <map>
+#include <set>
+#include <type_traits>
+
+namespace loopsim::checker {
+
+using sim::Trace;
+using sim::TraceEvent;
+namespace ev = sim::ev;
+
+namespace {
+
+Verdict counted(const char* property) {
+  Verdict v;
+  v.property = property;
+  v.unit = Unit::count;
+  return v;
+}
+
+// Marks `v` broken at `index`, keeping the earliest index seen.
+void breaks_at(Verdict& v, std::size_t index) {
+  v.held = false;
+  if (!v.first_bad || index < *v.first_bad) v.first_bad = index;
+}
+
+std::optional<std::size_t> run_end_index(const Trace& trace) {
+  for (std::size_t i = trace.events.size(); i-- > 0;) {
+    if (std::holds_alternative<ev::RunEnd>(trace.events[i])) return i;
+  }
+  return std::nullopt;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+// ---- capacity ---------------------------------------------------------------------------
+
+// The accepts that a refuse of the same worker and descriptor followed: accepted, then reset.
+std::vector<bool> refused_accepts(const Trace& trace) {
+  std::vector<bool> refused(trace.events.size(), false);
+  std::map<std::pair<int, int>, std::size_t> last_accept;  // (worker, fd) -> event index
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    if (auto* a = std::get_if<ev::Accept>(&trace.events[i]); a != nullptr && a->result >= 0) {
+      last_accept[{a->worker, a->result}] = i;
+    }
+    auto* r = std::get_if<ev::Refuse>(&trace.events[i]);
+    if (r == nullptr) continue;
+    auto it = last_accept.find({r->worker, r->fd});
+    if (it == last_accept.end()) continue;
+    refused[it->second] = true;
+    last_accept.erase(it);
+  }
+  return refused;
+}
+
+// The connections each worker holds, by descriptor and by client.
+class Holdings {
+ public:
+  void admit(int worker, int fd, sim::ClientIndex client) {
+    if (!held_[worker].emplace(fd, client).second) return;
+    ++total_;
+    if (client != sim::no_client) fd_of_[{worker, client}] = fd;
+  }
+  void release(int worker, int fd) {
+    auto& mine = held_[worker];
+    auto it = mine.find(fd);
+    if (it == mine.end()) return;
+    fd_of_.erase({worker, it->second});
+    mine.erase(it);
+    --total_;
+  }
+  // The client's connection left `worker` for a sibling.
+  void hand_off(int worker, sim::ClientIndex client) {
+    auto it = fd_of_.find({worker, client});
+    if (it != fd_of_.end()) release(worker, it->second);
+  }
+  std::int64_t of(int worker) const {
+    auto it = held_.find(worker);
+    return it == held_.end() ? 0 : std::int64_t(it->second.size());
+  }
+  std::int64_t total() const { return total_; }
+
+ private:
+  std::map<int, std::map<int, sim::ClientIndex>> held_;     // worker -> fd -> client
+  std::map<std::pair<int, sim::ClientIndex>, int> fd_of_;  // (worker, client) -> fd
+  std::int64_t total_ = 0;
+};
+
+struct CapacityScan {
+  std::int64_t ceiling = 0;                // a refuse below it is a violation; <= 0: unknown
+  std::optional<std::int64_t> max;         // the peak must not pass it
+  std::vector<bool> refused;               // from refused_accepts
+  Holdings held;
+  std::int64_t peak = 0;
+  std::int64_t refusals = 0, below_ceiling = 0, backpressures = 0;
+  std::optional<std::size_t> first_limit;  // the first refuse or back-pressure
+  std::optional<std::size_t> over_max;     // where the held count first passed `max`
+
+  // Returns whether the event broke the property.
+  bool step(std::size_t i, const TraceEvent& event) {
+    bool broke = false;
+    if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0 && !refused[i]) {
+      held.admit(a->worker, a->result, a->client);
+    } else if (auto* c = std::get_if<ev::Close>(&event)) {
+      held.release(c->worker, c->fd);
+    } else if (auto* h = std::get_if<ev::Handoff>(&event)) {
+      held.hand_off(h->worker, h->client);
+    } else if (auto* r = std::get_if<ev::Refuse>(&event)) {
+      ++refusals;
+      first_limit = first_limit.value_or(i);
+      held.release(r->worker, r->fd);
+      broke = ceiling <= 0 || held.of(r->worker) < ceiling;
+      below_ceiling += broke ? 1 : 0;
+    } else if (std::holds_alternative<ev::Backpressure>(event)) {
+      ++backpressures;
+      first_limit = first_limit.value_or(i);
+    }
+    peak = std::max(peak, held.total());
+    if (max && held.total() > *max && !over_max) over_max = i;
+    return broke;
+  }
+};
+
+std::string capacity_detail(const CapacityScan& scan, const Verdict& v) {
+  std::string detail = "peak " + std::to_string(scan.peak) + " held";
+  if (scan.peak < v.bound) detail += ", fewer than " + std::to_string(v.bound);
+  if (scan.over_max) detail += ", more than " + std::to_string(*scan.max);
+  detail += "; " + std::to_string(scan.refusals) + " refused";
+  if (scan.below_ceiling > 0) {
+    std::string ceiling = scan.ceiling > 0 ? "the ceiling of " + std::to_string(scan.ceiling)
+                                           : std::string("an unknown ceiling");
+    detail += " (" + std::to_string(scan.below_ceiling) + " below " + ceiling + ")";
+  }
+  return detail + ", " + std::to_string(scan.backpressures) + " back-pressure stop(s)";
+}
+
+// ---- no_spin ----------------------------------------------------------------------------
+
+template <class E, class... Kinds>
+constexpr bool is_one_of = (std::is_same_v<E, Kinds> || ...);
+
+// The worker that made progress with this event, if it is progress (see no_spin).
+std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
+  if (auto* a = std::get_if<ev::Accept>(&event)) {
+    bool took = a->result >= 0 || a->result == -ECONNABORTED;
+    return took ? std::optional(a->worker) : std::nullopt;
+  }
+  if (auto* e = std::get_if<ev::Events>(&event)) {
+    bool other =
+        std::any_of(e->fds.begin(), e->fds.end(), [&](int fd) { return fd != listener_fd; });
+    return other ? std::optional(e->worker) : std::nullopt;
+  }
+  if (auto* d = std::get_if<ev::Drain>(&event)) {
+    return d->count > 0 ? std::optional(d->worker) : std::nullopt;
+  }
+  return std::visit(
+      [](const auto& e) -> std::optional<int> {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (is_one_of<E, ev::RequestBegin, ev::RequestEnd, ev::Close, ev::PostRun,
+                                ev::Refuse, ev::Handoff, ev::ShutdownBegin, ev::ListenerClosed,
+                                ev::LoopExit>) {
+          return e.worker;
+        } else {
+          return std::nullopt;
+        }
+      },
+      event);
+}
+
+struct SpinState {
+  bool in_pass = false;
+  bool nonblocking = false;
+  bool progress = false;
+  std::size_t begin = 0;         // this pass's pass_begin
+  std::uint64_t pass = 0;
+  std::int64_t run = 0;          // idle passes in a row, this one included once it ends idle
+  std::uint64_t run_from = 0;    // the first pass of the run
+};
+
+// ---- shutdown_clean -----------------------------------------------------------------------
+
+struct WorkerShutdown {
+  std::optional<std::size_t> began, closed, exited;
+  int open_at_exit = 0;
+};
+
+class ShutdownScan {
+ public:
+  void step(std::size_t i, const TraceEvent& event) {
+    if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
+      workers_[s->worker].began = workers_[s->worker].began.value_or(i);
+    } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
+      workers_[c->worker].closed = workers_[c->worker].closed.value_or(i);
+      any_closed_ = true;
+    } else if (auto* x = std::get_if<ev::LoopExit>(&event)) {
+      workers_[x->worker].exited = i;
+      workers_[x->worker].open_at_exit = x->open_connections;
+    } else if (auto* h = std::get_if<ev::Handoff>(&event)) {
+      handed_.emplace(std::pair(h->to, h->client), i);
+    } else if (auto* a = std::get_if<ev::Accept>(&event)) {
+      accept(i, *a);
+    } else if (auto* p = std::get_if<ev::PassEnd>(&event)) {
+      bool owed = p->accept_owed || p->handoff_owed;
+      if (owed && closed(p->worker)) breach(i, owed_passes_);
+    }
+  }
+  // Judges what the scan saw, and run_end's state.
+  void judge(const Trace& trace, Verdict& v) const;
+
+ private:
+  bool closed(int worker) const {
+    auto it = workers_.find(worker);
+    return it != workers_.end() && it->second.closed.has_value();
+  }
+  void accept(std::size_t i, const ev::Accept& a) {
+    if (a.door == Door::handoff && a.result >= 0) {  // admitted: the hand-off is done
+      auto it = handed_.find(std::pair(a.worker, a.client));
+      if (it != handed_.end()) handed_.erase(it);
+    }
+    if (a.door != Door::listener) return;
+    if (closed(a.worker) || (any_closed_ && a.result == -EBADF)) breach(i, late_accepts_);
+  }
+  void breach(std::size_t i, std::int64_t& counter) {
+    ++counter;
+    first_ = std::min(first_.value_or(i), i);
+  }
+
+  std::map<int, WorkerShutdown> workers_;
+  // Hand-offs not yet admitted: (to, client) -> the handoff event.
+  std::multimap<std::pair<int, sim::ClientIndex>, std::size_t> handed_;
+  bool any_closed_ = false;
+  std::int64_t late_accepts_ = 0, owed_passes_ = 0;
+  std::optional<std::size_t> first_;
+};
+
+// Breaches found, each with the line that names it.
+struct Findings {
+  std::int64_t count = 0;
+  std::vector<std::string> problems;
+  void add(std::int64_t n, std::string what) {
+    if (n <= 0) return;
+    count += n;
+    problems.push_back(std::move(what));
+  }
+};
+
+void judge_worker(int worker, const WorkerShutdown& w, std::optional<std::size_t> end_at,
+                  Verdict& v, Findings& found) {
+  if (!w.began) return;
+  std::string who = "worker " + std::to_string(worker);
+  if (!w.closed || !w.exited) breaks_at(v, end_at.value_or(*w.began));
+  if (!w.closed) found.add(1, who + " never closed its listener");
+  if (!w.exited) found.add(1, who + " never exited");
+  if (w.exited && w.open_at_exit > 0) {
+    breaks_at(v, *w.exited);
+    found.add(1, who + " exited holding " + std::to_string(w.open_at_exit) + " connection(s)");
+  }
+}
+
+void judge_end(const ev::RunEnd& end, std::size_t end_at, Verdict& v, Findings& found) {
+  if (end.handoffs > 0 || end.open_connections > 0) breaks_at(v, end_at);
+  found.add(end.open_connections,
+            std::to_string(end.open_connections) + " connection(s) still open at the end");
+}
+
+void ShutdownScan::judge(const Trace& trace, Verdict& v) const {
+  Findings found;
+  if (first_) breaks_at(v, *first_);
+  found.add(late_accepts_, std::to_string(late_accepts_) + " accept(s) on a closed listener");
+  found.add(owed_passes_,
+            std::to_string(owed_passes_) + " pass(es) ended owed after the listener closed");
+  auto end_at = run_end_index(trace);
+  for (const auto& [worker, w] : workers_) judge_worker(worker, w, end_at, v, found);
+  const ev::RunEnd* end = end_at ? &std::get<ev::RunEnd>(trace.events[*end_at]) : nullptr;
+  // A hand-off dropped at shutdown leaves nothing waiting at the end, which run_end's count
+  // misses; one still waiting may have been cut off by the horizon, which only run_end knows.
+  for (const auto& handed : handed_) breaks_at(v, handed.second);
+  std::int64_t never = std::max(std::int64_t(handed_.size()), end != nullptr ? end->handoffs : 0);
+  found.add(never, std::to_string(never) + " handed-over connection(s) never admitted");
+  if (end != nullptr) {
+    judge_end(*end, *end_at, v, found);
+  } else {
+    v.held = false;
+    found.add(1, "the trace has no run_end");
+  }
+  v.measured = found.count;
+  v.detail = joined(found.problems);
+}
+
+bool any_shutdown(const Trace& trace) {
+  return std::any_of(trace.events.begin(), trace.events.end(), [](const TraceEvent& e) {
+    return std::holds_alternative<ev::ShutdownBegin>(e);
+  });
+}
+
+// ---- batch_bound --------------------------------------------------------------------------
+
+struct BatchState {
+  std::uint64_t pass = 0;
+  bool admitting = false;  // between shutdown_begin and listener_closed (R5)
+  std::map<Door, std::int64_t> accepts;  // in the current pass
+};
+
+}  // namespace
+
+Verdict capacity(const Trace& trace, const sim::Expectation& expect) {
+  Verdict v = counted("capacity");
+  v.of = expect.of;
+  if (expect.min) {
+    v.bound = std::llround(expect.min->value);
+    v.bound_text = expect.min->text;
+  }
+  CapacityScan scan;
+  scan.ceiling = trace.max_connections;
+  scan.refused = refused_accepts(trace);
+  if (expect.max) scan.max = std::llround(expect.max->value);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    if (scan.step(i, trace.events[i])) breaks_at(v, i);
+  }
+  v.measured = scan.peak;
+  if (scan.over_max) breaks_at(v, *scan.over_max);
+  if (scan.peak < v.bound) {
+    v.held = false;
+    auto at = scan.first_limit ? scan.first_limit : run_end_index(trace);
+    if (at) breaks_at(v, *at);
+  }
+  v.detail = capacity_detail(scan, v);
+  return v;
+}
+
+Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const Costs& costs) {
+  Verdict v = bounded_by_max("post_latency", expect, costs);
+  std::map<std::int64_t, std::size_t> posted;  // id -> its post event, for the posts judged
+  std::set<std::int64_t> ran;
+  std::int64_t twice = 0;
+  std::optional<std::pair<std::int64_t, Nanos>> worst;  // id, latency
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    auto* p = std::get_if<ev::Post>(&event);
+    if (p != nullptr && (expect.of.empty() || p->poster == expect.of)) posted.emplace(p->id, i);
+    auto* r = std::get_if<ev::PostRun>(&event);
+    auto it = r == nullptr ? posted.end() : posted.find(r->id);
+    if (it == posted.end()) continue;
+    if (!ran.insert(r->id).second) {
+      ++twice;
+      breaks_at(v, i);
+      continue;
+    }
+    Nanos latency = r->t - sim::time_of(trace.events[it->second]);
+    if (!worst || latency > worst->second) worst.emplace(r->id, latency);
+    if (latency.count() > v.bound) breaks_at(v, i);
+  }
+  std::vector<std::string> problems;
+  std::int64_t never = 0;
+  for (const auto& [id, index] : posted) {
+    if (ran.count(id) > 0) continue;
+    ++never;
+    breaks_at(v, index);
+  }
+  v.measured = never > 0 || !worst ? -1 : worst->second.count();
+  if (posted.empty()) {
+    v.held = false;
+    problems.push_back(expect.of.empty() ? "no post in this run"
+                                         : "no post from \"" + expect.of + "\"");
+  }
+  if (never > 0) problems.push_back(std::to_string(never) + " post(s) never ran");
+  if (twice > 0) problems.push_back(std::to_string(twice) + " post callback(s) ran twice");
+  if (worst) {
+    problems.push_back("the slowest (id " + std::to_string(worst->first) + ") ran " +
+                       ms_text(worst->second) + " after it was posted");
+  }
+  if (!v.held) v.detail = joined(problems);
+  return v;
+}
+
+Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
+  Verdict v = counted("no_spin");
+  v.bound = expect.max ? std::llround(expect.max->value) : no_spin_max_default;
+  v.bound_text = expect.max ? expect.max->text : std::to_string(v.bound);
+  std::map<int, SpinState> workers;
+  std::string worst;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    if (auto* b = std::get_if<ev::PassBegin>(&event)) {
+      SpinState& s = workers[b->worker];
+      s.in_pass = true;
+      s.nonblocking = b->timeout == Nanos(0);
+      s.progress = false;
+      s.begin = i;
+      s.pass = b->pass;
+    } else if (auto worker = progress_of(event, trace.listener_fd)) {
+      workers[*worker].progress = true;
+    } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {
+      SpinState& s = workers[e->worker];
+      if (!s.in_pass) continue;
+      s.in_pass = false;
+      bool idle = s.nonblocking && !s.progress;
+      if (idle && s.run == 0) s.run_from = s.pass;
+      s.run = idle ? s.run + 1 : 0;
+      if (s.run > v.bound) breaks_at(v, s.begin);
+      if (s.run <= v.measured) continue;
+      v.measured = s.run;
+      worst = "worker " + std::to_string(e->worker) + " made " + std::to_string(s.run) +
+              " non-blocking waits in a row without progress (passes " +
+              std::to_string(s.run_from) + "–" + std::to_string(s.pass) + ")";
+    }
+  }
+  if (!v.held) v.detail = worst;
+  return v;
+}
+
+Verdict shutdown_clean(const Trace& trace) {
+  Verdict v = counted("shutdown_clean");
+  if (!any_shutdown(trace)) {
+    v.held = false;
+    v.measured = -1;
+    v.detail = "no shutdown in this run";
+    v.first_bad = run_end_index(trace);
+    return v;
+  }
+  ShutdownScan scan;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) scan.step(i, trace.events[i]);
+  scan.judge(trace, v);
+  return v;
+}
+
+Verdict batch_bound(const Trace& trace) {
+  Verdict v = counted("batch_bound");
+  bool batched = trace.accept_batch > 0;
+  v.bound = batched ? trace.accept_batch : trace.max_connections;
+  v.bound_text = batched ? "loop.accept_batch" : "loop.max_connections (accept_batch 0)";
+  std::map<int, BatchState> workers;
+  std::string worst;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    if (auto* b = std::get_if<ev::PassBegin>(&event)) {
+      workers[b->worker].pass = b->pass;
+      workers[b->worker].accepts.clear();
+    } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {
+      workers[e->worker].accepts.clear();
+    } else if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
+      workers[s->worker].admitting = true;
+    } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
+      workers[c->worker].admitting = false;
+    } else if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) {
+      BatchState& w = workers[a->worker];
+      if (a->door == Door::handoff && w.admitting) continue;
+      std::int64_t n = ++w.accepts[a->door];
+      if (n > v.bound) breaks_at(v, i);
+      if (n <= v.measured) continue;
+      v.measured = n;
+      worst = "worker " + std::to_string(a->worker) + " accepted " + std::to_string(n) +
+              " from the " + door_name(a->door) + " in pass " + std::to_string(w.pass);
+    }
+  }
+  if (v.held) return v;
+  v.detail = v.bound > 0
+                 ? worst + ", more than " + std::to_string(v.bound)
+                 : "the trace's header gives no batch: accept_batch and max_connections are 0";
+  return v;
+}
+
+}  // namespace loopsim::checker

@@ -1,0 +1,51 @@
+// The loop rules' properties: capacity (R9), post_latency (R7), no_spin (R2-R4), shutdown_clean
+// (R5) and batch_bound (R1). Pure functions of a trace, like those in properties.hpp: each
+// returns its measured figure, its bound, and the index of the first trace event that broke it.
+#pragma once
+
+#include <cstdint>
+
+#include "checker/properties.hpp"
+
+namespace loopsim::checker {
+
+// no_spin's bound when the scenario gives no `max`.
+inline constexpr std::int64_t no_spin_max_default = 100;
+
+// R9. Connections held: an `accept` ok adds one to its worker, a `close` or a `handoff` (the
+// connection leaves for a sibling) takes it away; an accept that a `refuse` of the same worker
+// and descriptor follows was never held. Measured: the most held at once over all workers.
+// Bound: `min`, which the peak must reach; with `max`, the peak must not pass it. A `refuse`
+// while its worker held fewer than the header's max_connections (any refuse, when the header
+// has none) is a violation. The detail counts refusals and back-pressure events.
+Verdict capacity(const sim::Trace& trace, const sim::Expectation& expect);
+
+// R7. For each `post` (those whose poster is `of`, when given): the time to the `post_run` of
+// its id. Measured: the worst; -1 when a post never ran. Bound: `max`. A post that ran twice,
+// or no post at all, is a violation too.
+Verdict post_latency(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
+
+// R2-R4: no worker spins. A pass is idle when its wait was non-blocking (timeout 0) and it made
+// no progress: between its pass_begin and pass_end its worker took no connection (accept ok or
+// ECONNABORTED), got no event for a descriptor other than the listener, began or ended no
+// request, closed, refused or handed off no connection, drained no post, ran no post, and took
+// no shutdown step. A blocking wait or a pass with progress ends a run of idle passes.
+// Measured: the longest run on one worker. Bound: `max` (default no_spin_max_default).
+Verdict no_spin(const sim::Trace& trace, const sim::Expectation& expect);
+
+// R5. For every worker that began shutdown: it closed its listener; it never accepted on the
+// listener after closing it (and no worker's accept on the listener failed with EBADF after any
+// listener closed); every pass_end after the close left both owed flags clear; it exited
+// (loop_exit) holding no connection. At run_end no handed-over connection waits and no
+// connection is open. Measured: the number of breaches (each late accept, owed pass_end,
+// missing close or exit, waiting hand-off and open connection counts one). Bound: 0. A run
+// without shutdown is a violation (measured -1): the scenario asked for one.
+Verdict shutdown_clean(const sim::Trace& trace);
+
+// R1. Measured: the most accepts ok on one door by one worker within one pass (pass_begin to
+// pass_end). Bound: the header's accept_batch, or max_connections when it is 0. Hand-off
+// accepts between a worker's shutdown_begin and listener_closed are left out: R5 admits every
+// connection already handed over, whatever the batch.
+Verdict batch_bound(const sim::Trace& trace);
+
+}  // namespace loopsim::checker

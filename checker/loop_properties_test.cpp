@@ -1,0 +1,441 @@
+// The loop rules' properties, each on a hand-built trace that keeps it and on one that breaks
+// it, so that the checker is tested apart from the loop. A failing verdict names its measured
+// figure and the first trace event that broke it.
+#include <catch2/catch.hpp>
+#include <cerrno>
+
+#include "checker/loop_properties.hpp"
+
+using namespace loopsim;
+using namespace loopsim::sim;
+using namespace loopsim::checker;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int listener = 3;
+
+// One group "c" of `clients` clients, one loop with this batch and ceiling.
+Trace loop_trace(int clients, std::int64_t accept_batch = 16, std::int64_t max_connections = 1024) {
+  Trace t;
+  t.listener_fd = listener;
+  t.accept_batch = accept_batch;
+  t.max_connections = max_connections;
+  t.groups = {"c"};
+  t.group_sizes = {clients};
+  for (int c = 0; c < clients; ++c) t.clients.push_back({0, c, 1});
+  return t;
+}
+
+// Appends an event and returns its index.
+std::size_t add(Trace& t, TraceEvent event) {
+  t.events.push_back(std::move(event));
+  return t.events.size() - 1;
+}
+
+std::size_t accept(Trace& t, int fd, ClientIndex client, int worker = 0, Door door = Door::listener) {
+  return add(t, ev::Accept{0ms, worker, door, fd, client});
+}
+
+std::size_t pass_begin(Trace& t, std::uint64_t pass, Nanos timeout, int worker = 0) {
+  return add(t, ev::PassBegin{0ms, worker, pass, timeout});
+}
+
+std::size_t pass_end(Trace& t, std::uint64_t pass, int worker = 0, bool accept_owed = false) {
+  return add(t, ev::PassEnd{0ms, worker, pass, accept_owed, false});
+}
+
+std::size_t run_end(Trace& t, std::int64_t open = 0, std::int64_t handoffs = 0) {
+  return add(t, ev::RunEnd{1s, 0, open, handoffs, 0});
+}
+
+Expectation count_bounds(std::optional<std::int64_t> min, std::optional<std::int64_t> max = {}) {
+  Expectation e;
+  if (min) e.min = Bound{Bound::Unit::count, double(*min), std::to_string(*min)};
+  if (max) e.max = Bound{Bound::Unit::count, double(*max), std::to_string(*max)};
+  return e;
+}
+
+Expectation within(Nanos max, std::string of = "") {
+  Expectation e;
+  e.of = std::move(of);
+  e.max = Bound{Bound::Unit::time, double(max.count()), "max"};
+  return e;
+}
+
+}  // namespace
+
+// ---- capacity ------------------------------------------------------------------------------
+
+TEST_CASE("capacity holds when the peak reaches min, and reports back-pressure apart from refusals") {
+  Trace t = loop_trace(4, 16, 3);
+  for (int c = 0; c < 3; ++c) accept(t, 5 + c, c);
+  add(t, ev::Backpressure{0ms, 0, 3});
+  add(t, ev::Close{1ms, 0, 5, 0});
+  accept(t, 5, 3);
+  run_end(t, 3);
+  Verdict v = capacity(t, count_bounds(3));
+  CHECK(v.held);
+  CHECK(v.measured == 3);
+  CHECK(v.bound == 3);
+  CHECK(v.unit == Unit::count);
+  CHECK(v.detail == "peak 3 held; 0 refused, 1 back-pressure stop(s)");
+}
+
+TEST_CASE("capacity fails on a refusal while the loop held fewer than its ceiling") {
+  // The handle-ceiling seed: the table refuses while max_connections allows more.
+  Trace t = loop_trace(3, 16, 4);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  accept(t, 7, 2);  // accepted, then reset: never held
+  std::size_t refuse = add(t, ev::Refuse{0ms, 0, 7, 2});
+  add(t, ev::Close{0ms, 0, 7, 2});
+  run_end(t, 2);
+  Verdict v = capacity(t, count_bounds(2));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 2);
+  REQUIRE(v.first_bad);
+  CHECK(*v.first_bad == refuse);
+  CHECK(v.detail == "peak 2 held; 1 refused (1 below the ceiling of 4), 0 back-pressure stop(s)");
+}
+
+TEST_CASE("capacity lets a refusal at the ceiling pass, but not a peak short of min") {
+  Trace t = loop_trace(3, 16, 2);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  accept(t, 7, 2);
+  std::size_t refuse = add(t, ev::Refuse{0ms, 0, 7, 2});
+  run_end(t, 2);
+  CHECK(capacity(t, count_bounds(2)).held);
+  Verdict short_of_min = capacity(t, count_bounds(3));
+  CHECK_FALSE(short_of_min.held);
+  CHECK(short_of_min.measured == 2);
+  CHECK(short_of_min.first_bad == refuse);  // what stopped the growth
+}
+
+TEST_CASE("capacity fails when the peak passes max, at the accept that passed it") {
+  Trace t = loop_trace(3);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  std::size_t third = accept(t, 7, 2);
+  run_end(t, 3);
+  CHECK(capacity(t, count_bounds(1, 3)).held);
+  Verdict v = capacity(t, count_bounds(1, 2));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 3);
+  CHECK(v.first_bad == third);
+}
+
+TEST_CASE("capacity counts a handed-off connection once, on the worker that admits it") {
+  Trace t = loop_trace(2);
+  accept(t, 5, 0, 0);
+  add(t, ev::Handoff{0ms, 0, 1, 0});
+  accept(t, 5, 0, 1, Door::handoff);
+  accept(t, 6, 1, 0);
+  add(t, ev::Close{0ms, 0, 5, 0});  // not worker 0's any more: it left with the hand-off
+  run_end(t, 2);
+  Verdict v = capacity(t, count_bounds(2));
+  CHECK(v.held);
+  CHECK(v.measured == 2);
+}
+
+// ---- post_latency --------------------------------------------------------------------------
+
+TEST_CASE("post_latency holds when every post runs within max, and measures the worst") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{0ms, 1, "bg"});
+  add(t, ev::Post{1ms, 2, "bg"});
+  add(t, ev::PostRun{1ms, 0, 1});
+  add(t, ev::PostRun{3ms, 0, 2});
+  Verdict v = post_latency(t, within(2ms), Costs{});
+  CHECK(v.held);
+  CHECK(v.measured == Nanos(2ms).count());
+  CHECK(v.unit == Unit::ns);
+}
+
+TEST_CASE("post_latency fails on a post that waited behind a whole batch") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{0ms, 1, "bg"});
+  add(t, ev::PostRun{1ms, 0, 1});
+  add(t, ev::Post{10ms, 2, "bg"});
+  std::size_t late = add(t, ev::PostRun{51ms, 0, 2});
+  Verdict v = post_latency(t, within(2ms), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == Nanos(41ms).count());
+  CHECK(v.first_bad == late);
+  CHECK(v.detail == "the slowest (id 2) ran 41.0 ms after it was posted");
+}
+
+TEST_CASE("post_latency fails with -1 on a post that never ran") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{0ms, 1, "bg"});
+  std::size_t lost = add(t, ev::Post{0ms, 2, "bg"});
+  add(t, ev::PostRun{1ms, 0, 1});
+  Verdict v = post_latency(t, within(2ms), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == -1);
+  CHECK(v.first_bad == lost);
+}
+
+TEST_CASE("post_latency with of judges only that poster's posts") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{0ms, 1, "bg"});
+  add(t, ev::Post{0ms, 2, "slow"});
+  add(t, ev::PostRun{1ms, 0, 1});
+  std::size_t slow_run = add(t, ev::PostRun{9ms, 0, 2});
+  CHECK(post_latency(t, within(2ms, "bg"), Costs{}).held);
+  Verdict v = post_latency(t, within(2ms, "slow"), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.of == "slow");
+  CHECK(v.measured == Nanos(9ms).count());
+  CHECK(v.first_bad == slow_run);
+  Verdict nobody = post_latency(t, within(2ms, "nobody"), Costs{});
+  CHECK_FALSE(nobody.held);
+  CHECK(nobody.measured == -1);
+  CHECK(nobody.detail == "no post from \"nobody\"");
+}
+
+TEST_CASE("post_latency fails on a post callback that ran twice") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{0ms, 1, "bg"});
+  add(t, ev::PostRun{1ms, 0, 1});
+  std::size_t again = add(t, ev::PostRun{1ms, 0, 1});
+  Verdict v = post_latency(t, within(2ms), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.first_bad == again);
+}
+
+// ---- no_spin -------------------------------------------------------------------------------
+
+namespace {
+
+// `n` non-blocking passes from `first` on worker 0 in which only the listener reports, and an
+// accept fails: no progress. Returns the index of the last pass_begin.
+std::size_t idle_passes(Trace& t, std::uint64_t first, int n) {
+  std::size_t last = 0;
+  for (int i = 0; i < n; ++i) {
+    last = pass_begin(t, first + std::uint64_t(i), 0ns);
+    add(t, ev::Events{0ms, 0, first + std::uint64_t(i), {listener}});
+    add(t, ev::Accept{0ms, 0, Door::listener, -EMFILE, no_client});
+    pass_end(t, first + std::uint64_t(i), 0, true);
+  }
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("no_spin holds when a blocking wait or progress ends each run of idle passes") {
+  Trace t = loop_trace(1);
+  idle_passes(t, 1, 3);
+  pass_begin(t, 4, 1s);  // blocks: the run ends
+  pass_end(t, 4);
+  idle_passes(t, 5, 2);
+  pass_begin(t, 7, 0ns);  // non-blocking, but it accepts
+  accept(t, 5, 0);
+  pass_end(t, 7);
+  idle_passes(t, 8, 3);
+  Verdict v = no_spin(t, count_bounds({}, 3));
+  CHECK(v.held);
+  CHECK(v.measured == 3);
+  CHECK(v.bound == 3);
+}
+
+TEST_CASE("no_spin fails at the wait that made one run too long") {
+  // The R3 sabotage: EMFILE leaves the door owed, so every pass retries and none blocks.
+  Trace t = loop_trace(1);
+  pass_begin(t, 1, 1s);
+  pass_end(t, 1);
+  idle_passes(t, 2, 3);
+  std::size_t fourth = idle_passes(t, 5, 1);
+  idle_passes(t, 6, 2);
+  Verdict v = no_spin(t, count_bounds({}, 3));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 6);
+  CHECK(v.first_bad == fourth);
+  CHECK(v.detail == "worker 0 made 6 non-blocking waits in a row without progress (passes 2–7)");
+}
+
+TEST_CASE("no_spin counts each worker's run apart and defaults to 100") {
+  Trace t = loop_trace(1);
+  for (std::uint64_t p = 1; p <= 60; ++p) {  // two workers, interleaved, each idle 60 times
+    for (int worker : {0, 1}) {
+      pass_begin(t, p, 0ns, worker);
+      pass_end(t, p, worker);
+    }
+  }
+  Verdict v = no_spin(t, Expectation{});
+  CHECK(v.held);
+  CHECK(v.measured == 60);
+  CHECK(v.bound == no_spin_max_default);
+  pass_begin(t, 61, 0ns, 1);  // worker 1's progress does not end worker 0's run
+  accept(t, 5, 0, 1);
+  pass_end(t, 61, 1);
+  for (std::uint64_t p = 61; p <= 101; ++p) {
+    pass_begin(t, p, 0ns, 0);
+    pass_end(t, p, 0);
+  }
+  Verdict spun = no_spin(t, Expectation{});
+  CHECK_FALSE(spun.held);
+  CHECK(spun.measured == 101);
+}
+
+// ---- shutdown_clean ------------------------------------------------------------------------
+
+namespace {
+
+// A shutdown of worker 0 holding the connection on descriptor 5.
+Trace shut_down(bool owed_after_close) {
+  Trace t = loop_trace(2);
+  pass_begin(t, 1, 1s);
+  accept(t, 5, 0);
+  pass_end(t, 1);
+  pass_begin(t, 2, 1s);
+  add(t, ev::ShutdownBegin{1ms, 0});
+  accept(t, 6, 1, 0, Door::handoff);  // R5: admits what a sibling handed over
+  add(t, ev::ListenerClosed{1ms, 0});
+  if (owed_after_close) accept(t, 7, no_client);  // the owed batch drains a closed listener
+  add(t, ev::Close{2ms, 0, 5, 0});
+  add(t, ev::Close{2ms, 0, 6, 1});
+  add(t, ev::LoopExit{2ms, 0, 0});
+  pass_end(t, 2, 0, owed_after_close);
+  run_end(t);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("shutdown_clean holds when the loop admits, closes, clears and exits") {
+  Verdict v = shutdown_clean(shut_down(false));
+  CHECK(v.held);
+  CHECK(v.measured == 0);
+  CHECK(v.detail.empty());
+}
+
+TEST_CASE("shutdown_clean fails at an accept on the listener after it closed") {
+  Trace t = shut_down(true);
+  Verdict v = shutdown_clean(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 2);  // the late accept and the owed pass end
+  REQUIRE(v.first_bad);
+  CHECK(std::get<ev::Accept>(t.events[*v.first_bad]).result == 7);
+  CHECK(v.detail == "1 accept(s) on a closed listener; 1 pass(es) ended owed after the listener closed");
+}
+
+TEST_CASE("shutdown_clean fails when connections, hand-offs or a loop are left at the end") {
+  Trace t = shut_down(false);
+  std::erase_if(t.events, [](const TraceEvent& e) { return std::holds_alternative<ev::LoopExit>(e); });
+  t.events.back() = ev::RunEnd{1s, 0, 1, 2, 0};
+  Verdict v = shutdown_clean(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 4);  // no exit, two hand-offs waiting, one connection open
+  CHECK(v.first_bad == t.events.size() - 1);
+  CHECK(v.detail ==
+        "worker 0 never exited; 2 handed-over connection(s) never admitted; 1 connection(s) still "
+        "open at the end");
+}
+
+TEST_CASE("shutdown_clean fails on a hand-off that a shutdown dropped instead of admitting") {
+  Trace t = shut_down(false);
+  t.events.insert(t.events.begin(), ev::Handoff{0ms, 1, 0, 1});  // worker 0 admits it at shutdown
+  CHECK(shutdown_clean(t).held);
+  std::size_t dropped = t.events.size() - 1;  // just before run_end: nobody admits it
+  t.events.insert(t.events.begin() + std::ptrdiff_t(dropped), ev::Handoff{3ms, 1, 0, 0});
+  Verdict v = shutdown_clean(t);  // run_end counts nothing waiting: the connection was closed
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 1);
+  CHECK(v.first_bad == dropped);
+  CHECK(v.detail == "1 handed-over connection(s) never admitted");
+}
+
+TEST_CASE("shutdown_clean fails when the run never shut down") {
+  Trace t = loop_trace(1);
+  pass_begin(t, 1, 1s);
+  pass_end(t, 1);
+  std::size_t end = run_end(t);
+  Verdict v = shutdown_clean(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == -1);
+  CHECK(v.first_bad == end);
+  CHECK(v.detail == "no shutdown in this run");
+}
+
+// ---- batch_bound ---------------------------------------------------------------------------
+
+TEST_CASE("batch_bound holds when each door gives at most a batch a pass") {
+  Trace t = loop_trace(6, 2);
+  pass_begin(t, 1, 1s);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  accept(t, 7, 2, 0, Door::handoff);
+  accept(t, 8, 3, 0, Door::handoff);
+  add(t, ev::Accept{0ms, 0, Door::listener, -EAGAIN, no_client});
+  pass_end(t, 1, 0, true);
+  pass_begin(t, 2, 0ns);
+  accept(t, 9, 4);
+  accept(t, 10, 5);
+  pass_end(t, 2);
+  Verdict v = batch_bound(t);
+  CHECK(v.held);
+  CHECK(v.measured == 2);
+  CHECK(v.bound == 2);
+}
+
+TEST_CASE("batch_bound fails at the accept past the batch in one pass") {
+  // The unbounded-drain sabotage: one pass drains the door until EAGAIN.
+  Trace t = loop_trace(4, 2);
+  pass_begin(t, 1, 1s);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  std::size_t third = accept(t, 7, 2);
+  accept(t, 8, 3);
+  pass_end(t, 1);
+  Verdict v = batch_bound(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 4);
+  CHECK(v.first_bad == third);
+  CHECK(v.detail == "worker 0 accepted 4 from the listener in pass 1, more than 2");
+}
+
+TEST_CASE("batch_bound falls back to max_connections when the batch is unbounded") {
+  Trace t = loop_trace(4, 0, 3);
+  pass_begin(t, 1, 1s);
+  for (int c = 0; c < 3; ++c) accept(t, 5 + c, c);
+  pass_end(t, 1);
+  CHECK(batch_bound(t).held);
+  CHECK(batch_bound(t).bound == 3);
+  pass_begin(t, 2, 1s);
+  for (int c = 0; c < 3; ++c) accept(t, 8 + c, c);
+  std::size_t fourth = accept(t, 11, 3);
+  pass_end(t, 2);
+  Verdict v = batch_bound(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.first_bad == fourth);
+}
+
+TEST_CASE("batch_bound leaves out the hand-offs a shutdown admits") {
+  Trace t = loop_trace(3, 1);
+  pass_begin(t, 1, 1s);
+  add(t, ev::ShutdownBegin{0ms, 0});
+  for (int c = 0; c < 3; ++c) accept(t, 5 + c, c, 0, Door::handoff);
+  add(t, ev::ListenerClosed{0ms, 0});
+  pass_end(t, 1);
+  CHECK(batch_bound(t).held);
+}
+
+// ---- wiring --------------------------------------------------------------------------------
+
+TEST_CASE("evaluate judges every property it knows, by name") {
+  Trace t = shut_down(false);
+  std::vector<Expectation> expect;
+  for (const std::string& name : property_names()) {
+    Expectation e = count_bounds(0, 10);
+    e.property = name;
+    if (name == "latency" || name == "max_gap") e.of = t.groups.front();
+    expect.push_back(e);
+  }
+  auto verdicts = evaluate(t, expect, Costs{});
+  REQUIRE(verdicts.size() == property_names().size());
+  for (std::size_t i = 0; i < verdicts.size(); ++i) CHECK(verdicts[i].property == property_names()[i]);
+  CHECK(known_property("shutdown_clean"));
+  CHECK_FALSE(known_property("spin"));
+}

@@ -1,0 +1,58 @@
+// validate(): the expectations the checker cannot judge are scenario errors with file:line and
+// a hint, before anything runs.
+#include "checker/suite.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace loopsim;
+using namespace loopsim::sim;
+
+namespace {
+
+Bound count(double n) { return Bound{Bound::Unit::count, n, std::to_string(int(n))}; }
+Bound ms(double n) { return Bound{Bound::Unit::time, n * 1e6, std::to_string(int(n)) + "ms"}; }
+
+Expectation expect(std::string property, std::optional<Bound> min = {}, std::optional<Bound> max = {}) {
+  Expectation e;
+  e.property = std::move(property);
+  e.min = min;
+  e.max = max;
+  e.line = 7;
+  return e;
+}
+
+// The message validate() gives for a scenario with this one expectation, or "valid".
+std::string problem(const Expectation& e) {
+  Scenario s;
+  s.file = "s.toml";
+  s.expect = {e};
+  try {
+    checker::validate(s);
+  } catch (const ScenarioError& error) {
+    return error.what();
+  }
+  return "valid";
+}
+
+}  // namespace
+
+TEST_CASE("validate takes the loop rules' properties with the bounds they need") {
+  CHECK(problem(expect("capacity", count(2048))) == "valid");
+  CHECK(problem(expect("capacity", count(2048), count(4096))) == "valid");
+  CHECK(problem(expect("post_latency", {}, ms(2))) == "valid");
+  CHECK(problem(expect("no_spin")) == "valid");
+  CHECK(problem(expect("no_spin", {}, count(10))) == "valid");
+  CHECK(problem(expect("shutdown_clean")) == "valid");
+  CHECK(problem(expect("batch_bound")) == "valid");
+}
+
+TEST_CASE("validate rejects a missing bound or a bound in the wrong unit") {
+  CHECK(problem(expect("capacity")) == "s.toml:7:1: capacity needs `min`");
+  CHECK(problem(expect("capacity", ms(10))) == "s.toml:7:1: capacity's bounds are counts, not \"10ms\"");
+  CHECK(problem(expect("post_latency")) == "s.toml:7:1: post_latency needs `max`");
+  CHECK(problem(expect("post_latency", {}, count(3))) ==
+        "s.toml:7:1: post_latency's max is a time, not a count");
+  CHECK(problem(expect("no_spin", {}, ms(5))) == "s.toml:7:1: no_spin's bounds are counts, not \"5ms\"");
+  CHECK(problem(expect("latency")) == "s.toml:7:1: latency needs `of`");
+  CHECK(problem(expect("spin")).starts_with("s.toml:7:1: unknown property \"spin\""));
+}

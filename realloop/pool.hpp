@@ -1,0 +1,49 @@
+// R11: a pool of handler threads. The loop submits a request; a pool thread runs the handler
+// (spending its time on the pool thread, not the loop's) and posts the answer back to the loop.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "realloop/kernel.hpp"
+
+namespace loopsim {
+
+class Loop;
+
+class HandlerPool {
+ public:
+  HandlerPool(Kernel& kernel, int threads);
+  HandlerPool(const HandlerPool&) = delete;
+  HandlerPool& operator=(const HandlerPool&) = delete;
+  ~HandlerPool();
+
+  int threads() const { return int(wakes_.size()); }
+  // The body of pool thread `index`: runs jobs until stop(). May block.
+  void run_thread(int index);
+  // Safe from any thread.
+  void submit(Loop& loop, int fd, std::uint64_t generation, std::string request);
+  void stop();
+
+ private:
+  struct Job {
+    Loop* loop;
+    int fd;
+    std::uint64_t generation;
+    std::string request;
+  };
+  bool take(Job& job);
+
+  Kernel& kernel_;
+  std::vector<int> pollers_;
+  std::vector<int> wakes_;
+  std::mutex mutex_;  // guards jobs_, idle_ and stopping_
+  std::deque<Job> jobs_;
+  std::vector<bool> idle_;
+  bool stopping_ = false;
+};
+
+}  // namespace loopsim
