@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   add_render(app, status);
   add_check(app, status);
   add_seeds(app, status);
+  add_explore(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <boost/context/fixedsize_stack.hpp>
 
+#include <array>
+
+#include "model/digest.hpp"
 #include "realloop/assert.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -150,9 +153,9 @@ Scheduler::Entry Scheduler::take_next() {
   return entry;
 }
 
-void Scheduler::at(Nanos when, std::function<void()> callback) {
+void Scheduler::at(Nanos when, std::function<void()> callback, std::uint64_t tag) {
   LOOPSIM_ASSERT(callback != nullptr);
-  push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback)});
+  push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag});
 }
 
 ThreadId Scheduler::spawn(std::string name, std::function<void()> body) {
@@ -230,20 +233,40 @@ void Scheduler::resume(ThreadId id) {
   current_ = no_thread;
 }
 
-std::uint64_t Scheduler::run_until(Nanos until) {
+bool Scheduler::step(Nanos until) {
   LOOPSIM_ASSERT(current_ == no_thread);
-  std::uint64_t steps = 0;
-  while (load_next_instant(until)) {
-    Entry entry = take_next();
-    ++steps;
-    if (entry.kind == Kind::callback) {
-      entry.callback();
-    } else if (!stale(entry)) {  // it may have gone stale within this instant
-      resume(entry.thread);
-    }
+  if (!load_next_instant(until)) return false;
+  Entry entry = take_next();
+  if (entry.kind == Kind::callback) {
+    entry.callback();
+  } else if (!stale(entry)) {  // it may have gone stale within this instant
+    resume(entry.thread);
   }
+  return true;
+}
+
+std::uint64_t Scheduler::run_until(Nanos until) {
+  std::uint64_t steps = 0;
+  while (step(until)) ++steps;
   now_ = std::max(now_, until);
   return steps;
+}
+
+void Scheduler::digest(Digest& d) const {
+  for (const Entry& e : now_batch_) {
+    d.add(std::int64_t(e.kind)).add(e.thread).add(std::int64_t(e.tag));
+  }
+  std::vector<std::array<std::int64_t, 4>> later;
+  for (const Entry& e : queue_) {
+    if (stale(e)) continue;
+    later.push_back({(e.when - now_).count(), std::int64_t(e.kind), e.thread, std::int64_t(e.tag)});
+  }
+  std::sort(later.begin(), later.end());
+  d.add(std::int64_t(later.size()));
+  for (const auto& e : later) {
+    for (std::int64_t v : e) d.add(v);
+  }
+  for (const auto& thread : threads_) d.add(std::int64_t(thread->state));
 }
 
 }  // namespace loopsim::model

@@ -38,7 +38,8 @@ class Scheduler {
 
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
   // must not block.
-  void at(Nanos when, std::function<void()> callback);
+  // `tag` tells what the callback does apart from other callbacks, for state digests (0: no tag).
+  void at(Nanos when, std::function<void()> callback, std::uint64_t tag = 0);
 
   // Starts a simulated thread that runs `body` from now.
   ThreadId spawn(std::string name, std::function<void()> body);
@@ -57,6 +58,10 @@ class Scheduler {
   // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
   // Returns the number of steps taken.
   std::uint64_t run_until(Nanos until);
+  // Runs the next thing scheduled before `until`; false when there is none.
+  bool step(Nanos until);
+  // Pending work, times relative to now, and each thread's state.
+  void digest(class Digest& digest) const;
   // True when nothing is scheduled.
   bool idle() const { return queue_.empty() && now_batch_.empty(); }
   // A choice point: one of `options` alternatives, 0 being the natural one. Asks the chooser
@@ -77,6 +82,7 @@ class Scheduler {
     ThreadId thread;
     std::uint64_t generation;  // a resume is stale once the thread moved on
     std::function<void()> callback;
+    std::uint64_t tag = 0;
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {

@@ -5,12 +5,16 @@
 #include <cstring>
 #include <utility>
 
+#include "model/digest.hpp"
 #include "realloop/assert.hpp"
 
 namespace loopsim::model {
 
 namespace {
-constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
+constexpr int stdio_fds = 3;
+
+// A scheduled callback's identity in digests: what it does, and to which connection.
+std::uint64_t tag(std::uint64_t what, ConnId conn) { return what << 32 | conn; }  // 0, 1 and 2 are taken, as in any process
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
 // close is reported too, as if every registration asked for EPOLLRDHUP (LinuxKernel does).
 constexpr std::uint32_t always_reported = io::hangup | io::error | io::read_hangup;
@@ -177,7 +181,7 @@ ConnId SimKernel::connect(std::uint16_t port) {
   conns_.push_back(std::move(conn));
   // The SYN arrives after this call returns, so the caller hears of the handshake only after
   // it knows the connection's id.
-  scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); });
+  scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); }, tag(1, id));
   return id;
 }
 
@@ -211,7 +215,7 @@ void SimKernel::try_handshake(ConnId id) {
   Nanos retry_at = scheduler_.now() + config_.syn_rto * (std::int64_t(1) << conn.syn_attempts);
   ++conn.syn_attempts;
   if (sink_ != nullptr) sink_->syn_dropped(id, retry_at);
-  scheduler_.at(retry_at, [this, id] { try_handshake(id); });
+  scheduler_.at(retry_at, [this, id] { try_handshake(id); }, tag(1, id));
 }
 
 void SimKernel::send(ConnId id, std::string_view bytes) {
@@ -277,7 +281,7 @@ void SimKernel::schedule_delivery(ConnId id) {
   Conn& conn = conns_[id];
   if (conn.delivery_pending) return;
   conn.delivery_pending = true;
-  scheduler_.at(scheduler_.now(), [this, id] { deliver(id); });
+  scheduler_.at(scheduler_.now(), [this, id] { deliver(id); }, tag(2, id));
 }
 
 void SimKernel::deliver(ConnId id) {
@@ -374,6 +378,33 @@ int SimKernel::abort(int fd) {
   conns_[e->object].reset_client = true;
   int rc = close(fd);
   return rc;
+}
+
+void SimKernel::digest(Digest& d) const {
+  d.add(config_.rlimit_nofile).add(std::int64_t(accept_calls_));
+  for (const FdEntry& e : fds_) d.add(std::int64_t(e.kind) << 32 | e.object);
+  for (const Listener& l : listeners_) {
+    d.add(std::int64_t(l.open)).add(std::int64_t(l.queue.size()));
+    for (ConnId id : l.queue) d.add(id);
+  }
+  for (const Conn& c : conns_) {
+    d.add(std::int64_t(c.to_server.size())).add(std::int64_t(c.to_client.size()));
+    d.add(std::int64_t(c.client_pending.size())).add(c.server_fd).add(c.syn_attempts);
+    d.add(std::int64_t(c.established) | std::int64_t(c.client_closed) << 1 | std::int64_t(c.fin) << 2 |
+          std::int64_t(c.server_closed) << 3 | std::int64_t(c.reset) << 4 |
+          std::int64_t(c.client_reading) << 5 | std::int64_t(c.delivery_pending) << 6);
+    d.add(c.pending_error);
+  }
+  for (const Poller& p : pollers_) {
+    for (const auto& [fd, item] : p.items) {
+      d.add(fd).add(item.events).add(std::int64_t(item.trigger));
+      d.add(std::int64_t(item.queued) | std::int64_t(item.disabled) << 1);
+    }
+    for (int fd : p.ready) d.add(fd);
+    d.add(p.waiter);
+  }
+  for (bool w : wakes_) d.add(std::int64_t(w));
+  for (const FaultState& f : accept_faults_) d.add(f.landed).add(std::int64_t(f.spent));
 }
 
 // ---- wake objects ----

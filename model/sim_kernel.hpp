@@ -114,6 +114,8 @@ class SimKernel final : public Kernel {
   std::size_t backlog(int listener) const;   // connections waiting in its accept queue
   std::size_t open_descriptors() const { return open_fds_; }
   void set_rlimit_nofile(int limit) { config_.rlimit_nofile = limit; }
+  // Descriptors, queues, connections and pollers, for state digests.
+  void digest(class Digest& digest) const;
 
  private:
   enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake };

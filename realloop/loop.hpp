@@ -76,6 +76,11 @@ class Loop {
   // R10: inside one pass for longer than `busy` at `now`.
   bool busy(Nanos now, Nanos busy) const;
 
+  // Feeds the loop's state to `add` (a digest), times relative to `now`; the pass counter is
+  // left out, so that an idle loop's passes look alike.
+  template <class Add>
+  void visit_state(Add&& add, Nanos now) const;
+
   bool accept_owed() const { return accept_owed_; }
   bool handoff_owed() const { return handoff_owed_; }
   std::size_t connections() const { return connection_count_; }
@@ -158,5 +163,29 @@ class Loop {
   std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
 };
+
+template <class Add>
+void Loop::visit_state(Add&& add, Nanos now) const {
+  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
+  add(started < 0 ? -1 : now.count() - started);
+  add(std::int64_t(accept_owed_) | std::int64_t(handoff_owed_) << 1 | std::int64_t(accept_blocked_) << 2 |
+      std::int64_t(retry_now_) << 3 | std::int64_t(backpressured_) << 4 |
+      std::int64_t(shutting_down_) << 5 | std::int64_t(finished_) << 6 |
+      std::int64_t(listener_closed_) << 7);
+  add(accept_blocked_ ? (retry_at_ - now).count() : 0);
+  add(std::int64_t(connection_count_));
+  for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
+    const Connection& c = connections_[fd];
+    if (!c.open) continue;
+    add(std::int64_t(fd));
+    add(std::int64_t(c.closing) | std::int64_t(c.want_write) << 1 | std::int64_t(c.owed_turn) << 2 |
+        std::int64_t(c.in_pool) << 3);
+    add(std::int64_t(c.input.size()));
+    add(std::int64_t(c.output.size()));
+  }
+  for (int fd : owed_turns_) add(fd);
+  add(std::int64_t(posts_.size()));
+  for (int fd : handoffs_) add(fd);
+}
 
 }  // namespace loopsim

@@ -33,6 +33,10 @@ std::size_t parse_answer(std::string_view input, int& status) {
   return input.size() >= total ? total : 0;
 }
 
+std::uint64_t tag(std::uint64_t what, ClientIndex client) {
+  return what << 32 | std::uint32_t(client);
+}
+
 Nanos connect_time(const ClientGroup& group, int member) {
   if (group.rate <= 0) return group.connect_at;
   return group.connect_at + Nanos(std::llround(double(member) * 1e9 / group.rate));
@@ -59,7 +63,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
       trace_.clients.push_back(
           ClientLabel{group_index, member, std::int32_t(group.requests.size())});
       Nanos connect_at = connect_time(group, member);
-      scheduler_.at(connect_at, [this, client] { start(client); });
+      scheduler_.at(connect_at, [this, client] { start(client); }, tag(3, client));
       for (const RequestSpec& request : group.requests) {
         // A request due by the time the client connects goes out with the handshake's
         // completion, in the same step, as a client that writes right after connect() does.
@@ -67,7 +71,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
           ++clients_.back().due;
           continue;
         }
-        scheduler_.at(request.at, [this, client] { request_due(client); });
+        scheduler_.at(request.at, [this, client] { request_due(client); }, tag(4, client));
       }
     }
   }
@@ -80,6 +84,14 @@ ClientIndex Clients::client_of_conn(model::ConnId conn) const {
 ClientIndex Clients::client_of(int server_fd) const {
   model::ConnId conn = kernel_.conn_of(server_fd);
   return conn == model::no_conn ? no_client : client_of_conn(conn);
+}
+
+void Clients::digest(model::Digest& d) const {
+  for (const Client& c : clients_) {
+    d.add(std::int64_t(c.established) | std::int64_t(c.done) << 1);
+    d.add(std::int64_t(c.next_request)).add(std::int64_t(c.due)).add(std::int64_t(c.answered));
+    d.add(std::int64_t(c.awaiting.size())).add(std::int64_t(c.input.size()));
+  }
 }
 
 void Clients::reset_group(const std::string& group, int count) {

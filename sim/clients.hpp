@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/digest.hpp"
 #include "model/sim_kernel.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
@@ -20,6 +21,8 @@ class Clients final : public model::ClientSink {
   void schedule(const std::vector<ClientGroup>& groups);
   // Resets the connections of up to `count` (0: all) connected clients of `group`.
   void reset_group(const std::string& group, int count);
+  // Every client's progress, for state digests.
+  void digest(model::Digest& digest) const;
   // The client behind a server descriptor, for the loop's reports.
   ClientIndex client_of(int server_fd) const;
 

@@ -605,6 +605,28 @@ void read_format(C c, N n, K k) {
            "write format = 1, or leave it out");
 }
 
+// "order:120:37": a decision of a choice point, as a counterexample pins it.
+std::vector<model::Choice> read_choices(C c, N n, K k) {
+  std::vector<model::Choice> out;
+  for (const toml::node& item : as_array(c, n, k)) {
+    const std::string text = read_string(c, item, k);
+    const auto first = text.find(':'), second = text.find(':', first + 1);
+    auto kind = model::choice_kind_from_name(text.substr(0, first));
+    std::uint32_t options = 0, pick = 0;
+    bool ok = kind && first != std::string::npos && second != std::string::npos;
+    if (ok) {
+      auto a = std::from_chars(text.data() + first + 1, text.data() + second, options);
+      auto b = std::from_chars(text.data() + second + 1, text.data() + text.size(), pick);
+      ok = a.ec == std::errc{} && b.ec == std::errc{} && pick < options;
+    }
+    if (!ok)
+      c.fail(item.source(), cat(k, ": \"", text, "\" is not a choice"),
+             R"(choices look like "order:3:1": kind (order, fault, slack), options, pick)");
+    out.push_back(model::Choice{*kind, options, pick});
+  }
+  return out;
+}
+
 const Field<Scenario> root_fields[] = {
     {"format", [](C c, N n, K k, Scenario&) { read_format(c, n, k); }},
     {"name", [](C c, N n, K k, auto& s) { s.name = read_name(c, n, k); }},
@@ -618,14 +640,15 @@ const Field<Scenario> root_fields[] = {
     {"clients", [](C c, N n, K k, auto& s) { s.clients = read_each(c, n, k, client_section); }},
     {"expect", [](C c, N n, K k, auto& s) { s.expect = read_each(c, n, k, expect_section); }},
     {"faults", [](C c, N n, K k, auto& s) { s.faults = read_each(c, n, k, fault_section); }},
+    {"choices", [](C c, N n, K k, auto& s) { s.choices = read_choices(c, n, k); }},
     {"posters", [](C c, N n, K k, auto& s) { s.posters = read_each(c, n, k, poster_section); }},
     {"actions", [](C c, N n, K k, auto& s) { s.actions = read_each(c, n, k, action_section); }},
     {"arms", [](C c, N n, K k, auto& s) { s.arms = read_each(c, n, k, arm_section); }},
 };
 const Section<Scenario> root_section{"", "the top-level table", root_fields};
 
-constexpr std::string_view array_table_names[] = {"clients", "expect", "arms",
-                                                  "faults",  "posters", "actions"};
+constexpr std::string_view array_table_names[] = {"clients", "expect",  "arms",   "faults",
+                                                  "posters", "actions", "choices"};
 
 // ---- cross references: checked once every table has been read -----------------------------
 
@@ -789,15 +812,22 @@ toml::table parse_document(const std::string& text, const std::string& file) {
   }
 }
 
-Scenario convert(const std::string& text, const std::string& file, const Arm* arm,
-                 const std::vector<Override>& overrides) {
-  Context c(file);
+// The document with the arm's overrides and then the command line's applied.
+toml::table overridden(Context& c, const std::string& text, const std::string& file, const Arm* arm,
+                       const std::vector<Override>& overrides) {
   toml::table root = parse_document(text, file);
   if (arm != nullptr)
     for (const Override& o : arm->set)
       apply_override(c, root, o,
                      {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key)});
   for (const Override& o : overrides) apply_override(c, root, o, {cat("--set ", o.key), {1, 1}});
+  return root;
+}
+
+Scenario convert(const std::string& text, const std::string& file, const Arm* arm,
+                 const std::vector<Override>& overrides) {
+  Context c(file);
+  toml::table root = overridden(c, text, file, arm, overrides);
   return to_scenario(c, root);
 }
 
@@ -823,6 +853,23 @@ Nanos parse_duration(const std::string& text) {
   if (scale == std::end(duration_units))
     bad_duration(text, cat("has an unknown unit \"", unit, "\" (use ns, us, ms or s)"));
   return Nanos{scaled(number, scale->ns, text)};
+}
+
+std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
+                            const std::vector<Override>& overrides,
+                            const std::vector<model::Choice>& choices) {
+  Context c(name);
+  toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
+  root.erase("arms");
+  root.erase("choices");
+  toml::array pinned;
+  for (const model::Choice& choice : choices) {
+    pinned.push_back(cat(model::choice_kind_name(choice.kind), ":", choice.options, ":", choice.pick));
+  }
+  root.insert("choices", std::move(pinned));
+  std::ostringstream out;
+  out << toml::toml_formatter(root) << '\n';
+  return out.str();
 }
 
 Override parse_override(const std::string& assignment) {

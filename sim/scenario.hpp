@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/choice.hpp"
 #include "realloop/config.hpp"
 #include "realloop/kernel.hpp"
 
@@ -120,6 +121,8 @@ struct Scenario {
   std::vector<ActionSpec> actions;
   std::vector<Expectation> expect;
   std::vector<Arm> arms;
+  // Pinned choices (a counterexample): the run takes these instead of the seed's.
+  std::vector<model::Choice> choices;
 };
 
 // A scenario that cannot be used: `what()` is "file:line:column: message" and `hint` a
@@ -141,6 +144,11 @@ Scenario parse_scenario(const std::string& text, const std::string& name,
 // command line's overrides again, so that --set wins). Throws ScenarioError.
 Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
                           const std::vector<Override>& overrides = {});
+// The scenario as `arm` runs it, with `overrides` applied, its arms left out and `choices`
+// pinned: a counterexample that `loopsim run` replays. Throws ScenarioError.
+std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
+                            const std::vector<Override>& overrides,
+                            const std::vector<model::Choice>& choices);
 // Parses "key=value" from the command line. Throws ScenarioError.
 Override parse_override(const std::string& assignment);
 // Parses a duration such as "600ms", "80us", "1.5s", "250ns". Throws std::invalid_argument.

@@ -1,7 +1,9 @@
 #include "sim/world.hpp"
 
 #include <memory>
+#include <optional>
 
+#include "model/digest.hpp"
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
 #include "realloop/assert.hpp"
@@ -202,6 +204,9 @@ class Process {
   }
 
   Loop& loop(int worker) { return *loops_.at(std::size_t(worker)); }
+  void digest(model::Digest& d, Nanos now) const {
+    for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
+  }
   int listener() const { return loops_.front()->listener(); }
   void shutdown() {
     for (auto& loop : loops_) loop->shutdown();
@@ -257,38 +262,91 @@ void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Pro
 
 }  // namespace
 
-RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
+struct World::Impl {
+  Impl(const Scenario& scenario, const std::string& arm, model::Chooser* chooser)
+      : scenario(scenario),
+        seeded(scenario.seed),
+        recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
+        kernel(scheduler, kernel_config(scenario.kernel)),
+        clients(scheduler, kernel, result.trace, service_port),
+        recorder(scheduler, result.trace, clients) {
+    Trace& trace = result.trace;
+    trace.scenario = scenario.name;
+    trace.arm = arm;
+    trace.seed = scenario.seed;
+    trace.horizon = scenario.horizon;
+    trace.accept_batch = scenario.loop.accept_batch;
+    trace.max_connections = scenario.loop.max_connections;
+    trace.workers = scenario.workers;
+    scheduler.set_chooser(&recording);
+    process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
+    trace.listener_fd = process->listener();
+    schedule_faults(scenario, scheduler, kernel, clients, trace);
+    schedule_posters(scenario, scheduler, kernel, *process, trace);
+    schedule_actions(scenario, scheduler, *process);
+    clients.schedule(scenario.clients);
+    process->start();
+  }
+
+  const Scenario& scenario;
   RunResult result;
-  Trace& trace = result.trace;
-  trace.scenario = scenario.name;
-  trace.arm = arm;
-  trace.seed = scenario.seed;
-  trace.horizon = scenario.horizon;
-  trace.accept_batch = scenario.loop.accept_batch;
-  trace.max_connections = scenario.loop.max_connections;
-  trace.workers = scenario.workers;
-
-  model::SeededChooser seeded(scenario.seed);
+  model::SeededChooser seeded;
   model::Scheduler scheduler;
-  RecordingChooser recording(chooser != nullptr ? *chooser : seeded, scheduler, trace);
-  scheduler.set_chooser(&recording);
-  model::SimKernel kernel(scheduler, kernel_config(scenario.kernel));
-  Clients clients(scheduler, kernel, trace, service_port);
-  Recorder recorder(scheduler, trace, clients);
-  auto process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
-  trace.listener_fd = process->listener();
-  schedule_faults(scenario, scheduler, kernel, clients, trace);
-  schedule_posters(scenario, scheduler, kernel, *process, trace);
-  schedule_actions(scenario, scheduler, *process);
+  RecordingChooser recording;
+  model::SimKernel kernel;
+  Clients clients;
+  Recorder recorder;
+  std::unique_ptr<Process> process;
+  std::uint64_t steps = 0;
+  bool finished = false;
+};
 
-  clients.schedule(scenario.clients);
-  process->start();
-  std::uint64_t steps = scheduler.run_until(scenario.horizon);
-  trace.events.push_back(process->end_state());
-  result.stats = stats_of(trace, process->passes(), steps);
-  scheduler.unwind();  // the loops' stacks go before the loops themselves
-  process.reset();
-  return result;
+World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser)
+    : impl_(std::make_unique<Impl>(scenario, arm, chooser)) {}
+
+World::~World() {
+  if (!impl_->finished) finish();
+}
+
+bool World::step() {
+  if (!impl_->scheduler.step(impl_->scenario.horizon)) return false;
+  ++impl_->steps;
+  return true;
+}
+
+Nanos World::now() const { return impl_->scheduler.now(); }
+
+const Trace& World::trace() const { return impl_->result.trace; }
+
+std::size_t World::backlog() const { return impl_->kernel.backlog(impl_->process->listener()); }
+
+std::uint64_t World::digest() const {
+  model::Digest d;
+  impl_->scheduler.digest(d);
+  impl_->kernel.digest(d);
+  impl_->process->digest(d, impl_->scheduler.now());
+  impl_->clients.digest(d);
+  return d.value();
+}
+
+RunResult World::finish() {
+  Impl& w = *impl_;
+  w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
+  w.result.trace.events.push_back(w.process->end_state());
+  w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
+  w.scheduler.unwind();  // the loops' stacks go before the loops themselves
+  w.process.reset();
+  w.finished = true;
+  return std::move(w.result);
+}
+
+RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
+  std::optional<model::ReplayChooser> pinned;  // a counterexample's choices
+  if (chooser == nullptr && !scenario.choices.empty()) chooser = &pinned.emplace(scenario.choices);
+  World world(scenario, arm, chooser);
+  while (world.step()) {
+  }
+  return world.finish();
 }
 
 }  // namespace loopsim::sim

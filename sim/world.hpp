@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
@@ -22,6 +23,30 @@ struct RunStats {
 struct RunResult {
   Trace trace;
   RunStats stats;
+};
+
+// One run, a step at a time, for the explorer. Everything is set up at construction; step()
+// runs the next scheduled happening before the horizon; finish() runs what is left to the
+// horizon and hands over the trace.
+class World {
+ public:
+  World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser);
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  ~World();
+
+  bool step();  // false once nothing is due before the horizon
+  Nanos now() const;
+  // The state: simulated kernel, loops, clients and pending work, with times relative to now.
+  // Equal states give equal digests, so an idle loop's ticks form cycles.
+  std::uint64_t digest() const;
+  std::size_t backlog() const;
+  const Trace& trace() const;
+  RunResult finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Runs `scenario` (already resolved for one arm) to its horizon. Every nondeterministic

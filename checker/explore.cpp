@@ -1,0 +1,292 @@
+#include "checker/explore.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/strong_components.hpp>
+#include <unordered_map>
+
+#include "realloop/assert.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::checker {
+
+namespace {
+
+// Follows a prefix of picks, then takes the natural alternative, and records every decision.
+class PrefixChooser final : public model::Chooser {
+ public:
+  explicit PrefixChooser(std::vector<std::uint32_t> prefix) : prefix_(std::move(prefix)) {}
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    std::size_t i = made_.size();
+    std::uint32_t pick = i < prefix_.size() ? std::min(prefix_[i], options - 1) : 0;
+    made_.push_back(model::Choice{kind, options, pick});
+    return pick;
+  }
+  const std::vector<model::Choice>& made() const { return made_; }
+  std::size_t prefix_size() const { return prefix_.size(); }
+
+ private:
+  std::vector<std::uint32_t> prefix_;
+  std::vector<model::Choice> made_;
+};
+
+// Records the decisions of another chooser.
+class Recorder final : public model::Chooser {
+ public:
+  explicit Recorder(model::Chooser& inner) : inner_(inner) {}
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    std::uint32_t pick = inner_.choose(kind, options);
+    made_.push_back(model::Choice{kind, options, pick});
+    return pick;
+  }
+  const std::vector<model::Choice>& made() const { return made_; }
+
+ private:
+  model::Chooser& inner_;
+  std::vector<model::Choice> made_;
+};
+
+struct Node {
+  bool backlog = false;   // a connection waits in the accept queue
+  bool expanded = false;  // its alternatives were branched on
+  std::uint64_t execution = 0;  // the first execution that reached it
+};
+
+struct Edge {
+  std::size_t from, to;
+  bool accepted;  // a connection was accepted on the way
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+
+class Explorer {
+ public:
+  Explorer(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options)
+      : scenario_(scenario), costs_(costs), options_(options) {}
+
+  ExploreResult run();
+
+ private:
+  std::size_t intern(std::uint64_t digest, bool backlog);
+  // One execution: its decisions, and the violated properties.
+  std::vector<std::string> execute(model::Chooser& chooser, const std::vector<model::Choice>& made,
+                                   std::size_t replayed, std::vector<std::uint64_t>& path);
+  void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to);
+  std::optional<std::string> out_of_bounds();
+  void find_stranding();
+  void report_progress(bool force);
+
+  const sim::Scenario& scenario_;
+  const Costs& costs_;
+  const ExploreOptions& options_;
+  ExploreResult result_;
+  std::unordered_map<std::uint64_t, std::size_t> index_;  // digest -> node (never iterated)
+  std::vector<std::uint64_t> digests_;
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::vector<std::vector<std::uint32_t>> stack_;
+  std::vector<std::vector<model::Choice>> runs_;  // each execution's decisions
+  std::uint64_t root_alternatives_ = 0;
+  bool depth_cut_ = false;
+  std::int64_t started_ns_ = 0;
+  std::int64_t last_progress_ns_ = 0;
+  const std::vector<model::Choice>* current_ = nullptr;
+};
+
+std::size_t Explorer::intern(std::uint64_t digest, bool backlog) {
+  auto [it, inserted] = index_.try_emplace(digest, nodes_.size());
+  if (inserted) {
+    digests_.push_back(digest);
+    nodes_.push_back(Node{backlog, false, result_.executions});
+  }
+  return it->second;
+}
+
+// Alternatives for decisions [from, to) of this execution: each a prefix that takes another
+// pick there. Pushed last-first, so the first decision's alternatives run first.
+void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to) {
+  for (std::size_t p = to; p-- > from;) {
+    if (p >= options_.depth) {
+      depth_cut_ = true;
+      continue;
+    }
+    for (std::uint32_t alt = made[p].options; alt-- > 0;) {
+      if (alt == made[p].pick) continue;
+      std::vector<std::uint32_t> prefix;
+      prefix.reserve(p + 1);
+      for (std::size_t i = 0; i < p; ++i) prefix.push_back(made[i].pick);
+      prefix.push_back(alt);
+      stack_.push_back(std::move(prefix));
+    }
+  }
+}
+
+std::vector<std::string> Explorer::execute(model::Chooser& chooser,
+                                           const std::vector<model::Choice>& made,
+                                           std::size_t replayed, std::vector<std::uint64_t>& path) {
+  sim::World world(scenario_, "explore", &chooser);
+  std::optional<std::size_t> previous;
+  std::size_t events_seen = 0;
+  for (;;) {
+    std::uint64_t digest = world.digest();
+    std::size_t node = intern(digest, world.backlog() > 0);
+    path.push_back(digest);
+    if (previous) {
+      bool accepted = false;
+      const auto& events = world.trace().events;
+      for (std::size_t i = events_seen; i < events.size(); ++i) {
+        auto* a = std::get_if<sim::ev::Accept>(&events[i]);
+        accepted = accepted || (a != nullptr && a->result >= 0);
+      }
+      edges_.push_back(Edge{*previous, node, accepted});
+    }
+    events_seen = world.trace().events.size();
+    previous = node;
+    std::size_t before = made.size();
+    bool fresh = !nodes_[node].expanded;
+    if (!world.step()) break;
+    // Branch on this step's decisions if the state is new here (or pruning is off), and past
+    // the prefix this execution replays.
+    if ((fresh || !options_.prune) && made.size() > std::max(before, replayed)) {
+      nodes_[node].expanded = true;
+      branch(made, std::max(before, replayed), made.size());
+    }
+  }
+  sim::RunResult run = world.finish();
+  std::vector<std::string> violated;
+  for (const Verdict& v : evaluate(run.trace, scenario_.expect, costs_)) {
+    if (!v.held) violated.push_back(v.property);
+  }
+  return violated;
+}
+
+std::optional<std::string> Explorer::out_of_bounds() {
+  if (result_.executions >= options_.max_executions) return "max executions";
+  if (nodes_.size() >= options_.max_states) return "max states";
+  if (options_.time_limit_ns > 0 && options_.wall_ns &&
+      options_.wall_ns() - started_ns_ >= options_.time_limit_ns) {
+    return "time limit";
+  }
+  return std::nullopt;
+}
+
+void Explorer::report_progress(bool force) {
+  if (!options_.progress || !options_.wall_ns) return;
+  std::int64_t now = options_.wall_ns();
+  if (!force && now - last_progress_ns_ < 200'000'000) return;
+  last_progress_ns_ = now;
+  options_.progress(ExploreProgress{result_.executions, nodes_.size(), edges_.size(), stack_.size()});
+}
+
+// Liveness: a bottom strongly connected component (a cycle, or a dead end) in which every state
+// has a backlog and no transition accepts: once there, the backlog is never taken.
+void Explorer::find_stranding() {
+  Graph graph(nodes_.size());
+  for (const Edge& e : edges_) boost::add_edge(e.from, e.to, graph);
+  std::vector<std::size_t> component(nodes_.size());
+  std::size_t count = boost::strong_components(graph, &component[0]);
+  std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false);
+  for (const Edge& e : edges_) {
+    if (component[e.from] != component[e.to]) leaves[component[e.from]] = true;
+    if (component[e.from] == component[e.to] && e.accepted) accepts[component[e.from]] = true;
+  }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].backlog) clear[component[n]] = true;
+  }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    std::size_t c = component[n];
+    if (leaves[c] || accepts[c] || clear[c]) continue;
+    Counterexample cex;
+    cex.choices = runs_.at(nodes_[n].execution);
+    cex.violated = {"liveness"};
+    cex.detail = "a backlog waits in a cycle (or dead end) of states in which nothing is accepted";
+    result_.counterexample = std::move(cex);
+    result_.verdict = ExploreResult::Verdict::violated;
+    return;
+  }
+}
+
+ExploreResult Explorer::run() {
+  started_ns_ = options_.wall_ns ? options_.wall_ns() : 0;
+  std::uint64_t seed = options_.seed_first;
+  bool random = options_.strategy == ExploreOptions::Strategy::random;
+  if (!random) stack_.push_back({});
+  for (;;) {
+    if (random ? seed > options_.seed_last : stack_.empty()) break;
+    if (auto bound = out_of_bounds()) {
+      result_.verdict = ExploreResult::Verdict::bound_reached;
+      result_.bound = *bound;
+      break;
+    }
+    std::vector<std::uint64_t> path;
+    std::vector<std::string> violated;
+    if (random) {
+      model::SeededChooser seeded(seed++);
+      Recorder chooser(seeded);
+      runs_.push_back({});
+      violated = execute(chooser, chooser.made(), SIZE_MAX, path);
+      runs_.back() = chooser.made();
+    } else {
+      std::vector<std::uint32_t> prefix = std::move(stack_.back());
+      stack_.pop_back();
+      PrefixChooser chooser(prefix);
+      runs_.push_back({});
+      std::size_t stack_before = stack_.size();
+      violated = execute(chooser, chooser.made(), prefix.size(), path);
+      runs_.back() = chooser.made();
+      // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
+      if (result_.executions == 0 && options_.shards > 1) {
+        std::vector<std::vector<std::uint32_t>> mine;
+        for (std::size_t i = stack_before; i < stack_.size(); ++i) {
+          if ((i - stack_before) % options_.shards == options_.shard) mine.push_back(std::move(stack_[i]));
+        }
+        stack_.resize(stack_before);
+        for (auto& p : mine) stack_.push_back(std::move(p));
+      }
+    }
+    ++result_.executions;
+    report_progress(false);
+    if (!violated.empty()) {
+      result_.verdict = ExploreResult::Verdict::violated;
+      result_.counterexample = Counterexample{runs_.back(), violated, "", path};
+      break;
+    }
+  }
+  if (result_.verdict != ExploreResult::Verdict::violated) find_stranding();
+  if (result_.verdict == ExploreResult::Verdict::none_found && depth_cut_) {
+    result_.verdict = ExploreResult::Verdict::bound_reached;
+    result_.bound = "depth";
+  }
+  result_.states = nodes_.size();
+  result_.transitions = edges_.size();
+  report_progress(true);
+  return result_;
+}
+
+}  // namespace
+
+const char* verdict_name(ExploreResult::Verdict verdict) {
+  switch (verdict) {
+    case ExploreResult::Verdict::violated: return "violated";
+    case ExploreResult::Verdict::none_found: return "none_found";
+    case ExploreResult::Verdict::bound_reached: return "bound_reached";
+  }
+  return "?";
+}
+
+ExploreResult explore(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options) {
+  Explorer explorer(scenario, costs, options);
+  return explorer.run();
+}
+
+std::vector<std::string> judge_choices(const sim::Scenario& scenario, const Costs& costs,
+                                       const std::vector<model::Choice>& choices) {
+  model::ReplayChooser chooser(choices);
+  sim::RunResult run = sim::run(scenario, "explore", &chooser);
+  std::vector<std::string> violated;
+  for (const Verdict& v : evaluate(run.trace, scenario.expect, costs)) {
+    if (!v.held) violated.push_back(v.property);
+  }
+  return violated;
+}
+
+}  // namespace loopsim::checker

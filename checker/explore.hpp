@@ -1,0 +1,67 @@
+// The explorer: model-checks a scenario's nondeterministic choices. Depth-first (iterative,
+// with an explicit stack of choice prefixes, each replayed from the start) or at random by
+// seed. Every execution is judged by the scenario's properties; the states it passes through
+// (digests with times relative to now) prune revisits and form a state graph, whose strongly
+// connected components show liveness failures: a cycle or dead end in which a backlog waits
+// and nothing is ever accepted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checker/properties.hpp"
+#include "model/choice.hpp"
+#include "sim/scenario.hpp"
+
+namespace loopsim::checker {
+
+struct ExploreProgress {
+  std::uint64_t executions = 0;
+  std::uint64_t states = 0;
+  std::uint64_t transitions = 0;
+  std::size_t stack = 0;  // prefixes left to run
+};
+
+struct ExploreOptions {
+  enum class Strategy : std::uint8_t { dfs, random };
+  Strategy strategy = Strategy::dfs;
+  std::uint32_t depth = 64;  // choice points branched on, counted from the run's start
+  std::uint64_t max_executions = 20000;
+  std::uint64_t max_states = 2000000;
+  std::uint64_t seed_first = 1, seed_last = 100;  // random strategy
+  std::uint32_t shard = 0, shards = 1;  // DFS: the root's alternatives, dealt round robin
+  bool prune = true;                    // skip branching from states seen before
+  std::int64_t time_limit_ns = 0;       // 0: none
+  std::function<std::int64_t()> wall_ns;
+  std::function<void(const ExploreProgress&)> progress;
+};
+
+struct Counterexample {
+  std::vector<model::Choice> choices;   // the whole run's
+  std::vector<std::string> violated;    // property names, or "liveness"
+  std::string detail;
+  std::vector<std::uint64_t> path;      // state digests from the start to the failure
+};
+
+struct ExploreResult {
+  enum class Verdict : std::uint8_t { violated, none_found, bound_reached };
+  Verdict verdict = Verdict::none_found;
+  std::string bound;  // which bound was reached
+  std::uint64_t executions = 0;
+  std::uint64_t states = 0;
+  std::uint64_t transitions = 0;
+  std::optional<Counterexample> counterexample;
+};
+
+const char* verdict_name(ExploreResult::Verdict verdict);
+
+ExploreResult explore(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options);
+
+// Runs the scenario with `choices` and judges it: the violated properties (empty: none).
+std::vector<std::string> judge_choices(const sim::Scenario& scenario, const Costs& costs,
+                                       const std::vector<model::Choice>& choices);
+
+}  // namespace loopsim::checker
