@@ -1,7 +1,9 @@
 // loopsim explore FILE: model-check the scenario's choices; write a replayable counterexample.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -28,6 +30,7 @@ struct ExploreArgs {
   std::string out = "out/explore";
   std::vector<std::string> set;
   bool no_prune = false;
+  bool shrink = true;
   bool json = false;
 };
 
@@ -66,6 +69,63 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
     if (!checker::judge_choices(scenario, costs, trial).empty()) choices = std::move(trial);
   }
   return choices;
+}
+
+// Shrinks the scenario while the explorer still finds a failure: groups no expectation names are
+// dropped, the others halved (then trimmed by one) while it fails. Returns the new counts.
+std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::Costs& costs,
+                                  checker::ExploreOptions options) {
+  options.progress = nullptr;
+  options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
+  std::map<std::string, int> counts;
+  auto shrunk = [&](const std::map<std::string, int>& trial) {
+    sim::Scenario s = scenario;
+    std::erase_if(s.clients, [&](const sim::ClientGroup& g) {
+      auto it = trial.find(g.name);
+      return it != trial.end() && it->second == 0;
+    });
+    for (auto& g : s.clients) {
+      if (auto it = trial.find(g.name); it != trial.end()) g.count = it->second;
+    }
+    return checker::explore(s, costs, options).verdict == checker::ExploreResult::Verdict::violated;
+  };
+  auto named = [&](const std::string& group) {
+    return std::any_of(scenario.expect.begin(), scenario.expect.end(),
+                       [&](const sim::Expectation& e) { return e.of == group || e.after == group; });
+  };
+  for (const auto& group : scenario.clients) {
+    auto trial = counts;
+    trial[group.name] = 0;
+    if (!named(group.name) && scenario.clients.size() > 1 && shrunk(trial)) counts = trial;
+  }
+  for (const auto& group : scenario.clients) {
+    if (counts.count(group.name)) continue;  // removed
+    int n = group.count;
+    while (n > 1) {
+      auto trial = counts;
+      trial[group.name] = n / 2;
+      if (!shrunk(trial)) {
+        trial[group.name] = n - 1;
+        if (!shrunk(trial)) break;
+      }
+      counts = trial;
+      n = trial[group.name];
+    }
+  }
+  return counts;
+}
+
+std::string describe(const sim::Scenario& scenario, const std::map<std::string, int>& counts) {
+  std::string text;
+  for (const auto& group : scenario.clients) {
+    auto it = counts.find(group.name);
+    if (it == counts.end()) continue;
+    if (!text.empty()) text += "; ";
+    text += it->second == 0 ? group.name + " removed"
+                            : group.name + ": " + std::to_string(group.count) + " -> " +
+                                  std::to_string(it->second) + " clients";
+  }
+  return text.empty() ? "nothing could be removed" : text;
 }
 
 void write_dot(const std::string& path, const checker::Counterexample& cex) {
@@ -113,10 +173,32 @@ int explore_file(const ExploreArgs& args) {
   }
   std::int64_t started = wall_ns();
   checker::ExploreResult result = checker::explore(scenario, costs, options);
+  std::map<std::string, int> shrunk_counts;
   std::int64_t elapsed = wall_ns() - started;
   if (options.progress) std::cerr << '\n';
 
-  std::string cex_path;
+  std::string cex_path, removed;
+  if (result.counterexample && args.shrink) {
+    auto counts = shrink(scenario, costs, options);
+    removed = describe(scenario, counts);
+    if (!counts.empty()) {
+      sim::Scenario small = scenario;
+      std::erase_if(small.clients, [&](const sim::ClientGroup& g) {
+        auto it = counts.find(g.name);
+        return it != counts.end() && it->second == 0;
+      });
+      for (auto& g : small.clients) {
+        if (auto it = counts.find(g.name); it != counts.end()) g.count = it->second;
+      }
+      options.progress = nullptr;
+      auto again = checker::explore(small, costs, options);
+      if (again.counterexample) {
+        result.counterexample = again.counterexample;
+        scenario = small;
+        shrunk_counts = counts;
+      }
+    }
+  }
   if (result.counterexample) {
     auto& cex = *result.counterexample;
     cex.choices = minimize(scenario, costs, cex.choices);
@@ -125,7 +207,7 @@ int explore_file(const ExploreArgs& args) {
     cex_path = stem + ".toml";
     sim::Arm base{"base", {}, {}};
     std::ofstream(cex_path) << "# loopsim explore found this: " << cex.detail << "\n# replay: loopsim run "
-                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, base, overrides, cex.choices);
+                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, base, overrides, cex.choices, shrunk_counts);
     write_dot(stem + ".dot", cex);
   }
   nlohmann::ordered_json doc;
@@ -143,6 +225,7 @@ int explore_file(const ExploreArgs& args) {
     for (const auto& c : result.counterexample->choices) natural += c.pick == 0;
     doc["choices"] = result.counterexample->choices.size();
     doc["choices_not_natural"] = result.counterexample->choices.size() - natural;
+    if (args.shrink) doc["shrunk"] = removed;
   }
   if (args.json) {
     std::cout << doc.dump(2) << '\n';
@@ -174,6 +257,7 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
+  cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer("Exit status: 0 nothing found (verdict none_found, or bound_reached: a bound cut the\n"
               "search short, which is not a pass), 1 a counterexample was found and written, 2 bad input.");

@@ -6,6 +6,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   catch2 librapidcheck-dev libcli11-dev libtomlplusplus-dev
   libboost-context-dev libboost-graph-dev libgraphviz-dev nlohmann-json3-dev libxxhash-dev
+  spin
 )
 
 missing=()

@@ -857,10 +857,23 @@ Nanos parse_duration(const std::string& text) {
 
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
-                            const std::vector<model::Choice>& choices) {
+                            const std::vector<model::Choice>& choices,
+                            const std::map<std::string, int>& counts) {
   Context c(name);
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
   root.erase("arms");
+  if (toml::array* clients = root["clients"].as_array()) {
+    for (std::size_t i = clients->size(); i-- > 0;) {
+      toml::table* group = clients->get(i)->as_table();
+      auto found = counts.find(std::string((*group)["name"].value_or(std::string_view{})));
+      if (found == counts.end()) continue;
+      if (found->second == 0) {
+        clients->erase(clients->begin() + std::ptrdiff_t(i));
+      } else {
+        group->insert_or_assign("count", found->second);
+      }
+    }
+  }
   root.erase("choices");
   toml::array pinned;
   for (const model::Choice& choice : choices) {

@@ -146,9 +146,11 @@ Scenario scenario_for_arm(const std::string& text, const std::string& name, cons
                           const std::vector<Override>& overrides = {});
 // The scenario as `arm` runs it, with `overrides` applied, its arms left out and `choices`
 // pinned: a counterexample that `loopsim run` replays. Throws ScenarioError.
+// `counts` shrinks client groups (group name -> clients; 0 removes the group).
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
-                            const std::vector<model::Choice>& choices);
+                            const std::vector<model::Choice>& choices,
+                            const std::map<std::string, int>& counts = {});
 // Parses "key=value" from the command line. Throws ScenarioError.
 Override parse_override(const std::string& assignment);
 // Parses a duration such as "600ms", "80us", "1.5s", "250ns". Throws std::invalid_argument.
