@@ -1,30 +1,17 @@
 // `loopsim run` as a user meets it: exit statuses, the table, --json, --trace, bad input.
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/loopsim_process_for_tests.hpp"
+
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using loopsim::testing::Outcome;
 
-Outcome loopsim(const std::string& args) {
-  std::string command = std::string(LOOPSIM_BINARY) + " " + args + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) outcome.output.append(buffer, n);
-  int status = pclose(pipe);
-  outcome.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
-}
+Outcome run_cli(const std::string& args) { return loopsim::testing::run_loopsim(args); }
 
 const std::string scenario = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
 
@@ -37,7 +24,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST_CASE("run exits 0 on accept-burst, prints the seed first and every arm caught") {
-  Outcome o = loopsim("run " + scenario);
+  Outcome o = run_cli("run " + scenario);
   CHECK(o.status == 0);
   CHECK(o.output.rfind("seed 1\n", 0) == 0);
   CHECK(o.output.find("nothing-owed: caught by answered no_stranded_backlog") != std::string::npos);
@@ -45,14 +32,14 @@ TEST_CASE("run exits 0 on accept-burst, prints the seed first and every arm caug
 }
 
 TEST_CASE("run exits 1 with an unbounded drain and prints the command that reproduces it") {
-  Outcome o = loopsim("run " + scenario + " --set loop.accept_batch=0");
+  Outcome o = run_cli("run " + scenario + " --set loop.accept_batch=0");
   CHECK(o.status == 1);
   CHECK(o.output.find("reproduce: loopsim run") != std::string::npos);
   CHECK(o.output.find("--set 'loop.accept_batch=0' --arm base") != std::string::npos);
 }
 
 TEST_CASE("run --json prints the documented shape") {
-  Outcome o = loopsim("run " + scenario + " --json --arm base");
+  Outcome o = run_cli("run " + scenario + " --json --arm base");
   REQUIRE(o.status == 0);
   auto doc = nlohmann::json::parse(o.output);
   CHECK(doc["scenario"] == "accept-burst");
@@ -75,7 +62,7 @@ TEST_CASE("run --json prints the documented shape") {
 
 TEST_CASE("run --trace writes JSON Lines, one parseable event a line") {
   std::string path = "/tmp/loopsim-test-trace.jsonl";
-  Outcome o = loopsim("run " + scenario + " --arm base --trace " + path);
+  Outcome o = run_cli("run " + scenario + " --arm base --trace " + path);
   REQUIRE(o.status == 0);
   std::ifstream in(path);
   std::string line;
@@ -94,16 +81,16 @@ TEST_CASE("run --trace writes JSON Lines, one parseable event a line") {
 
 TEST_CASE("a bad scenario exits 2 naming file, line and column") {
   std::string path = write_temp("bad.toml", "name = \"x\"\n[loop]\naccept_bach = 3\n");
-  Outcome o = loopsim("run " + path);
+  Outcome o = run_cli("run " + path);
   CHECK(o.status == 2);
   CHECK(o.output.find(path + ":3:1:") != std::string::npos);
   CHECK(o.output.find("hint:") != std::string::npos);
 }
 
 TEST_CASE("a bad --set and a missing file exit 2") {
-  CHECK(loopsim("run " + scenario + " --set loop.nope=1").status == 2);
-  CHECK(loopsim("run " + scenario + " --set justakey").status == 2);
-  CHECK(loopsim("run /nonexistent.toml").status == 2);
-  CHECK(loopsim("run " + scenario + " --arm no-such-arm").status == 2);
-  CHECK(loopsim("frobnicate").status == 2);
+  CHECK(run_cli("run " + scenario + " --set loop.nope=1").status == 2);
+  CHECK(run_cli("run " + scenario + " --set justakey").status == 2);
+  CHECK(run_cli("run /nonexistent.toml").status == 2);
+  CHECK(run_cli("run " + scenario + " --arm no-such-arm").status == 2);
+  CHECK(run_cli("frobnicate").status == 2);
 }
