@@ -28,14 +28,6 @@ std::string replay_command(const std::string& path, std::uint64_t seed, const st
   return command + " --arm " + arm;
 }
 
-// Bounds in batches count the batch the scenario file sets for its base, so an arm or a --set
-// that changes the batch is held to the same bound; a batch of 0 (unbounded) counts as the
-// loop's default.
-int bound_batch(const std::string& text, const std::string& path) {
-  int batch = sim::parse_scenario(text, path).loop.accept_batch;
-  return batch > 0 ? batch : LoopConfig{}.accept_batch;
-}
-
 bool is_count(const std::optional<sim::Bound>& bound) {
   return bound && bound->unit == sim::Bound::Unit::count;
 }
@@ -74,6 +66,13 @@ void check_counts(const sim::Scenario& s, const sim::Expectation& e) {
 
 }  // namespace
 
+Costs costs_for(const std::string& text, const std::string& path) {
+  Costs costs;
+  int batch = sim::parse_scenario(text, path).loop.accept_batch;
+  costs.batch = batch > 0 ? batch : LoopConfig{}.accept_batch;
+  return costs;
+}
+
 bool RunReport::held() const {
   return std::all_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.held; });
 }
@@ -95,8 +94,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
   sim::Scenario base = sim::parse_scenario(text, path, options.overrides);
   base.file = path;
   validate(base);
-  Costs costs;
-  costs.batch = bound_batch(text, path);
+  Costs costs = costs_for(text, path);
 
   std::vector<sim::Arm> arms{sim::Arm{"base", {}, {}}};
   arms.insert(arms.end(), base.arms.begin(), base.arms.end());

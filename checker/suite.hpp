@@ -51,6 +51,10 @@ struct SuiteResult {
 // Loads, validates, runs and judges. Throws sim::ScenarioError for a bad scenario or override.
 SuiteResult run_suite(const std::string& path, const SuiteOptions& options);
 
+// What bounds in "batches" count: the batch the scenario file sets for its base, so an arm or a
+// --set that changes the batch is held to the same bound; a batch of 0 counts as the default.
+Costs costs_for(const std::string& text, const std::string& path);
+
 // Rejects expectations the checker cannot judge (unknown property, missing `of` or `max`).
 void validate(const sim::Scenario& scenario);
 

@@ -148,9 +148,7 @@ int explore_file(const ExploreArgs& args) {
   scenario.file = args.file;
   checker::validate(scenario);
   add_fault_budget(scenario, args);
-  checker::Costs costs;
-  costs.batch = sim::parse_scenario(text, args.file).loop.accept_batch;
-  if (costs.batch <= 0) costs.batch = LoopConfig{}.accept_batch;
+  checker::Costs costs = checker::costs_for(text, args.file);
 
   checker::ExploreOptions options;
   options.strategy = args.strategy == "random" ? checker::ExploreOptions::Strategy::random

@@ -4,6 +4,8 @@
 // path of their own (the origin's label), which is how an error in one is traced back to it.
 #include "sim/scenario.hpp"
 
+#include "sim/units.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -61,82 +63,6 @@ constexpr std::string_view type_names[] = {"nothing",    "a table",    "an array
 
 std::string_view type_name(const toml::node& node) {
   return type_names[static_cast<std::size_t>(node.type())];
-}
-
-// ---- durations and bounds ---------------------------------------------------------------
-
-struct UnitScale {
-  std::string_view unit;
-  std::int64_t ns;
-};
-constexpr UnitScale duration_units[] = {
-    {"ns", 1}, {"us", 1'000}, {"ms", 1'000'000}, {"s", 1'000'000'000}};
-
-struct BoundUnit {
-  std::string_view word;
-  Bound::Unit unit;
-};
-constexpr BoundUnit bound_units[] = {{"request", Bound::Unit::requests},
-                                     {"requests", Bound::Unit::requests},
-                                     {"batch", Bound::Unit::batches},
-                                     {"batches", Bound::Unit::batches}};
-
-// Digits, optionally followed by a point and more digits.
-bool is_decimal(std::string_view text) {
-  const auto point = text.find('.');
-  const auto digits = [](std::string_view s) {
-    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-  };
-  if (point == std::string_view::npos) return digits(text);
-  return digits(text.substr(0, point)) && digits(text.substr(point + 1));
-}
-
-[[noreturn]] void bad_duration(const std::string& text, std::string_view why) {
-  throw std::invalid_argument(cat("\"", text, "\" ", why));
-}
-
-std::int64_t digits_value(std::string_view digits, const std::string& text) {
-  std::int64_t value = 0;
-  if (digits.empty()) return 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc{} || end != digits.data() + digits.size()) bad_duration(text, "is too large");
-  return value;
-}
-
-// `number` of units of `scale` ns, in integer arithmetic.
-std::int64_t scaled(std::string_view number, std::int64_t scale, const std::string& text) {
-  if (!is_decimal(number)) bad_duration(text, "is not a number followed by a unit");
-  const auto point = number.find('.');
-  const std::int64_t whole = digits_value(number.substr(0, point), text);
-  std::string_view fraction = point == std::string_view::npos ? "" : number.substr(point + 1);
-  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
-  if (fraction.size() > 9) bad_duration(text, "is finer than one nanosecond");
-  std::int64_t denominator = 1;
-  for (std::size_t i = 0; i < fraction.size(); ++i) denominator *= 10;
-  const std::int64_t part = digits_value(fraction, text) * scale;
-  if (part % denominator != 0) bad_duration(text, "is finer than one nanosecond");
-  std::int64_t ns = 0;
-  if (__builtin_mul_overflow(whole, scale, &ns) ||
-      __builtin_add_overflow(ns, part / denominator, &ns))
-    bad_duration(text, "is too large (at most about 292 years)");
-  return ns;
-}
-
-Bound parse_bound(const std::string& text) {
-  const auto space = text.find(' ');
-  if (space == std::string::npos)
-    return {Bound::Unit::time, static_cast<double>(parse_duration(text).count()), text};
-  const std::string_view number = std::string_view(text).substr(0, space);
-  const std::string_view word = std::string_view(text).substr(space + 1);
-  const auto* unit = std::find_if(std::begin(bound_units), std::end(bound_units),
-                                  [&](const BoundUnit& u) { return u.word == word; });
-  if (unit == std::end(bound_units))
-    throw std::invalid_argument(cat("\"", text, "\": unknown unit \"", word, "\""));
-  if (!is_decimal(number))
-    throw std::invalid_argument(cat("\"", text, "\": \"", number, "\" is not a number"));
-  double value = 0;
-  std::from_chars(number.data(), number.data() + number.size(), value);
-  return {unit->unit, value, text};
 }
 
 // ---- reading typed values ----------------------------------------------------------------
@@ -838,22 +764,6 @@ std::string trimmed(std::string_view text) {
 }
 
 }  // namespace
-
-Nanos parse_duration(const std::string& text) {
-  if (text.empty()) throw std::invalid_argument("empty duration");
-  if (text.front() == '-') bad_duration(text, "is negative; durations cannot be");
-  const auto unit_at = text.find_first_not_of("0123456789.");
-  const std::string_view number = std::string_view(text).substr(0, unit_at);
-  const std::string_view unit =
-      unit_at == std::string::npos ? "" : std::string_view(text).substr(unit_at);
-  if (number.empty()) bad_duration(text, "has no number before its unit");
-  if (unit.empty()) bad_duration(text, "has no unit (ns, us, ms or s)");
-  const auto* scale = std::find_if(std::begin(duration_units), std::end(duration_units),
-                                   [&](const UnitScale& u) { return u.unit == unit; });
-  if (scale == std::end(duration_units))
-    bad_duration(text, cat("has an unknown unit \"", unit, "\" (use ns, us, ms or s)"));
-  return Nanos{scaled(number, scale->ns, text)};
-}
 
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
