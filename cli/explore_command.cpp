@@ -9,9 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "checker/explore.hpp"
 #include "checker/suite.hpp"
 #include "cli/commands.hpp"
+#include "explore/explorer.hpp"
+#include "explore/shrink.hpp"
 
 namespace loopsim::cli {
 
@@ -46,89 +47,19 @@ std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, cons
   }
 }
 
-// Each accept in the run may fail, within the budget: where they land is a choice point.
-void add_fault_budget(sim::Scenario& scenario, const ExploreArgs& args) {
-  if (args.faults == 0) return;
-  sim::FaultSpec fault;
-  fault.kind = sim::FaultSpec::Kind::accept_error;
-  fault.error = sim::errno_from_name(args.fault_errno);
-  if (fault.error == 0) throw sim::ScenarioError("--fault-errno:1:1: unknown errno " + args.fault_errno, "e.g. EMFILE");
-  fault.until = scenario.horizon;
-  fault.count = int(args.faults);
-  scenario.faults.push_back(fault);
+// Each accept in the run may fail, within the budget: where they land is a choice point. The
+// budget goes into the scenario's text, so that a counterexample file carries it too.
+std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
+  if (args.faults == 0) return text;
+  if (sim::errno_from_name(args.fault_errno) == 0)
+    throw sim::ScenarioError("--fault-errno:1:1: unknown errno " + args.fault_errno, "e.g. EMFILE");
+  return text + "\n# added by explore --faults " + std::to_string(args.faults) +
+         "\n[[faults]]\nkind = \"accept_error\"\nerrno = \"" + args.fault_errno +
+         "\"\nat = \"0ns\"\nuntil = \"" + std::to_string(scenario.horizon.count()) +
+         "ns\"\ncount = " + std::to_string(args.faults) + "\n";
 }
 
-// Natural alternatives where they keep the failure: fewer decisions for a person to follow.
-std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker::Costs& costs,
-                                    std::vector<model::Choice> choices) {
-  if (checker::judge_choices(scenario, costs, choices).empty()) return choices;  // liveness only
-  for (std::size_t i = choices.size(); i-- > 0;) {
-    if (choices[i].pick == 0) continue;
-    auto trial = choices;
-    trial[i].pick = 0;
-    if (!checker::judge_choices(scenario, costs, trial).empty()) choices = std::move(trial);
-  }
-  return choices;
-}
-
-// Shrinks the scenario while the explorer still finds a failure: groups no expectation names are
-// dropped, the others halved (then trimmed by one) while it fails. Returns the new counts.
-std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::Costs& costs,
-                                  checker::ExploreOptions options) {
-  options.progress = nullptr;
-  options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
-  std::map<std::string, int> counts;
-  auto shrunk = [&](const std::map<std::string, int>& trial) {
-    sim::Scenario s = scenario;
-    std::erase_if(s.clients, [&](const sim::ClientGroup& g) {
-      auto it = trial.find(g.name);
-      return it != trial.end() && it->second == 0;
-    });
-    for (auto& g : s.clients) {
-      if (auto it = trial.find(g.name); it != trial.end()) g.count = it->second;
-    }
-    return checker::explore(s, costs, options).verdict == checker::ExploreResult::Verdict::violated;
-  };
-  auto named = [&](const std::string& group) {
-    return std::any_of(scenario.expect.begin(), scenario.expect.end(),
-                       [&](const sim::Expectation& e) { return e.of == group || e.after == group; });
-  };
-  for (const auto& group : scenario.clients) {
-    auto trial = counts;
-    trial[group.name] = 0;
-    if (!named(group.name) && scenario.clients.size() > 1 && shrunk(trial)) counts = trial;
-  }
-  for (const auto& group : scenario.clients) {
-    if (counts.count(group.name)) continue;  // removed
-    int n = group.count;
-    while (n > 1) {
-      auto trial = counts;
-      trial[group.name] = n / 2;
-      if (!shrunk(trial)) {
-        trial[group.name] = n - 1;
-        if (!shrunk(trial)) break;
-      }
-      counts = trial;
-      n = trial[group.name];
-    }
-  }
-  return counts;
-}
-
-std::string describe(const sim::Scenario& scenario, const std::map<std::string, int>& counts) {
-  std::string text;
-  for (const auto& group : scenario.clients) {
-    auto it = counts.find(group.name);
-    if (it == counts.end()) continue;
-    if (!text.empty()) text += "; ";
-    text += it->second == 0 ? group.name + " removed"
-                            : group.name + ": " + std::to_string(group.count) + " -> " +
-                                  std::to_string(it->second) + " clients";
-  }
-  return text.empty() ? "nothing could be removed" : text;
-}
-
-void write_dot(const std::string& path, const checker::Counterexample& cex) {
+void write_dot(const std::string& path, const explore::Counterexample& cex) {
   std::ofstream out(path);
   out << "digraph counterexample {\n  rankdir=TB; node [shape=box, fontname=\"monospace\"];\n";
   for (std::size_t i = 0; i < cex.path.size(); ++i) {
@@ -145,14 +76,15 @@ int explore_file(const ExploreArgs& args) {
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   auto overrides = parse_overrides(args.set);
   sim::Scenario scenario = sim::parse_scenario(text, args.file, overrides);
+  text = with_fault_budget(text, scenario, args);
+  scenario = sim::parse_scenario(text, args.file, overrides);
   scenario.file = args.file;
   checker::validate(scenario);
-  add_fault_budget(scenario, args);
   checker::Costs costs = checker::costs_for(text, args.file);
 
-  checker::ExploreOptions options;
-  options.strategy = args.strategy == "random" ? checker::ExploreOptions::Strategy::random
-                                               : checker::ExploreOptions::Strategy::dfs;
+  explore::ExploreOptions options;
+  options.strategy = args.strategy == "random" ? explore::ExploreOptions::Strategy::random
+                                               : explore::ExploreOptions::Strategy::dfs;
   options.depth = args.depth;
   options.max_executions = args.max_executions;
   options.prune = !args.no_prune;
@@ -164,32 +96,25 @@ int explore_file(const ExploreArgs& args) {
   options.time_limit_ns = sim::parse_duration(args.time_limit).count();
   options.wall_ns = wall_ns;
   if (!args.json && isatty(STDERR_FILENO)) {
-    options.progress = [](const checker::ExploreProgress& p) {
+    options.progress = [](const explore::ExploreProgress& p) {
       std::cerr << "\rexplore: " << p.executions << " executions, " << p.states << " states, "
                 << p.transitions << " transitions, " << p.stack << " to go   " << std::flush;
     };
   }
   std::int64_t started = wall_ns();
-  checker::ExploreResult result = checker::explore(scenario, costs, options);
+  explore::ExploreResult result = explore::search(scenario, costs, options);
   std::map<std::string, int> shrunk_counts;
   std::int64_t elapsed = wall_ns() - started;
   if (options.progress) std::cerr << '\n';
 
   std::string cex_path, removed;
   if (result.counterexample && args.shrink) {
-    auto counts = shrink(scenario, costs, options);
-    removed = describe(scenario, counts);
+    auto counts = explore::shrink(scenario, costs, options);
+    removed = explore::describe(scenario, counts);
     if (!counts.empty()) {
-      sim::Scenario small = scenario;
-      std::erase_if(small.clients, [&](const sim::ClientGroup& g) {
-        auto it = counts.find(g.name);
-        return it != counts.end() && it->second == 0;
-      });
-      for (auto& g : small.clients) {
-        if (auto it = counts.find(g.name); it != counts.end()) g.count = it->second;
-      }
+      sim::Scenario small = explore::with_counts(scenario, counts);
       options.progress = nullptr;
-      auto again = checker::explore(small, costs, options);
+      auto again = explore::search(small, costs, options);
       if (again.counterexample) {
         result.counterexample = again.counterexample;
         scenario = small;
@@ -199,7 +124,7 @@ int explore_file(const ExploreArgs& args) {
   }
   if (result.counterexample) {
     auto& cex = *result.counterexample;
-    cex.choices = minimize(scenario, costs, cex.choices);
+    cex.choices = explore::minimize(scenario, costs, cex.choices);
     std::filesystem::create_directories(args.out);
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";
@@ -210,7 +135,7 @@ int explore_file(const ExploreArgs& args) {
   }
   nlohmann::ordered_json doc;
   doc["scenario"] = scenario.name;
-  doc["verdict"] = checker::verdict_name(result.verdict);
+  doc["verdict"] = explore::verdict_name(result.verdict);
   if (!result.bound.empty()) doc["bound"] = result.bound;
   doc["executions"] = result.executions;
   doc["states"] = result.states;
@@ -232,7 +157,11 @@ int explore_file(const ExploreArgs& args) {
     for (auto& [key, value] : doc.items()) std::cout << "  " << key << ": " << value.dump() << '\n';
     if (result.counterexample) std::cout << "replay: loopsim run " << cex_path << '\n';
   }
-  if (result.verdict == checker::ExploreResult::Verdict::violated) return exit_violated;
+  switch (result.verdict) {
+    case explore::ExploreResult::Verdict::violated: return exit_violated;
+    case explore::ExploreResult::Verdict::bound_reached: return exit_bound_reached;
+    case explore::ExploreResult::Verdict::none_found: break;
+  }
   return exit_held;
 }
 
@@ -257,8 +186,14 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
-  cmd->footer("Exit status: 0 nothing found (verdict none_found, or bound_reached: a bound cut the\n"
-              "search short, which is not a pass), 1 a counterexample was found and written, 2 bad input.");
+  cmd->footer(
+      "Exit status:\n"
+      "  0  none_found: the search was exhaustive within --depth and --faults; nothing failed\n"
+      "  1  violated: a counterexample was found, shrunk and written (replay it with loopsim run)\n"
+      "  2  bad input: the scenario, an option or --set\n"
+      "  3  bound_reached: --max-executions, the state limit, --time-limit or --depth cut the\n"
+      "     search short; this proves nothing. A random search (--strategy random) samples one\n"
+      "     schedule per seed, so it ends here unless it finds something.");
   cmd->callback([args, &status] {
     try {
       status = explore_file(*args);

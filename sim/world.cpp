@@ -33,6 +33,7 @@ class Recorder final : public LoopObserver {
     record(std::move(e));
   }
   void accepted(int worker, Door door, int result) override {
+    if (result >= 0) ++accepts_;
     record(ev::Accept{now(), worker, door, result, result >= 0 ? clients_.client_of(result) : no_client});
   }
   void batch_end(int worker, Door door, int accepted, BatchStop stop, bool owed) override {
@@ -72,6 +73,11 @@ class Recorder final : public LoopObserver {
   Nanos now() const { return scheduler_.now(); }
   void record(TraceEvent event) { trace_.events.push_back(std::move(event)); }
 
+ public:
+  std::uint64_t accepts() const { return accepts_; }
+
+ private:
+  std::uint64_t accepts_ = 0;
   model::Scheduler& scheduler_;
   Trace& trace_;
   const Clients& clients_;
@@ -208,6 +214,11 @@ class Process {
     for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
   }
   int listener() const { return loops_.front()->listener(); }
+  std::size_t handoffs_pending() const {
+    std::size_t n = 0;
+    for (const auto& loop : loops_) n += loop->handoffs_pending();
+    return n;
+  }
   void shutdown() {
     for (auto& loop : loops_) loop->shutdown();
   }
@@ -318,7 +329,11 @@ Nanos World::now() const { return impl_->scheduler.now(); }
 
 const Trace& World::trace() const { return impl_->result.trace; }
 
-std::size_t World::backlog() const { return impl_->kernel.backlog(impl_->process->listener()); }
+std::size_t World::backlog() const {
+  return impl_->kernel.backlog(impl_->process->listener()) + impl_->process->handoffs_pending();
+}
+
+std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 
 std::uint64_t World::digest() const {
   model::Digest d;

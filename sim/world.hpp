@@ -40,7 +40,10 @@ class World {
   // The state: simulated kernel, loops, clients and pending work, with times relative to now.
   // Equal states give equal digests, so an idle loop's ticks form cycles.
   std::uint64_t digest() const;
+  // Connections waiting in the listener's accept queue or in a hand-off channel.
   std::size_t backlog() const;
+  // Connections the loops accepted so far.
+  std::uint64_t accepted() const;
   const Trace& trace() const;
   RunResult finish();
 

@@ -3,10 +3,11 @@
 // its shards add up to the whole search.
 #include <catch2/catch.hpp>
 
-#include "checker/explore.hpp"
+#include "explore/explorer.hpp"
 
 using namespace loopsim;
-using namespace loopsim::checker;
+using namespace loopsim::explore;
+using loopsim::checker::Costs;
 
 namespace {
 
@@ -39,12 +40,12 @@ sim::Scenario load(const std::string& text, std::vector<sim::Override> set = {})
 
 TEST_CASE("explore finds the nothing-owed stranding and its counterexample replays") {
   auto scenario = load(small(5), {{"loop.owe_unfinished_batch", "false"}});
-  ExploreResult r = explore(scenario, Costs{}, ExploreOptions{});
+  ExploreResult r = search(scenario, Costs{}, ExploreOptions{});
   REQUIRE(r.verdict == ExploreResult::Verdict::violated);
   REQUIRE(r.counterexample);
   CHECK(r.counterexample->violated ==
         std::vector<std::string>{"answered", "no_stranded_backlog"});
-  CHECK_FALSE(judge_choices(scenario, Costs{}, r.counterexample->choices).empty());
+  CHECK_FALSE(judge_choices(scenario, Costs{}, r.counterexample->choices).violated.empty());
   // The pinned scenario is a scenario: loaded back, it runs the same choices and fails again.
   std::string pinned = sim::pinned_scenario(small(5), "small.toml", sim::Arm{"base", {}, {}},
                                             {{"loop.owe_unfinished_batch", "false"}},
@@ -56,7 +57,7 @@ TEST_CASE("explore finds the nothing-owed stranding and its counterexample repla
 }
 
 TEST_CASE("explore finds nothing when the batch is owed, over every schedule") {
-  ExploreResult r = explore(load(small(4)), Costs{}, ExploreOptions{});
+  ExploreResult r = search(load(small(4)), Costs{}, ExploreOptions{});
   CHECK(r.verdict == ExploreResult::Verdict::none_found);
   CHECK(r.executions > 10);
   CHECK(r.states > 100);
@@ -64,21 +65,21 @@ TEST_CASE("explore finds nothing when the batch is owed, over every schedule") {
 
 TEST_CASE("explore finds a stranding by liveness when no property checks the backlog") {
   auto scenario = load(small(5, false), {{"loop.owe_unfinished_batch", "false"}});
-  ExploreResult r = explore(scenario, Costs{}, ExploreOptions{});
+  ExploreResult r = search(scenario, Costs{}, ExploreOptions{});
   REQUIRE(r.verdict == ExploreResult::Verdict::violated);
   CHECK(r.counterexample->violated == std::vector<std::string>{"liveness"});
   // With the rule on, no such cycle exists.
-  CHECK(explore(load(small(4, false)), Costs{}, ExploreOptions{}).verdict ==
+  CHECK(search(load(small(4, false)), Costs{}, ExploreOptions{}).verdict ==
         ExploreResult::Verdict::none_found);
 }
 
 TEST_CASE("explore reports a bound it hit as bound_reached, never as a pass") {
   ExploreOptions options;
   options.max_executions = 3;
-  CHECK(explore(load(small(5)), Costs{}, options).verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(search(load(small(5)), Costs{}, options).verdict == ExploreResult::Verdict::bound_reached);
   ExploreOptions shallow;
   shallow.depth = 1;
-  auto r = explore(load(small(5)), Costs{}, shallow);
+  auto r = search(load(small(5)), Costs{}, shallow);
   CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
   CHECK(r.bound == "depth");
 }
@@ -87,26 +88,27 @@ TEST_CASE("explore --shard runs add up to the unsharded run") {
   auto scenario = load(small(3));
   ExploreOptions whole;
   whole.prune = false;
-  auto all = explore(scenario, Costs{}, whole);
+  auto all = search(scenario, Costs{}, whole);
   REQUIRE(all.verdict == ExploreResult::Verdict::none_found);
   std::uint64_t sum = 0;
   for (std::uint32_t shard = 0; shard < 3; ++shard) {
     ExploreOptions part = whole;
     part.shard = shard;
     part.shards = 3;
-    auto r = explore(scenario, Costs{}, part);
+    auto r = search(scenario, Costs{}, part);
     CHECK(r.verdict == ExploreResult::Verdict::none_found);
     sum += r.executions - 1;  // every shard runs the root execution
   }
   CHECK(sum + 1 == all.executions);
 }
 
-TEST_CASE("explore at random runs one execution a seed") {
+TEST_CASE("explore at random runs one execution a seed, and a sample is never a proof") {
   ExploreOptions options;
   options.strategy = ExploreOptions::Strategy::random;
   options.seed_first = 1;
   options.seed_last = 20;
-  auto r = explore(load(small(4)), Costs{}, options);
-  CHECK(r.verdict == ExploreResult::Verdict::none_found);
+  auto r = search(load(small(4)), Costs{}, options);
+  CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(r.bound == "seeds");
   CHECK(r.executions == 20);
 }

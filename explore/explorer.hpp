@@ -1,9 +1,9 @@
-// The explorer: model-checks a scenario's nondeterministic choices. Depth-first (iterative,
+// The explorer: model-checks a system's nondeterministic choices. Depth-first (iterative,
 // with an explicit stack of choice prefixes, each replayed from the start) or at random by
-// seed. Every execution is judged by the scenario's properties; the states it passes through
+// seed. Every execution is judged by the system's properties; the states it passes through
 // (digests with times relative to now) prune revisits and form a state graph, whose strongly
 // connected components show liveness failures: a cycle or dead end in which a backlog waits
-// and nothing is ever accepted.
+// and nothing is ever accepted. It sees the system only through explore/system.hpp.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "checker/properties.hpp"
+#include "explore/system.hpp"
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
 
-namespace loopsim::checker {
+namespace loopsim::explore {
 
 struct ExploreProgress {
   std::uint64_t executions = 0;
@@ -34,7 +33,8 @@ struct ExploreOptions {
   std::uint64_t seed_first = 1, seed_last = 100;  // random strategy
   std::uint32_t shard = 0, shards = 1;  // DFS: the root's alternatives, dealt round robin
   bool prune = true;                    // skip branching from states seen before
-  std::int64_t time_limit_ns = 0;       // 0: none
+  std::int64_t time_limit_ns = 0;       // 0: none; checked inside executions too
+  std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;
   std::function<void(const ExploreProgress&)> progress;
 };
@@ -47,6 +47,9 @@ struct Counterexample {
 };
 
 struct ExploreResult {
+  // none_found: the search was exhaustive within its depth and fault bounds. bound_reached: a
+  // limit (executions, states, time, depth, or the count of seeds of a random search) cut it
+  // short, which proves nothing.
   enum class Verdict : std::uint8_t { violated, none_found, bound_reached };
   Verdict verdict = Verdict::none_found;
   std::string bound;  // which bound was reached
@@ -58,10 +61,10 @@ struct ExploreResult {
 
 const char* verdict_name(ExploreResult::Verdict verdict);
 
-ExploreResult explore(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options);
+ExploreResult search(const System& system, const ExploreOptions& options);
 
-// Runs the scenario with `choices` and judges it: the violated properties (empty: none).
-std::vector<std::string> judge_choices(const sim::Scenario& scenario, const Costs& costs,
-                                       const std::vector<model::Choice>& choices);
+// The scenario on the simulated kernel, searched.
+ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs,
+                     const ExploreOptions& options);
 
-}  // namespace loopsim::checker
+}  // namespace loopsim::explore

@@ -1,13 +1,12 @@
-#include "checker/explore.hpp"
+#include "explore/explorer.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
 #include <unordered_map>
 
 #include "realloop/assert.hpp"
-#include "sim/world.hpp"
 
-namespace loopsim::checker {
+namespace loopsim::explore {
 
 namespace {
 
@@ -60,8 +59,7 @@ using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
 class Explorer {
  public:
-  Explorer(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options)
-      : scenario_(scenario), costs_(costs), options_(options) {}
+  Explorer(const System& system, const ExploreOptions& options) : system_(system), options_(options) {}
 
   ExploreResult run();
 
@@ -72,11 +70,11 @@ class Explorer {
                                    std::size_t replayed, std::vector<std::uint64_t>& path);
   void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to);
   std::optional<std::string> out_of_bounds();
+  bool out_of_time();
   void find_stranding();
   void report_progress(bool force);
 
-  const sim::Scenario& scenario_;
-  const Costs& costs_;
+  const System& system_;
   const ExploreOptions& options_;
   ExploreResult result_;
   std::unordered_map<std::uint64_t, std::size_t> index_;  // digest -> node (never iterated)
@@ -89,7 +87,7 @@ class Explorer {
   bool depth_cut_ = false;
   std::int64_t started_ns_ = 0;
   std::int64_t last_progress_ns_ = 0;
-  const std::vector<model::Choice>* current_ = nullptr;
+  std::optional<std::string> cut_;  // a limit met inside an execution
 };
 
 std::size_t Explorer::intern(std::uint64_t digest, bool backlog) {
@@ -123,27 +121,29 @@ void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, 
 std::vector<std::string> Explorer::execute(model::Chooser& chooser,
                                            const std::vector<model::Choice>& made,
                                            std::size_t replayed, std::vector<std::uint64_t>& path) {
-  sim::World world(scenario_, "explore", &chooser);
+  std::unique_ptr<Execution> execution = system_.start(chooser);
   std::optional<std::size_t> previous;
-  std::size_t events_seen = 0;
-  for (;;) {
-    std::uint64_t digest = world.digest();
-    std::size_t node = intern(digest, world.backlog() > 0);
+  std::uint64_t accepted_before = 0;
+  for (std::uint64_t steps = 0;; ++steps) {
+    std::uint64_t digest = execution->digest();
+    std::size_t node = intern(digest, execution->backlog());
     path.push_back(digest);
-    if (previous) {
-      bool accepted = false;
-      const auto& events = world.trace().events;
-      for (std::size_t i = events_seen; i < events.size(); ++i) {
-        auto* a = std::get_if<sim::ev::Accept>(&events[i]);
-        accepted = accepted || (a != nullptr && a->result >= 0);
-      }
-      edges_.push_back(Edge{*previous, node, accepted});
-    }
-    events_seen = world.trace().events.size();
+    std::uint64_t accepted = execution->accepted();
+    if (previous) edges_.push_back(Edge{*previous, node, accepted > accepted_before});
+    accepted_before = accepted;
     previous = node;
+    // One execution can be long (a flood, a spin): the limits are checked inside it too.
+    if (steps % 1024 == 1023 && out_of_time()) {
+      cut_ = "time limit";
+      return {};
+    }
+    if (options_.max_steps > 0 && steps >= options_.max_steps) {
+      cut_ = "max steps";
+      return {};
+    }
     std::size_t before = made.size();
     bool fresh = !nodes_[node].expanded;
-    if (!world.step()) break;
+    if (!execution->step()) break;
     // Branch on this step's decisions if the state is new here (or pruning is off), and past
     // the prefix this execution replays.
     if ((fresh || !options_.prune) && made.size() > std::max(before, replayed)) {
@@ -151,22 +151,19 @@ std::vector<std::string> Explorer::execute(model::Chooser& chooser,
       branch(made, std::max(before, replayed), made.size());
     }
   }
-  sim::RunResult run = world.finish();
-  std::vector<std::string> violated;
-  for (const Verdict& v : evaluate(run.trace, scenario_.expect, costs_)) {
-    if (!v.held) violated.push_back(v.property);
-  }
-  return violated;
+  return execution->finish().violated;
 }
 
 std::optional<std::string> Explorer::out_of_bounds() {
   if (result_.executions >= options_.max_executions) return "max executions";
   if (nodes_.size() >= options_.max_states) return "max states";
-  if (options_.time_limit_ns > 0 && options_.wall_ns &&
-      options_.wall_ns() - started_ns_ >= options_.time_limit_ns) {
-    return "time limit";
-  }
+  if (out_of_time()) return "time limit";
   return std::nullopt;
+}
+
+bool Explorer::out_of_time() {
+  return options_.time_limit_ns > 0 && options_.wall_ns &&
+         options_.wall_ns() - started_ns_ >= options_.time_limit_ns;
 }
 
 void Explorer::report_progress(bool force) {
@@ -245,6 +242,11 @@ ExploreResult Explorer::run() {
     }
     ++result_.executions;
     report_progress(false);
+    if (cut_) {
+      result_.verdict = ExploreResult::Verdict::bound_reached;
+      result_.bound = *cut_;
+      break;
+    }
     if (!violated.empty()) {
       result_.verdict = ExploreResult::Verdict::violated;
       result_.counterexample = Counterexample{runs_.back(), violated, "", path};
@@ -255,6 +257,11 @@ ExploreResult Explorer::run() {
   if (result_.verdict == ExploreResult::Verdict::none_found && depth_cut_) {
     result_.verdict = ExploreResult::Verdict::bound_reached;
     result_.bound = "depth";
+  }
+  // A random search samples: however many seeds it ran, it has not seen every schedule.
+  if (result_.verdict == ExploreResult::Verdict::none_found && random) {
+    result_.verdict = ExploreResult::Verdict::bound_reached;
+    result_.bound = "seeds";
   }
   result_.states = nodes_.size();
   result_.transitions = edges_.size();
@@ -273,20 +280,14 @@ const char* verdict_name(ExploreResult::Verdict verdict) {
   return "?";
 }
 
-ExploreResult explore(const sim::Scenario& scenario, const Costs& costs, const ExploreOptions& options) {
-  Explorer explorer(scenario, costs, options);
+ExploreResult search(const System& system, const ExploreOptions& options) {
+  Explorer explorer(system, options);
   return explorer.run();
 }
 
-std::vector<std::string> judge_choices(const sim::Scenario& scenario, const Costs& costs,
-                                       const std::vector<model::Choice>& choices) {
-  model::ReplayChooser chooser(choices);
-  sim::RunResult run = sim::run(scenario, "explore", &chooser);
-  std::vector<std::string> violated;
-  for (const Verdict& v : evaluate(run.trace, scenario.expect, costs)) {
-    if (!v.held) violated.push_back(v.property);
-  }
-  return violated;
+ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs,
+                     const ExploreOptions& options) {
+  return search(*world_system(scenario, costs), options);
 }
 
-}  // namespace loopsim::checker
+}  // namespace loopsim::explore

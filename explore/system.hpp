@@ -1,0 +1,53 @@
+// What the explorer sees of a system under test: executions that step, show their state as a
+// digest, and are judged at their end. The explorer knows nothing else of worlds, loops or
+// kernels, as a model checker's search is kept apart from the model it searches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checker/properties.hpp"
+#include "model/choice.hpp"
+#include "sim/scenario.hpp"
+
+namespace loopsim::explore {
+
+// How an execution ended: the verdicts of its properties, and the names of those violated.
+struct Outcome {
+  std::vector<checker::Verdict> verdicts;
+  std::vector<std::string> violated;
+};
+
+// One execution, driven a step at a time. Every nondeterministic decision of a step goes to the
+// chooser the execution was started with.
+class Execution {
+ public:
+  virtual ~Execution() = default;
+  // Runs the next happening; false once nothing is left before the horizon.
+  virtual bool step() = 0;
+  // The whole state, times relative to now: equal states give equal digests.
+  virtual std::uint64_t digest() const = 0;
+  // Connections wait in a listener's accept queue or a hand-off channel.
+  virtual bool backlog() const = 0;
+  // Connections accepted so far (never decreases).
+  virtual std::uint64_t accepted() const = 0;
+  // Runs what is left to the horizon and judges the execution.
+  virtual Outcome finish() = 0;
+};
+
+class System {
+ public:
+  virtual ~System() = default;
+  virtual std::unique_ptr<Execution> start(model::Chooser& chooser) const = 0;
+};
+
+// A scenario (already resolved for one arm) on the simulated kernel with the real loop.
+std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs);
+
+// Judges a whole run's trace-free outcome: runs the scenario with `choices` and returns it.
+Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
+                      const std::vector<model::Choice>& choices);
+
+}  // namespace loopsim::explore

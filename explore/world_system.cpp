@@ -1,0 +1,66 @@
+// The explorer's view of a sim::World: the scenario on the simulated kernel with the real loop.
+#include <optional>
+
+#include "explore/system.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::explore {
+
+namespace {
+
+Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
+  Outcome outcome;
+  outcome.verdicts = checker::evaluate(trace, scenario.expect, costs);
+  for (const checker::Verdict& v : outcome.verdicts) {
+    if (!v.held) outcome.violated.push_back(v.property);
+  }
+  return outcome;
+}
+
+class WorldExecution final : public Execution {
+ public:
+  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser)
+      : scenario_(scenario), costs_(costs), world_(scenario, "explore", &chooser) {}
+
+  bool step() override { return world_.step(); }
+  std::uint64_t digest() const override { return world_.digest(); }
+  bool backlog() const override { return world_.backlog() > 0; }
+  std::uint64_t accepted() const override { return world_.accepted(); }
+  Outcome finish() override {
+    sim::RunResult run = world_.finish();
+    return judged(run.trace, scenario_, costs_);
+  }
+
+ private:
+  const sim::Scenario& scenario_;
+  const checker::Costs& costs_;
+  sim::World world_;
+};
+
+class WorldSystem final : public System {
+ public:
+  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs)
+      : scenario_(scenario), costs_(costs) {}
+  std::unique_ptr<Execution> start(model::Chooser& chooser) const override {
+    return std::make_unique<WorldExecution>(scenario_, costs_, chooser);
+  }
+
+ private:
+  const sim::Scenario& scenario_;
+  const checker::Costs& costs_;
+};
+
+}  // namespace
+
+std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs) {
+  return std::make_unique<WorldSystem>(scenario, costs);
+}
+
+Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
+                      const std::vector<model::Choice>& choices) {
+  model::ReplayChooser chooser(choices);
+  sim::RunResult run = sim::run(scenario, "explore", &chooser);
+  return judged(run.trace, scenario, costs);
+}
+
+}  // namespace loopsim::explore
