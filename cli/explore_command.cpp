@@ -31,6 +31,7 @@ struct ExploreArgs {
   std::string out = "out/explore";
   std::vector<std::string> set;
   bool no_prune = false;
+  bool no_symmetry = false;
   bool shrink = true;
   bool json = false;
 };
@@ -88,6 +89,7 @@ int explore_file(const ExploreArgs& args) {
   options.depth = args.depth;
   options.max_executions = args.max_executions;
   options.prune = !args.no_prune;
+  options.symmetry = !args.no_symmetry;
   std::tie(options.seed_first, options.seed_last) = parse_pair(args.seeds, "..", "seeds");
   auto [shard, shards] = parse_pair(args.shard, "/", "shard");
   if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
@@ -184,6 +186,8 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
+  cmd->add_flag("--no-symmetry", args->no_symmetry,
+                "Try every order of interchangeable clients' same-instant happenings, not one");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer(

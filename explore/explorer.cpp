@@ -287,7 +287,7 @@ ExploreResult search(const System& system, const ExploreOptions& options) {
 
 ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs,
                      const ExploreOptions& options) {
-  return search(*world_system(scenario, costs), options);
+  return search(*world_system(scenario, costs, options.symmetry), options);
 }
 
 }  // namespace loopsim::explore

@@ -33,6 +33,7 @@ struct ExploreOptions {
   std::uint64_t seed_first = 1, seed_last = 100;  // random strategy
   std::uint32_t shard = 0, shards = 1;  // DFS: the root's alternatives, dealt round robin
   bool prune = true;                    // skip branching from states seen before
+  bool symmetry = true;                 // interchangeable clients' orders explored once
   std::int64_t time_limit_ns = 0;       // 0: none; checked inside executions too
   std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;

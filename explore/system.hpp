@@ -43,8 +43,10 @@ class System {
   virtual std::unique_ptr<Execution> start(model::Chooser& chooser) const = 0;
 };
 
-// A scenario (already resolved for one arm) on the simulated kernel with the real loop.
-std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs);
+// A scenario (already resolved for one arm) on the simulated kernel with the real loop. With
+// `symmetry`, interchangeable clients' same-instant orders are explored once (sim::World).
+std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
+                                     bool symmetry = true);
 
 // Judges a whole run's trace-free outcome: runs the scenario with `choices` and returns it.
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,

@@ -19,8 +19,9 @@ Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const che
 
 class WorldExecution final : public Execution {
  public:
-  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser)
-      : scenario_(scenario), costs_(costs), world_(scenario, "explore", &chooser) {}
+  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser,
+                 bool symmetry)
+      : scenario_(scenario), costs_(costs), world_(scenario, "explore", &chooser, symmetry) {}
 
   bool step() override { return world_.step(); }
   std::uint64_t digest() const override { return world_.digest(); }
@@ -39,21 +40,23 @@ class WorldExecution final : public Execution {
 
 class WorldSystem final : public System {
  public:
-  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs)
-      : scenario_(scenario), costs_(costs) {}
+  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry)
+      : scenario_(scenario), costs_(costs), symmetry_(symmetry) {}
   std::unique_ptr<Execution> start(model::Chooser& chooser) const override {
-    return std::make_unique<WorldExecution>(scenario_, costs_, chooser);
+    return std::make_unique<WorldExecution>(scenario_, costs_, chooser, symmetry_);
   }
 
  private:
   const sim::Scenario& scenario_;
   const checker::Costs& costs_;
+  bool symmetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs) {
-  return std::make_unique<WorldSystem>(scenario, costs);
+std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
+                                     bool symmetry) {
+  return std::make_unique<WorldSystem>(scenario, costs, symmetry);
 }
 
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,

@@ -145,15 +145,46 @@ bool Scheduler::load_next_instant(Nanos until) {
   return true;
 }
 
+const char* happening_name(Happening what) {
+  switch (what) {
+    case Happening::handshake: return "handshake";
+    case Happening::delivery: return "delivery";
+    case Happening::peer_reset: return "peer_reset";
+    case Happening::connect: return "connect";
+    case Happening::request_due: return "request_due";
+    case Happening::rlimit: return "rlimit";
+    case Happening::reset_group: return "reset_group";
+    case Happening::post: return "post";
+    case Happening::shutdown: return "shutdown";
+    case Happening::scripted: return "scripted";
+  }
+  return "?";
+}
+
+// The alternatives are the first few in line, less the twins of one already offered: of each
+// class of interchangeable happenings only the first in line is a distinct choice.
 Scheduler::Entry Scheduler::take_next() {
   auto window = std::uint32_t(std::min<std::size_t>(now_batch_.size(), order_window));
-  std::uint32_t pick = choose(ChoiceKind::order, window);
-  Entry entry = std::move(now_batch_[pick]);
-  now_batch_.erase(now_batch_.begin() + pick);
+  std::array<std::uint32_t, order_window> offered;
+  std::array<std::uint64_t, order_window> classes;
+  std::uint32_t options = 0;
+  for (std::uint32_t i = 0; i < window; ++i) {
+    const Entry& e = now_batch_[i];
+    std::uint64_t twin = twins_ && window > 1 && e.kind == Kind::callback ? twins_(e.tag) : 0;
+    bool seen = twin != 0 && std::find(classes.begin(), classes.begin() + options, twin) !=
+                                 classes.begin() + options;
+    if (seen) continue;
+    offered[options] = i;
+    classes[options] = twin;
+    ++options;
+  }
+  std::uint32_t at = offered[choose(ChoiceKind::order, options)];
+  Entry entry = std::move(now_batch_[at]);
+  now_batch_.erase(now_batch_.begin() + at);
   return entry;
 }
 
-void Scheduler::at(Nanos when, std::function<void()> callback, std::uint64_t tag) {
+void Scheduler::at(Nanos when, std::function<void()> callback, Tag tag) {
   LOOPSIM_ASSERT(callback != nullptr);
   push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag});
 }
@@ -254,12 +285,13 @@ std::uint64_t Scheduler::run_until(Nanos until) {
 
 void Scheduler::digest(Digest& d) const {
   for (const Entry& e : now_batch_) {
-    d.add(std::int64_t(e.kind)).add(e.thread).add(std::int64_t(e.tag));
+    d.add(std::int64_t(e.kind)).add(e.thread).add(std::int64_t(e.tag.what)).add(std::int64_t(e.tag.subject));
   }
-  std::vector<std::array<std::int64_t, 4>> later;
+  std::vector<std::array<std::int64_t, 5>> later;
   for (const Entry& e : queue_) {
     if (stale(e)) continue;
-    later.push_back({(e.when - now_).count(), std::int64_t(e.kind), e.thread, std::int64_t(e.tag)});
+    later.push_back({(e.when - now_).count(), std::int64_t(e.kind), e.thread, std::int64_t(e.tag.what),
+                     std::int64_t(e.tag.subject)});
   }
   std::sort(later.begin(), later.end());
   d.add(std::int64_t(later.size()));

@@ -23,6 +23,32 @@ namespace loopsim::model {
 using ThreadId = int;
 inline constexpr ThreadId no_thread = -1;
 
+// What a scheduled callback does. Every kind of callback has its own, so that state digests tell
+// pending work apart, and so that symmetry can tell which pending happenings are twins.
+enum class Happening : std::uint8_t {
+  handshake,    // kernel: a SYN reaches the listener (or its retransmission does)
+  delivery,     // kernel: the server's bytes reach the client
+  peer_reset,   // kernel: the client hears of a reset
+  connect,      // client: a client opens its connection
+  request_due,  // client: a request's time has come
+  rlimit,       // fault: the descriptor limit changes
+  reset_group,  // fault: clients of a group reset their connections
+  post,         // poster: a foreign thread posts to a loop
+  shutdown,     // action: the process begins its graceful shutdown
+  scripted,     // a test's own callback
+};
+const char* happening_name(Happening what);
+
+struct Tag {
+  Happening what;
+  std::uint32_t subject = 0;  // the connection, client, fault, poster or action it is about
+};
+
+// Symmetry: the class of interchangeable happenings a pending callback belongs to, or 0 when it
+// has no twin. Two same-instant happenings of one class lead to states that differ only by a
+// renaming of identical clients, so the order between them is not a choice worth exploring.
+using TwinClass = std::function<std::uint64_t(const Tag&)>;
+
 class Scheduler {
  public:
   // Same-instant happenings run in the order `chooser` picks (a choice point of kind `order`);
@@ -38,8 +64,11 @@ class Scheduler {
 
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
   // must not block.
-  // `tag` tells what the callback does apart from other callbacks, for state digests (0: no tag).
-  void at(Nanos when, std::function<void()> callback, std::uint64_t tag = 0);
+  // `tag` says what the callback does and to what.
+  void at(Nanos when, std::function<void()> callback, Tag tag);
+  // With twins known, same-instant happenings of one class count as one alternative of an
+  // `order` choice (its first in line runs).
+  void set_twins(TwinClass twins) { twins_ = std::move(twins); }
 
   // Starts a simulated thread that runs `body` from now.
   ThreadId spawn(std::string name, std::function<void()> body);
@@ -82,7 +111,7 @@ class Scheduler {
     ThreadId thread;
     std::uint64_t generation;  // a resume is stale once the thread moved on
     std::function<void()> callback;
-    std::uint64_t tag = 0;
+    Tag tag{Happening::scripted, 0};
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
@@ -101,6 +130,7 @@ class Scheduler {
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;
   Chooser* chooser_;
+  TwinClass twins_;
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
   std::vector<std::unique_ptr<Thread>> threads_;

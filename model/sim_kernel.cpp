@@ -11,10 +11,9 @@
 namespace loopsim::model {
 
 namespace {
-constexpr int stdio_fds = 3;
+constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
 
-// A scheduled callback's identity in digests: what it does, and to which connection.
-std::uint64_t tag(std::uint64_t what, ConnId conn) { return what << 32 | conn; }  // 0, 1 and 2 are taken, as in any process
+constexpr Tag tag(Happening what, ConnId conn) { return Tag{what, conn}; }
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
 // close is reported too, as if every registration asked for EPOLLRDHUP (LinuxKernel does).
 constexpr std::uint32_t always_reported = io::hangup | io::error | io::read_hangup;
@@ -129,7 +128,7 @@ int SimKernel::accept(int listener_fd) {
       listener.queue.pop_front();
       conns_[id].reset = true;
       conns_[id].server_closed = true;
-      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); });
+      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); }, tag(Happening::peer_reset, id));
     }
     return -error;
   }
@@ -181,7 +180,7 @@ ConnId SimKernel::connect(std::uint16_t port) {
   conns_.push_back(std::move(conn));
   // The SYN arrives after this call returns, so the caller hears of the handshake only after
   // it knows the connection's id.
-  scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); }, tag(1, id));
+  scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); }, tag(Happening::handshake, id));
   return id;
 }
 
@@ -215,7 +214,7 @@ void SimKernel::try_handshake(ConnId id) {
   Nanos retry_at = scheduler_.now() + config_.syn_rto * (std::int64_t(1) << conn.syn_attempts);
   ++conn.syn_attempts;
   if (sink_ != nullptr) sink_->syn_dropped(id, retry_at);
-  scheduler_.at(retry_at, [this, id] { try_handshake(id); }, tag(1, id));
+  scheduler_.at(retry_at, [this, id] { try_handshake(id); }, tag(Happening::handshake, id));
 }
 
 void SimKernel::send(ConnId id, std::string_view bytes) {
@@ -281,7 +280,7 @@ void SimKernel::schedule_delivery(ConnId id) {
   Conn& conn = conns_[id];
   if (conn.delivery_pending) return;
   conn.delivery_pending = true;
-  scheduler_.at(scheduler_.now(), [this, id] { deliver(id); }, tag(2, id));
+  scheduler_.at(scheduler_.now(), [this, id] { deliver(id); }, tag(Happening::delivery, id));
 }
 
 void SimKernel::deliver(ConnId id) {
@@ -359,7 +358,7 @@ int SimKernel::close(int fd) {
     listener.open = false;
     for (ConnId id : listener.queue) {  // queued connections are reset
       conns_[id].server_closed = true;
-      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); });
+      if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); }, tag(Happening::peer_reset, id));
     }
     listener.queue.clear();
   } else if (e->kind == FdKind::poller) {
@@ -378,6 +377,13 @@ int SimKernel::abort(int fd) {
   conns_[e->object].reset_client = true;
   int rc = close(fd);
   return rc;
+}
+
+int SimKernel::unseen_attempts(ConnId id) const {
+  const Conn& c = conns_.at(id);
+  bool unseen = !c.established && !c.reset && !c.client_closed && c.server_fd < 0 &&
+                c.to_server.empty() && c.to_client.empty() && c.client_pending.empty();
+  return unseen ? c.syn_attempts : -1;
 }
 
 void SimKernel::digest(Digest& d) const {

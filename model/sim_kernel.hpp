@@ -113,6 +113,9 @@ class SimKernel final : public Kernel {
   ConnId conn_of(int fd) const;              // the connection behind a server descriptor
   std::size_t backlog(int listener) const;   // connections waiting in its accept queue
   std::size_t open_descriptors() const { return open_fds_; }
+  // Symmetry: for a connection that nothing on the server's side knows of yet (no handshake
+  // completed, no bytes, no descriptor), its SYN attempts so far; otherwise -1.
+  int unseen_attempts(ConnId conn) const;
   void set_rlimit_nofile(int limit) { config_.rlimit_nofile = limit; }
   // Descriptors, queues, connections and pollers, for state digests.
   void digest(class Digest& digest) const;

@@ -370,7 +370,7 @@ TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
       returns.emplace_back(n, f.kernel.now());
     }
   });
-  f.scheduler.at(250ms, [&] { f.kernel.connect(port); });
+  f.scheduler.at(250ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
   f.scheduler.run_until(10s);
   REQUIRE(returns.size() == 2);
   CHECK(returns[0].first == 1);
@@ -395,7 +395,7 @@ TEST_CASE("K7 an exclusive arrival wakes one blocked waiter, the earliest regist
       if (n > 0) woke.emplace_back(i, f.kernel.now());
     });
   }
-  f.scheduler.at(100ms, [&] { f.kernel.connect(port); });
+  f.scheduler.at(100ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
   f.scheduler.run_until(2s);
   REQUIRE(woke.size() == 1);
   CHECK(woke[0].first == 1);
@@ -417,7 +417,7 @@ TEST_CASE("K7 without EPOLLEXCLUSIVE every waiter wakes") {
       woke += f.kernel.wait(p, events, 1s);
     });
   }
-  f.scheduler.at(100ms, [&] { f.kernel.connect(port); });
+  f.scheduler.at(100ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
   f.scheduler.run_until(2s);
   CHECK(woke == 2);
 }

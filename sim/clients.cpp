@@ -33,9 +33,7 @@ std::size_t parse_answer(std::string_view input, int& status) {
   return input.size() >= total ? total : 0;
 }
 
-std::uint64_t tag(std::uint64_t what, ClientIndex client) {
-  return what << 32 | std::uint32_t(client);
-}
+model::Tag tag(model::Happening what, ClientIndex client) { return {what, std::uint32_t(client)}; }
 
 Nanos connect_time(const ClientGroup& group, int member) {
   if (group.rate <= 0) return group.connect_at;
@@ -59,11 +57,12 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
       auto client = ClientIndex(clients_.size());
       Client c;
       c.group = &group;
+      c.group_index = group_index;
       clients_.push_back(std::move(c));
       trace_.clients.push_back(
           ClientLabel{group_index, member, std::int32_t(group.requests.size())});
       Nanos connect_at = connect_time(group, member);
-      scheduler_.at(connect_at, [this, client] { start(client); }, tag(3, client));
+      scheduler_.at(connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
       for (const RequestSpec& request : group.requests) {
         // A request due by the time the client connects goes out with the handshake's
         // completion, in the same step, as a client that writes right after connect() does.
@@ -71,7 +70,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
           ++clients_.back().due;
           continue;
         }
-        scheduler_.at(request.at, [this, client] { request_due(client); }, tag(4, client));
+        scheduler_.at(request.at, [this, client] { request_due(client); }, tag(model::Happening::request_due, client));
       }
     }
   }
@@ -94,13 +93,44 @@ void Clients::digest(model::Digest& d) const {
   }
 }
 
+std::uint64_t Clients::twin_class(const model::Tag& tag) const {
+  using model::Happening;
+  ClientIndex client = no_client;
+  switch (tag.what) {
+    case Happening::connect:
+    case Happening::request_due: client = ClientIndex(tag.subject); break;
+    case Happening::handshake: client = client_of_conn(tag.subject); break;
+    default: return 0;  // not a client's, or about a connection the server knows
+  }
+  if (client == no_client) return 0;
+  const Client& c = clients_[std::size_t(client)];
+  // A connection the server has seen has a place in its queue, a descriptor, bytes: renaming
+  // its client would change more than a name.
+  int attempts = 0;
+  if (c.conn != model::no_conn) {
+    attempts = kernel_.unseen_attempts(c.conn);
+    if (attempts < 0) return 0;
+  }
+  model::Digest d;
+  d.add(std::int64_t(tag.what)).add(c.group_index).add(attempts);
+  d.add(std::int64_t(c.conn != model::no_conn));
+  d.add(std::int64_t(c.established) | std::int64_t(c.done) << 1);
+  d.add(std::int64_t(c.next_request)).add(std::int64_t(c.due)).add(std::int64_t(c.answered));
+  d.add(std::int64_t(c.awaiting.size())).add(std::string_view(c.input));
+  return d.value() | 1;  // 0 means "no twin"
+}
+
+// In the order the clients connected, not in the order they are listed: clients whose order
+// was a symmetric choice stay interchangeable.
 void Clients::reset_group(const std::string& group, int count) {
   int done = 0;
-  for (std::size_t i = 0; i < clients_.size() && (count == 0 || done < count); ++i) {
-    Client& c = clients_[i];
+  for (std::size_t conn = 0; conn < by_conn_.size() && (count == 0 || done < count); ++conn) {
+    ClientIndex i = by_conn_[conn];
+    if (i == no_client) continue;
+    Client& c = clients_[std::size_t(i)];
     if (c.group->name != group || !c.established || c.done) continue;
     kernel_.client_reset(c.conn);
-    trace_.events.push_back(ev::Reset{scheduler_.now(), ClientIndex(i)});
+    trace_.events.push_back(ev::Reset{scheduler_.now(), i});
     c.done = true;
     ++done;
   }

@@ -23,6 +23,9 @@ class Clients final : public model::ClientSink {
   void reset_group(const std::string& group, int count);
   // Every client's progress, for state digests.
   void digest(model::Digest& digest) const;
+  // Symmetry (see model::TwinClass): clients of one group in the same state, whose connections
+  // the server has not seen yet, are interchangeable; so are their pending happenings.
+  std::uint64_t twin_class(const model::Tag& tag) const;
   // The client behind a server descriptor, for the loop's reports.
   ClientIndex client_of(int server_fd) const;
 
@@ -37,6 +40,7 @@ class Clients final : public model::ClientSink {
  private:
   struct Client {
     const ClientGroup* group = nullptr;
+    std::int32_t group_index = 0;
     model::ConnId conn = model::no_conn;
     std::size_t next_request = 0;    // the next of group->requests to send
     std::size_t due = 0;             // requests whose time has come
@@ -59,7 +63,7 @@ class Clients final : public model::ClientSink {
   Trace& trace_;
   std::uint16_t port_;
   std::vector<Client> clients_;
-  std::vector<ClientIndex> by_conn_;  // ConnId -> client
+  std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
 };
 
 }  // namespace loopsim::sim

@@ -102,7 +102,8 @@ class RecordingChooser final : public model::Chooser {
 
 void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
                      model::SimKernel& kernel, Clients& clients, Trace& trace) {
-  for (const FaultSpec& f : scenario.faults) {
+  for (std::uint32_t i = 0; i < scenario.faults.size(); ++i) {
+    const FaultSpec& f = scenario.faults[i];
     switch (f.kind) {
       case FaultSpec::Kind::accept_error:
         kernel.add_accept_fault(model::AcceptFault{f.error, f.nth, f.at, f.until, std::uint32_t(f.count)});
@@ -111,10 +112,11 @@ void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
         scheduler.at(f.at, [&scheduler, &kernel, &trace, value = f.value] {
           kernel.set_rlimit_nofile(value);
           trace.events.push_back(ev::Rlimit{scheduler.now(), value});
-        });
+        }, model::Tag{model::Happening::rlimit, i});
         break;
       case FaultSpec::Kind::reset:
-        scheduler.at(f.at, [&clients, of = f.of, count = f.count] { clients.reset_group(of, count); });
+        scheduler.at(f.at, [&clients, of = f.of, count = f.count] { clients.reset_group(of, count); },
+                     model::Tag{model::Happening::reset_group, i});
         break;
     }
   }
@@ -250,7 +252,8 @@ class Process {
 void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
                       Process& process, Trace& trace) {
   auto next_id = std::make_shared<std::int64_t>(0);
-  for (const PosterSpec& poster : scenario.posters) {
+  for (std::uint32_t p = 0; p < scenario.posters.size(); ++p) {
+    const PosterSpec& poster = scenario.posters[p];
     LOOPSIM_ASSERT_OP(poster.worker, <, scenario.workers);
     for (int i = 0; i < poster.count; ++i) {
       scheduler.at(poster.at + poster.every * i, [&, poster, next_id] {
@@ -260,21 +263,22 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
           trace.events.push_back(ev::PostRun{scheduler.now(), poster.worker, id});
           kernel.spend(poster.cost);
         });
-      });
+      }, model::Tag{model::Happening::post, p});
     }
   }
 }
 
 void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Process& process) {
-  for (const ActionSpec& action : scenario.actions) {
-    scheduler.at(action.at, [&process] { process.shutdown(); });
+  for (std::uint32_t a = 0; a < scenario.actions.size(); ++a) {
+    scheduler.at(scenario.actions[a].at, [&process] { process.shutdown(); },
+                 model::Tag{model::Happening::shutdown, a});
   }
 }
 
 }  // namespace
 
 struct World::Impl {
-  Impl(const Scenario& scenario, const std::string& arm, model::Chooser* chooser)
+  Impl(const Scenario& scenario, const std::string& arm, model::Chooser* chooser, bool symmetry)
       : scenario(scenario),
         seeded(scenario.seed),
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
@@ -290,6 +294,7 @@ struct World::Impl {
     trace.max_connections = scenario.loop.max_connections;
     trace.workers = scenario.workers;
     scheduler.set_chooser(&recording);
+    if (symmetry) scheduler.set_twins([this](const model::Tag& tag) { return clients.twin_class(tag); });
     process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
     trace.listener_fd = process->listener();
     schedule_faults(scenario, scheduler, kernel, clients, trace);
@@ -312,8 +317,9 @@ struct World::Impl {
   bool finished = false;
 };
 
-World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser)
-    : impl_(std::make_unique<Impl>(scenario, arm, chooser)) {}
+World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
+             bool symmetry)
+    : impl_(std::make_unique<Impl>(scenario, arm, chooser, symmetry)) {}
 
 World::~World() {
   if (!impl_->finished) finish();

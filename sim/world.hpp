@@ -30,7 +30,10 @@ struct RunResult {
 // horizon and hands over the trace.
 class World {
  public:
-  World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser);
+  // `symmetry`: same-instant happenings of interchangeable clients are one alternative of an
+  // order choice (model::TwinClass); false offers each on its own, for measuring what that saves.
+  World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
+        bool symmetry = true);
   World(const World&) = delete;
   World& operator=(const World&) = delete;
   ~World();
