@@ -309,6 +309,46 @@ struct BatchState {
   std::map<Door, std::int64_t> accepts;  // in the current pass
 };
 
+// The most accepts on one door by one worker within one pass, and where it passed the bound.
+class BatchScan {
+ public:
+  explicit BatchScan(std::int64_t bound) : bound_(bound) {}
+  void step(std::size_t i, const TraceEvent& event) {
+    if (auto* b = std::get_if<ev::PassBegin>(&event)) {
+      workers_[b->worker].pass = b->pass;
+      workers_[b->worker].accepts.clear();
+    } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {
+      workers_[e->worker].accepts.clear();
+    } else if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
+      workers_[s->worker].admitting = true;
+    } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
+      workers_[c->worker].admitting = false;
+    } else if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) {
+      accept(i, *a);
+    }
+  }
+  std::int64_t accepted = 0;  // accepts ok over the whole run, those left out included
+  std::int64_t most = 0;
+  std::optional<std::size_t> first_over;
+  std::string worst;  // names the pass that took `most`
+
+ private:
+  void accept(std::size_t i, const ev::Accept& a) {
+    ++accepted;
+    BatchState& w = workers_[a.worker];
+    if (a.door == Door::handoff && w.admitting) return;
+    std::int64_t n = ++w.accepts[a.door];
+    if (n > bound_ && !first_over) first_over = i;
+    if (n <= most) return;
+    most = n;
+    worst = "worker " + std::to_string(a.worker) + " accepted " + std::to_string(n) + " from the " +
+            door_name(a.door) + " in pass " + std::to_string(w.pass);
+  }
+
+  std::int64_t bound_;
+  std::map<int, BatchState> workers_;
+};
+
 }  // namespace
 
 Verdict capacity(const Trace& trace, const sim::Expectation& expect) {
@@ -432,39 +472,29 @@ Verdict shutdown_clean(const Trace& trace) {
   return v;
 }
 
-Verdict batch_bound(const Trace& trace) {
+Verdict batch_bound(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("batch_bound");
-  bool batched = trace.accept_batch > 0;
-  v.bound = batched ? trace.accept_batch : trace.max_connections;
-  v.bound_text = batched ? "loop.accept_batch" : "loop.max_connections (accept_batch 0)";
-  std::map<int, BatchState> workers;
-  std::string worst;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& event = trace.events[i];
-    if (auto* b = std::get_if<ev::PassBegin>(&event)) {
-      workers[b->worker].pass = b->pass;
-      workers[b->worker].accepts.clear();
-    } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {
-      workers[e->worker].accepts.clear();
-    } else if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
-      workers[s->worker].admitting = true;
-    } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
-      workers[c->worker].admitting = false;
-    } else if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) {
-      BatchState& w = workers[a->worker];
-      if (a->door == Door::handoff && w.admitting) continue;
-      std::int64_t n = ++w.accepts[a->door];
-      if (n > v.bound) breaks_at(v, i);
-      if (n <= v.measured) continue;
-      v.measured = n;
-      worst = "worker " + std::to_string(a->worker) + " accepted " + std::to_string(n) +
-              " from the " + door_name(a->door) + " in pass " + std::to_string(w.pass);
-    }
+  v.bound = expect.max ? std::llround(expect.max->value) : batch_bound_max_default;
+  v.bound_text = expect.max ? expect.max->text : std::to_string(v.bound);
+  if (expect.max && expect.max->unit != sim::Bound::Unit::count) {
+    v.held = false;
+    v.bound = 0;
+    v.detail = "batch_bound's max is a count of accepts (max = " +
+               std::to_string(batch_bound_max_default) + "), not \"" + expect.max->text + "\"";
+    return v;
   }
-  if (v.held) return v;
-  v.detail = v.bound > 0
-                 ? worst + ", more than " + std::to_string(v.bound)
-                 : "the trace's header gives no batch: accept_batch and max_connections are 0";
+  BatchScan scan(v.bound);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) scan.step(i, trace.events[i]);
+  v.measured = scan.most;
+  if (scan.accepted == 0) {
+    v.held = false;
+    v.first_bad = run_end_index(trace);
+    v.detail = "no connection was accepted in this run, so no batch was measured";
+    return v;
+  }
+  if (!scan.first_over) return v;
+  breaks_at(v, *scan.first_over);
+  v.detail = scan.worst + ", more than " + std::to_string(v.bound);
   return v;
 }
 

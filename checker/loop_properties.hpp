@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "checker/properties.hpp"
+#include "realloop/config.hpp"
 
 namespace loopsim::checker {
 
@@ -42,10 +43,16 @@ Verdict no_spin(const sim::Trace& trace, const sim::Expectation& expect);
 // without shutdown is a violation (measured -1): the scenario asked for one.
 Verdict shutdown_clean(const sim::Trace& trace);
 
+// batch_bound's bound when the scenario gives no `max`: R1's default batch. The bound is never
+// read from the run's own configuration: that is what is under test, and a sabotaged batch
+// (accept_batch 0, an unbounded drain) would otherwise be its own judge.
+inline constexpr std::int64_t batch_bound_max_default = LoopConfig{}.accept_batch;
+
 // R1. Measured: the most accepts ok on one door by one worker within one pass (pass_begin to
-// pass_end). Bound: the header's accept_batch, or max_connections when it is 0. Hand-off
-// accepts between a worker's shutdown_begin and listener_closed are left out: R5 admits every
-// connection already handed over, whatever the batch.
-Verdict batch_bound(const sim::Trace& trace);
+// pass_end). Bound: `max`, a count (default batch_bound_max_default); a `max` in another unit
+// is a violation. Hand-off accepts between a worker's shutdown_begin and listener_closed are
+// left out: R5 admits every connection already handed over, whatever the batch. A run that
+// accepted nothing is a violation: it measured no batch.
+Verdict batch_bound(const sim::Trace& trace, const sim::Expectation& expect);
 
 }  // namespace loopsim::checker

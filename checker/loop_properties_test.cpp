@@ -45,6 +45,15 @@ std::size_t pass_end(Trace& t, std::uint64_t pass, int worker = 0, bool accept_o
   return add(t, ev::PassEnd{0ms, worker, pass, accept_owed, false});
 }
 
+// One pass that accepts clients first .. first + n - 1 from the listener; their accepts' indices.
+std::vector<std::size_t> accepting_pass(Trace& t, std::uint64_t pass, int first, int n) {
+  std::vector<std::size_t> accepts;
+  pass_begin(t, pass, 0ns);
+  for (int c = first; c < first + n; ++c) accepts.push_back(accept(t, 5 + c, c));
+  pass_end(t, pass);
+  return accepts;
+}
+
 std::size_t run_end(Trace& t, std::int64_t open = 0, std::int64_t handoffs = 0) {
   return add(t, ev::RunEnd{1s, 0, open, handoffs, 0});
 }
@@ -361,7 +370,7 @@ TEST_CASE("shutdown_clean fails when the run never shut down") {
 
 // ---- batch_bound ---------------------------------------------------------------------------
 
-TEST_CASE("batch_bound holds when each door gives at most a batch a pass") {
+TEST_CASE("batch_bound holds when each door gives at most max a pass") {
   Trace t = loop_trace(6, 2);
   pass_begin(t, 1, 1s);
   accept(t, 5, 0);
@@ -374,14 +383,13 @@ TEST_CASE("batch_bound holds when each door gives at most a batch a pass") {
   accept(t, 9, 4);
   accept(t, 10, 5);
   pass_end(t, 2);
-  Verdict v = batch_bound(t);
+  Verdict v = batch_bound(t, count_bounds({}, 2));
   CHECK(v.held);
   CHECK(v.measured == 2);
   CHECK(v.bound == 2);
 }
 
-TEST_CASE("batch_bound fails at the accept past the batch in one pass") {
-  // The unbounded-drain sabotage: one pass drains the door until EAGAIN.
+TEST_CASE("batch_bound fails at the accept past max in one pass") {
   Trace t = loop_trace(4, 2);
   pass_begin(t, 1, 1s);
   accept(t, 5, 0);
@@ -389,27 +397,54 @@ TEST_CASE("batch_bound fails at the accept past the batch in one pass") {
   std::size_t third = accept(t, 7, 2);
   accept(t, 8, 3);
   pass_end(t, 1);
-  Verdict v = batch_bound(t);
+  Verdict v = batch_bound(t, count_bounds({}, 2));
   CHECK_FALSE(v.held);
   CHECK(v.measured == 4);
   CHECK(v.first_bad == third);
   CHECK(v.detail == "worker 0 accepted 4 from the listener in pass 1, more than 2");
 }
 
-TEST_CASE("batch_bound falls back to max_connections when the batch is unbounded") {
-  Trace t = loop_trace(4, 0, 3);
-  pass_begin(t, 1, 1s);
-  for (int c = 0; c < 3; ++c) accept(t, 5 + c, c);
-  pass_end(t, 1);
-  CHECK(batch_bound(t).held);
-  CHECK(batch_bound(t).bound == 3);
-  pass_begin(t, 2, 1s);
-  for (int c = 0; c < 3; ++c) accept(t, 8 + c, c);
-  std::size_t fourth = accept(t, 11, 3);
-  pass_end(t, 2);
-  Verdict v = batch_bound(t);
+TEST_CASE("batch_bound takes R1's default batch, not the batch of the run it judges") {
+  // The unbounded-drain sabotage (accept_batch 0) drains 100 in one pass. Were the bound read
+  // from the run's own header, the sabotage would be its own judge and pass.
+  const int batch = LoopConfig{}.accept_batch;
+  Trace drained = loop_trace(100, 0, 1024);
+  std::size_t past = accepting_pass(drained, 1, 0, 100).at(std::size_t(batch));
+  Verdict v = batch_bound(drained, Expectation{});
   CHECK_FALSE(v.held);
-  CHECK(v.first_bad == fourth);
+  CHECK(v.bound == batch);
+  CHECK(v.measured == 100);
+  CHECK(v.first_bad == past);
+  // A configured batch above the default widens nothing either.
+  Trace wide = loop_trace(batch + 4, 4 * batch);
+  accepting_pass(wide, 1, 0, batch + 4);
+  CHECK_FALSE(batch_bound(wide, Expectation{}).held);
+  // The same 100 connections taken a default batch a pass hold, whatever the header says.
+  Trace batched = loop_trace(100, 0, 1024);
+  for (int first = 0; first < 100; first += batch) {
+    accepting_pass(batched, std::uint64_t(first), first, std::min(batch, 100 - first));
+  }
+  Verdict held = batch_bound(batched, Expectation{});
+  CHECK(held.held);
+  CHECK(held.measured == batch);
+}
+
+TEST_CASE("batch_bound fails on a run that accepted nothing, or a max that is not a count") {
+  Trace t = loop_trace(1);
+  pass_begin(t, 1, 1s);
+  add(t, ev::Accept{0ms, 0, Door::listener, -EAGAIN, no_client});
+  pass_end(t, 1);
+  std::size_t end = run_end(t);
+  Verdict none = batch_bound(t, Expectation{});
+  CHECK_FALSE(none.held);
+  CHECK(none.first_bad == end);
+  CHECK(none.detail == "no connection was accepted in this run, so no batch was measured");
+  Trace one = loop_trace(1);
+  accept(one, 5, 0);
+  CHECK(batch_bound(one, Expectation{}).held);
+  Verdict timed = batch_bound(one, within(16ms));
+  CHECK_FALSE(timed.held);
+  CHECK(timed.detail.starts_with("batch_bound's max is a count of accepts"));
 }
 
 TEST_CASE("batch_bound leaves out the hand-offs a shutdown admits") {
@@ -419,7 +454,7 @@ TEST_CASE("batch_bound leaves out the hand-offs a shutdown admits") {
   for (int c = 0; c < 3; ++c) accept(t, 5 + c, c, 0, Door::handoff);
   add(t, ev::ListenerClosed{0ms, 0});
   pass_end(t, 1);
-  CHECK(batch_bound(t).held);
+  CHECK(batch_bound(t, count_bounds({}, 1)).held);
 }
 
 // ---- wiring --------------------------------------------------------------------------------

@@ -37,10 +37,74 @@ Verdict missing_group(Verdict v, const std::string& group) {
   return v;
 }
 
-Verdict never_answered(Verdict v, const std::string& group) {
+// The requests `group` meant to send (Trace::clients), answered or not.
+std::int64_t requests_of(const Trace& trace, const std::string& group) {
+  std::int64_t asked = 0;
+  for (std::size_t c = 0; c < trace.clients.size(); ++c) {
+    if (trace.group_of(sim::ClientIndex(c)) == group) asked += trace.clients[c].requests;
+  }
+  return asked;
+}
+
+// The requests of a group that got no answer, counted against what its clients meant to send,
+// so that a client which never got to send is counted too. `first` names the earliest: the
+// send left unanswered, or the connect of a client that never sent it.
+struct Unanswered {
+  std::int64_t count = 0;
+  std::int64_t asked = 0;
+  std::optional<std::size_t> first;
+};
+
+Unanswered unanswered_of(const Trace& trace, const std::string& group) {
+  struct Seen {
+    std::int32_t answers = 0;
+    std::vector<std::size_t> sends;
+    std::optional<std::size_t> connect;
+  };
+  std::map<sim::ClientIndex, Seen> seen;
+  auto mine = [&](sim::ClientIndex client) { return trace.group_of(client) == group; };
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    if (auto* c = std::get_if<ev::Connect>(&event); c != nullptr && mine(c->client)) {
+      seen[c->client].connect = seen[c->client].connect.value_or(i);
+    } else if (auto* s = std::get_if<ev::Send>(&event); s != nullptr && mine(s->client)) {
+      seen[s->client].sends.push_back(i);
+    } else if (auto* a = std::get_if<ev::Answer>(&event); a != nullptr && mine(a->client)) {
+      ++seen[a->client].answers;
+    }
+  }
+  Unanswered out;
+  out.asked = requests_of(trace, group);
+  for (std::size_t c = 0; c < trace.clients.size(); ++c) {
+    if (trace.group_of(sim::ClientIndex(c)) != group) continue;
+    const Seen& s = seen[sim::ClientIndex(c)];
+    std::int32_t want = trace.clients[c].requests;
+    if (s.answers >= want) continue;  // answers beyond it are answered's to judge
+    out.count += want - s.answers;
+    auto answered = std::size_t(s.answers);
+    auto at = answered < s.sends.size() ? std::optional(s.sends[answered]) : s.connect;
+    if (at) out.first = std::min(out.first.value_or(*at), *at);
+  }
+  if (out.count > 0 && !out.first && !trace.events.empty()) out.first = trace.events.size() - 1;
+  return out;
+}
+
+Verdict never_answered(Verdict v, const std::string& group, const Unanswered& lost) {
   v.held = false;
   v.measured = -1;
+  v.first_bad = lost.first;
   v.detail = "\"" + group + "\" was never answered";
+  return v;
+}
+
+// Some of the group's requests got no answer: there is nothing honest to measure.
+Verdict left_unanswered(Verdict v, const std::string& group, const Unanswered& lost,
+                        const std::string& consequence) {
+  v.held = false;
+  v.measured = -1;
+  v.first_bad = lost.first;
+  v.detail = std::to_string(lost.count) + " of " + std::to_string(lost.asked) + " request(s) of " +
+             group + " never answered" + consequence;
   return v;
 }
 
@@ -90,6 +154,62 @@ Verdict latency_of_requests(const Trace& trace, const std::string& group, Verdic
     v.detail = group + " answered " + ms_text(times.worst) + " after its request";
   }
   return v;
+}
+
+// The loop is idle while every worker sits blocked in its wait. at(t) is the idle time
+// accumulated up to t, so a connection that reached its door at q and was taken at a waited
+// at(a) - at(q) while the loop was idle.
+class IdleClock {
+ public:
+  explicit IdleClock(std::int64_t workers)
+      : blocked_(std::size_t(std::max<std::int64_t>(1, workers)), false) {}
+  Nanos at(Nanos t) const { return total_ + (since_ ? t - *since_ : Nanos(0)); }
+  void set_blocked(int worker, bool now_blocked, Nanos t) {
+    auto w = std::size_t(worker);
+    if (w >= blocked_.size() || blocked_[w] == now_blocked) return;
+    blocked_[w] = now_blocked;
+    if (now_blocked && ++blocked_count_ == blocked_.size()) since_ = t;
+    if (now_blocked) return;
+    if (blocked_count_-- == blocked_.size() && since_) total_ += t - *since_;
+    since_.reset();
+  }
+
+ private:
+  std::vector<bool> blocked_;
+  std::size_t blocked_count_ = 0;
+  Nanos total_{0};
+  std::optional<Nanos> since_;
+};
+
+// The longest a connection waited at a door (R1: the listener's backlog, or the hand-off
+// channel a sibling passed it on) while the loop was idle, and the accept that ended the wait.
+struct DoorWait {
+  Nanos worst{0};
+  std::optional<std::size_t> at;
+  Door door = Door::listener;
+};
+
+DoorWait longest_idle_wait(const Trace& trace) {
+  IdleClock idle(trace.workers);
+  std::map<sim::ClientIndex, Nanos> reached;  // idle time when each connection reached its door
+  DoorWait out;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& event = trace.events[i];
+    Nanos t = sim::time_of(event);
+    if (auto* p = std::get_if<ev::PassBegin>(&event)) {
+      idle.set_blocked(p->worker, p->timeout != Nanos(0), t);
+    }
+    if (auto* e = std::get_if<ev::Events>(&event)) idle.set_blocked(e->worker, false, t);
+    if (auto* e = std::get_if<ev::Established>(&event)) reached[e->client] = idle.at(t);
+    if (auto* h = std::get_if<ev::Handoff>(&event)) reached[h->client] = idle.at(t);
+    auto* a = std::get_if<ev::Accept>(&event);
+    if (a == nullptr || a->client == sim::no_client || !reached.count(a->client)) continue;
+    Nanos waited = idle.at(t) - reached[a->client];
+    reached.erase(a->client);
+    if (waited <= out.worst) continue;
+    out = {waited, i, a->door};
+  }
+  return out;
 }
 
 }  // namespace
@@ -175,58 +295,36 @@ Verdict answered(const Trace& trace) {
 
 Verdict no_stranded_backlog(const Trace& trace, const sim::Expectation& expect, const Costs& costs) {
   Verdict v = bounded_by_max("no_stranded_backlog", expect, costs);
-  // The loop is idle while every worker sits blocked in its wait. idle(t) is the idle time
-  // accumulated up to t, so a connection queued from q to a waited idle(a) - idle(q).
-  std::size_t workers = std::size_t(std::max<std::int64_t>(1, trace.workers));
-  std::vector<bool> blocked(workers, false);
-  std::size_t blocked_count = 0;
-  Nanos idle_total{0};
-  std::optional<Nanos> idle_since;
-  auto idle = [&](Nanos t) { return idle_total + (idle_since ? t - *idle_since : Nanos(0)); };
-  auto set_blocked = [&](int worker, bool now_blocked, Nanos t) {
-    auto w = std::size_t(worker);
-    if (w >= workers || blocked[w] == now_blocked) return;
-    blocked[w] = now_blocked;
-    if (now_blocked && ++blocked_count == workers) idle_since = t;
-    if (now_blocked) return;
-    if (blocked_count-- == workers && idle_since) idle_total += t - *idle_since;
-    idle_since.reset();
-  };
-  std::map<sim::ClientIndex, Nanos> queued_at;  // idle(t) when each connection was queued
-  Nanos worst{0};
-  std::optional<std::size_t> worst_at;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& event = trace.events[i];
-    Nanos t = sim::time_of(event);
-    if (auto* p = std::get_if<ev::PassBegin>(&event)) set_blocked(p->worker, p->timeout != Nanos(0), t);
-    if (auto* e = std::get_if<ev::Events>(&event)) set_blocked(e->worker, false, t);
-    if (auto* e = std::get_if<ev::Established>(&event)) queued_at[e->client] = idle(t);
-    auto* a = std::get_if<ev::Accept>(&event);
-    if (a == nullptr || a->client == sim::no_client || !queued_at.count(a->client)) continue;
-    Nanos waited = idle(t) - queued_at[a->client];
-    queued_at.erase(a->client);
-    if (waited > worst) {
-      worst = waited;
-      worst_at = i;
-    }
-  }
   const auto* end = trace.events.empty() ? nullptr : std::get_if<ev::RunEnd>(&trace.events.back());
-  std::int64_t backlog = end != nullptr ? end->backlog : 0;
-  if (backlog > 0) {
+  if (end == nullptr) {
+    v.held = false;
+    v.measured = -1;
+    v.detail = "the trace has no run_end, so what was left waiting is unknown";
+    return v;
+  }
+  // Both doors count (R1): a connection a sibling handed over and nobody admitted is stranded
+  // as surely as one left on the listener.
+  std::int64_t waiting = end->backlog + end->handoffs;
+  if (waiting > 0) {
     v.held = false;
     v.first_bad = trace.events.size() - 1;
-    v.detail = std::to_string(backlog) + " connection(s) still queued at the end of the run";
+    v.detail = std::to_string(end->backlog) + " connection(s) still queued and " +
+               std::to_string(end->handoffs) +
+               " handed over but not admitted at the end of the run";
   }
   if (!expect.max) {
     v.unit = Unit::count;
-    v.measured = backlog;
+    v.measured = waiting;
     return v;
   }
-  v.measured = worst.count();
-  if (worst.count() > v.bound) {
+  DoorWait wait = longest_idle_wait(trace);
+  v.measured = wait.worst.count();
+  if (wait.worst.count() > v.bound) {
     v.held = false;
-    v.first_bad = v.first_bad ? std::min(*v.first_bad, *worst_at) : worst_at;
-    v.detail = "a connection waited " + ms_text(worst) + " in the backlog while the loop was idle";
+    v.first_bad = v.first_bad ? std::min(*v.first_bad, *wait.at) : wait.at;
+    v.detail += std::string(v.detail.empty() ? "" : "; ") + "a connection waited " +
+                ms_text(wait.worst) + " at the " + door_name(wait.door) +
+                " door while the loop was idle";
   }
   return v;
 }
@@ -235,19 +333,30 @@ Verdict latency(const Trace& trace, const sim::Expectation& expect, const Costs&
   Verdict v = bounded_by_max("latency", expect, costs);
   if (!group_exists(trace, expect.of)) return missing_group(v, expect.of);
   auto answers = answers_of(trace, expect.of);
-  if (answers.empty()) return never_answered(std::move(v), expect.of);
+  Unanswered lost = unanswered_of(trace, expect.of);
+  if (answers.empty()) return never_answered(std::move(v), expect.of, lost);
+  // An answer that never came is later than any bound, whichever answer is measured.
+  if (lost.count > 0) return left_unanswered(std::move(v), expect.of, lost, "");
   if (expect.after.empty()) return latency_of_requests(trace, expect.of, std::move(v));
   if (!group_exists(trace, expect.after)) return missing_group(v, expect.after);
   auto after = answers_of(trace, expect.after);
-  if (after.empty()) return never_answered(std::move(v), expect.after);
+  Unanswered after_lost = unanswered_of(trace, expect.after);
+  if (after.empty()) return never_answered(std::move(v), expect.after, after_lost);
+  // Measuring from the answers `after` did get would start the clock early and pass.
+  if (after_lost.count > 0) {
+    return left_unanswered(std::move(v), expect.after, after_lost, ", so the clock never started");
+  }
   Nanos from = after.back().first;
   auto [answer_at, index] = answers.back();
-  v.measured = (answer_at - from).count();
+  Nanos gap = answer_at - from;
+  v.measured = gap.count();  // negative when `of` was answered first: reported as it is
   v.held = v.measured <= v.bound;
+  if (gap < Nanos(0)) {
+    v.detail = expect.of + " answered " + ms_text(-gap) + " before " + expect.after + "'s answer";
+  }
   if (!v.held) {
     v.first_bad = index;
-    v.detail = expect.of + " answered " + ms_text(answer_at - from) + " after " + expect.after +
-               "'s answer";
+    v.detail = expect.of + " answered " + ms_text(gap) + " after " + expect.after + "'s answer";
   }
   return v;
 }
@@ -256,6 +365,20 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
   Verdict v = bounded_by_max("max_gap", expect, costs);
   if (!group_exists(trace, expect.of)) return missing_group(v, expect.of);
   auto answers = answers_of(trace, expect.of);
+  Unanswered lost = unanswered_of(trace, expect.of);
+  if (lost.asked == 0) {
+    v.held = false;
+    v.measured = -1;
+    v.detail = expect.of + " sends no request, so there is no gap to measure";
+    return v;
+  }
+  if (answers.empty()) return never_answered(std::move(v), expect.of, lost);
+  // A gap needs two answers. A group that asked more than once and got one answer has an
+  // open gap that never closed; the rest of the lost answers are answered's to count.
+  if (answers.size() < 2 && lost.count > 0) {
+    return left_unanswered(std::move(v), expect.of, lost,
+                           ", so the gap after its one answer never closed");
+  }
   for (std::size_t i = 1; i < answers.size(); ++i) {
     Nanos gap = answers[i].first - answers[i - 1].first;
     if (gap.count() <= v.measured) continue;
@@ -292,7 +415,7 @@ std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expecta
     else if (e.property == "post_latency") verdicts.push_back(post_latency(trace, e, costs));
     else if (e.property == "no_spin") verdicts.push_back(no_spin(trace, e));
     else if (e.property == "shutdown_clean") verdicts.push_back(shutdown_clean(trace));
-    else if (e.property == "batch_bound") verdicts.push_back(batch_bound(trace));
+    else if (e.property == "batch_bound") verdicts.push_back(batch_bound(trace, e));
     else LOOPSIM_ASSERT(known_property(e.property));
   }
   return verdicts;

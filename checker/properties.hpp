@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "realloop/config.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
@@ -29,7 +30,7 @@ struct Verdict {
 // What bounds written in "requests" and "batches" are measured in.
 struct Costs {
   Nanos request{0};   // the measured cost of one request (see request_cost)
-  int batch = 16;     // accepts in one batch
+  int batch = LoopConfig{}.accept_batch;  // accepts in one batch
 };
 
 // The median time the loop spent serving one request in this trace: what "1 request" means.
@@ -44,13 +45,18 @@ std::string ms_text(Nanos t);
 
 // Every request answered exactly once: none lost, none duplicated.
 Verdict answered(const sim::Trace& trace);
-// At the end nothing waits in the backlog; with `max`, no connection waited in it longer than
-// that while the loop sat blocked in its wait.
+// At the end (run_end) nothing waits in the listener's backlog or in a hand-off channel; with
+// `max`, no connection waited longer than that at either door while every loop sat blocked in
+// its wait. A trace without run_end is a violation: what was left is unknown.
 Verdict no_stranded_backlog(const sim::Trace& trace, const sim::Expectation& expect,
                             const Costs& costs);
-// `of`'s answer within `max` of `after`'s answer (or of its own send when `after` is empty).
+// `of`'s last answer within `max` of `after`'s last answer (or each of `of`'s requests within
+// `max` of its own send, when `after` is empty). Measured: that time, negative when `of` was
+// answered first; -1 when a request of `of`, or of `after`, was never answered, which fails.
 Verdict latency(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
-// The widest gap between consecutive answers to group `of` stays within `max`.
+// The widest gap between consecutive answers to group `of` stays within `max`. A gap needs two
+// answers, so a group with no request, no answer, or one answer of two or more requests fails
+// (measured -1); whether every request was answered is `answered`'s to judge.
 Verdict max_gap(const sim::Trace& trace, const sim::Expectation& expect, const Costs& costs);
 
 // The loop rules' properties (capacity, post_latency, no_spin, shutdown_clean, batch_bound)

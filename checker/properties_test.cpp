@@ -92,6 +92,49 @@ TEST_CASE("no_stranded_backlog with max fails when a connection waited while the
   CHECK(no_stranded_backlog(t, e, Costs{}).held);
 }
 
+TEST_CASE("no_stranded_backlog counts hand-offs nobody admitted, and a trace with no run_end") {
+  // Multi-worker: a sibling handed connections over and the worker never took them from the
+  // channel. The listener's backlog is empty; the hand-off door is not.
+  Trace t = two_groups();
+  t.workers = 2;
+  t.events.push_back(ev::RunEnd{20s, 0, 0, 0, 0});
+  CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).held);
+  t.events.back() = ev::RunEnd{20s, 0, 0, 3, 0};
+  Verdict v = no_stranded_backlog(t, Expectation{}, Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 3);
+  CHECK(v.first_bad == t.events.size() - 1);
+  CHECK(v.detail == "0 connection(s) still queued and 3 handed over but not admitted at the end of the run");
+  t.events.back() = ev::RunEnd{20s, 2, 0, 3, 0};
+  CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).measured == 5);
+  t.events.pop_back();
+  Verdict unknown = no_stranded_backlog(t, Expectation{}, Costs{});
+  CHECK_FALSE(unknown.held);
+  CHECK(unknown.measured == -1);
+}
+
+TEST_CASE("no_stranded_backlog with max fails on a hand-off that waited while both loops slept") {
+  Trace t = two_groups();
+  t.workers = 2;
+  t.events.push_back(ev::Established{0ms, 1});
+  t.events.push_back(ev::Accept{0ms, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::Handoff{0ms, 0, 1, 1});
+  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});  // both loops block...
+  t.events.push_back(ev::PassBegin{0ms, 1, 1, 1s});
+  t.events.push_back(ev::Events{1s, 1, 1, {}});       // ...and the sibling wakes a second later
+  std::size_t admitted = t.events.size();
+  t.events.push_back(ev::Accept{1s, 1, Door::handoff, 5, 1});
+  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
+  Expectation e = expect("no_stranded_backlog", "", ms(500));
+  Verdict v = no_stranded_backlog(t, e, Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == Nanos(1s).count());
+  CHECK(v.first_bad == admitted);
+  CHECK(v.detail == "a connection waited 1000.0 ms at the handoff door while the loop was idle");
+  e.max = ms(1500);
+  CHECK(no_stranded_backlog(t, e, Costs{}).held);
+}
+
 TEST_CASE("latency fails when one answer comes too long after another") {
   Trace t = two_groups();
   answer(t, 600ms, 1);  // b's answers
@@ -106,6 +149,62 @@ TEST_CASE("latency fails when one answer comes too long after another") {
   Verdict late = latency(t, expect("latency", "b", ms(10), "a"), Costs{});
   CHECK_FALSE(late.held);
   CHECK(late.measured == Nanos(50ms).count());
+}
+
+TEST_CASE("latency after another group reports a negative gap as it is, and still bounds it") {
+  Trace t = two_groups();
+  answer(t, 100ms, 0);  // a, before every answer of b
+  answer(t, 600ms, 1);
+  answer(t, 650ms, 2);
+  answer(t, 700ms, 3);
+  Verdict v = latency(t, expect("latency", "a", ms(10), "b"), Costs{});
+  CHECK(v.held);  // answered first: not stuck behind b
+  CHECK(v.measured == Nanos(-600ms).count());
+  CHECK(v.detail == "a answered 600.0 ms before b's answer");
+  Verdict reverse = latency(t, expect("latency", "b", ms(10), "a"), Costs{});
+  CHECK_FALSE(reverse.held);
+  CHECK(reverse.measured == Nanos(600ms).count());
+  CHECK(reverse.first_bad == t.events.size() - 1);
+}
+
+TEST_CASE("latency after another group fails when a request of either was never answered") {
+  // a's first answer came before b's, but a asked twice and its second answer never came: the
+  // answer that was measured is not the one that was late.
+  Trace t = two_groups();
+  t.clients[0].requests = 2;
+  t.events.push_back(ev::Send{50ms, 0, "/x"});
+  answer(t, 100ms, 0);
+  std::size_t second = t.events.size();
+  t.events.push_back(ev::Send{200ms, 0, "/x"});
+  for (ClientIndex c = 1; c < 4; ++c) answer(t, 600ms, c);
+  Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == -1);
+  CHECK(v.first_bad == second);
+  CHECK(v.detail == "1 of 2 request(s) of a never answered");
+  answer(t, 650ms, 0);
+  CHECK(latency(t, expect("latency", "a", ms(100), "b"), Costs{}).held);
+
+  // b's last member was never answered: its last answer so far would start the clock early.
+  Trace early = two_groups();
+  answer(early, 600ms, 1);
+  answer(early, 610ms, 2);
+  answer(early, 650ms, 0);
+  Verdict clock = latency(early, expect("latency", "a", ms(100), "b"), Costs{});
+  CHECK_FALSE(clock.held);
+  CHECK(clock.measured == -1);
+  CHECK(clock.first_bad == 3);  // the connect of b's member never answered
+  CHECK(clock.detail == "1 of 3 request(s) of b never answered, so the clock never started");
+}
+
+TEST_CASE("latency fails when the after group was never answered") {
+  Trace t = two_groups();
+  answer(t, 600ms, 0);
+  Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == -1);
+  CHECK(v.detail == "\"b\" was never answered");
+  CHECK(v.first_bad == 1);  // the connect of b's first member
 }
 
 TEST_CASE("latency measures bounds in batches of the measured request cost") {
@@ -165,6 +264,39 @@ TEST_CASE("max_gap fails on the widest gap between answers of a group") {
   CHECK(v.measured == Nanos(1010ms).count());
   CHECK(v.first_bad == t.events.size() - 1);
   CHECK(max_gap(t, expect("max_gap", "b", ms(1500)), Costs{}).held);
+}
+
+TEST_CASE("max_gap fails on a group never answered, or answered once of several requests") {
+  Trace none = two_groups();
+  answer(none, 10ms, 0);
+  Verdict never = max_gap(none, expect("max_gap", "b", ms(500)), Costs{});
+  CHECK_FALSE(never.held);
+  CHECK(never.measured == -1);
+  CHECK(never.first_bad == 1);
+  CHECK(never.detail == "\"b\" was never answered");
+
+  Trace once = two_groups();
+  answer(once, 10ms, 1);
+  Verdict open = max_gap(once, expect("max_gap", "b", ms(500)), Costs{});
+  CHECK_FALSE(open.held);
+  CHECK(open.measured == -1);
+  CHECK(open.first_bad == 2);  // the connect of b's second member
+  CHECK(open.detail == "2 of 3 request(s) of b never answered, so the gap after its one answer never closed");
+
+  // A group that asked once and got its answer has no gap, and nothing lost.
+  CHECK(max_gap(once, expect("max_gap", "a", ms(500)), Costs{}).measured == -1);  // a: none yet
+  answer(once, 20ms, 0);
+  Verdict single = max_gap(once, expect("max_gap", "a", ms(500)), Costs{});
+  CHECK(single.held);
+  CHECK(single.measured == 0);
+}
+
+TEST_CASE("max_gap fails on a group with no request to answer") {
+  Trace t = two_groups();
+  for (auto& client : t.clients) client.requests = 0;
+  Verdict v = max_gap(t, expect("max_gap", "b", ms(500)), Costs{});
+  CHECK_FALSE(v.held);
+  CHECK(v.detail == "b sends no request, so there is no gap to measure");
 }
 
 TEST_CASE("an arm holds only when exactly the properties it names were violated") {
