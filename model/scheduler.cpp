@@ -7,6 +7,7 @@
 
 #include "model/digest.hpp"
 #include "realloop/assert.hpp"
+#include "realloop/state.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -72,6 +73,13 @@ struct Scheduler::Thread {
   StackBounds stack;
   void* fake_stack = nullptr;  // the sanitizer's, while the thread is switched out
   bool cancelled = false;      // unwind(): the thread's next yield returns by throwing
+  // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
+  // its other fields and the loop's state stand for), and generation (bumped at every block, to
+  // tell stale resumptions, which the digest leaves out).
+  static constexpr loopsim::state::Fields<10> state_fields{
+      loopsim::state::skip,  loopsim::state::skip, loopsim::state::skip, loopsim::state::skip,
+      loopsim::state::value, loopsim::state::skip, loopsim::state::value, loopsim::state::skip,
+      loopsim::state::skip,  loopsim::state::value};
 };
 
 namespace {
@@ -287,18 +295,19 @@ void Scheduler::digest(Digest& d) const {
   for (const Entry& e : now_batch_) {
     d.add(std::int64_t(e.kind)).add(e.thread).add(std::int64_t(e.tag.what)).add(std::int64_t(e.tag.subject));
   }
-  std::vector<std::array<std::int64_t, 5>> later;
+  // In the order they will run (time, then the order they were scheduled in), which the heap's
+  // layout does not show.
+  std::vector<const Entry*> later;
   for (const Entry& e : queue_) {
-    if (stale(e)) continue;
-    later.push_back({(e.when - now_).count(), std::int64_t(e.kind), e.thread, std::int64_t(e.tag.what),
-                     std::int64_t(e.tag.subject)});
+    if (!stale(e)) later.push_back(&e);
   }
-  std::sort(later.begin(), later.end());
+  std::sort(later.begin(), later.end(), [](const Entry* a, const Entry* b) { return Later{}(*b, *a); });
   d.add(std::int64_t(later.size()));
-  for (const auto& e : later) {
-    for (std::int64_t v : e) d.add(v);
+  for (const Entry* e : later) {
+    d.add(e->when - now_).add(std::int64_t(e->kind)).add(e->thread);
+    d.add(std::int64_t(e->tag.what)).add(std::int64_t(e->tag.subject));
   }
-  for (const auto& thread : threads_) d.add(std::int64_t(thread->state));
+  for (const auto& thread : threads_) loopsim::state::visit([&d](std::int64_t v) { d.add(v); }, *thread, now_);
 }
 
 }  // namespace loopsim::model

@@ -387,30 +387,7 @@ int SimKernel::unseen_attempts(ConnId id) const {
 }
 
 void SimKernel::digest(Digest& d) const {
-  d.add(config_.rlimit_nofile).add(std::int64_t(accept_calls_));
-  for (const FdEntry& e : fds_) d.add(std::int64_t(e.kind) << 32 | e.object);
-  for (const Listener& l : listeners_) {
-    d.add(std::int64_t(l.open)).add(std::int64_t(l.queue.size()));
-    for (ConnId id : l.queue) d.add(id);
-  }
-  for (const Conn& c : conns_) {
-    d.add(std::int64_t(c.to_server.size())).add(std::int64_t(c.to_client.size()));
-    d.add(std::int64_t(c.client_pending.size())).add(c.server_fd).add(c.syn_attempts);
-    d.add(std::int64_t(c.established) | std::int64_t(c.client_closed) << 1 | std::int64_t(c.fin) << 2 |
-          std::int64_t(c.server_closed) << 3 | std::int64_t(c.reset) << 4 |
-          std::int64_t(c.client_reading) << 5 | std::int64_t(c.delivery_pending) << 6);
-    d.add(c.pending_error);
-  }
-  for (const Poller& p : pollers_) {
-    for (const auto& [fd, item] : p.items) {
-      d.add(fd).add(item.events).add(std::int64_t(item.trigger));
-      d.add(std::int64_t(item.queued) | std::int64_t(item.disabled) << 1);
-    }
-    for (int fd : p.ready) d.add(fd);
-    d.add(p.waiter);
-  }
-  for (bool w : wakes_) d.add(std::int64_t(w));
-  for (const FaultState& f : accept_faults_) d.add(f.landed).add(std::int64_t(f.spent));
+  state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
 }
 
 // ---- wake objects ----

@@ -17,6 +17,7 @@
 
 #include "model/scheduler.hpp"
 #include "realloop/kernel.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim::model {
 
@@ -42,6 +43,11 @@ struct SimKernelConfig {
   std::size_t receive_buffer = 131072;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
   int syn_retries = 6;                     // K9: as Linux's tcp_syn_retries
+
+  // All of it: the limits change at run time (a fault lowers rlimit_nofile).
+  static constexpr state::Fields<11> state_fields{
+      state::value, state::value, state::value, state::value, state::value, state::value,
+      state::value, state::value, state::value, state::value, state::value};
 };
 
 // The client side hears what happens to its connections here. Calls come from scheduler
@@ -55,6 +61,9 @@ struct AcceptFault {
   Nanos from{0};          // accepts in [from, until) may fail...
   Nanos until{0};
   std::uint32_t budget = 0;  // ...this many of them; 0: all. Which ones is a choice point.
+
+  static constexpr state::Fields<5> state_fields{state::value, state::value, state::until,
+                                                 state::until, state::value};
 };
 
 class ClientSink {
@@ -126,6 +135,7 @@ class SimKernel final : public Kernel {
     FdKind kind = FdKind::free;
     std::uint32_t object = 0;      // index into the kind's table
     std::vector<int> watched_by;   // pollers whose interest set holds this descriptor
+    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
   };
   struct Listener {
     int fd = -1;
@@ -133,6 +143,8 @@ class SimKernel final : public Kernel {
     std::size_t capacity = 0;  // K9: min(backlog, somaxconn) + 1
     std::deque<ConnId> queue;
     bool open = true;
+    static constexpr state::Fields<5> state_fields{state::value, state::value, state::value,
+                                                   state::value, state::value};
   };
   struct Conn {
     std::string to_server;
@@ -152,12 +164,18 @@ class SimKernel final : public Kernel {
     bool client_reading = true;
     bool send_was_full = false;  // a write found no room: the next drain is a wake-up
     bool delivery_pending = false;
+    static constexpr state::Fields<17> state_fields{
+        state::value, state::value, state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::value};
   };
   struct Interest {
     std::uint32_t events = 0;
     Trigger trigger = Trigger::edge;
     bool queued = false;    // on the ready list
     bool disabled = false;  // one-shot, reported
+    static constexpr state::Fields<4> state_fields{state::value, state::value, state::value,
+                                                   state::value};
   };
   struct Poller {
     int fd = -1;
@@ -165,11 +183,15 @@ class SimKernel final : public Kernel {
     std::deque<int> ready;
     ThreadId waiter = no_thread;
     Nanos last_empty_poll{-1};  // when a non-blocking wait last found nothing
+    // The last empty poll matters only while it is now (the next one costs time).
+    static constexpr state::Fields<5> state_fields{state::value, state::value, state::value,
+                                                   state::value, state::at_now};
   };
   struct FaultState {
     AcceptFault fault;
     std::uint32_t landed = 0;
     bool spent = false;
+    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
   };
 
   int allocate_fd(FdKind kind, std::uint32_t object);
@@ -206,6 +228,16 @@ class SimKernel final : public Kernel {
   std::vector<FaultState> accept_faults_;
   std::uint64_t accept_calls_ = 0;
   std::uint16_t next_port_ = 32768;
+
+ public:
+  // The state, field by field (realloop/state.hpp). Skipped: the scheduler and the client sink
+  // (collaborators, digested on their own), and next_port_ (a port only names a connection;
+  // conns_ counts them).
+  static constexpr state::Fields<14> state_fields{
+      state::skip,  state::value, state::skip,  state::value, state::value,
+      state::value, state::value, state::value, state::value, state::value,
+      state::value, state::value, state::value, state::skip};
+  friend struct state::Access;
 };
 
 }  // namespace loopsim::model

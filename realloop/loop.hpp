@@ -17,6 +17,7 @@
 #include "realloop/http.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim {
 
@@ -76,8 +77,8 @@ class Loop {
   // R10: inside one pass for longer than `busy` at `now`.
   bool busy(Nanos now, Nanos busy) const;
 
-  // Feeds the loop's state to `add` (a digest), times relative to `now`; the pass counter is
-  // left out, so that an idle loop's passes look alike.
+  // Feeds the loop's state to `add` (a digest), times relative to `now`: every field that
+  // state_fields (below) does not skip.
   template <class Add>
   void visit_state(Add&& add, Nanos now) const;
 
@@ -97,6 +98,9 @@ class Loop {
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     std::string output;
+    static constexpr state::Fields<8> state_fields{state::value, state::value, state::value,
+                                                   state::value, state::value, state::value,
+                                                   state::value, state::value};
   };
   enum class Input : std::uint8_t { open, ended, reset };
 
@@ -162,30 +166,25 @@ class Loop {
   std::vector<Connection> connections_;  // indexed by descriptor
   std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
+
+ public:
+  // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
+  // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, the pass
+  // counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
+  // wait before it is read). Posts are callbacks: counted, not looked into.
+  static constexpr state::Fields<34> state_fields{
+      state::skip,  state::skip,  state::skip,  state::value, state::skip,  state::skip,
+      state::value, state::value, state::value, state::value, state::value, state::value,
+      state::value, state::since, state::skip,  state::size,  state::value, state::value,
+      state::value, state::value, state::value, state::value, state::value, state::value,
+      state::value, state::until, state::value, state::skip,  state::value, state::value,
+      state::value, state::value, state::value, state::skip};
+  friend struct state::Access;
 };
 
 template <class Add>
 void Loop::visit_state(Add&& add, Nanos now) const {
-  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
-  add(started < 0 ? -1 : now.count() - started);
-  add(std::int64_t(accept_owed_) | std::int64_t(handoff_owed_) << 1 | std::int64_t(accept_blocked_) << 2 |
-      std::int64_t(retry_now_) << 3 | std::int64_t(backpressured_) << 4 |
-      std::int64_t(shutting_down_) << 5 | std::int64_t(finished_) << 6 |
-      std::int64_t(listener_closed_) << 7);
-  add(accept_blocked_ ? (retry_at_ - now).count() : 0);
-  add(std::int64_t(connection_count_));
-  for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
-    const Connection& c = connections_[fd];
-    if (!c.open) continue;
-    add(std::int64_t(fd));
-    add(std::int64_t(c.closing) | std::int64_t(c.want_write) << 1 | std::int64_t(c.owed_turn) << 2 |
-        std::int64_t(c.in_pool) << 3);
-    add(std::int64_t(c.input.size()));
-    add(std::int64_t(c.output.size()));
-  }
-  for (int fd : owed_turns_) add(fd);
-  add(std::int64_t(posts_.size()));
-  for (int fd : handoffs_) add(fd);
+  state::visit(add, *this, now);
 }
 
 }  // namespace loopsim

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "realloop/kernel.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim {
 
@@ -34,6 +35,9 @@ class HandlerPool {
     int fd;
     std::uint64_t generation;
     std::string request;
+    // Skipped: loop (which worker's; fd and generation tell the job apart within it).
+    static constexpr state::Fields<4> state_fields{state::skip, state::value, state::value,
+                                                   state::value};
   };
   bool take(Job& job);
 
@@ -44,6 +48,13 @@ class HandlerPool {
   std::deque<Job> jobs_;
   std::vector<bool> idle_;
   bool stopping_ = false;
+
+ public:
+  // Skipped: the kernel (a collaborator) and the lock.
+  static constexpr state::Fields<7> state_fields{state::skip,  state::value, state::value,
+                                                 state::skip,  state::value, state::value,
+                                                 state::value};
+  friend struct state::Access;
 };
 
 }  // namespace loopsim

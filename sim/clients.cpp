@@ -86,11 +86,7 @@ ClientIndex Clients::client_of(int server_fd) const {
 }
 
 void Clients::digest(model::Digest& d) const {
-  for (const Client& c : clients_) {
-    d.add(std::int64_t(c.established) | std::int64_t(c.done) << 1);
-    d.add(std::int64_t(c.next_request)).add(std::int64_t(c.due)).add(std::int64_t(c.answered));
-    d.add(std::int64_t(c.awaiting.size())).add(std::int64_t(c.input.size()));
-  }
+  state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
 }
 
 std::uint64_t Clients::twin_class(const model::Tag& tag) const {
@@ -113,10 +109,9 @@ std::uint64_t Clients::twin_class(const model::Tag& tag) const {
   }
   model::Digest d;
   d.add(std::int64_t(tag.what)).add(c.group_index).add(attempts);
-  d.add(std::int64_t(c.conn != model::no_conn));
-  d.add(std::int64_t(c.established) | std::int64_t(c.done) << 1);
-  d.add(std::int64_t(c.next_request)).add(std::int64_t(c.due)).add(std::int64_t(c.answered));
-  d.add(std::int64_t(c.awaiting.size())).add(std::string_view(c.input));
+  Client unnamed = c;  // what tells it from its twins is only its connection's number
+  unnamed.conn = c.conn == model::no_conn ? model::no_conn : 0;
+  state::visit([&d](std::int64_t v) { d.add(v); }, unnamed, scheduler_.now());
   return d.value() | 1;  // 0 means "no twin"
 }
 

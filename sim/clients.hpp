@@ -49,6 +49,10 @@ class Clients final : public model::ClientSink {
     std::string input;
     bool established = false;
     bool done = false;  // closed or refused
+    // Skipped: group (a pointer into the scenario; group_index names it).
+    static constexpr state::Fields<10> state_fields{
+        state::skip,  state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::value};
   };
 
   void start(ClientIndex client);
@@ -64,6 +68,12 @@ class Clients final : public model::ClientSink {
   std::uint16_t port_;
   std::vector<Client> clients_;
   std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
+
+ public:
+  // Skipped: the scheduler, the kernel and the trace (collaborators).
+  static constexpr state::Fields<6> state_fields{state::skip,  state::skip,  state::skip,
+                                                 state::value, state::value, state::value};
+  friend struct state::Access;
 };
 
 }  // namespace loopsim::sim

@@ -214,6 +214,7 @@ class Process {
   Loop& loop(int worker) { return *loops_.at(std::size_t(worker)); }
   void digest(model::Digest& d, Nanos now) const {
     for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
+    if (pool_) state::visit([&d](std::int64_t v) { d.add(v); }, *pool_, now);
   }
   int listener() const { return loops_.front()->listener(); }
   std::size_t handoffs_pending() const {

@@ -1,0 +1,211 @@
+// Digest completeness: every field a layer declares as state changes the digest when it
+// changes, and the fields it skips are exactly the ones listed here. A field added to a type
+// without a policy does not compile (realloop/state.hpp); a field wrongly skipped, or one whose
+// type the digest cannot see into, fails here.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <typeinfo>
+
+#include "model/scheduler.hpp"
+#include "model/sim_kernel.hpp"
+#include "realloop/loop.hpp"
+#include "realloop/pool.hpp"
+#include "realloop/state.hpp"
+#include "sim/clients.hpp"
+
+using namespace loopsim;
+
+namespace {
+
+using Digested = std::vector<std::int64_t>;
+
+template <class T>
+Digested digest_of(const T& object, Nanos now) {
+  Digested out;
+  state::visit([&out](std::int64_t v) { out.push_back(v); }, object, now);
+  return out;
+}
+
+template <class T>
+struct is_map : std::false_type {};
+template <class K, class V, class C, class A>
+struct is_map<std::map<K, V, C, A>> : std::true_type {};
+template <class T>
+struct is_set : std::false_type {};
+template <class K, class C, class A>
+struct is_set<std::set<K, C, A>> : std::true_type {};
+
+template <class T>
+void perturb(T& field);
+
+// Changes the first field of a declared type that it does not skip.
+template <class T, std::size_t... I>
+void perturb_declared(T& object, std::index_sequence<I...>) {
+  auto fields = state::Access::bind<sizeof...(I)>(object);
+  bool done = false;
+  auto one = [&](auto index) {
+    constexpr std::size_t i = decltype(index)::value;
+    if constexpr (T::state_fields[i] != state::Policy::skip) {
+      if (!done) perturb(std::get<i>(fields));
+      done = true;
+    }
+  };
+  (one(std::integral_constant<std::size_t, I>{}), ...);
+}
+
+// A change of the field's value that any reading of it can see.
+template <class T>
+void perturb(T& field) {
+  if constexpr (state::Declared<T>) {
+    perturb_declared(field, std::make_index_sequence<T::state_fields.size()>{});
+  } else if constexpr (std::is_same_v<T, bool>) {
+    field = !field;
+  } else if constexpr (std::is_enum_v<T>) {
+    field = T(std::underlying_type_t<T>(field) + 1);
+  } else if constexpr (std::is_integral_v<T>) {
+    field = T(field + 1);
+  } else if constexpr (state::is_duration<T>::value) {
+    field += Nanos(1);
+  } else if constexpr (state::is_atomic<T>::value) {
+    using V = decltype(field.load());
+    if constexpr (std::is_same_v<V, bool>) field.store(!field.load());
+    else field.store(V(field.load() + 1));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    field.push_back('x');
+  } else if constexpr (is_map<T>::value) {
+    field.emplace(typename T::key_type{987}, typename T::mapped_type{});
+  } else if constexpr (is_set<T>::value) {
+    field.insert(typename T::key_type{987});
+  } else {
+    field.push_back(typename T::value_type{});
+  }
+}
+
+// Perturbs each field of `object` that is not skipped, one at a time on a fresh copy made by
+// `make`, and checks that the digest changes. Returns the indices of the skipped fields.
+template <class T, class Make, std::size_t... I>
+std::vector<std::size_t> check_fields(Make make, Nanos now, std::index_sequence<I...>) {
+  std::vector<std::size_t> skipped;
+  auto one = [&](auto index) {
+    constexpr std::size_t i = decltype(index)::value;
+    if constexpr (T::state_fields[i] == state::Policy::skip) {
+      skipped.push_back(i);
+    } else {
+      auto holder = make();
+      T& object = holder.object();
+      Digested before = digest_of(object, now);
+      perturb(std::get<i>(state::Access::bind<sizeof...(I)>(object)));
+      INFO(typeid(T).name() << " field " << i);
+      CHECK(digest_of(object, now) != before);
+    }
+  };
+  (one(std::integral_constant<std::size_t, I>{}), ...);
+  return skipped;
+}
+
+template <class T, class Make>
+std::vector<std::size_t> skipped_fields(Make make, Nanos now = Nanos(0)) {
+  return check_fields<T>(make, now, std::make_index_sequence<T::state_fields.size()>{});
+}
+
+// A plain value, default-made.
+template <class T>
+struct Plain {
+  T value{};
+  T& object() { return value; }
+};
+
+// A simulated kernel with what it needs, and the loop, pool and clients that live on it.
+struct Rig {
+  model::Scheduler scheduler;
+  model::SimKernel kernel{scheduler, model::SimKernelConfig{}};
+  LoopObserver observer;
+  sim::Trace trace;
+};
+
+struct KernelRig {
+  std::unique_ptr<Rig> rig = std::make_unique<Rig>();
+  model::SimKernel& object() { return rig->kernel; }
+};
+struct LoopRig {
+  std::unique_ptr<Rig> rig = std::make_unique<Rig>();
+  std::unique_ptr<Loop> loop = std::make_unique<Loop>(rig->kernel, LoopConfig{}, rig->observer, 0);
+  Loop& object() { return *loop; }
+};
+struct PoolRig {
+  std::unique_ptr<Rig> rig = std::make_unique<Rig>();
+  std::unique_ptr<HandlerPool> pool = std::make_unique<HandlerPool>(rig->kernel, 2);
+  HandlerPool& object() { return *pool; }
+};
+struct ClientsRig {
+  std::unique_ptr<Rig> rig = std::make_unique<Rig>();
+  std::unique_ptr<sim::Clients> clients =
+      std::make_unique<sim::Clients>(rig->scheduler, rig->kernel, rig->trace, 80);
+  sim::Clients& object() { return *clients; }
+};
+
+// The element type of field I of T's declaration (for types private to T).
+template <class T, std::size_t I>
+using FieldType = std::remove_cvref_t<decltype(std::get<I>(
+    state::Access::bind<T::state_fields.size()>(std::declval<T&>())))>;
+template <class T, std::size_t I>
+using ElementType = typename FieldType<T, I>::value_type;
+
+using Skips = std::vector<std::size_t>;
+
+}  // namespace
+
+TEST_CASE("digest completeness: the simulated kernel's every field is seen, and the skips are these") {
+  using K = model::SimKernel;
+  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 13});  // scheduler, sink, next_port
+  CHECK(skipped_fields<model::SimKernelConfig>([] { return Plain<model::SimKernelConfig>{}; }).empty());
+  CHECK(skipped_fields<model::AcceptFault>([] { return Plain<model::AcceptFault>{}; }).empty());
+  // The kernel's own tables: descriptors, listeners, connections, pollers, fault states.
+  using FdEntry = ElementType<K, 3>;
+  using Listener = ElementType<K, 7>;
+  using Conn = ElementType<K, 8>;
+  using Poller = ElementType<K, 9>;
+  using FaultState = ElementType<K, 11>;
+  using Interest = typename std::remove_cvref_t<decltype(std::declval<Poller&>().items)>::mapped_type;
+  CHECK(skipped_fields<FdEntry>([] { return Plain<FdEntry>{}; }).empty());
+  CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }).empty());
+  CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }).empty());
+  CHECK(skipped_fields<Poller>([] { return Plain<Poller>{}; }).empty());
+  CHECK(skipped_fields<Interest>([] { return Plain<Interest>{}; }).empty());
+  CHECK(skipped_fields<FaultState>([] { return Plain<FaultState>{}; }).empty());
+}
+
+TEST_CASE("digest completeness: the loop's every field is seen, and the skips are these") {
+  // kernel, config, observer, group, pool, mailbox lock, pass counter, events scratch
+  CHECK(skipped_fields<Loop>([] { return LoopRig{}; }) == Skips{0, 1, 2, 4, 5, 14, 27, 33});
+  using Connection = ElementType<Loop, 31>;
+  CHECK(skipped_fields<Connection>([] { return Plain<Connection>{}; }).empty());
+  CHECK(skipped_fields<HandlerPool>([] { return PoolRig{}; }) == Skips{0, 3});  // kernel, lock
+  using Job = ElementType<HandlerPool, 4>;
+  CHECK(skipped_fields<Job>([] { return Plain<Job>{}; }) == Skips{0});  // the job's loop
+}
+
+TEST_CASE("digest completeness: the clients' every field is seen, and the skips are these") {
+  using C = sim::Clients;
+  CHECK(skipped_fields<C>([] { return ClientsRig{}; }) == Skips{0, 1, 2});  // scheduler, kernel, trace
+  using Client = ElementType<C, 4>;
+  CHECK(skipped_fields<Client>([] { return Plain<Client>{}; }) == Skips{0});  // group pointer
+}
+
+TEST_CASE("digest completeness: times are fed relative to now, so equal states at other times agree") {
+  using K = model::SimKernel;
+  using Poller = ElementType<K, 9>;
+  Poller p;
+  p.last_empty_poll = Nanos(5);
+  CHECK(digest_of(p, Nanos(5)) != digest_of(p, Nanos(6)));  // an empty poll now, or not
+  Poller q = p;
+  q.last_empty_poll = Nanos(1);
+  CHECK(digest_of(q, Nanos(6)) == digest_of(p, Nanos(7)));  // both long past
+  model::AcceptFault f;
+  f.until = Nanos(10);
+  model::AcceptFault g = f;
+  g.until = Nanos(20);
+  CHECK(digest_of(f, Nanos(0)) == digest_of(g, Nanos(10)));  // 10 ns left in both
+}
