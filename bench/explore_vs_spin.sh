@@ -77,10 +77,11 @@ if [ "$sweep" -eq 1 ]; then
     out=$("${BASH_SOURCE[0]}" --arrivals "$a" --batch 3 --runs "$runs" --limit "$limit" --loopsim "$loopsim")
     s_row=$(printf '%s\n' "$out" | awk '$1 == "SPIN" && $2 == "accept_loop.pml"')
     l_row=$(printf '%s\n' "$out" | awk '$1 == "loopsim" && $2 == "accept-small.toml"')
-    # Rows: tool, model (4 words), verify wall (2: value unit), states, states/s, find ...
-    s_wall=$(awk '{ print $6, $7 }' <<<"$s_row"); s_states=$(awk '{ print $8 }' <<<"$s_row")
-    l_wall=$(awk '{ print $7, $8 }' <<<"$l_row"); l_states=$(awk '{ print $9 }' <<<"$l_row")
-    l_rate=$(awk '{ print $10 }' <<<"$l_row")
+    # Rows: tool, model (3 words for SPIN, 4 for loopsim), verify wall (value, unit), states,
+    # states/s, then the find columns.
+    s_wall=$(awk '{ print $5, $6 }' <<<"$s_row"); s_states=$(awk '{ print $7 }' <<<"$s_row")
+    l_wall=$(awk '{ print $6, $7 }' <<<"$l_row"); l_states=$(awk '{ print $8 }' <<<"$l_row")
+    l_rate=$(awk '{ print $9 }' <<<"$l_row")
     [[ "$s_row" == *failed* ]] && { s_wall="not finished"; s_states="-"; }
     ratio=$(awk -v l="${l_wall% ms}" -v s="${s_wall% ms}" 'BEGIN { if (s + 0 > 0 && l + 0 > 0) printf "%.3f", l / s; else print "-" }')
     printf '%-9s  %-16s %-12s  %-16s %-12s %-12s  %s\n' "$a" "$s_wall" "$s_states" "$l_wall" "$l_states" "$l_rate" "$ratio"

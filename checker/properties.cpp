@@ -390,10 +390,31 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
   return v;
 }
 
+Verdict liveness(const Trace& trace) {
+  Verdict v;
+  v.property = "liveness";
+  v.unit = Unit::count;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const auto* lasso = std::get_if<ev::Lasso>(&trace.events[i]);
+    if (lasso == nullptr) continue;
+    v.held = false;
+    v.measured = lasso->backlog;
+    v.first_bad = i;
+    v.detail = lasso->dead_end
+                   ? std::to_string(lasso->backlog) + " connection(s) wait and nothing is left to happen"
+                   : std::to_string(lasso->backlog) + " connection(s) wait in a cycle of states: the state at " +
+                         ms_text(lasso->t) + " is the one at " + ms_text(lasso->since) +
+                         ", and nothing was accepted in between";
+    return v;
+  }
+  v.detail = "no state came back with connections waiting and none accepted";
+  return v;
+}
+
 const std::vector<std::string>& property_names() {
   static const std::vector<std::string> names = {
       "answered", "no_stranded_backlog", "latency", "max_gap", "capacity", "post_latency",
-      "no_spin", "shutdown_clean", "batch_bound"};
+      "no_spin", "shutdown_clean", "batch_bound", "liveness"};
   return names;
 }
 
@@ -416,6 +437,7 @@ std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expecta
     else if (e.property == "no_spin") verdicts.push_back(no_spin(trace, e));
     else if (e.property == "shutdown_clean") verdicts.push_back(shutdown_clean(trace));
     else if (e.property == "batch_bound") verdicts.push_back(batch_bound(trace, e));
+    else if (e.property == "liveness") verdicts.push_back(liveness(trace));
     else LOOPSIM_ASSERT(known_property(e.property));
   }
   return verdicts;

@@ -62,6 +62,11 @@ Verdict max_gap(const sim::Trace& trace, const sim::Expectation& expect, const C
 // The loop rules' properties (capacity, post_latency, no_spin, shutdown_clean, batch_bound)
 // are in checker/loop_properties.hpp.
 
+// The run never came back to a state in which connections waited and none was accepted since,
+// nor ended with nothing left to happen while they waited (sim::run watches for it and writes
+// a `lasso` event when the scenario expects this property).
+Verdict liveness(const sim::Trace& trace);
+
 bool known_property(const std::string& name);
 const std::vector<std::string>& property_names();
 

@@ -312,3 +312,18 @@ TEST_CASE("an arm holds only when exactly the properties it names were violated"
   CHECK(j.unexpected_violations == std::vector<std::string>{"latency"});
   CHECK(j.missed_violations == std::vector<std::string>{"answered"});
 }
+
+TEST_CASE("liveness fails on a run that came back to a waiting state, or ended with nothing to do") {
+  Trace t = two_groups();
+  t.events.push_back(ev::RunEnd{20s, 1, 0, 0, 0});
+  CHECK(liveness(t).held);  // the backlog is no_stranded_backlog's: no cycle was seen
+  t.events.insert(t.events.end() - 1, ev::Lasso{2070ms, 1070ms, 1, false});
+  Verdict cycle = liveness(t);
+  CHECK_FALSE(cycle.held);
+  CHECK(cycle.measured == 1);
+  CHECK(cycle.first_bad == t.events.size() - 2);
+  t.events[t.events.size() - 2] = ev::Lasso{3s, 3s, 2, true};
+  Verdict dead = liveness(t);
+  CHECK_FALSE(dead.held);
+  CHECK(dead.detail.find("nothing is left to happen") != std::string::npos);
+}

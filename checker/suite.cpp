@@ -110,8 +110,14 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     scenario.file = path;
     scenario.seed = result.report.seed;
     std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
+    // Recorded choices (--replay), or the ones a counterexample file pins: either way, a run
+    // that leaves them is not the run they describe.
     std::optional<model::ReplayChooser> replay;
-    if (options.replay) replay.emplace(*options.replay);
+    if (options.replay) {
+      replay.emplace(*options.replay);
+    } else if (!scenario.choices.empty()) {
+      replay.emplace(scenario.choices);
+    }
     sim::RunResult run = sim::run(scenario, arm.name, replay ? &*replay : nullptr);
     ArmReport report;
     report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
@@ -122,6 +128,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     report.stats = run.stats;
     report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
     report.replay_diverged = replay && (replay->divergences() > 0 || !replay->exhausted());
+    if (report.replay_diverged) report.divergence = replay->first_divergence();
     result.report.arms.push_back(std::move(report));
     result.traces.push_back(std::move(run.trace));
   }

@@ -22,7 +22,9 @@ struct ArmReport {
   sim::RunStats stats;
   std::int64_t wall_ns = 0;
   std::string replay;  // the command that reproduces this arm
-  bool replay_diverged = false;  // --replay: the recorded choices did not fit this run
+  // --replay, or a scenario's pinned choices: the choices did not fit this run. Where first:
+  bool replay_diverged = false;
+  std::string divergence;
 };
 
 struct RunReport {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -60,14 +62,25 @@ std::string with_fault_budget(const std::string& text, const sim::Scenario& scen
          "ns\"\ncount = " + std::to_string(args.faults) + "\n";
 }
 
+// The counterexample's states, one node per distinct state, in the order the run first reached
+// them: a run that comes back to a state draws the cycle as an edge back (red).
 void write_dot(const std::string& path, const explore::Counterexample& cex) {
   std::ofstream out(path);
   out << "digraph counterexample {\n  rankdir=TB; node [shape=box, fontname=\"monospace\"];\n";
-  for (std::size_t i = 0; i < cex.path.size(); ++i) {
-    char label[32];
-    std::snprintf(label, sizeof label, "%016llx", static_cast<unsigned long long>(cex.path[i]));
-    out << "  s" << i << " [label=\"step " << i << "\\n" << label << "\"];\n";
-    if (i > 0) out << "  s" << i - 1 << " -> s" << i << ";\n";
+  std::map<std::uint64_t, std::size_t> node;  // digest -> node number
+  std::set<std::pair<std::size_t, std::size_t>> drawn;
+  std::optional<std::size_t> previous;
+  for (std::size_t step = 0; step < cex.path.size(); ++step) {
+    auto [it, fresh] = node.try_emplace(cex.path[step], node.size());
+    if (fresh) {
+      char label[32];
+      std::snprintf(label, sizeof label, "%016llx", static_cast<unsigned long long>(cex.path[step]));
+      out << "  s" << it->second << " [label=\"step " << step << "\\n" << label << "\"];\n";
+    }
+    if (previous && drawn.emplace(*previous, it->second).second) {
+      out << "  s" << *previous << " -> s" << it->second << (fresh ? "" : " [color=red]") << ";\n";
+    }
+    previous = it->second;
   }
   out << "}\n";
 }
@@ -126,7 +139,16 @@ int explore_file(const ExploreArgs& args) {
   }
   if (result.counterexample) {
     auto& cex = *result.counterexample;
+    // A liveness failure is a cycle, which one run shows only when it is watched for: the
+    // counterexample expects "liveness", so that `loopsim run` judges it there too.
+    if (cex.violated == std::vector<std::string>{"liveness"}) {
+      text += "\n# added by explore: the failure it found\n[[expect]]\nproperty = \"liveness\"\n";
+      sim::Expectation live;
+      live.property = "liveness";
+      scenario.expect.push_back(live);
+    }
     cex.choices = explore::minimize(scenario, costs, cex.choices);
+    cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
     std::filesystem::create_directories(args.out);
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";

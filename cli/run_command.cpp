@@ -78,9 +78,17 @@ int run(const RunArgs& args) {
     if (!args.replay.empty()) apply_replay(args.replay, options);
     checker::SuiteResult result = checker::run_suite(args.file, options);
     const auto& report = result.report;
-    if (report.arms.front().replay_diverged) {
-      std::cerr << "error: the choices recorded in " << args.replay
-                << " do not fit this scenario: it has changed since the recording\n";
+    for (const auto& arm : report.arms) {
+      if (!arm.replay_diverged) continue;
+      if (!args.replay.empty()) {
+        std::cerr << "error: the choices recorded in " << args.replay
+                  << " do not fit this scenario: it has changed since the recording ("
+                  << arm.divergence << ")\n";
+      } else {
+        std::cerr << args.file << ":1:1: error: the pinned choices do not fit this run: "
+                  << arm.divergence << "\n  hint: the scenario or loopsim changed since the "
+                  << "counterexample was written; explore again to pin a new one\n";
+      }
       return exit_bad_input;
     }
     if (!args.trace.empty() && !write_trace(args.trace, result.traces.front())) {
@@ -118,7 +126,8 @@ void add_run(CLI::App& app, int& status) {
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"
-      "was violated (the command that reproduces it is printed), 2 bad input.");
+      "was violated (the command that reproduces it is printed), 2 bad input (including a\n"
+      "counterexample whose pinned choices no longer fit the run: the first that does not is named).");
   cmd->callback([args, &status] { status = run(*args); });
 }
 

@@ -52,4 +52,7 @@ std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checke
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
                       const std::vector<model::Choice>& choices);
 
+// The states (digests) one execution passes through with `choices`, from the start to its end.
+std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices);
+
 }  // namespace loopsim::explore

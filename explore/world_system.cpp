@@ -66,4 +66,15 @@ Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs
   return judged(run.trace, scenario, costs);
 }
 
+std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices) {
+  model::ReplayChooser chooser(choices);
+  std::unique_ptr<Execution> execution = system.start(chooser);
+  std::vector<std::uint64_t> path;
+  do {
+    path.push_back(execution->digest());
+  } while (execution->step());
+  execution->finish();
+  return path;
+}
+
 }  // namespace loopsim::explore

@@ -33,13 +33,33 @@ std::uint32_t SeededChooser::choose(ChoiceKind, std::uint32_t options) {
   return std::uint32_t(x % options);
 }
 
+std::string choice_text(const Choice& choice) {
+  return std::string(choice_kind_name(choice.kind)) + ":" + std::to_string(choice.options) + ":" +
+         std::to_string(choice.pick);
+}
+
 std::uint32_t ReplayChooser::choose(ChoiceKind kind, std::uint32_t options) {
-  if (next_ < record_.size()) {
-    const Choice& c = record_[next_++];
+  std::size_t at = next_++;
+  if (at < record_.size()) {
+    const Choice& c = record_[at];
     if (c.kind == kind && c.options == options && c.pick < options) return c.pick;
   }
-  ++divergences_;
+  if (divergences_++ == 0) {
+    first_ = "choice " + std::to_string(at + 1) + " of " + std::to_string(record_.size());
+    first_ += at < record_.size() ? " is " + choice_text(record_[at]) : std::string(" is past the record");
+    first_ += ", but the run asked for " + std::string(choice_kind_name(kind)) + " among " +
+              std::to_string(options);
+  }
   return 0;
+}
+
+std::string ReplayChooser::first_divergence() const {
+  if (divergences_ > 0) return first_;
+  if (next_ < record_.size()) {
+    return "the run ended after " + std::to_string(next_) + " of " + std::to_string(record_.size()) +
+           " choices";
+  }
+  return "";
 }
 
 }  // namespace loopsim::model

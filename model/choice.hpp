@@ -59,12 +59,19 @@ class ReplayChooser final : public Chooser {
   explicit ReplayChooser(std::vector<Choice> record) : record_(std::move(record)) {}
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
   std::size_t divergences() const { return divergences_; }
-  bool exhausted() const { return next_ == record_.size(); }
+  bool exhausted() const { return next_ >= record_.size(); }
+  // Where the run first left the record, for a person: "choice 7 of 12 is order:3:1, but the
+  // run asked for order among 2", or "the run ended after 5 of 12 choices"; empty if it fit.
+  std::string first_divergence() const;
 
  private:
   std::vector<Choice> record_;
   std::size_t next_ = 0;
   std::size_t divergences_ = 0;
+  std::string first_;
 };
+
+// "order:3:1", as scenario files and traces write a choice.
+std::string choice_text(const Choice& choice);
 
 }  // namespace loopsim::model

@@ -241,6 +241,9 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   if (kind == "choice") return choice_event(l, t);
   if (kind == "rlimit") return ev::Rlimit{t, l.integer("value")};
   if (kind == "reset") return ev::Reset{t, book.provisional(l)};
+  if (kind == "lasso") {
+    return ev::Lasso{t, l.time("since"), l.integer("backlog"), l.integer("dead_end") != 0};
+  }
   if (kind == "run_end") {
     return ev::RunEnd{t, l.integer("backlog"), l.integer("open_connections"),
                       l.integer_or("handoffs", 0), l.integer_or("open_descriptors", 0)};

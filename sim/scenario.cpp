@@ -328,7 +328,7 @@ constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"}; 
 constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
 constexpr std::string_view property_names[] = {
     "answered", "no_stranded_backlog", "latency",    "max_gap", "capacity", "post_latency",
-    "no_spin",  "shutdown_clean",      "batch_bound"};
+    "no_spin",  "shutdown_clean",      "batch_bound", "liveness"};
 
 const Field<RequestSpec> request_fields[] = {
     {"at", [](C c, N n, K k, auto& r) { r.at = read_duration(c, n, k); }},

@@ -149,6 +149,7 @@ const char* kind_of(const TraceEvent& event) {
           [](const ev::ListenerClosed&) { return "listener_closed"; },
           [](const ev::LoopExit&) { return "loop_exit"; },
           [](const ev::Handoff&) { return "handoff"; },
+          [](const ev::Lasso&) { return "lasso"; },
           [](const ev::RunEnd&) { return "run_end"; },
       },
       event);
@@ -228,6 +229,10 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           },
           [&](const ev::Handoff& e) {
             line.num("worker", e.worker).num("to", e.to).client(trace, e.client);
+          },
+          [&](const ev::Lasso& e) {
+            line.num("since", e.since.count()).num("backlog", e.backlog);
+            line.num("dead_end", e.dead_end ? 1 : 0);
           },
           [&](const ev::RunEnd& e) {
             line.num("backlog", e.backlog).num("open_connections", e.open_connections);

@@ -59,6 +59,10 @@ struct ListenerClosed { Nanos t; int worker; };
 struct LoopExit { Nanos t; int worker; int open_connections; };
 // R10: a connection handed from one worker to another.
 struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
+// Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
+// at `since`, with `backlog` connections waiting and none accepted in between, so they wait
+// forever; or (`dead_end`) nothing was left to happen while they waited.
+struct Lasso { Nanos t; Nanos since; std::int64_t backlog; bool dead_end; };
 // The state at the end of the run.
 struct RunEnd {
   Nanos t;
@@ -75,7 +79,7 @@ using TraceEvent =
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
-                 ev::Handoff, ev::RunEnd>;
+                 ev::Handoff, ev::Lasso, ev::RunEnd>;
 
 struct ClientLabel {
   std::int32_t group;  // index into Trace::groups

@@ -1,7 +1,9 @@
 #include "sim/world.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "model/digest.hpp"
 #include "model/scheduler.hpp"
@@ -316,6 +318,7 @@ struct World::Impl {
   std::unique_ptr<Process> process;
   std::uint64_t steps = 0;
   bool finished = false;
+  std::optional<ev::Lasso> lasso;
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -351,9 +354,14 @@ std::uint64_t World::digest() const {
   return d.value();
 }
 
+bool World::quiescent() const { return impl_->scheduler.idle(); }
+
+void World::note(const ev::Lasso& lasso) { impl_->lasso = lasso; }
+
 RunResult World::finish() {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
+  if (w.lasso) w.result.trace.events.push_back(*w.lasso);
   w.result.trace.events.push_back(w.process->end_state());
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
   w.scheduler.unwind();  // the loops' stacks go before the loops themselves
@@ -362,12 +370,54 @@ RunResult World::finish() {
   return std::move(w.result);
 }
 
+namespace {
+
+bool expects(const Scenario& scenario, const std::string& property) {
+  return std::any_of(scenario.expect.begin(), scenario.expect.end(),
+                     [&](const Expectation& e) { return e.property == property; });
+}
+
+// The states seen while connections wait, each with the accepts made by then: coming back to
+// one with no accept since is a cycle that never takes them.
+class LassoWatch {
+ public:
+  void look(const World& world) {
+    if (found_) return;
+    std::size_t backlog = world.backlog();
+    if (backlog == 0) return;
+    auto [it, fresh] = seen_.try_emplace(world.digest(), Seen{world.now(), world.accepted()});
+    if (!fresh && it->second.accepted == world.accepted()) {
+      found_ = ev::Lasso{world.now(), it->second.t, std::int64_t(backlog), false};
+    }
+  }
+  void at_end(World& world) {
+    if (!found_ && world.quiescent() && world.backlog() > 0) {
+      found_ = ev::Lasso{world.now(), world.now(), std::int64_t(world.backlog()), true};
+    }
+    if (found_) world.note(*found_);
+  }
+
+ private:
+  struct Seen {
+    Nanos t;
+    std::uint64_t accepted;
+  };
+  std::unordered_map<std::uint64_t, Seen> seen_;  // by digest; looked up, never iterated
+  std::optional<ev::Lasso> found_;
+};
+
+}  // namespace
+
 RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
   std::optional<model::ReplayChooser> pinned;  // a counterexample's choices
   if (chooser == nullptr && !scenario.choices.empty()) chooser = &pinned.emplace(scenario.choices);
   World world(scenario, arm, chooser);
-  while (world.step()) {
-  }
+  std::optional<LassoWatch> watch;
+  if (expects(scenario, "liveness")) watch.emplace();
+  do {
+    if (watch) watch->look(world);
+  } while (world.step());
+  if (watch) watch->at_end(world);
   return world.finish();
 }
 

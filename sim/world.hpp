@@ -48,6 +48,10 @@ class World {
   // Connections the loops accepted so far.
   std::uint64_t accepted() const;
   const Trace& trace() const;
+  // True when nothing at all is scheduled: whatever waits, waits forever.
+  bool quiescent() const;
+  // Adds a liveness finding to the trace, before the run's end.
+  void note(const ev::Lasso& lasso);
   RunResult finish();
 
  private:
@@ -55,7 +59,10 @@ class World {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs `scenario` (already resolved for one arm) to its horizon. Every nondeterministic
+// Runs `scenario` (already resolved for one arm) to its horizon. When the scenario expects
+// "liveness", the run watches its own states and writes a `lasso` event if it comes back to one
+// in which connections wait and none was accepted since (the explorer's liveness failure, as
+// one run shows it). Every nondeterministic
 // decision goes to `chooser` (default: seeded from the scenario's seed) and is recorded in the
 // trace as a `choice` event. Deterministic: the same scenario and choices give the same trace,
 // byte for byte. `arm` names the arm in the trace.
