@@ -34,6 +34,7 @@ struct ExploreArgs {
   std::vector<std::string> set;
   bool no_prune = false;
   bool no_symmetry = false;
+  bool no_cut = false;
   bool shrink = true;
   bool json = false;
 };
@@ -103,6 +104,7 @@ int explore_file(const ExploreArgs& args) {
   options.max_executions = args.max_executions;
   options.prune = !args.no_prune;
   options.symmetry = !args.no_symmetry;
+  options.cut = !args.no_cut;
   std::tie(options.seed_first, options.seed_last) = parse_pair(args.seeds, "..", "seeds");
   auto [shard, shards] = parse_pair(args.shard, "/", "shard");
   if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
@@ -164,6 +166,7 @@ int explore_file(const ExploreArgs& args) {
   doc["executions"] = result.executions;
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
+  doc["cut"] = result.cut;
   doc["wall_ns"] = elapsed;
   if (result.counterexample) {
     doc["counterexample"] = cex_path;
@@ -208,6 +211,8 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
+  cmd->add_flag("--no-cut", args->no_cut,
+                "Run every execution to the horizon, even past a state already explored at that instant");
   cmd->add_flag("--no-symmetry", args->no_symmetry,
                 "Try every order of interchangeable clients' same-instant happenings, not one");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");

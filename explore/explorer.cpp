@@ -48,6 +48,7 @@ struct Node {
   bool backlog = false;   // a connection waits in the accept queue
   bool expanded = false;  // its alternatives were branched on
   std::uint64_t execution = 0;  // the first execution that reached it
+  Nanos first_time{0};          // the virtual time it was first reached at
 };
 
 struct Edge {
@@ -64,11 +65,12 @@ class Explorer {
   ExploreResult run();
 
  private:
-  std::size_t intern(std::uint64_t digest, bool backlog);
+  std::size_t intern(std::uint64_t digest, bool backlog, Nanos now);
   // One execution: its decisions, and the violated properties.
   std::vector<std::string> execute(model::Chooser& chooser, const std::vector<model::Choice>& made,
-                                   std::size_t replayed, std::vector<std::uint64_t>& path);
-  void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to);
+                                   std::size_t replayed, std::optional<std::size_t> from,
+                                   std::vector<std::uint64_t>& path);
+  void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to, std::size_t node);
   std::optional<std::string> out_of_bounds();
   bool out_of_time();
   void find_stranding();
@@ -81,7 +83,12 @@ class Explorer {
   std::vector<std::uint64_t> digests_;
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
-  std::vector<std::vector<std::uint32_t>> stack_;
+  // A prefix of picks to replay, and the state its last pick is taken in.
+  struct Branch {
+    std::vector<std::uint32_t> prefix;
+    std::size_t from;
+  };
+  std::vector<Branch> stack_;
   std::vector<std::vector<model::Choice>> runs_;  // each execution's decisions
   std::uint64_t root_alternatives_ = 0;
   bool depth_cut_ = false;
@@ -90,18 +97,19 @@ class Explorer {
   std::optional<std::string> cut_;  // a limit met inside an execution
 };
 
-std::size_t Explorer::intern(std::uint64_t digest, bool backlog) {
+std::size_t Explorer::intern(std::uint64_t digest, bool backlog, Nanos now) {
   auto [it, inserted] = index_.try_emplace(digest, nodes_.size());
   if (inserted) {
     digests_.push_back(digest);
-    nodes_.push_back(Node{backlog, false, result_.executions});
+    nodes_.push_back(Node{backlog, false, result_.executions, now});
   }
   return it->second;
 }
 
 // Alternatives for decisions [from, to) of this execution: each a prefix that takes another
 // pick there. Pushed last-first, so the first decision's alternatives run first.
-void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to) {
+void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to,
+                      std::size_t node) {
   for (std::size_t p = to; p-- > from;) {
     if (p >= options_.depth) {
       depth_cut_ = true;
@@ -113,25 +121,42 @@ void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, 
       prefix.reserve(p + 1);
       for (std::size_t i = 0; i < p; ++i) prefix.push_back(made[i].pick);
       prefix.push_back(alt);
-      stack_.push_back(std::move(prefix));
+      stack_.push_back(Branch{std::move(prefix), node});
     }
   }
 }
 
 std::vector<std::string> Explorer::execute(model::Chooser& chooser,
                                            const std::vector<model::Choice>& made,
-                                           std::size_t replayed, std::vector<std::uint64_t>& path) {
+                                           std::size_t replayed, std::optional<std::size_t> from,
+                                           std::vector<std::uint64_t>& path) {
   std::unique_ptr<Execution> execution = system_.start(chooser);
-  std::optional<std::size_t> previous;
+  // While the execution replays its prefix it retraces its parent's states, which are in the
+  // graph already: they are not digested again. `from` is the state the prefix's last decision
+  // was taken in, where this execution leaves its parent's path.
+  std::optional<std::size_t> previous = from;
   std::uint64_t accepted_before = 0;
+  bool cut = options_.cut && options_.prune && system_.judged_by_state();
   for (std::uint64_t steps = 0;; ++steps) {
-    std::uint64_t digest = execution->digest();
-    std::size_t node = intern(digest, execution->backlog());
-    path.push_back(digest);
+    bool replaying = made.size() < replayed;
     std::uint64_t accepted = execution->accepted();
-    if (previous) edges_.push_back(Edge{*previous, node, accepted > accepted_before});
+    std::size_t node = from.value_or(0);
+    if (!replaying) {
+      std::uint64_t digest = execution->digest();
+      Nanos now = execution->now();
+      node = intern(digest, execution->backlog(), now);
+      path.push_back(digest);
+      if (previous) edges_.push_back(Edge{*previous, node, accepted > accepted_before});
+      previous = node;
+      // Past the prefix, at a state an earlier execution reached at this same instant: from
+      // here on this execution is that one, and so is its verdict.
+      const Node& n = nodes_[node];
+      if (cut && replayed > 0 && n.execution < result_.executions && n.first_time == now) {
+        ++result_.cut;
+        return {};
+      }
+    }
     accepted_before = accepted;
-    previous = node;
     // One execution can be long (a flood, a spin): the limits are checked inside it too.
     if (steps % 1024 == 1023 && out_of_time()) {
       cut_ = "time limit";
@@ -148,7 +173,7 @@ std::vector<std::string> Explorer::execute(model::Chooser& chooser,
     // the prefix this execution replays.
     if ((fresh || !options_.prune) && made.size() > std::max(before, replayed)) {
       nodes_[node].expanded = true;
-      branch(made, std::max(before, replayed), made.size());
+      branch(made, std::max(before, replayed), made.size(), node);
     }
   }
   return execution->finish().violated;
@@ -206,9 +231,10 @@ ExploreResult Explorer::run() {
   started_ns_ = options_.wall_ns ? options_.wall_ns() : 0;
   std::uint64_t seed = options_.seed_first;
   bool random = options_.strategy == ExploreOptions::Strategy::random;
-  if (!random) stack_.push_back({});
+  std::optional<Branch> root;
+  if (!random) root = Branch{};
   for (;;) {
-    if (random ? seed > options_.seed_last : stack_.empty()) break;
+    if (random ? seed > options_.seed_last : !root && stack_.empty()) break;
     if (auto bound = out_of_bounds()) {
       result_.verdict = ExploreResult::Verdict::bound_reached;
       result_.bound = *bound;
@@ -220,19 +246,26 @@ ExploreResult Explorer::run() {
       model::SeededChooser seeded(seed++);
       Recorder chooser(seeded);
       runs_.push_back({});
-      violated = execute(chooser, chooser.made(), SIZE_MAX, path);
+      violated = execute(chooser, chooser.made(), 0, std::nullopt, path);
       runs_.back() = chooser.made();
     } else {
-      std::vector<std::uint32_t> prefix = std::move(stack_.back());
-      stack_.pop_back();
+      std::vector<std::uint32_t> prefix;
+      std::optional<std::size_t> from;
+      if (root) {
+        root.reset();
+      } else {
+        from = stack_.back().from;
+        prefix = std::move(stack_.back().prefix);
+        stack_.pop_back();
+      }
       PrefixChooser chooser(prefix);
       runs_.push_back({});
       std::size_t stack_before = stack_.size();
-      violated = execute(chooser, chooser.made(), prefix.size(), path);
+      violated = execute(chooser, chooser.made(), prefix.size(), from, path);
       runs_.back() = chooser.made();
       // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
       if (result_.executions == 0 && options_.shards > 1) {
-        std::vector<std::vector<std::uint32_t>> mine;
+        std::vector<Branch> mine;
         for (std::size_t i = stack_before; i < stack_.size(); ++i) {
           if ((i - stack_before) % options_.shards == options_.shard) mine.push_back(std::move(stack_[i]));
         }
@@ -249,7 +282,8 @@ ExploreResult Explorer::run() {
     }
     if (!violated.empty()) {
       result_.verdict = ExploreResult::Verdict::violated;
-      result_.counterexample = Counterexample{runs_.back(), violated, "", path};
+      // The path from the start (the execution did not digest the prefix it replayed).
+      result_.counterexample = Counterexample{runs_.back(), violated, "", path_of(system_, runs_.back())};
       break;
     }
   }

@@ -34,6 +34,11 @@ struct ExploreOptions {
   std::uint32_t shard = 0, shards = 1;  // DFS: the root's alternatives, dealt round robin
   bool prune = true;                    // skip branching from states seen before
   bool symmetry = true;                 // interchangeable clients' orders explored once
+  // State matching within an instant: an execution past its replayed prefix that reaches a
+  // state an earlier execution reached at the same virtual time stops there, when the system's
+  // properties are judged by state (System::judged_by_state): its future, and so its verdict,
+  // is the earlier one's, whose alternatives are on the stack already.
+  bool cut = true;
   std::int64_t time_limit_ns = 0;       // 0: none; checked inside executions too
   std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;
@@ -57,6 +62,7 @@ struct ExploreResult {
   std::uint64_t executions = 0;
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
+  std::uint64_t cut = 0;  // executions stopped at a state matched within its instant
   std::optional<Counterexample> counterexample;
 };
 

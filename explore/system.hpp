@@ -33,6 +33,8 @@ class Execution {
   virtual bool backlog() const = 0;
   // Connections accepted so far (never decreases).
   virtual std::uint64_t accepted() const = 0;
+  // Virtual time.
+  virtual Nanos now() const = 0;
   // Runs what is left to the horizon and judges the execution.
   virtual Outcome finish() = 0;
 };
@@ -41,6 +43,10 @@ class System {
  public:
   virtual ~System() = default;
   virtual std::unique_ptr<Execution> start(model::Chooser& chooser) const = 0;
+  // Whether every property judged at an execution's end is a function of the state it reaches
+  // and of what follows, not of how it got there. Then two executions that reach one state at
+  // one instant end alike, and the later one may stop there (ExploreOptions::cut).
+  virtual bool judged_by_state() const = 0;
 };
 
 // A scenario (already resolved for one arm) on the simulated kernel with the real loop. With
