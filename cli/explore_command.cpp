@@ -35,6 +35,8 @@ struct ExploreArgs {
   bool no_prune = false;
   bool no_symmetry = false;
   bool no_cut = false;
+  std::string arm = "base";
+  std::string maximize;
   bool shrink = true;
   bool json = false;
 };
@@ -86,6 +88,18 @@ void write_dot(const std::string& path, const explore::Counterexample& cex) {
   out << "}\n";
 }
 
+// The output folder, made before the search so that a bad --out is bad input, not a lost search.
+void ensure_directory(const std::string& dir) {
+  std::error_code error;
+  if (dir.empty()) throw sim::ScenarioError("--out:1:1: an empty folder name", "e.g. --out out/explore");
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    throw sim::ScenarioError("--out:1:1: cannot make the folder " + dir +
+                                 (error ? ": " + error.message() : std::string(": a file is in the way")),
+                             "name a folder loopsim may write");
+  }
+}
+
 int explore_file(const ExploreArgs& args) {
   std::ifstream in(args.file, std::ios::binary);
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -93,6 +107,17 @@ int explore_file(const ExploreArgs& args) {
   sim::Scenario scenario = sim::parse_scenario(text, args.file, overrides);
   text = with_fault_budget(text, scenario, args);
   scenario = sim::parse_scenario(text, args.file, overrides);
+  sim::Arm arm{"base", {}, {}};
+  if (args.arm != "base") {
+    auto it = std::find_if(scenario.arms.begin(), scenario.arms.end(),
+                           [&](const sim::Arm& a) { return a.name == args.arm; });
+    if (it == scenario.arms.end()) {
+      throw sim::ScenarioError(args.file + ":1:1: no arm named \"" + args.arm + "\"",
+                               "arms are \"base\" and the names under [[arms]]");
+    }
+    arm = *it;
+    scenario = sim::scenario_for_arm(text, args.file, arm, overrides);
+  }
   scenario.file = args.file;
   checker::validate(scenario);
   checker::Costs costs = checker::costs_for(text, args.file);
@@ -111,6 +136,19 @@ int explore_file(const ExploreArgs& args) {
   options.shard = std::uint32_t(shard);
   options.shards = std::uint32_t(shards);
   options.time_limit_ns = sim::parse_duration(args.time_limit).count();
+  if (!args.maximize.empty()) {
+    auto colon = args.maximize.find(':');
+    options.maximize = args.maximize.substr(0, colon);
+    if (colon != std::string::npos) options.maximize_of = args.maximize.substr(colon + 1);
+    bool expected = std::any_of(scenario.expect.begin(), scenario.expect.end(), [&](const sim::Expectation& e) {
+      return e.property == options.maximize && (options.maximize_of.empty() || e.of == options.maximize_of);
+    });
+    if (!expected) {
+      throw sim::ScenarioError("--maximize:1:1: the scenario expects no " + args.maximize,
+                               "name one of its [[expect]] entries, e.g. --maximize latency:fast");
+    }
+  }
+  ensure_directory(args.out);
   options.wall_ns = wall_ns;
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](const explore::ExploreProgress& p) {
@@ -124,7 +162,15 @@ int explore_file(const ExploreArgs& args) {
   std::int64_t elapsed = wall_ns() - started;
   if (options.progress) std::cerr << '\n';
 
-  std::string cex_path, removed;
+  std::string cex_path, removed, worst_path;
+  if (result.worst) {
+    worst_path = args.out + "/" + scenario.name + "-worst.toml";
+    std::ofstream(worst_path) << "# loopsim explore --maximize " << args.maximize << ": the worst of "
+                              << result.judged << " executions measured " << result.worst->verdict.measured
+                              << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "")
+                              << "\n# replay: loopsim run " << worst_path << "\n"
+                              << sim::pinned_scenario(text, args.file, arm, overrides, result.worst->choices);
+  }
   if (result.counterexample && args.shrink) {
     auto counts = explore::shrink(scenario, costs, options);
     removed = explore::describe(scenario, counts);
@@ -151,12 +197,10 @@ int explore_file(const ExploreArgs& args) {
     }
     cex.choices = explore::minimize(scenario, costs, cex.choices);
     cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
-    std::filesystem::create_directories(args.out);
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";
-    sim::Arm base{"base", {}, {}};
     std::ofstream(cex_path) << "# loopsim explore found this: " << cex.detail << "\n# replay: loopsim run "
-                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, base, overrides, cex.choices, shrunk_counts);
+                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, overrides, cex.choices, shrunk_counts);
     write_dot(stem + ".dot", cex);
   }
   nlohmann::ordered_json doc;
@@ -167,6 +211,23 @@ int explore_file(const ExploreArgs& args) {
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
   doc["cut"] = result.cut;
+  if (!args.arm.empty() && args.arm != "base") doc["arm"] = args.arm;
+  if (result.worst) {
+    doc["maximize"] = args.maximize;
+    doc["worst"] = result.worst->measured;
+    doc["worst_text"] = result.worst->verdict.unit == checker::Unit::ns
+                            ? checker::ms_text(Nanos(result.worst->measured))
+                            : std::to_string(result.worst->measured);
+    doc["worst_execution"] = result.worst->execution;
+    doc["judged"] = result.judged;
+    doc["worst_replay"] = worst_path;
+    std::size_t unnatural = 0;
+    for (const auto& c : result.worst->choices) unnatural += c.pick != 0;
+    doc["worst_choices_not_natural"] = unnatural;
+  } else if (!args.maximize.empty()) {
+    doc["maximize"] = args.maximize;
+    doc["worst"] = nullptr;  // no execution measured it
+  }
   doc["wall_ns"] = elapsed;
   if (result.counterexample) {
     doc["counterexample"] = cex_path;
@@ -183,6 +244,7 @@ int explore_file(const ExploreArgs& args) {
     std::cout << "explore " << scenario.name << " (" << args.file << ")\n";
     for (auto& [key, value] : doc.items()) std::cout << "  " << key << ": " << value.dump() << '\n';
     if (result.counterexample) std::cout << "replay: loopsim run " << cex_path << '\n';
+    if (result.worst) std::cout << "worst case: loopsim run " << worst_path << '\n';
   }
   switch (result.verdict) {
     case explore::ExploreResult::Verdict::violated: return exit_violated;
@@ -217,6 +279,11 @@ void add_explore(CLI::App& app, int& status) {
                 "Try every order of interchangeable clients' same-instant happenings, not one");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
+  cmd->add_option("--arm", args->arm, "Search this arm of the scenario (\"base\" for the base)")
+      ->capture_default_str();
+  cmd->add_option("--maximize", args->maximize,
+                  "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
+                  "stop at none, and write the one that measured the most (NAME-worst.toml)");
   cmd->footer(
       "Exit status:\n"
       "  0  none_found: the search was exhaustive within --depth and --faults; nothing failed\n"
@@ -224,7 +291,8 @@ void add_explore(CLI::App& app, int& status) {
       "  2  bad input: the scenario, an option or --set\n"
       "  3  bound_reached: --max-executions, the state limit, --time-limit or --depth cut the\n"
       "     search short; this proves nothing. A random search (--strategy random) samples one\n"
-      "     schedule per seed, so it ends here unless it finds something.");
+      "     schedule per seed, so it ends here unless it finds something.\n"
+      "With --maximize, 0 and 3 say the same of the search; a violation does not stop it.");
   cmd->callback([args, &status] {
     try {
       status = explore_file(*args);

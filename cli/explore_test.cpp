@@ -114,3 +114,47 @@ TEST_CASE("explore rejects bad bounds with exit 2") {
   CHECK(run_cli("explore " + small + " --seeds 1-5").status == 2);
   CHECK(run_cli("explore " + small + " --strategy bfs").status == 2);
 }
+
+TEST_CASE("explore --maximize reports the worst figure over the schedules, and its replay measures it") {
+  // /fast is served first in the natural order; the other order puts it behind the blocker.
+  std::string scenario = loopsim::testing::temp_path("worst.toml");
+  std::ofstream(scenario) << R"(
+name = "worst"
+horizon = "5s"
+[[clients]]
+name = "fast"
+connect_at = "10ms"
+requests = [{ at = "10ms", path = "/fast" }]
+[[clients]]
+name = "blocker"
+connect_at = "10ms"
+requests = [{ at = "10ms", path = "/slow?ms=600" }]
+[[expect]]
+property = "latency"
+of = "fast"
+max = "1s"
+)";
+  std::string out = loopsim::testing::temp_path("explore-worst");
+  Outcome o = run_cli("explore " + scenario + " --maximize latency:fast --json --out " + out);
+  REQUIRE(o.status == 0);  // exhaustive, and a worst case is not a violation
+  auto doc = nlohmann::json::parse(o.output);
+  std::int64_t worst = doc["worst"];
+  CHECK(worst >= 600'000'000);  // behind the 600 ms blocker
+  CHECK(doc["worst_choices_not_natural"] > 0);
+  Outcome replay = run_cli("run " + std::string(doc["worst_replay"]) + " --json");
+  REQUIRE(replay.status == 0);
+  auto report = nlohmann::json::parse(replay.output);
+  bool measured = false;
+  for (const auto& v : report["arms"][0]["properties"]) {
+    if (v["property"] == "latency") measured = v["measured"] == worst;
+  }
+  CHECK(measured);
+  CHECK(run_cli("explore " + scenario + " --maximize no_spin").status == 2);  // not expected
+}
+
+TEST_CASE("explore --out that cannot be a folder is bad input, before any search") {
+  std::string file = loopsim::testing::temp_path("a-file");
+  std::ofstream(file) << "x";
+  CHECK(loopsim::testing::run_loopsim("explore " + small + " --out " + file).status == 2);
+  CHECK(loopsim::testing::run_loopsim("explore " + small + " --out ''").status == 2);
+}

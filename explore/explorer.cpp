@@ -66,8 +66,8 @@ class Explorer {
 
  private:
   std::size_t intern(std::uint64_t digest, bool backlog, Nanos now);
-  // One execution: its decisions, and the violated properties.
-  std::vector<std::string> execute(model::Chooser& chooser, const std::vector<model::Choice>& made,
+  // One execution: its decisions, and how it ended (nothing, if it was stopped early).
+  Outcome execute(model::Chooser& chooser, const std::vector<model::Choice>& made,
                                    std::size_t replayed, std::optional<std::size_t> from,
                                    std::vector<std::uint64_t>& path);
   void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to, std::size_t node);
@@ -75,6 +75,7 @@ class Explorer {
   bool out_of_time();
   void find_stranding();
   void report_progress(bool force);
+  void note_worst(const Outcome& outcome, const std::vector<model::Choice>& choices);
 
   const System& system_;
   const ExploreOptions& options_;
@@ -126,7 +127,7 @@ void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, 
   }
 }
 
-std::vector<std::string> Explorer::execute(model::Chooser& chooser,
+Outcome Explorer::execute(model::Chooser& chooser,
                                            const std::vector<model::Choice>& made,
                                            std::size_t replayed, std::optional<std::size_t> from,
                                            std::vector<std::uint64_t>& path) {
@@ -136,7 +137,7 @@ std::vector<std::string> Explorer::execute(model::Chooser& chooser,
   // was taken in, where this execution leaves its parent's path.
   std::optional<std::size_t> previous = from;
   std::uint64_t accepted_before = 0;
-  bool cut = options_.cut && options_.prune && system_.judged_by_state();
+  bool cut = options_.cut && options_.prune && options_.maximize.empty() && system_.judged_by_state();
   for (std::uint64_t steps = 0;; ++steps) {
     bool replaying = made.size() < replayed;
     std::uint64_t accepted = execution->accepted();
@@ -176,7 +177,18 @@ std::vector<std::string> Explorer::execute(model::Chooser& chooser,
       branch(made, std::max(before, replayed), made.size(), node);
     }
   }
-  return execution->finish().violated;
+  return execution->finish();
+}
+
+void Explorer::note_worst(const Outcome& outcome, const std::vector<model::Choice>& choices) {
+  for (const checker::Verdict& v : outcome.verdicts) {
+    if (v.property != options_.maximize || (!options_.maximize_of.empty() && v.of != options_.maximize_of)) continue;
+    ++result_.judged;
+    if (!result_.worst || v.measured > result_.worst->measured) {
+      result_.worst = Worst{v.measured, v, choices, result_.executions};
+    }
+    return;
+  }
 }
 
 std::optional<std::string> Explorer::out_of_bounds() {
@@ -241,12 +253,12 @@ ExploreResult Explorer::run() {
       break;
     }
     std::vector<std::uint64_t> path;
-    std::vector<std::string> violated;
+    Outcome outcome;
     if (random) {
       model::SeededChooser seeded(seed++);
       Recorder chooser(seeded);
       runs_.push_back({});
-      violated = execute(chooser, chooser.made(), 0, std::nullopt, path);
+      outcome = execute(chooser, chooser.made(), 0, std::nullopt, path);
       runs_.back() = chooser.made();
     } else {
       std::vector<std::uint32_t> prefix;
@@ -261,7 +273,7 @@ ExploreResult Explorer::run() {
       PrefixChooser chooser(prefix);
       runs_.push_back({});
       std::size_t stack_before = stack_.size();
-      violated = execute(chooser, chooser.made(), prefix.size(), from, path);
+      outcome = execute(chooser, chooser.made(), prefix.size(), from, path);
       runs_.back() = chooser.made();
       // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
       if (result_.executions == 0 && options_.shards > 1) {
@@ -280,6 +292,11 @@ ExploreResult Explorer::run() {
       result_.bound = *cut_;
       break;
     }
+    if (!options_.maximize.empty()) {
+      note_worst(outcome, runs_.back());
+      continue;  // every execution is measured; none ends the search
+    }
+    const std::vector<std::string>& violated = outcome.violated;
     if (!violated.empty()) {
       result_.verdict = ExploreResult::Verdict::violated;
       // The path from the start (the execution did not digest the prefix it replayed).
@@ -287,7 +304,7 @@ ExploreResult Explorer::run() {
       break;
     }
   }
-  if (result_.verdict != ExploreResult::Verdict::violated) find_stranding();
+  if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty()) find_stranding();
   if (result_.verdict == ExploreResult::Verdict::none_found && depth_cut_) {
     result_.verdict = ExploreResult::Verdict::bound_reached;
     result_.bound = "depth";

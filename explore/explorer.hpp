@@ -43,6 +43,18 @@ struct ExploreOptions {
   std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;
   std::function<void(const ExploreProgress&)> progress;
+  // Worst-case mode: judge every execution, stop at none, and keep the one whose verdict on
+  // `maximize` (about group `maximize_of`, if given) measured the most.
+  std::string maximize;
+  std::string maximize_of;
+};
+
+// The worst case found in worst-case mode.
+struct Worst {
+  std::int64_t measured = 0;
+  checker::Verdict verdict;
+  std::vector<model::Choice> choices;  // the execution that measured it
+  std::uint64_t execution = 0;         // which one, counting from 0
 };
 
 struct Counterexample {
@@ -64,6 +76,8 @@ struct ExploreResult {
   std::uint64_t transitions = 0;
   std::uint64_t cut = 0;  // executions stopped at a state matched within its instant
   std::optional<Counterexample> counterexample;
+  std::optional<Worst> worst;  // worst-case mode: the largest figure measured
+  std::uint64_t judged = 0;    // worst-case mode: executions that measured the property
 };
 
 const char* verdict_name(ExploreResult::Verdict verdict);
