@@ -49,6 +49,7 @@ struct Node {
   bool expanded = false;  // its alternatives were branched on
   std::uint64_t execution = 0;  // the first execution that reached it
   Nanos first_time{0};          // the virtual time it was first reached at
+  bool quiescent = false;       // an execution ended here with nothing left to happen
 };
 
 struct Edge {
@@ -177,6 +178,7 @@ Outcome Explorer::execute(model::Chooser& chooser,
       branch(made, std::max(before, replayed), made.size(), node);
     }
   }
+  if (execution->quiescent() && previous) nodes_[*previous].quiescent = true;
   return execution->finish();
 }
 
@@ -219,16 +221,23 @@ void Explorer::find_stranding() {
   std::vector<std::size_t> component(nodes_.size());
   std::size_t count = boost::strong_components(graph, &component[0]);
   std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false);
+  std::vector<bool> cyclic(count, false), dead_end(count, false);
   for (const Edge& e : edges_) {
     if (component[e.from] != component[e.to]) leaves[component[e.from]] = true;
-    if (component[e.from] == component[e.to] && e.accepted) accepts[component[e.from]] = true;
+    if (component[e.from] == component[e.to]) {
+      cyclic[component[e.from]] = true;
+      if (e.accepted) accepts[component[e.from]] = true;
+    }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     if (!nodes_[n].backlog) clear[component[n]] = true;
+    if (nodes_[n].quiescent) dead_end[component[n]] = true;
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     std::size_t c = component[n];
-    if (leaves[c] || accepts[c] || clear[c]) continue;
+    // A state with no way out is a failure only where the world stood still; one where an
+    // execution was stopped (the horizon, a limit) has successors nobody ran.
+    if (leaves[c] || accepts[c] || clear[c] || !(cyclic[c] || dead_end[c])) continue;
     Counterexample cex;
     cex.choices = runs_.at(nodes_[n].execution);
     cex.violated = {"liveness"};

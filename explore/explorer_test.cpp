@@ -230,3 +230,19 @@ TEST_CASE("stopping at a state matched within its instant changes no verdict and
     }
   }
 }
+
+TEST_CASE("a limit met inside an execution cuts the search short, and its last state is no dead end") {
+  ExploreOptions options;
+  std::int64_t clock = 0;
+  options.wall_ns = [&clock] { return clock += 1'000'000; };  // every reading, a millisecond on
+  options.time_limit_ns = 500'000'000;  // reached inside the first execution
+  ExploreResult r = search(load(small(5)), Costs{}, options);
+  CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(r.bound == "time limit");
+  CHECK(r.executions == 1);
+  ExploreOptions steps;
+  steps.max_steps = 20;
+  ExploreResult s = search(load(small(5)), Costs{}, steps);
+  CHECK(s.verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(s.bound == "max steps");
+}

@@ -35,6 +35,8 @@ class Execution {
   virtual std::uint64_t accepted() const = 0;
   // Virtual time.
   virtual Nanos now() const = 0;
+  // Nothing at all is left to happen (not even a timeout): whatever waits, waits forever.
+  virtual bool quiescent() const = 0;
   // Runs what is left to the horizon and judges the execution.
   virtual Outcome finish() = 0;
 };

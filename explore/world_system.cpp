@@ -29,6 +29,7 @@ class WorldExecution final : public Execution {
   bool backlog() const override { return world_.backlog() > 0; }
   std::uint64_t accepted() const override { return world_.accepted(); }
   Nanos now() const override { return world_.now(); }
+  bool quiescent() const override { return world_.quiescent(); }
   Outcome finish() override {
     sim::RunResult run = world_.finish();
     return judged(run.trace, scenario_, costs_);
