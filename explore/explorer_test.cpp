@@ -235,8 +235,10 @@ TEST_CASE("a limit met inside an execution cuts the search short, and its last s
   ExploreOptions options;
   std::int64_t clock = 0;
   options.wall_ns = [&clock] { return clock += 1'000'000; };  // every reading, a millisecond on
-  options.time_limit_ns = 500'000'000;  // reached inside the first execution
-  ExploreResult r = search(load(small(5)), Costs{}, options);
+  // Read at the start, before the first execution, then every 1,024 steps: the limit falls
+  // inside the first execution, which is thousands of steps long.
+  options.time_limit_ns = 3'000'000;
+  ExploreResult r = search(load(small(1000)), Costs{}, options);
   CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
   CHECK(r.bound == "time limit");
   CHECK(r.executions == 1);
