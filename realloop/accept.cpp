@@ -39,10 +39,13 @@ int Loop::accept_one(Door door) {
   return fd;
 }
 
-void Loop::take_batch(Door door) {
+int Loop::take_batch(Door door) {
   if (door == Door::listener && accept_blocked_) {  // R4: this batch is the retry
     accept_blocked_ = retry_now_ = false;
   }
+  // R5: shutdown admits every hand-off, whatever the loop holds.
+  bool admitting = door == Door::handoff && shutting_down_ && !listener_closed_ &&
+                   config_.shutdown_admits_past_capacity;
   int accepted = 0;
   BatchStop why = BatchStop::again;
   for (;;) {
@@ -50,12 +53,19 @@ void Loop::take_batch(Door door) {
       why = BatchStop::count;
       break;
     }
-    if (connection_count_ >= std::size_t(config_.max_connections)) {
+    if (!admitting && connection_count_ >= std::size_t(config_.max_connections)) {
       why = BatchStop::max_connections;
       break;
     }
-    if (table_full() && config_.on_full == OnFull::backpressure) {
+    if (!admitting && table_full() && config_.on_full == OnFull::backpressure) {
       why = BatchStop::handles_full;
+      break;
+    }
+    // R5: a handler served within this batch may have outlasted a sibling's close of the
+    // listener; the shutdown begins at the next pass.
+    if (door == Door::listener && config_.shutdown_before_batches && !shutting_down_ &&
+        shutdown_requested_.load(std::memory_order_acquire)) {
+      why = BatchStop::closed;
       break;
     }
     int fd = accept_one(door);
@@ -75,18 +85,25 @@ void Loop::take_batch(Door door) {
     }
   }
   // R2/R3: owed only when the count stopped the drain; R9: or back-pressure held it.
-  bool owed = why == BatchStop::count && config_.owe_unfinished_batch;
-  if (why == BatchStop::emfile || why == BatchStop::enfile) note_accept_error(why);
-  if (why == BatchStop::emfile || why == BatchStop::enfile) owed = config_.owe_after_emfile;
+  // A batch the shutdown cut short is unfinished too; R5's shutdown then clears what it owes.
+  bool unfinished = why == BatchStop::count || why == BatchStop::closed;
+  bool owed = unfinished && config_.owe_unfinished_batch;
+  bool descriptors = why == BatchStop::emfile || why == BatchStop::enfile;
+  if (descriptors || (why == BatchStop::enobufs && config_.enobufs_retry)) note_accept_error(why);
+  if (descriptors) owed = config_.owe_after_emfile;
   if (why == BatchStop::handles_full) {
     backpressured_ = true;
     observer_.backpressured(worker_, int(connection_count_));
   }
+  // Held back by max_connections: the next close owes the doors their batch, as back-pressure.
+  if (why == BatchStop::max_connections && config_.owe_when_room) backpressured_ = true;
   (door == Door::listener ? accept_owed_ : handoff_owed_) = owed;
   observer_.batch_end(worker_, door, accepted, why, owed);
+  return accepted;
 }
 
-// R4: the backlog is still queued and an edge-triggered listener will not announce it again.
+// R4: the backlog is still queued and an edge-triggered listener will not announce it again
+// (after EMFILE, ENFILE, and ENOBUFS too).
 void Loop::note_accept_error(BatchStop) {
   if (!config_.emfile_retry) return;
   accept_blocked_ = true;

@@ -45,11 +45,35 @@ struct LoopConfig {
   // listener), and drops connections handed over but not yet admitted.
   bool shutdown_clears_owed = true;
   bool shutdown_admits_handoffs = true;
+  // R5: shutdown admits what siblings handed over past max_connections and a full handle table;
+  // false (sabotage) stops at them and leaves the rest waiting. (The loop before loopsim
+  // generate found this retried its admission forever, inside one pass: the process hung.)
+  bool shutdown_admits_past_capacity = true;
+  // R5 with several workers: a shutdown requested while a pass ran begins before that pass's
+  // batches, and stops a batch under way (a handler it served may have outlasted it), so that
+  // no worker accepts on a listener its owner has closed meanwhile; false
+  // (sabotage, the loop before loopsim generate found it): the batch is taken (EBADF, or worse,
+  // a descriptor the number was reused for).
+  bool shutdown_before_batches = true;
+  // R9 and max_connections: a batch stopped because the loop holds max_connections, or because
+  // its table is full, is taken again, at either door, when a connection closes; false
+  // (sabotage, the loop before loopsim generate found it): only a back-pressured listener is,
+  // so a backlog behind max_connections, or a hand-off behind a full table, waits for an edge
+  // that never comes.
+  bool owe_when_room = true;
+  // R4 for ENOBUFS, which leaves the connection queued as EMFILE does: retried on a freed
+  // descriptor or after the back-off; false (sabotage, the loop before loopsim generate found
+  // it): the batch stops with nothing owed and no retry, and the backlog strands.
+  bool enobufs_retry = true;
   // R6: passes are run by an outside scheduler (run_pass_once); it keeps running passes while
   // a door is owed, up to max_connections accepts. false for inverted_owed_passes: one pass a
   // call, so an owed batch waits for unrelated activity.
   bool inverted = false;
   bool inverted_owed_passes = true;
+  // R6 with R8: a connection's owed turn keeps the passes coming too; false (sabotage, as the
+  // loop was until loopsim generate found it): only an owed door does, so pipelined requests
+  // past the yield batch wait for the outside scheduler's next tick.
+  bool inverted_owes_turns = true;
   // R7: posts from other threads are drained at the top of every round and every drain_chunk
   // callbacks within a batch (never after its last); 0 drains only at the top.
   int drain_chunk = 8;

@@ -143,9 +143,10 @@ void Loop::close_connection(int fd) {
   observer_.closed(worker_, fd);
   kernel_.close(fd);
   if (accept_blocked_) retry_now_ = true;  // R4: a descriptor was freed
-  if (backpressured_) {                    // R9: room again; the door is owed its batch
+  if (backpressured_) {  // R9, max_connections: room again; the doors are owed their batch
     backpressured_ = false;
     accept_owed_ = !listener_closed_;
+    if (config_.owe_when_room && handoffs_pending() > 0) handoff_owed_ = true;
   }
 }
 

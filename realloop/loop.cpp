@@ -125,9 +125,14 @@ void Loop::run() {
 void Loop::run_pass_once() {
   LOOPSIM_ASSERT(config_.inverted);
   inverted_accepts_ = 0;
+  // R6: anything owed, a door or a connection's turn (R8), keeps the passes coming; no edge
+  // would announce either. Each turn serves requests it holds, so the turns run out.
+  auto owed = [this] {
+    return accept_owed_ || handoff_owed_ || (config_.inverted_owes_turns && !owed_turns_.empty());
+  };
   do {
     run_pass();
-  } while (config_.inverted_owed_passes && (accept_owed_ || handoff_owed_) && !finished_ &&
+  } while (config_.inverted_owed_passes && owed() && !finished_ &&
            inverted_accepts_ < std::uint64_t(config_.max_connections));
 }
 
@@ -219,6 +224,12 @@ void Loop::serve_owed_turns() {
 // R1: one batch per door per pass, after the pass's events, whether announced now or owed.
 // R4: after EMFILE/ENFILE, a batch when a descriptor was freed or the back-off ran out.
 void Loop::take_batches() {
+  // R5: a sibling may have closed the listener since this pass began.
+  bool requested = shutdown_requested_.load(std::memory_order_acquire);
+  if (config_.shutdown_before_batches && requested && !shutting_down_) {
+    begin_shutdown();
+    listener_ready_ = false;
+  }
   bool listener_due = listener_ready_ || accept_owed_ || retry_due();
   if (config_.accept_after_events && listener_due) take_batch(Door::listener);
   if (!config_.accept_after_events && !listener_ready_ && (accept_owed_ || retry_due())) {
@@ -233,7 +244,9 @@ void Loop::begin_shutdown() {
   shutting_down_ = true;
   observer_.shutdown_begin(worker_);
   if (config_.shutdown_admits_handoffs) {
-    while (handoffs_pending() > 0) take_batch(Door::handoff);
+    // A batch that takes nothing (held back by capacity) ends it: retrying would never end.
+    while (handoffs_pending() > 0 && take_batch(Door::handoff) > 0) {
+    }
   } else {
     std::lock_guard lock(mailbox_);
     for (int fd : handoffs_) kernel_.close(fd);

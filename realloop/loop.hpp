@@ -113,7 +113,7 @@ class Loop {
   void begin_shutdown();
   void check_finished();
   // accept.cpp: doors, batches, descriptors and handles (R1-R4, R9, R10)
-  void take_batch(Door door);
+  int take_batch(Door door);  // returns the connections it took
   int accept_one(Door door);
   bool table_full() const;
   void note_accept_error(BatchStop why);
