@@ -21,6 +21,7 @@ void add_render(CLI::App& app, int& status);
 void add_check(CLI::App& app, int& status);
 void add_seeds(CLI::App& app, int& status);
 void add_explore(CLI::App& app, int& status);
+void add_generate(CLI::App& app, int& status);
 
 // Shared by the verbs.
 std::int64_t wall_ns();

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   add_check(app, status);
   add_seeds(app, status);
   add_explore(app, status);
+  add_generate(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -356,6 +356,14 @@ std::uint64_t World::digest() const {
 
 bool World::quiescent() const { return impl_->scheduler.idle(); }
 
+void World::abandon() {
+  Impl& w = *impl_;
+  if (w.finished) return;
+  w.scheduler.unwind();  // the loops' stacks go before the loops themselves
+  w.process.reset();
+  w.finished = true;
+}
+
 void World::note(const ev::Lasso& lasso) { impl_->lasso = lasso; }
 
 RunResult World::finish() {

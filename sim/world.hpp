@@ -53,6 +53,9 @@ class World {
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   RunResult finish();
+  // Ends the run where it is, without running to the horizon (a run that makes no virtual
+  // progress never gets there): the simulated threads unwind, and the trace so far is lost.
+  void abandon();
 
  private:
   struct Impl;

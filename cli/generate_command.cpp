@@ -1,0 +1,200 @@
+// loopsim generate: draw scenarios, judge each with the rules on, shrink a failure to a file.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "explore/generate.hpp"
+
+namespace loopsim::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::uint64_t runs = 100;
+  std::uint64_t seed = 1;
+  std::string time_limit = "60s";
+  std::string out = "out/generate";
+  std::vector<std::string> set;
+  std::uint64_t max_steps = explore::StepBudget{}.total;
+  std::uint64_t max_steps_at_instant = explore::StepBudget{}.at_instant;
+  std::uint64_t max_shrinks = explore::GenerateOptions{}.max_shrinks;
+  bool json = false;
+};
+
+// The command that draws the same scenarios again.
+std::string command_of(const GenerateArgs& args) {
+  std::string command = "loopsim generate --seed " + std::to_string(args.seed) + " --runs " +
+                        std::to_string(args.runs);
+  for (const auto& s : args.set) command += " --set " + s;
+  return command;
+}
+
+struct Written {
+  std::string scenario, original, trace;
+};
+
+Written write_files(const GenerateArgs& args, const explore::GenerateResult& result) {
+  std::filesystem::create_directories(args.out);
+  std::string stem = args.out + "/" + explore::generated_name(args.seed, result.failing_run);
+  Written w{stem + ".toml", stem + "-original.toml", ""};
+  const explore::Judged& j = result.judged;
+  std::ofstream(w.scenario) << "# " << command_of(args) << " found this at run " << result.failing_run
+                            << ", shrunk from " << result.clients_before << " to " << result.clients_after
+                            << " clients\n# " << j.detail << "\n# replay: loopsim run " << w.scenario << "\n"
+                            << result.shrunk;
+  std::ofstream(w.original) << "# " << command_of(args) << ": run " << result.failing_run
+                            << " as drawn, before shrinking\n" << result.original;
+  if (j.livelock_trace) {
+    w.trace = stem + "-livelock.jsonl";
+    std::ofstream out(w.trace);
+    sim::write_jsonl(*j.livelock_trace, out);
+  }
+  return w;
+}
+
+nlohmann::ordered_json document(const GenerateArgs& args, const explore::GenerateResult& result,
+                                const Written& written, std::int64_t wall) {
+  nlohmann::ordered_json doc;
+  doc["seed"] = args.seed;
+  doc["verdict"] = explore::verdict_name(result.verdict);
+  doc["runs"] = result.runs;
+  doc["runs_requested"] = args.runs;
+  doc["wall_ns"] = wall;
+  if (result.verdict != explore::GenerateResult::Verdict::found) return doc;
+  const explore::Judged& j = result.judged;
+  doc["failing_run"] = result.failing_run;
+  doc["livelock"] = j.verdict == explore::Judged::Verdict::livelock;
+  doc["violated"] = j.violated;
+  doc["detail"] = j.detail;
+  doc["clients_before"] = result.clients_before;
+  doc["clients_after"] = result.clients_after;
+  doc["shrink_steps"] = result.shrink_steps;
+  doc["shrink_tries"] = result.shrink_tries;
+  doc["shrink_cut"] = result.shrink_cut;
+  doc["scenario"] = written.scenario;
+  doc["original"] = written.original;
+  if (!written.trace.empty()) doc["trace"] = written.trace;
+  doc["replay"] = "loopsim run " + written.scenario;
+  return doc;
+}
+
+void print_text(const GenerateArgs& args, const explore::GenerateResult& result, const Written& written) {
+  using V = explore::GenerateResult::Verdict;
+  std::cout << "seed " << args.seed << '\n';
+  if (result.verdict == V::none_found) {
+    std::cout << "generate: " << result.runs << " scenarios, every one held (a sample, not a proof)\n";
+    return;
+  }
+  if (result.verdict == V::limit) {
+    std::cout << "generate: the time limit cut the runs short after " << result.runs << " of " << args.runs
+              << " scenarios; none failed, which proves nothing\n";
+    return;
+  }
+  const explore::Judged& j = result.judged;
+  bool livelock = j.verdict == explore::Judged::Verdict::livelock;
+  std::cout << "generate: run " << result.failing_run << " of " << args.runs << " failed: ";
+  for (std::size_t i = 0; i < j.violated.size(); ++i) std::cout << (i ? ", " : "") << j.violated[i];
+  std::cout << "\n  " << j.detail << "\n  shrunk from " << result.clients_before << " to "
+            << result.clients_after << " clients in " << result.shrink_steps << " steps ("
+            << result.shrink_tries << " candidates tried" << (result.shrink_cut ? ", cut short" : "")
+            << ")\n  scenario: " << written.scenario << "\n  as drawn: " << written.original << '\n';
+  if (livelock) {
+    std::cout << "  a livelock: the run made no progress within its step budget; the trace so far is "
+              << written.trace << "\n  (loopsim run judges the same scenario to its horizon, which a run "
+              << "that never moves the clock does not reach)\n";
+  }
+  std::cout << "reproduce: " << command_of(args) << "\nreplay: loopsim run " << written.scenario << '\n';
+}
+
+int generate(const GenerateArgs& args) {
+  explore::GenerateOptions options;
+  options.runs = args.runs;
+  options.seed = args.seed;
+  options.overrides = parse_overrides(args.set);
+  options.budget = explore::StepBudget{args.max_steps_at_instant, args.max_steps};
+  options.max_shrinks = args.max_shrinks;
+  options.time_limit_ns = sim::parse_duration(args.time_limit).count();
+  options.wall_ns = wall_ns;
+  bool progress = !args.json && isatty(STDERR_FILENO);
+  if (progress) {
+    std::int64_t last = 0;
+    options.progress = [last](const explore::GenerateProgress& p) mutable {
+      std::int64_t now = wall_ns();
+      if (now - last < 200'000'000) return;
+      last = now;
+      if (p.shrinking) std::cerr << "\rgenerate: run " << p.runs << " failed; shrinking, " << p.shrinks << " tried   ";
+      else std::cerr << "\rgenerate: " << p.runs << " of " << p.runs_max << " scenarios   ";
+      std::cerr << std::flush;
+    };
+  }
+  std::int64_t started = wall_ns();
+  explore::GenerateResult result = explore::generate(options);
+  std::int64_t wall = wall_ns() - started;
+  if (progress) std::cerr << '\n';
+  Written written;
+  if (result.verdict == explore::GenerateResult::Verdict::found) written = write_files(args, result);
+  if (args.json) {
+    std::cout << document(args, result, written, wall).dump(2) << '\n';
+  } else {
+    print_text(args, result, written);
+    std::cerr << "wall time: " << double(wall) / 1e9 << " s\n";
+  }
+  switch (result.verdict) {
+    case explore::GenerateResult::Verdict::found: return exit_violated;
+    case explore::GenerateResult::Verdict::limit: return exit_bound_reached;
+    case explore::GenerateResult::Verdict::none_found: break;
+  }
+  return exit_held;
+}
+
+}  // namespace
+
+void add_generate(CLI::App& app, int& status) {
+  auto args = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Draw scenarios, judge each with the rules on, shrink a failure");
+  cmd->add_option("--runs", args->runs, "Scenarios to draw and judge")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "The same seed draws the same scenarios")->capture_default_str();
+  cmd->add_option("--time-limit", args->time_limit, "Stop drawing after this much wall time")
+      ->capture_default_str();
+  cmd->add_option("--out", args->out, "Where the shrunk scenario goes")->capture_default_str();
+  cmd->add_option("--set", args->set, "Override a key in every scenario drawn (repeatable)")->take_all();
+  cmd->add_option("--max-steps", args->max_steps, "Livelock guard: scheduler steps one run may take")
+      ->capture_default_str();
+  cmd->add_option("--max-steps-at-instant", args->max_steps_at_instant,
+                  "Livelock guard: scheduler steps one run may take at one virtual instant")
+      ->capture_default_str();
+  cmd->add_option("--max-shrinks", args->max_shrinks, "Shrink candidates tried at most")->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON document");
+  cmd->footer(
+      "Each run draws a whole scenario (RapidCheck generators): the poller flavour, the loop's\n"
+      "knobs (batch, yield batch, drain chunk, workers, pool, inverted mode, max_connections,\n"
+      "max_events, the handle table, back-off), a descriptor limit, client groups (counts,\n"
+      "connect times, rates, keep-alive, requests, holders that stay or leave), faults (accept\n"
+      "errors by nth or window, rlimit, reset), posters and a shutdown. The rules stay on: no\n"
+      "sabotage knob is drawn (--set can flip one). Each scenario is judged by answered,\n"
+      "no_stranded_backlog, no_spin, shutdown_clean (with a shutdown), batch_bound (max = its\n"
+      "accept_batch) and post_latency (every post runs), each left out where the configuration\n"
+      "allows it to fail; the scenario file says why in a comment. A run that takes more than\n"
+      "--max-steps scheduler steps, or --max-steps-at-instant at one virtual instant, is a\n"
+      "livelock. The first failure is shrunk (RapidCheck's shrinks) while it fails the same way,\n"
+      "written to --out with its [[expect]] entries (and the scenario as drawn, and for a livelock\n"
+      "the trace so far), and `loopsim run FILE` replays it.\n\n"
+      "Exit status:\n"
+      "  0  every scenario drawn held: a sample of the format, not a proof\n"
+      "  1  a failure (or a livelock) was found, shrunk and written\n"
+      "  2  bad input: an option or --set\n"
+      "  3  --time-limit cut the runs short with nothing found; this proves nothing");
+  cmd->callback([args, &status] {
+    try {
+      status = generate(*args);
+    } catch (const sim::ScenarioError& e) {
+      status = report_error(e);
+    }
+  });
+}
+
+}  // namespace loopsim::cli

@@ -1,0 +1,178 @@
+// The scenario generator behind `loopsim generate`: RapidCheck generators draw whole scenarios
+// from the format (a Description, rendered to TOML text), each is run on the simulated kernel
+// with the real loop and judged by the properties that must hold for every configuration with
+// the rules on, and a failure is shrunk (RapidCheck's shrinks of the Description) to a small
+// scenario file that `loopsim run` replays. A run that makes no virtual progress within a step
+// budget is a livelock, never a frozen process.
+//
+// Deterministic: the same seed draws the same scenarios and finds the same failure. No wall
+// clock here; the caller may pass one for the time limit and progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rapidcheck.h>
+
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+
+namespace loopsim::explore {
+
+// What a generated scenario is made of. Times are whole milliseconds (or microseconds where
+// the name says so); each field shrinks towards its default or its smallest.
+struct GenRequest {
+  enum class Route : std::uint8_t { fast, hello, slow_ms, slow_us };
+  int at_ms = 0;
+  Route route = Route::fast;
+  int amount = 0;  // the N of /slow?ms=N or /slow?us=N
+};
+
+struct GenGroup {
+  int count = 1;
+  int connect_ms = 0;
+  int rate = 0;  // connections per second; 0: all at connect_ms
+  bool keep_alive = false;
+  std::vector<GenRequest> requests;
+};
+
+struct GenFault {
+  enum class Kind : std::uint8_t { accept_nth, accept_window, rlimit, reset };
+  Kind kind = Kind::accept_nth;
+  int nth = 1;
+  int at_ms = 0;
+  int until_ms = 0;
+  int count = 0;      // accept_window: the budget (0: every accept); reset: clients (0: all)
+  int error = 0;      // an errno value
+  int rlimit_delta = 0;  // rlimit: the new limit less the process's own descriptors
+  int group = 0;      // reset: index into the groups, modulo their number
+};
+
+struct GenPoster {
+  int at_ms = 0;
+  int cost_us = 0;
+  int count = 1;
+  int every_ms = 0;
+  int worker = 0;  // modulo the workers
+};
+
+struct Description {
+  std::uint64_t seed = 1;
+  // [kernel]
+  bool kqueue = false;
+  int rlimit_room = 0;       // 0: the default limit; else the limit less the loop's own descriptors
+  int send_buffer = 0;       // 0: the default
+  int receive_buffer = 0;    // 0: the default
+  // [loop]
+  int accept_batch = 16;
+  int yield_batch = 16;
+  int drain_chunk = 8;
+  int workers = 1;
+  bool pool = false;
+  int pool_threads = 4;
+  bool inverted = false;
+  int max_connections = 0;  // 0: the default
+  enum class Handles : std::uint8_t { rlimit, fixed, grow } handles = Handles::rlimit;
+  int max_handles = 65536;
+  bool refuse = false;      // on_full
+  int max_events = 0;       // 0: the default
+  int emfile_backoff_ms = 100;
+  int idle_timeout_ms = 1000;
+  // the workload and what happens to it
+  std::vector<GenGroup> groups;
+  std::vector<GenFault> faults;
+  std::vector<GenPoster> posters;
+  std::optional<int> shutdown_ms;
+};
+
+// Draws descriptions from the whole format; shrinking moves towards fewer groups, clients,
+// requests, faults and posters, and towards the defaults.
+rc::Gen<Description> description_gen();
+
+// The descriptors the simulated process holds before its first connection: the standard
+// streams, the listener, each worker's poller and wake object, each pool thread's, and the
+// outer poller of each inverted worker.
+int own_descriptors(const sim::Scenario& scenario);
+
+// The scenario as TOML text, with `overrides` (--set) written into it, and the [[expect]]
+// entries that must hold for its configuration (see expectations_text). `name` goes into it.
+// Throws sim::ScenarioError when an override is bad.
+std::string scenario_text(const Description& description, const std::string& name,
+                          const std::vector<sim::Override>& overrides = {});
+
+// The [[expect]] entries a configuration must satisfy with the rules on, each left out where
+// the configuration allows it to fail (a comment in the text says why).
+std::string expectations_text(const sim::Scenario& scenario);
+
+// The step budget: a run with more scheduler steps at one virtual instant, or more in all, is
+// a livelock.
+struct StepBudget {
+  std::uint64_t at_instant = 1'000'000;
+  std::uint64_t total = 5'000'000;
+};
+
+struct Judged {
+  enum class Verdict : std::uint8_t { held, violated, livelock };
+  Verdict verdict = Verdict::held;
+  std::vector<std::string> violated;  // property names; "livelock" for a livelock
+  std::string detail;                 // the first violation's, or the livelock's
+  std::uint64_t steps = 0;
+  Nanos virtual_time{0};
+  std::optional<sim::Trace> livelock_trace;  // the trace so far, for a livelock
+  bool failed() const { return verdict != Verdict::held; }
+};
+
+// Runs a scenario text (as scenario_text renders it) and judges it by its [[expect]] entries.
+// Throws sim::ScenarioError when the text does not load.
+Judged judge_text(const std::string& text, const std::string& name, const StepBudget& budget);
+
+struct GenerateProgress {
+  std::uint64_t runs = 0;
+  std::uint64_t runs_max = 0;
+  std::uint64_t shrinks = 0;  // shrink candidates tried, once a failure is found
+  bool shrinking = false;
+};
+
+struct GenerateOptions {
+  std::uint64_t runs = 100;
+  std::uint64_t seed = 1;
+  std::vector<sim::Override> overrides;  // --set, applied to every generated scenario
+  StepBudget budget;
+  std::uint64_t max_shrinks = 3000;  // shrink candidates tried at most
+  std::int64_t time_limit_ns = 0;    // 0: none; checked between runs and shrink candidates
+  std::function<std::int64_t()> wall_ns;
+  std::function<void(const GenerateProgress&)> progress;
+};
+
+struct GenerateResult {
+  // none_found: every run held (a sample, not a proof). found: a failure (or livelock), shrunk.
+  // limit: the time limit cut the runs short, nothing found.
+  enum class Verdict : std::uint8_t { none_found, found, limit };
+  Verdict verdict = Verdict::none_found;
+  std::uint64_t runs = 0;  // scenarios generated and judged
+  std::uint64_t failing_run = 0;  // which run failed (from 0)
+  std::string original;  // the failing scenario as drawn
+  std::string shrunk;    // the smallest that still fails the same way
+  Judged judged;         // the shrunk scenario's judgement
+  std::uint64_t shrink_steps = 0;   // shrinks taken
+  std::uint64_t shrink_tries = 0;   // shrink candidates run
+  bool shrink_cut = false;          // the time limit or max_shrinks stopped the shrinking
+  int clients_before = 0, clients_after = 0;
+};
+
+const char* verdict_name(GenerateResult::Verdict verdict);
+
+// The name of run `run`'s scenario under seed `seed`.
+std::string generated_name(std::uint64_t seed, std::uint64_t run);
+
+// Draws options.runs scenarios from options.seed, judges each, and shrinks the first failure.
+// Throws sim::ScenarioError when an override is bad.
+GenerateResult generate(const GenerateOptions& options);
+
+// The clients a description connects.
+int clients_of(const Description& description);
+
+}  // namespace loopsim::explore

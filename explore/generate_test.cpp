@@ -1,0 +1,138 @@
+// The scenario generator: deterministic by seed, every scenario it draws loads and runs, a
+// sabotaged rule is found and shrunk, and a run without progress is a livelock, not a hang.
+#include "explore/generate.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace loopsim;
+using namespace loopsim::explore;
+
+namespace {
+
+std::vector<std::string> drawn_texts(std::uint64_t seed, int n) {
+  rc::Random random(seed);
+  auto gen = description_gen();
+  std::vector<std::string> texts;
+  for (int i = 0; i < n; ++i) {
+    texts.push_back(scenario_text(gen(random.split(), rc::kNominalSize).value(), generated_name(seed, i)));
+  }
+  return texts;
+}
+
+// A loop that keeps its door owed after EMFILE, with no retry, and a descriptor limit the
+// holders fill for good: every pass is a non-blocking wait that accepts nothing.
+const char* spinning = R"(
+name = "spin"
+horizon = "300ms"
+[kernel]
+rlimit_nofile = 8
+[loop]
+owe_after_emfile = true
+emfile_retry = false
+[[clients]]
+name = "holders"
+count = 2
+keep_alive = true
+requests = []
+[[clients]]
+name = "late"
+connect_at = "10ms"
+requests = [{ at = "10ms", path = "/fast" }]
+[[expect]]
+property = "no_spin"
+max = 100
+)";
+
+}  // namespace
+
+TEST_CASE("generate draws the same scenarios from the same seed, and others from another", "[generate]") {
+  auto first = drawn_texts(7, 20);
+  CHECK(first == drawn_texts(7, 20));
+  CHECK(first != drawn_texts(8, 20));
+  GenerateOptions options;
+  options.runs = 50;
+  options.seed = 3;
+  options.overrides = {sim::Override{"loop.owe_unfinished_batch", "false"}};
+  GenerateResult a = generate(options), b = generate(options);
+  REQUIRE(a.verdict == GenerateResult::Verdict::found);
+  CHECK(a.failing_run == b.failing_run);
+  CHECK(a.shrunk == b.shrunk);
+  CHECK(a.shrink_tries == b.shrink_tries);
+}
+
+TEST_CASE("every generated scenario loads, carries its expectations, and holds on the loop as fixed", "[generate]") {
+  int judged = 0;
+  for (const std::string& text : drawn_texts(11, 60)) {
+    sim::Scenario scenario = sim::parse_scenario(text, "drawn");
+    CHECK_FALSE(scenario.clients.empty());
+    CHECK_FALSE(scenario.expect.empty());  // no_spin at least, always
+    Judged j = judge_text(text, "drawn", StepBudget{});
+    INFO(text << "\n" << j.detail);
+    CHECK_FALSE(j.failed());
+    ++judged;
+  }
+  CHECK(judged == 60);
+}
+
+TEST_CASE("the expectations leave out what a configuration allows to fail, and say why", "[generate]") {
+  sim::Scenario with_shutdown = sim::parse_scenario(R"(
+[[clients]]
+name = "a"
+requests = [{ at = "0ms", path = "/fast" }]
+[[actions]]
+kind = "shutdown"
+at = "5ms"
+)", "t");
+  std::string text = expectations_text(with_shutdown);
+  CHECK(text.find("answered is not judged: a shutdown") != std::string::npos);
+  CHECK(text.find("property = \"shutdown_clean\"") != std::string::npos);
+  sim::Scenario held_full = sim::parse_scenario(R"(
+[loop]
+max_connections = 2
+[[clients]]
+name = "stay"
+count = 2
+keep_alive = true
+requests = []
+[[clients]]
+name = "b"
+requests = [{ at = "0ms", path = "/fast" }]
+)", "t");
+  text = expectations_text(held_full);
+  CHECK(text.find("no_stranded_backlog is not judged: connections that stay (2)") != std::string::npos);
+  CHECK(text.find("property = \"no_spin\"") != std::string::npos);
+}
+
+TEST_CASE("a sabotaged rule is found and shrunk to a scenario that fails the same way", "[generate]") {
+  GenerateOptions options;
+  options.runs = 200;
+  options.seed = 1;
+  options.overrides = {sim::Override{"loop.owe_unfinished_batch", "false"}};
+  GenerateResult result = generate(options);
+  REQUIRE(result.verdict == GenerateResult::Verdict::found);
+  CHECK(result.clients_after <= result.clients_before);
+  CHECK(result.shrink_steps > 0);
+  CHECK(result.shrunk.find("owe_unfinished_batch = false") != std::string::npos);
+  Judged again = judge_text(result.shrunk, "shrunk", StepBudget{});
+  CHECK(again.failed());
+  CHECK(again.violated == result.judged.violated);
+}
+
+TEST_CASE("a run over its step budget is a livelock with the trace so far, not a hang", "[generate]") {
+  Judged cut = judge_text(spinning, "spin", StepBudget{1'000'000, 20'000});
+  CHECK(cut.verdict == Judged::Verdict::livelock);
+  CHECK(cut.violated == std::vector<std::string>{"livelock"});
+  REQUIRE(cut.livelock_trace);
+  CHECK_FALSE(cut.livelock_trace->events.empty());
+  CHECK(cut.virtual_time < std::chrono::milliseconds(300));
+  // With room for the whole run, the same spin reaches its horizon and no_spin judges it.
+  Judged judged = judge_text(spinning, "spin", StepBudget{1'000'000, 50'000'000});
+  CHECK(judged.verdict == Judged::Verdict::violated);
+  CHECK(judged.violated == std::vector<std::string>{"no_spin"});
+}
+
+TEST_CASE("steps at one virtual instant have their own budget", "[generate]") {
+  Judged cut = judge_text(spinning, "spin", StepBudget{2, 50'000'000});
+  CHECK(cut.verdict == Judged::Verdict::livelock);
+  CHECK(cut.detail.find("no virtual progress in 2 steps") != std::string::npos);
+}
