@@ -107,7 +107,8 @@ std::uint64_t Clients::twin_class(const model::Tag& tag) const {
     attempts = kernel_.unseen_attempts(c.conn);
     if (attempts < 0) return 0;
   }
-  model::Digest d;
+  model::Digest& d = twin_scratch_;
+  d.clear();
   d.add(std::int64_t(tag.what)).add(c.group_index).add(attempts);
   Client unnamed = c;  // what tells it from its twins is only its connection's number
   unnamed.conn = c.conn == model::no_conn ? model::no_conn : 0;

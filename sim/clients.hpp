@@ -68,11 +68,13 @@ class Clients final : public model::ClientSink {
   std::uint16_t port_;
   std::vector<Client> clients_;
   std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
+  mutable model::Digest twin_scratch_;  // twin_class's buffer, reused from call to call
 
  public:
-  // Skipped: the scheduler, the kernel and the trace (collaborators).
-  static constexpr state::Fields<6> state_fields{state::skip,  state::skip,  state::skip,
-                                                 state::value, state::value, state::value};
+  // Skipped: the scheduler, the kernel and the trace (collaborators), and twin_class's scratch.
+  static constexpr state::Fields<7> state_fields{state::skip,  state::skip,  state::skip,
+                                                 state::value, state::value, state::value,
+                                                 state::skip};
   friend struct state::Access;
 };
 

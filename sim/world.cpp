@@ -319,6 +319,7 @@ struct World::Impl {
   std::uint64_t steps = 0;
   bool finished = false;
   std::optional<ev::Lasso> lasso;
+  mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -346,7 +347,8 @@ std::size_t World::backlog() const {
 std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 
 std::uint64_t World::digest() const {
-  model::Digest d;
+  model::Digest& d = impl_->digest;
+  d.clear();
   impl_->scheduler.digest(d);
   impl_->kernel.digest(d);
   impl_->process->digest(d, impl_->scheduler.now());
