@@ -56,7 +56,6 @@ std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, cons
 // Each accept in the run may fail, within the budget: where they land is a choice point. The
 // budget goes into the scenario's text, so that a counterexample file carries it too.
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
-  if (args.faults == 0) return text;
   if (sim::errno_from_name(args.fault_errno) == 0)
     throw sim::ScenarioError("--fault-errno:1:1: unknown errno " + args.fault_errno, "e.g. EMFILE");
   return text + "\n# added by explore --faults " + std::to_string(args.faults) +
@@ -105,8 +104,10 @@ int explore_file(const ExploreArgs& args) {
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   auto overrides = parse_overrides(args.set);
   sim::Scenario scenario = sim::parse_scenario(text, args.file, overrides);
-  text = with_fault_budget(text, scenario, args);
-  scenario = sim::parse_scenario(text, args.file, overrides);
+  if (args.faults > 0) {  // the budget's window is the horizon, known once the file is read
+    text = with_fault_budget(text, scenario, args);
+    scenario = sim::parse_scenario(text, args.file, overrides);
+  }
   sim::Arm arm{"base", {}, {}};
   if (args.arm != "base") {
     auto it = std::find_if(scenario.arms.begin(), scenario.arms.end(),
