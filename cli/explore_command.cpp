@@ -35,6 +35,7 @@ struct ExploreArgs {
   bool no_prune = false;
   bool no_symmetry = false;
   bool no_cut = false;
+  std::uint32_t snapshots = explore::ExploreOptions{}.snapshots;
   std::string arm = "base";
   std::string maximize;
   bool shrink = true;
@@ -131,6 +132,7 @@ int explore_file(const ExploreArgs& args) {
   options.prune = !args.no_prune;
   options.symmetry = !args.no_symmetry;
   options.cut = !args.no_cut;
+  options.snapshots = args.snapshots;
   std::tie(options.seed_first, options.seed_last) = parse_pair(args.seeds, "..", "seeds");
   auto [shard, shards] = parse_pair(args.shard, "/", "shard");
   if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
@@ -212,6 +214,9 @@ int explore_file(const ExploreArgs& args) {
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
   doc["cut"] = result.cut;
+  doc["steps"] = result.steps;
+  doc["replayed_steps"] = result.replayed_steps;
+  doc["snapshots"] = result.snapshots;
   if (!args.arm.empty() && args.arm != "base") doc["arm"] = args.arm;
   if (result.worst) {
     doc["maximize"] = args.maximize;
@@ -274,6 +279,11 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
+  cmd->add_option("--snapshots", args->snapshots,
+                  "DFS: at most this many forked processes, each paused at a decision, from which its "
+                  "alternatives resume instead of replaying from time 0; 0 replays every branch in this process")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   cmd->add_flag("--no-cut", args->no_cut,
                 "Run every execution to the horizon, even past a state already explored at that instant");
   cmd->add_flag("--no-symmetry", args->no_symmetry,

@@ -4,45 +4,12 @@
 #include <boost/graph/strong_components.hpp>
 #include <unordered_map>
 
+#include "explore/runner.hpp"
 #include "realloop/assert.hpp"
 
 namespace loopsim::explore {
 
 namespace {
-
-// Follows a prefix of picks, then takes the natural alternative, and records every decision.
-class PrefixChooser final : public model::Chooser {
- public:
-  explicit PrefixChooser(std::vector<std::uint32_t> prefix) : prefix_(std::move(prefix)) {}
-  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
-    std::size_t i = made_.size();
-    std::uint32_t pick = i < prefix_.size() ? std::min(prefix_[i], options - 1) : 0;
-    made_.push_back(model::Choice{kind, options, pick});
-    return pick;
-  }
-  const std::vector<model::Choice>& made() const { return made_; }
-  std::size_t prefix_size() const { return prefix_.size(); }
-
- private:
-  std::vector<std::uint32_t> prefix_;
-  std::vector<model::Choice> made_;
-};
-
-// Records the decisions of another chooser.
-class Recorder final : public model::Chooser {
- public:
-  explicit Recorder(model::Chooser& inner) : inner_(inner) {}
-  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
-    std::uint32_t pick = inner_.choose(kind, options);
-    made_.push_back(model::Choice{kind, options, pick});
-    return pick;
-  }
-  const std::vector<model::Choice>& made() const { return made_; }
-
- private:
-  model::Chooser& inner_;
-  std::vector<model::Choice> made_;
-};
 
 struct Node {
   bool backlog = false;   // a connection waits in the accept queue
@@ -66,12 +33,30 @@ class Explorer {
   ExploreResult run();
 
  private:
+  // A prefix of decisions to take (the last one an alternative), the state its last decision is
+  // taken in (none for the first execution), and the nearest snapshot before it: taken before
+  // decision base_at (none: from time 0).
+  struct Branch {
+    std::vector<model::Choice> prefix;
+    std::optional<std::size_t> from;
+    std::shared_ptr<Snapshot> base;
+    std::size_t base_at = 0;
+  };
+  // The snapshots along the running execution's path, by the decision they precede.
+  struct Base {
+    std::size_t at;
+    std::shared_ptr<Snapshot> snapshot;
+  };
+
   std::size_t intern(std::uint64_t digest, bool backlog, Nanos now);
-  // One execution: its decisions, and how it ended (nothing, if it was stopped early).
-  Outcome execute(model::Chooser& chooser, const std::vector<model::Choice>& made,
-                                   std::size_t replayed, std::optional<std::size_t> from,
-                                   std::vector<std::uint64_t>& path);
+  // One execution from `start`: its decisions go to `made`, and how it ended is returned
+  // (nothing, if it was stopped early).
+  Outcome execute(Branch start, std::vector<model::Choice>& made);
+  // The decisions of a report's step, made in state `node`; branched on from index `lower`.
+  void take(const Report& report, std::vector<model::Choice>& made, std::size_t node, bool fresh,
+            std::size_t lower);
   void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to, std::size_t node);
+  std::uint32_t snapshots_allowed() const;
   std::optional<std::string> out_of_bounds();
   bool out_of_time();
   void find_stranding();
@@ -80,19 +65,17 @@ class Explorer {
 
   const System& system_;
   const ExploreOptions& options_;
+  // Declared before the branches, whose snapshots it must outlive.
+  std::unique_ptr<Runners> runners_;
   ExploreResult result_;
   std::unordered_map<std::uint64_t, std::size_t> index_;  // digest -> node (never iterated)
   std::vector<std::uint64_t> digests_;
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
-  // A prefix of picks to replay, and the state its last pick is taken in.
-  struct Branch {
-    std::vector<std::uint32_t> prefix;
-    std::size_t from;
-  };
   std::vector<Branch> stack_;
   std::vector<std::vector<model::Choice>> runs_;  // each execution's decisions
-  std::uint64_t root_alternatives_ = 0;
+  std::vector<Base> bases_;                       // the running execution's
+  bool random_ = false;
   bool depth_cut_ = false;
   std::int64_t started_ns_ = 0;
   std::int64_t last_progress_ns_ = 0;
@@ -117,69 +100,84 @@ void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, 
       depth_cut_ = true;
       continue;
     }
+    // The nearest snapshot before decision p on this path.
+    auto base = std::find_if(bases_.rbegin(), bases_.rend(), [p](const Base& b) { return b.at <= p; });
     for (std::uint32_t alt = made[p].options; alt-- > 0;) {
       if (alt == made[p].pick) continue;
-      std::vector<std::uint32_t> prefix;
-      prefix.reserve(p + 1);
-      for (std::size_t i = 0; i < p; ++i) prefix.push_back(made[i].pick);
-      prefix.push_back(alt);
-      stack_.push_back(Branch{std::move(prefix), node});
+      std::vector<model::Choice> prefix(made.begin(), made.begin() + static_cast<std::ptrdiff_t>(p) + 1);
+      prefix.back().pick = alt;
+      if (base == bases_.rend()) {
+        stack_.push_back(Branch{std::move(prefix), node, nullptr, 0});
+      } else {
+        stack_.push_back(Branch{std::move(prefix), node, base->snapshot, base->at});
+      }
     }
   }
 }
 
-Outcome Explorer::execute(model::Chooser& chooser,
-                                           const std::vector<model::Choice>& made,
-                                           std::size_t replayed, std::optional<std::size_t> from,
-                                           std::vector<std::uint64_t>& path) {
-  std::unique_ptr<Execution> execution = system_.start(chooser);
-  // While the execution replays its prefix it retraces its parent's states, which are in the
-  // graph already: they are not digested again. `from` is the state the prefix's last decision
-  // was taken in, where this execution leaves its parent's path.
-  std::optional<std::size_t> previous = from;
-  std::uint64_t accepted_before = 0;
+// How many snapshots an execution may take, as long as it runs.
+std::uint32_t Explorer::snapshots_allowed() const { return runners_->room(); }
+
+void Explorer::take(const Report& report, std::vector<model::Choice>& made, std::size_t node, bool fresh,
+                    std::size_t lower) {
+  LOOPSIM_ASSERT_OP(report.first, <=, made.size());
+  made.resize(report.first);
+  made.insert(made.end(), report.decisions.begin(), report.decisions.end());
+  for (std::size_t i = 0; i < report.snapshots.size(); ++i) {
+    if (report.snapshots[i]) bases_.push_back(Base{report.first + i, report.snapshots[i]});
+  }
+  // Branch on this step's decisions if the state is new here (or pruning is off), past the
+  // prefix this execution was started with.
+  if (!random_ && (fresh || !options_.prune) && made.size() > lower) {
+    nodes_[node].expanded = true;
+    branch(made, lower, made.size(), node);
+  }
+}
+
+Outcome Explorer::execute(Branch start, std::vector<model::Choice>& made) {
+  Report r;
+  std::unique_ptr<Runner> runner =
+      random_ ? seeded_runner(system_, options_.seed_first + result_.executions, r)
+              : runners_->begin(start.prefix, start.base, start.base_at, snapshots_allowed(), r);
+  bases_.clear();
+  if (start.base) bases_.push_back(Base{start.base_at, std::move(start.base)});
+  made = start.prefix;
+  result_.steps += r.steps;
+  result_.replayed_steps += r.replayed;
+  // The first report of an execution that leaves its parent's path is the state after the step
+  // that took its prefix's last decision, in state `from`; whatever that step decided after it
+  // is branched on as the parent would have (it branched on the step, so the state was fresh).
+  std::optional<std::size_t> previous = start.from;
+  if (start.from) take(r, made, *start.from, true, start.prefix.size());
   bool cut = options_.cut && options_.prune && options_.maximize.empty() && system_.judged_by_state();
-  for (std::uint64_t steps = 0;; ++steps) {
-    bool replaying = made.size() < replayed;
-    std::uint64_t accepted = execution->accepted();
-    std::size_t node = from.value_or(0);
-    if (!replaying) {
-      std::uint64_t digest = execution->digest();
-      Nanos now = execution->now();
-      node = intern(digest, execution->backlog(), now);
-      path.push_back(digest);
-      if (previous) edges_.push_back(Edge{*previous, node, accepted > accepted_before});
-      previous = node;
-      // Past the prefix, at a state an earlier execution reached at this same instant: from
-      // here on this execution is that one, and so is its verdict.
-      const Node& n = nodes_[node];
-      if (cut && replayed > 0 && n.execution < result_.executions && n.first_time == now) {
-        ++result_.cut;
-        return {};
-      }
+  for (;;) {
+    std::size_t node = intern(r.digest, r.backlog, r.now);
+    if (previous) edges_.push_back(Edge{*previous, node, r.accepted > r.accepted_before});
+    previous = node;
+    // Past the prefix, at a state an earlier execution reached at this same instant: from
+    // here on this execution is that one, and so is its verdict.
+    const Node& n = nodes_[node];
+    if (cut && start.from && n.execution < result_.executions && n.first_time == r.now) {
+      ++result_.cut;
+      return {};
     }
-    accepted_before = accepted;
     // One execution can be long (a flood, a spin): the limits are checked inside it too.
-    if (steps % 1024 == 1023 && out_of_time()) {
+    if (r.steps % 1024 == 1023 && out_of_time()) {
       cut_ = "time limit";
       return {};
     }
-    if (options_.max_steps > 0 && steps >= options_.max_steps) {
+    if (options_.max_steps > 0 && r.steps >= options_.max_steps) {
       cut_ = "max steps";
       return {};
     }
-    std::size_t before = made.size();
     bool fresh = !nodes_[node].expanded;
-    if (!execution->step()) break;
-    // Branch on this step's decisions if the state is new here (or pruning is off), and past
-    // the prefix this execution replays.
-    if ((fresh || !options_.prune) && made.size() > std::max(before, replayed)) {
-      nodes_[node].expanded = true;
-      branch(made, std::max(before, replayed), made.size(), node);
-    }
+    r = runner->step(!random_ && (fresh || !options_.prune) ? snapshots_allowed() : 0);
+    ++result_.steps;
+    if (!r.stepped) break;
+    take(r, made, node, fresh, r.first);
   }
-  if (execution->quiescent() && previous) nodes_[*previous].quiescent = true;
-  return execution->finish();
+  if (r.quiescent && previous) nodes_[*previous].quiescent = true;
+  return runner->finish();
 }
 
 void Explorer::note_worst(const Outcome& outcome, const std::vector<model::Choice>& choices) {
@@ -250,42 +248,32 @@ void Explorer::find_stranding() {
 
 ExploreResult Explorer::run() {
   started_ns_ = options_.wall_ns ? options_.wall_ns() : 0;
-  std::uint64_t seed = options_.seed_first;
-  bool random = options_.strategy == ExploreOptions::Strategy::random;
-  std::optional<Branch> root;
-  if (!random) root = Branch{};
+  random_ = options_.strategy == ExploreOptions::Strategy::random;
+  if (!random_) {
+    ForkingOptions forking;
+    forking.depth = options_.depth;
+    forking.limit = options_.snapshots;
+    forking.steps = options_.snapshot_steps;
+    runners_ = options_.snapshots > 0 ? forking_runners(system_, forking) : replaying_runners(system_);
+  }
+  std::uint64_t seeds = random_ && options_.seed_last >= options_.seed_first
+                            ? options_.seed_last - options_.seed_first + 1 : 0;
+  bool root = !random_;
   for (;;) {
-    if (random ? seed > options_.seed_last : !root && stack_.empty()) break;
+    if (random_ ? result_.executions >= seeds : !root && stack_.empty()) break;
     if (auto bound = out_of_bounds()) {
       result_.verdict = ExploreResult::Verdict::bound_reached;
       result_.bound = *bound;
       break;
     }
-    std::vector<std::uint64_t> path;
     Outcome outcome;
-    if (random) {
-      model::SeededChooser seeded(seed++);
-      Recorder chooser(seeded);
-      runs_.push_back({});
-      outcome = execute(chooser, chooser.made(), 0, std::nullopt, path);
-      runs_.back() = chooser.made();
-    } else {
-      std::vector<std::uint32_t> prefix;
-      std::optional<std::size_t> from;
-      if (root) {
-        root.reset();
-      } else {
-        from = stack_.back().from;
-        prefix = std::move(stack_.back().prefix);
-        stack_.pop_back();
-      }
-      PrefixChooser chooser(prefix);
-      runs_.push_back({});
+    runs_.push_back({});
+    if (random_ || root) {
+      root = false;
       std::size_t stack_before = stack_.size();
-      outcome = execute(chooser, chooser.made(), prefix.size(), from, path);
-      runs_.back() = chooser.made();
+      outcome = execute(Branch{}, runs_.back());
       // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
-      if (result_.executions == 0 && options_.shards > 1) {
+      if (!random_ && options_.shards > 1) {
         std::vector<Branch> mine;
         for (std::size_t i = stack_before; i < stack_.size(); ++i) {
           if ((i - stack_before) % options_.shards == options_.shard) mine.push_back(std::move(stack_[i]));
@@ -293,6 +281,10 @@ ExploreResult Explorer::run() {
         stack_.resize(stack_before);
         for (auto& p : mine) stack_.push_back(std::move(p));
       }
+    } else {
+      Branch next = std::move(stack_.back());
+      stack_.pop_back();
+      outcome = execute(std::move(next), runs_.back());
     }
     ++result_.executions;
     report_progress(false);
@@ -319,12 +311,14 @@ ExploreResult Explorer::run() {
     result_.bound = "depth";
   }
   // A random search samples: however many seeds it ran, it has not seen every schedule.
-  if (result_.verdict == ExploreResult::Verdict::none_found && random) {
+  if (result_.verdict == ExploreResult::Verdict::none_found && random_) {
     result_.verdict = ExploreResult::Verdict::bound_reached;
     result_.bound = "seeds";
   }
   result_.states = nodes_.size();
   result_.transitions = edges_.size();
+  result_.snapshots = runners_ ? runners_->taken() : 0;
+  bases_.clear();
   report_progress(true);
   return result_;
 }

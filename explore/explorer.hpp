@@ -1,6 +1,6 @@
 // The explorer: model-checks a system's nondeterministic choices. Depth-first (iterative,
-// with an explicit stack of choice prefixes, each replayed from the start) or at random by
-// seed. Every execution is judged by the system's properties; the states it passes through
+// with an explicit stack of choice prefixes, each resumed from a snapshot or replayed from the
+// start: explore/runner.hpp) or at random by seed. Every execution is judged by the system's properties; the states it passes through
 // (digests with times relative to now) prune revisits and form a state graph, whose strongly
 // connected components show liveness failures: a cycle or dead end in which a backlog waits
 // and nothing is ever accepted. It sees the system only through explore/system.hpp.
@@ -39,6 +39,12 @@ struct ExploreOptions {
   // properties are judged by state (System::judged_by_state): its future, and so its verdict,
   // is the earlier one's, whose alternatives are on the stack already.
   bool cut = true;
+  // DFS: how many snapshots (forked processes paused at a decision) may be alive at once. A
+  // branch resumes from its decision's snapshot instead of replaying from time 0; past the
+  // limit it replays. 0: every branch replays, in this process.
+  std::uint32_t snapshots = 128;
+  // A snapshot only where it saves replaying at least this many steps (see ForkingOptions).
+  std::uint64_t snapshot_steps = 256;
   std::int64_t time_limit_ns = 0;       // 0: none; checked inside executions too
   std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;
@@ -75,6 +81,9 @@ struct ExploreResult {
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
   std::uint64_t cut = 0;  // executions stopped at a state matched within its instant
+  std::uint64_t steps = 0;           // steps run, in all executions
+  std::uint64_t replayed_steps = 0;  // of them, steps that retraced a prefix already explored
+  std::uint64_t snapshots = 0;       // processes forked to resume branches from (0: replays)
   std::optional<Counterexample> counterexample;
   std::optional<Worst> worst;  // worst-case mode: the largest figure measured
   std::uint64_t judged = 0;    // worst-case mode: executions that measured the property
