@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "model/choice.hpp"
+#include "sim/scenario.hpp"
 
 namespace loopsim::reports {
 
@@ -17,6 +18,9 @@ namespace {
 
 namespace ev = sim::ev;
 using nlohmann::json;
+
+// No time in a trace is later than this: twice the longest horizon a scenario may have.
+constexpr std::int64_t trace_time_max = 2 * sim::duration_max.count();
 
 // One parsed line and where it came from; typed field access that fails with the line number.
 class Line {
@@ -52,7 +56,16 @@ class Line {
   std::int64_t integer_or(const char* key, std::int64_t absent) const {
     return has(key) ? integer(key) : absent;
   }
-  Nanos time(const char* key) const { return Nanos(integer(key)); }
+  // An instant or a span in the trace: 0 up to trace_time_max. `timeout_ns` alone may be -1.
+  Nanos time(const char* key, bool forever_allowed = false) const {
+    std::int64_t value = integer(key);
+    if ((value < 0 && !(forever_allowed && value == -1)) || value > trace_time_max) {
+      fail(std::string("\"") + key + "\" must lie in [0, " + std::to_string(trace_time_max) + "] ns" +
+               (forever_allowed ? " or be -1" : ""),
+           schema_hint);
+    }
+    return Nanos(value);
+  }
   bool flag(const char* key) const {
     const json& value = field(key);
     if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint);
@@ -100,6 +113,12 @@ class Line {
 // Client labels as met in the file; final indices are assigned once every label is known.
 class ClientBook {
  public:
+  // The client an event of the clients' side is about: it must name one.
+  sim::ClientIndex required(const Line& line) {
+    if (!line.has("client")) line.fail("missing field \"client\"", Line::schema_hint);
+    return provisional(line);
+  }
+  // The client a loop's event is about, if the loop knew it.
   sim::ClientIndex provisional(const Line& line) {
     if (!line.has("client")) return sim::no_client;
     const std::string& label = line.text("client");
@@ -165,7 +184,7 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
 std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Nanos t,
                                           ClientBook& book) {
   if (kind == "pass_begin") {
-    return ev::PassBegin{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.time("timeout_ns")};
+    return ev::PassBegin{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.time("timeout_ns", true)};
   }
   if (kind == "events") {
     const json& fds = l.field("fds");
@@ -231,16 +250,16 @@ sim::TraceEvent choice_event(const Line& l, Nanos t) {
 sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   Nanos t = l.time("t");
   const std::string& kind = l.text("ev");
-  if (kind == "connect") return ev::Connect{t, book.provisional(l)};
-  if (kind == "established") return ev::Established{t, book.provisional(l)};
-  if (kind == "syn_dropped") return ev::SynDropped{t, book.provisional(l), l.time("retry_at")};
-  if (kind == "refused") return ev::Refused{t, book.provisional(l), l.errno_field("error")};
-  if (kind == "send") return ev::Send{t, book.provisional(l), l.text("path")};
-  if (kind == "answer") return ev::Answer{t, book.provisional(l), l.text("path"), l.small("status")};
-  if (kind == "peer_closed") return ev::PeerClosed{t, book.provisional(l)};
+  if (kind == "connect") return ev::Connect{t, book.required(l)};
+  if (kind == "established") return ev::Established{t, book.required(l)};
+  if (kind == "syn_dropped") return ev::SynDropped{t, book.required(l), l.time("retry_at")};
+  if (kind == "refused") return ev::Refused{t, book.required(l), l.errno_field("error")};
+  if (kind == "send") return ev::Send{t, book.required(l), l.text("path")};
+  if (kind == "answer") return ev::Answer{t, book.required(l), l.text("path"), l.small("status")};
+  if (kind == "peer_closed") return ev::PeerClosed{t, book.required(l)};
   if (kind == "choice") return choice_event(l, t);
   if (kind == "rlimit") return ev::Rlimit{t, l.integer("value")};
-  if (kind == "reset") return ev::Reset{t, book.provisional(l)};
+  if (kind == "reset") return ev::Reset{t, book.required(l)};
   if (kind == "lasso") {
     return ev::Lasso{t, l.time("since"), l.integer("backlog"), l.integer("dead_end") != 0};
   }
@@ -305,6 +324,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
   std::string text;
   std::size_t number = 0;
   bool header = false;
+  Nanos last{0};
   while (std::getline(in, text)) {
     ++number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -316,6 +336,11 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
       continue;
     }
     trace.events.push_back(event_of(line, book));
+    // Events are written as they happen: virtual time never goes back.
+    Nanos t = sim::time_of(trace.events.back());
+    if (t < last) line.fail("\"t\" goes back in time (" + std::to_string(t.count()) + " after " +
+                            std::to_string(last.count()) + ")", "a trace's events are in time order");
+    last = t;
   }
   if (!header) throw TraceError(name + ":1: empty trace, no header line", "write one with loopsim run --trace F");
   renumber_clients(trace, book.finish(trace));

@@ -80,7 +80,14 @@ TEST_CASE("a member number too long to be one makes a group of one with that nam
 TEST_CASE("bad traces are errors naming the line") {
   CHECK(error_of("") == "t.jsonl:1: empty trace, no header line");
   CHECK(error_of("{\"scenario\":\"s\"}\n") == "t.jsonl:1: not a loopsim trace: no header");
-  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"connect\"}\nnot json\n") == "t.jsonl:3: not JSON (at byte 2)");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"connect\",\"client\":\"a\"}\nnot json\n") ==
+        "t.jsonl:3: not JSON (at byte 2)");
+  // A client's event must say whose; times lie in [0, 2e15] ns and never go back.
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"send\",\"path\":\"/fast\"}\n") == "t.jsonl:2: missing field \"client\"");
+  CHECK(error_of(header + "\n{\"t\":-9223372036854775808,\"ev\":\"connect\",\"client\":\"a\"}\n") ==
+        "t.jsonl:2: \"t\" must lie in [0, 2000000000000000] ns");
+  CHECK(error_of(header + "\n{\"t\":5,\"ev\":\"connect\",\"client\":\"a\"}\n{\"t\":4,\"ev\":\"connect\",\"client\":\"b\"}\n") ==
+        "t.jsonl:3: \"t\" goes back in time (4 after 5)");
   CHECK(error_of(header + "\n[1,2]\n") == "t.jsonl:2: not a JSON object");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"teleport\"}\n") == "t.jsonl:2: unknown event kind \"teleport\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"pass_begin\",\"worker\":0,\"pass\":1}\n") ==
