@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include "checker/loop_properties.hpp"
@@ -248,15 +249,24 @@ std::string ms_text(Nanos t) {
   return buffer;
 }
 
+namespace {
+// A bound as a whole number, saturated: no product of a cost and a count wraps negative.
+std::int64_t saturated(double value) {
+  if (!(value < 9.2e18)) return std::numeric_limits<std::int64_t>::max();
+  if (value < 0) return 0;
+  return std::llround(value);
+}
+}  // namespace
+
 std::int64_t resolve(const sim::Bound& bound, const Costs& costs) {
   switch (bound.unit) {
     case sim::Bound::Unit::time:
     case sim::Bound::Unit::count:
-      return std::llround(bound.value);
+      return saturated(bound.value);
     case sim::Bound::Unit::requests:
-      return std::llround(bound.value * double(costs.request.count()));
+      return saturated(bound.value * double(costs.request.count()));
     case sim::Bound::Unit::batches:
-      return std::llround(bound.value * costs.batch * double(costs.request.count()));
+      return saturated(bound.value * costs.batch * double(costs.request.count()));
   }
   return 0;
 }

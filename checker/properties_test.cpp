@@ -2,6 +2,8 @@
 // checker is tested apart from the loop.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "checker/judge.hpp"
 #include "checker/properties.hpp"
 
@@ -326,4 +328,15 @@ TEST_CASE("liveness fails on a run that came back to a waiting state, or ended w
   Verdict dead = liveness(t);
   CHECK_FALSE(dead.held);
   CHECK(dead.detail.find("nothing is left to happen") != std::string::npos);
+}
+
+TEST_CASE("a bound in requests or batches saturates instead of wrapping negative") {
+  loopsim::checker::Costs costs;
+  costs.request = loopsim::sim::duration_max;
+  costs.batch = 16;
+  loopsim::sim::Bound huge{loopsim::sim::Bound::Unit::batches, loopsim::sim::bound_cost_max, "1000000 batches"};
+  CHECK(loopsim::checker::resolve(huge, costs) == std::numeric_limits<std::int64_t>::max());
+  loopsim::sim::Bound two{loopsim::sim::Bound::Unit::requests, 2, "2 requests"};
+  costs.request = std::chrono::milliseconds(3);
+  CHECK(loopsim::checker::resolve(two, costs) == 6'000'000);
 }

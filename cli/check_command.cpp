@@ -60,6 +60,8 @@ ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& 
     return {file, checker::run_suite(file, options).report, "", ""};
   } catch (const sim::ScenarioError& e) {
     return {file, std::nullopt, e.what(), e.hint};
+  } catch (const sim::RunLimit& e) {
+    return {file, std::nullopt, e.what(), "", true};
   } catch (const std::exception& e) {
     return {file, std::nullopt, file + ": " + e.what(), ""};
   }
@@ -140,6 +142,7 @@ int check(const CheckArgs& args) {
   switch (reports::totals(outcomes).verdict()) {
     case reports::CheckVerdict::held: return exit_held;
     case reports::CheckVerdict::violated: return exit_violated;
+    case reports::CheckVerdict::limit: return exit_bound_reached;
     case reports::CheckVerdict::error: break;
   }
   return exit_bad_input;
@@ -158,7 +161,8 @@ void add_check(CLI::App& app, int& status) {
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm of every scenario held, 1 something was violated, 2 bad input\n"
-      "(a scenario that cannot be read counts as an error; the others still run).");
+      "(a scenario that cannot be read counts as an error; the others still run), 3 nothing was\n"
+      "violated but a run stopped at a limit (LIMIT in its row).");
   cmd->callback([args, &status] { status = check(*args); });
 }
 

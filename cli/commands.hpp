@@ -13,7 +13,7 @@ namespace loopsim::cli {
 inline constexpr int exit_held = 0;
 inline constexpr int exit_violated = 1;
 inline constexpr int exit_bad_input = 2;
-inline constexpr int exit_bound_reached = 3;  // explore: a limit cut the search short
+inline constexpr int exit_bound_reached = 3;  // a limit cut the search (or the run) short
 
 void add_run(CLI::App& app, int& status);
 void add_live(CLI::App& app, int& status);

@@ -81,15 +81,13 @@ int run(const RunArgs& args) {
     for (const auto& arm : report.arms) {
       if (!arm.replay_diverged) continue;
       if (!args.replay.empty()) {
-        std::cerr << "error: the choices recorded in " << args.replay
-                  << " do not fit this scenario: it has changed since the recording ("
-                  << arm.divergence << ")\n";
-      } else {
-        std::cerr << args.file << ":1:1: error: the pinned choices do not fit this run: "
-                  << arm.divergence << "\n  hint: the scenario or loopsim changed since the "
-                  << "counterexample was written; explore again to pin a new one\n";
+        return report_error(sim::ScenarioError(
+            args.replay + ":1:1: the choices recorded here do not fit " + args.file + ": " + arm.divergence,
+            "the scenario or loopsim changed since the recording; record the run again"));
       }
-      return exit_bad_input;
+      return report_error(sim::ScenarioError(
+          args.file + ":1:1: the pinned choices do not fit this run: " + arm.divergence,
+          "the scenario or loopsim changed since the counterexample was written; explore again to pin a new one"));
     }
     if (!args.trace.empty() && !write_trace(args.trace, result.traces.front())) {
       return exit_bad_input;
@@ -105,6 +103,10 @@ int run(const RunArgs& args) {
     return report.held() ? exit_held : exit_violated;
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
+  } catch (const sim::RunLimit& e) {
+    std::cerr << e.what() << '\n';
+    std::cout << "verdict: limit\n";
+    return exit_bound_reached;
   }
 }
 
@@ -127,7 +129,9 @@ void add_run(CLI::App& app, int& status) {
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"
       "was violated (the command that reproduces it is printed), 2 bad input (including a\n"
-      "counterexample whose pinned choices no longer fit the run: the first that does not is named).");
+      "counterexample whose pinned choices no longer fit the run: the first that does not is named,\n"
+      "and a server that cannot start), 3 the run stopped at a limit (its trace passed 10,000,000\n"
+      "events) with no verdict.");
   cmd->callback([args, &status] { status = run(*args); });
 }
 

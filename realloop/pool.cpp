@@ -1,5 +1,8 @@
 #include "realloop/pool.hpp"
 
+#include <string>
+#include <system_error>
+
 #include "realloop/assert.hpp"
 #include "realloop/http.hpp"
 #include "realloop/loop.hpp"
@@ -10,18 +13,29 @@ HandlerPool::HandlerPool(Kernel& kernel, int threads) : kernel_(kernel) {
   LOOPSIM_ASSERT_OP(threads, >, 0);
   for (int i = 0; i < threads; ++i) {
     int poller = kernel_.poller_create();
-    int wake = kernel_.wake_create();
-    LOOPSIM_ASSERT(poller >= 0 && wake >= 0);
-    LOOPSIM_ASSERT_OP(kernel_.watch(poller, wake, io::readable, Trigger::edge), ==, 0);
+    int wake = poller >= 0 ? kernel_.wake_create() : 0;
+    int rc = poller < 0 ? poller : wake < 0 ? wake : kernel_.watch(poller, wake, io::readable, Trigger::edge);
+    if (rc < 0) {
+      // Out of descriptors (or the like) before the pool could start: give back what it took.
+      if (poller >= 0) kernel_.close(poller);
+      if (poller >= 0 && wake >= 0) kernel_.close(wake);
+      close_all();
+      throw std::system_error(-rc, std::generic_category(),
+                              "the handler pool's thread " + std::to_string(i) + " of " + std::to_string(threads));
+    }
     pollers_.push_back(poller);
     wakes_.push_back(wake);
   }
   idle_.assign(std::size_t(threads), false);
 }
 
-HandlerPool::~HandlerPool() {
+HandlerPool::~HandlerPool() { close_all(); }
+
+void HandlerPool::close_all() {
   for (int wake : wakes_) kernel_.close(wake);
   for (int poller : pollers_) kernel_.close(poller);
+  wakes_.clear();
+  pollers_.clear();
 }
 
 void HandlerPool::submit(Loop& loop, int fd, std::uint64_t generation, std::string request) {

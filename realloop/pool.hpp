@@ -17,6 +17,7 @@ class Loop;
 
 class HandlerPool {
  public:
+  // Throws std::system_error when the kernel refuses a thread's poller or wake descriptor.
   HandlerPool(Kernel& kernel, int threads);
   HandlerPool(const HandlerPool&) = delete;
   HandlerPool& operator=(const HandlerPool&) = delete;
@@ -30,6 +31,7 @@ class HandlerPool {
   void stop();
 
  private:
+  void close_all();
   struct Job {
     Loop* loop;
     int fd;

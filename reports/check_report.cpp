@@ -78,6 +78,7 @@ const char* verdict_name(CheckVerdict v) {
     case CheckVerdict::held: return "held";
     case CheckVerdict::violated: return "violated";
     case CheckVerdict::error: return "error";
+    case CheckVerdict::limit: return "limit";
   }
   return "error";
 }
@@ -86,7 +87,8 @@ const char* verdict_name(CheckVerdict v) {
 
 CheckVerdict CheckTotals::verdict() const {
   if (errors > 0) return CheckVerdict::error;
-  return violated > 0 ? CheckVerdict::violated : CheckVerdict::held;
+  if (violated > 0) return CheckVerdict::violated;
+  return limits > 0 ? CheckVerdict::limit : CheckVerdict::held;
 }
 
 CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
@@ -94,7 +96,7 @@ CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
   for (const ScenarioOutcome& o : outcomes) {
     ++t.scenarios;
     if (!o.ok()) {
-      ++t.errors;
+      ++(o.limit ? t.limits : t.errors);
       continue;
     }
     for (const checker::ArmReport& arm : o.report->arms) {
@@ -145,7 +147,7 @@ void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostrea
       << "properties\n";
   for (const ScenarioOutcome& o : outcomes) {
     if (!o.ok()) {
-      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad("ERROR", 10) << pad("-", 8)
+      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad(o.limit ? "LIMIT" : "ERROR", 10) << pad("-", 8)
           << o.error << '\n';
       continue;
     }
@@ -157,10 +159,11 @@ void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostrea
   CheckTotals t = totals(outcomes);
   out << '\n';
   print_problems(outcomes, out);
-  if (t.violated + t.errors > 0) out << '\n';
+  if (t.violated + t.errors + t.limits > 0) out << '\n';
   out << count(t.scenarios, "scenario") << ", " << count(t.arms, "arm") << ": " << t.held << " held, "
-      << t.violated << " violated, " << count(t.errors, "error") << "\nverdict: " << verdict_name(t.verdict())
-      << '\n';
+      << t.violated << " violated, " << count(t.errors, "error");
+  if (t.limits > 0) out << ", " << t.limits << " stopped at a limit";
+  out << "\nverdict: " << verdict_name(t.verdict()) << '\n';
 }
 
 nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes) {
@@ -172,13 +175,13 @@ nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes) 
       entry = to_json(*o.report);
       entry["file"] = o.file;
     } else {
-      entry = {{"file", o.file}, {"verdict", "error"}, {"error", o.error}, {"hint", o.hint}};
+      entry = {{"file", o.file}, {"verdict", o.limit ? "limit" : "error"}, {"error", o.error}, {"hint", o.hint}};
     }
     doc["scenarios"].push_back(std::move(entry));
   }
   CheckTotals t = totals(outcomes);
   doc["summary"] = {{"scenarios", t.scenarios}, {"arms", t.arms},         {"held", t.held},
-                    {"violated", t.violated},   {"errors", t.errors}, {"verdict", verdict_name(t.verdict())}};
+                    {"violated", t.violated},   {"errors", t.errors}, {"limits", t.limits}, {"verdict", verdict_name(t.verdict())}};
   return doc;
 }
 

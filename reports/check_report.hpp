@@ -20,14 +20,16 @@ struct ScenarioOutcome {
   std::optional<checker::RunReport> report;
   std::string error;  // "file:line:column: message", when there is no report
   std::string hint;
+  bool limit = false;  // not bad input: the run stopped at a limit (sim::RunLimit), unjudged
   bool ok() const { return report.has_value(); }
 };
 
-enum class CheckVerdict { held, violated, error };
+enum class CheckVerdict { held, violated, error, limit };
 
 struct CheckTotals {
-  int scenarios = 0, arms = 0, held = 0, violated = 0, errors = 0;
-  // Bad input outranks a violation: exit 2 means some scenario was not even judged.
+  int scenarios = 0, arms = 0, held = 0, violated = 0, errors = 0, limits = 0;
+  // Bad input outranks a violation: exit 2 means some scenario was not even judged. A limit
+  // (exit 3) ranks below a violation and above a pass.
   CheckVerdict verdict() const;
 };
 

@@ -32,6 +32,8 @@ constexpr std::string_view syntax_hint =
 constexpr std::string_view reserved_hint =
     "this key is reserved for a later version of loopsim (see scenarios/README.md); remove it";
 constexpr std::int64_t clients_max = 1'000'000;
+// The events one wait may return: the loop holds a buffer of this many (16 bytes each).
+constexpr std::int64_t max_events_max = 1 << 20;
 constexpr std::int64_t workers_max = 256;
 
 template <typename... Parts>
@@ -84,6 +86,18 @@ class Context {
     for (const OverrideOrigin& origin : origins_)
       if (where.path && *where.path == origin.label) fail(origin, message, hint);
     throw ScenarioError(located(file_, where.begin, message), std::string(hint));
+  }
+  // "file:line:column" of a node, or of the override that set it.
+  std::string position(const toml::source_region& where) const {
+    std::string text;
+    for (const OverrideOrigin& origin : origins_) {
+      if (where.path && *where.path == origin.label) {
+        text = located(file_, origin.where, origin.label);
+        return text.substr(0, text.size() - origin.label.size() - 2);
+      }
+    }
+    text = located(file_, where.begin, "");
+    return text.substr(0, text.size() - 2);
   }
   [[noreturn]] void fail(const OverrideOrigin& origin, std::string_view message,
                          std::string_view hint) const {
@@ -170,7 +184,7 @@ std::size_t read_choice(C c, N n, K k, std::span<const std::string_view> names) 
 
 Bound read_bound(C c, N n, K k) {
   if (n.is_integer()) {
-    const std::int64_t count = read_integer(c, n, k, 0, INT64_MAX);
+    const std::int64_t count = read_integer(c, n, k, 0, bound_count_max);
     return {Bound::Unit::count, static_cast<double>(count), std::to_string(count)};
   }
   const std::string& text = c.as<std::string>(n, k, "a duration, a count or a cost", bound_hint);
@@ -357,11 +371,33 @@ const Field<Expectation> expect_fields[] = {
     {"max", [](C c, N n, K k, auto& e) { e.max = read_bound(c, n, k); }},
     {"min", [](C c, N n, K k, auto& e) { e.min = read_bound(c, n, k); }},
 };
-void note_line(const Context&, const toml::table& table, Expectation& e) {
+// Bounds in the unit their property measures, reported at the key that has the wrong one.
+void finish_expectation(const Context& c, const toml::table& table, Expectation& e) {
   e.line = int(table.source().begin.line);
+  static constexpr std::string_view counted[] = {"capacity", "no_spin", "batch_bound"};
+  static constexpr std::string_view timed[] = {"latency", "max_gap", "no_stranded_backlog", "post_latency"};
+  bool counts = std::find(std::begin(counted), std::end(counted), e.property) != std::end(counted);
+  bool times = std::find(std::begin(timed), std::end(timed), e.property) != std::end(timed);
+  for (const char* key : {"max", "min"}) {
+    const std::optional<Bound>& bound = key[1] == 'a' ? e.max : e.min;
+    if (!bound) continue;
+    bool is_count = bound->unit == Bound::Unit::count;
+    if (counts && !is_count) {
+      c.fail(table.get(key)->source(), cat("expect.", key, ": ", e.property, " counts, so its bound is a whole number, not \"", bound->text, "\""),
+             cat("write it without quotes: ", key, " = 100"));
+    }
+    if (times && is_count) {
+      c.fail(table.get(key)->source(), cat("expect.", key, ": ", e.property, " measures time, so ", bound->text, " needs a unit"),
+             cat("for example ", key, " = \"500ms\" or ", key, " = \"3 requests\""));
+    }
+  }
+  if (e.min && e.max && e.min->unit == e.max->unit && e.min->value > e.max->value) {
+    c.fail(table.get("min")->source(), cat("min (", e.min->text, ") is greater than max (", e.max->text, ")"),
+           "no run can hold between them");
+  }
 }
 const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields,
-                                          {},       "property",   note_line};
+                                          {},       "property",   finish_expectation};
 
 const Field<Arm> arm_fields[] = {
     {"name", [](C c, N n, K k, auto& a) { a.name = read_arm_name(c, n, k); }},
@@ -477,7 +513,7 @@ const Field<Scenario> loop_fields[] = {
     {"idle_timeout",
      [](C c, N n, K k, auto& s) { s.loop.idle_timeout = read_duration(c, n, k, true); }},
     {"max_events",
-     [](C c, N n, K k, auto& s) { s.loop.max_events = int(read_integer(c, n, k, 1)); }},
+     [](C c, N n, K k, auto& s) { s.loop.max_events = int(read_integer(c, n, k, 1, max_events_max)); }},
     {"max_connections",
      [](C c, N n, K k, auto& s) { s.loop.max_connections = int(read_integer(c, n, k, 1)); }},
     {"pool_threads",
@@ -630,6 +666,13 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
               false);
   check_names(c, nodes_at(root, "faults", "of"), clients, "no [[clients]] group is named", false);
+  std::vector<const toml::node*> workers = nodes_at(root, "posters", "worker");
+  for (const toml::node* node : workers) {
+    if (node->value<std::int64_t>().value_or(0) >= s.workers) {
+      c.fail(node->source(), cat("posters.worker: there is no worker ", *node->value<std::int64_t>(), " with loop.workers = ", s.workers),
+             cat("workers are numbered from 0 to ", s.workers - 1));
+    }
+  }
   check_names(c, nodes_at(root, "arms", "expect_violated"), properties,
               "no [[expect]] checks the property", false);
 }
@@ -641,6 +684,13 @@ Scenario to_scenario(C c, const toml::table& root) {
   if (const toml::node* format = root.get("format")) read_format(c, *format, "format");
   read_fields(c, root, root_section, s);
   check_references(c, root, s);
+  // Where the kernel's and the loop's knobs were set, for errors found when the run starts.
+  for (const char* section : {"kernel", "loop"}) {
+    const toml::table* table = root[section].as_table();
+    if (table == nullptr) continue;
+    s.where[section] = c.position(table->source());
+    for (const auto& [key, node] : *table) s.where[cat(section, ".", key.str())] = c.position(node.source());
+  }
   return s;
 }
 

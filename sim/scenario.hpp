@@ -123,6 +123,16 @@ struct Scenario {
   std::vector<Arm> arms;
   // Pinned choices (a counterexample): the run takes these instead of the seed's.
   std::vector<model::Choice> choices;
+  // "file:line:column" where each kernel and loop knob was set ("kernel.rlimit_nofile"), and
+  // each of the two tables ("loop"), for errors only a run can find.
+  std::map<std::string, std::string> where;
+  // The position of the first of `keys` that was set, else of the file's start.
+  std::string position_of(std::initializer_list<const char*> keys) const {
+    for (const char* key : keys) {
+      if (auto it = where.find(key); it != where.end()) return it->second;
+    }
+    return file + ":1:1";
+  }
 };
 
 // A scenario that cannot be used: `what()` is "file:line:column: message" and `hint` a
@@ -153,7 +163,14 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
                             const std::map<std::string, int>& counts = {});
 // Parses "key=value" from the command line. Throws ScenarioError.
 Override parse_override(const std::string& assignment);
-// Parses a duration such as "600ms", "80us", "1.5s", "250ns". Throws std::invalid_argument.
+// The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of
+// a few durations (a deadline plus slack plus a cost) cannot overflow.
+inline constexpr Nanos duration_max{1'000'000'000'000'000};
+// The largest count a bound may write, and the most requests or batches a cost bound may.
+inline constexpr std::int64_t bound_count_max = 1'000'000'000'000'000;
+inline constexpr double bound_cost_max = 1'000'000;
+// Parses a duration such as "600ms", "80us", "1.5s", "250ns", up to duration_max. Throws
+// std::invalid_argument.
 Nanos parse_duration(const std::string& text);
 
 }  // namespace loopsim::sim

@@ -71,7 +71,7 @@ std::int64_t scaled(std::string_view number, std::int64_t scale, const std::stri
   std::int64_t ns = 0;
   if (__builtin_mul_overflow(whole, scale, &ns) ||
       __builtin_add_overflow(ns, part / denominator, &ns))
-    bad_duration(text, "is too large (at most about 292 years)");
+    bad_duration(text, "is too long (at most 1000000s, about 11.6 days)");
   return ns;
 }
 
@@ -91,6 +91,9 @@ Bound parse_bound(const std::string& text) {
     throw std::invalid_argument(cat("\"", text, "\": \"", number, "\" is not a number"));
   double value = 0;
   std::from_chars(number.data(), number.data() + number.size(), value);
+  if (!(value <= bound_cost_max)) {
+    throw std::invalid_argument(cat("\"", text, "\" is too large (at most 1000000 ", word, ")"));
+  }
   return {unit->unit, value, text};
 }
 
@@ -107,7 +110,9 @@ Nanos parse_duration(const std::string& text) {
                                    [&](const UnitScale& u) { return u.unit == unit; });
   if (scale == std::end(duration_units))
     bad_duration(text, cat("has an unknown unit \"", unit, "\" (use ns, us, ms or s)"));
-  return Nanos{scaled(number, scale->ns, text)};
+  Nanos value{scaled(number, scale->ns, text)};
+  if (value > duration_max) bad_duration(text, "is too long (at most 1000000s, about 11.6 days)");
+  return value;
 }
 
 }  // namespace loopsim::sim

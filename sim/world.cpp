@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <unordered_map>
 
 #include "model/digest.hpp"
@@ -164,6 +165,16 @@ std::vector<model::Choice> choices_of(const Trace& trace) {
 
 namespace {
 
+// A configuration whose server cannot even start (out of descriptors before the first client):
+// bad input, at the first of `keys` the file set.
+[[noreturn]] void cannot_start(const Scenario& scenario, std::initializer_list<const char*> keys,
+                               const std::string& why) {
+  throw ScenarioError(scenario.position_of(keys) + ": the server cannot start: " + why,
+                      "each worker needs a poller, a wake-up and the listener, and each pool thread a poller "
+                      "and a wake-up, before any client connects: raise kernel.rlimit_nofile and kernel.file_max, "
+                      "or ask for fewer");
+}
+
 // The simulated process: its worker loops, its handler pool, and the threads they run on.
 class Process {
  public:
@@ -175,14 +186,22 @@ class Process {
       Loop& loop = *loops_.back();
       int rc = w == 0 ? loop.open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog})
                       : loop.attach(loops_.front()->listener());
-      LOOPSIM_ASSERT_OP(rc, >=, 0);
+      if (rc < 0) {
+        cannot_start(scenario, {"kernel.rlimit_nofile", "kernel.file_max", "loop.workers"},
+                     "worker " + std::to_string(w) + " could not open its poller and listener: " + errno_name(-rc));
+      }
       if (scenario.workers > 1) {
         group_.add(loop);
         loop.join(group_);
       }
     }
     if (scenario.loop.mode == HandlerMode::pool) {
-      pool_ = std::make_unique<HandlerPool>(kernel, scenario.loop.pool_threads);
+      try {
+        pool_ = std::make_unique<HandlerPool>(kernel, scenario.loop.pool_threads);
+      } catch (const std::system_error& e) {
+        cannot_start(scenario, {"loop.pool_threads", "kernel.rlimit_nofile", "kernel.file_max", "loop.mode"},
+                     std::string(e.what()) + " (" + errno_name(e.code().value()) + ")");
+      }
       for (auto& loop : loops_) loop->use_pool(*pool_);
     }
   }
@@ -368,6 +387,8 @@ void World::abandon() {
 
 void World::note(const ev::Lasso& lasso) { impl_->lasso = lasso; }
 
+std::size_t World::trace_events() const { return impl_->result.trace.events.size(); }
+
 RunResult World::finish() {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
@@ -426,6 +447,13 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   if (expects(scenario, "liveness")) watch.emplace();
   do {
     if (watch) watch->look(world);
+    if (world.trace_events() > trace_events_max) {
+      Nanos at = world.now();
+      world.abandon();
+      throw RunLimit(scenario.file + ": limit: the run's trace passed " + std::to_string(trace_events_max) +
+                     " events at " + std::to_string(at.count() / 1'000'000) + " ms of virtual time, before its horizon; "
+                     "no verdict (a shorter horizon, or fewer passes, fits)");
+    }
   } while (world.step());
   if (watch) watch->at_end(world);
   return world.finish();

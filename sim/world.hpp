@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
@@ -56,13 +57,27 @@ class World {
   // Ends the run where it is, without running to the horizon (a run that makes no virtual
   // progress never gets there): the simulated threads unwind, and the trace so far is lost.
   void abandon();
+  // Events in the trace so far.
+  std::size_t trace_events() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs `scenario` (already resolved for one arm) to its horizon. When the scenario expects
+// The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
+// more (a 1 ns idle timeout over 20 s is 2e10 passes), and is stopped there.
+inline constexpr std::size_t trace_events_max = 10'000'000;
+
+// A run stopped at a limit before its horizon: no verdict, exit status 3. `what()` names the
+// limit, the scenario and the virtual time reached.
+class RunLimit : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Runs `scenario` (already resolved for one arm) to its horizon, or throws RunLimit when its
+// trace would pass trace_events_max. When the scenario expects
 // "liveness", the run watches its own states and writes a `lasso` event if it comes back to one
 // in which connections wait and none was accepted since (the explorer's liveness failure, as
 // one run shows it). Every nondeterministic
