@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/loopsim_process_for_tests.hpp"
+#include "sim/scenario.hpp"
 
 using loopsim::testing::run_loopsim;
 
@@ -63,6 +64,48 @@ TEST_CASE("a trace with a client-side event that names no client, or time out of
                              loopsim::testing::temp_path(std::string("bad.") + format));
       CHECK(out.status == 2);
       CHECK(out.output.find(data + file + ":") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("odd command lines are refused in the one error form, naming the option") {
+  const std::string shutdown = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown.toml";
+  const std::pair<std::string, const char*> cases[] = {
+      {"explore " + shutdown + " --strategy random --seeds 5..1", "error: --seeds:1:1: 5..1 is an empty range"},
+      {"explore " + shutdown + " --seeds -1..5", "error: --seeds:1:1: cannot read"},
+      {"explore " + shutdown + " --shard 0/1/2", "error: --shard:1:1: cannot read"},
+      {"explore " + shutdown + " --max-executions 0", "--max-executions: must be a whole number, at least 1"},
+      {"explore " + shutdown + " --faults 1 --fault-errno EAGAIN", "EAGAIN is not a fault"},
+      {"run " + shutdown + " --seed -1", "--seed: must be a whole number, at least 0"},
+      {"run " + shutdown + " --seed ''", "--seed: must be a whole number"},
+      {"run " + shutdown + " --arm ''", "--arm: must not be empty"},
+      {"run " + shutdown + " --trace ''", "--trace: must not be empty"},
+      {"run /nonexistent/x.toml", "error: loopsim run:1:1: "},
+  };
+  for (const auto& [args, says] : cases) {
+    INFO(args);
+    auto out = run_loopsim(args);
+    CHECK(out.status == 2);
+    CHECK(out.output.find(says) != std::string::npos);
+    CHECK(out.output.find("  hint: ") != std::string::npos);
+  }
+}
+
+TEST_CASE("what used to be accepted silently is refused at its key") {
+  const std::pair<std::string, const char*> cases[] = {
+      {"", "t.toml:1:1: the scenario is empty"},
+      {"[[posters]]\nname = \"p\"\n[[posters]]\nname = \"p\"\n", "t.toml:4:8: [[posters]] \"p\" is defined twice"},
+      {"[[clients]]\nname = \"c\"\n[[posters]]\nname = \"p\"\n[[expect]]\nproperty = \"post_latency\"\nof = \"c\"\nmax = \"1ms\"\n",
+       "t.toml:7:6: expect.of: \"c\" is a client group"},
+      {"[[expect]]\nproperty = \"capacity\"\nmin = 5\nmax = 4\n", "t.toml:3:7: min (5) is greater than max (4)"},
+  };
+  for (const auto& [text, says] : cases) {
+    INFO(text);
+    try {
+      loopsim::sim::parse_scenario(text, "t.toml");
+      FAIL("accepted");
+    } catch (const loopsim::sim::ScenarioError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says));
     }
   }
 }

@@ -28,4 +28,22 @@ std::int64_t wall_ns();
 std::vector<sim::Override> parse_overrides(const std::vector<std::string>& assignments);
 int report_error(const sim::ScenarioError& error);
 
+// A whole number of at least `min` that fits 64 bits: no sign, no empty value, no wrap.
+inline CLI::Validator whole_number(std::uint64_t min) {
+  return CLI::Validator(
+      [min](std::string& value) {
+        bool digits = !value.empty() && value.size() <= 19 &&
+                      value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoull(value) < min) {
+          return "must be a whole number, at least " + std::to_string(min) + ", not \"" + value + "\"";
+        }
+        return std::string();
+      },
+      "", "whole number");
+}
+
+// A command-line value that must not be empty ("--arm ''").
+inline const CLI::Validator non_empty(
+    [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "", "non-empty");
+
 }  // namespace loopsim::cli

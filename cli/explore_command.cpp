@@ -45,9 +45,15 @@ struct ExploreArgs {
 std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, const std::string& sep,
                                                    const std::string& what) {
   auto at = text.find(sep);
+  // Whole numbers only, each fitting: no sign (stoull wraps "-1"), no third part ("0/1/2").
+  auto number = [](const std::string& part) {
+    return !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   try {
     if (at == std::string::npos) throw std::invalid_argument("");
-    return {std::stoull(text.substr(0, at)), std::stoull(text.substr(at + sep.size()))};
+    std::string first = text.substr(0, at), second = text.substr(at + sep.size());
+    if (!number(first) || !number(second)) throw std::invalid_argument("");
+    return {std::stoull(first), std::stoull(second)};
   } catch (const std::exception&) {
     throw sim::ScenarioError("--" + what + ":1:1: cannot read \"" + text + "\"",
                              what == "seeds" ? "e.g. --seeds 1..100" : "e.g. --shard 0/4");
@@ -59,6 +65,9 @@ std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, cons
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
   if (sim::errno_from_name(args.fault_errno) == 0)
     throw sim::ScenarioError("--fault-errno:1:1: unknown errno " + args.fault_errno, "e.g. EMFILE");
+  if (args.fault_errno == "EAGAIN" || args.fault_errno == "EWOULDBLOCK")
+    throw sim::ScenarioError("--fault-errno:1:1: " + args.fault_errno + " is not a fault: it ends every drain",
+                             "faults are errors such as EMFILE, ENFILE, ENOBUFS, ECONNABORTED");
   return text + "\n# added by explore --faults " + std::to_string(args.faults) +
          "\n[[faults]]\nkind = \"accept_error\"\nerrno = \"" + args.fault_errno +
          "\"\nat = \"0ns\"\nuntil = \"" + std::to_string(scenario.horizon.count()) +
@@ -134,6 +143,9 @@ int explore_file(const ExploreArgs& args) {
   options.cut = !args.no_cut;
   options.snapshots = args.snapshots;
   std::tie(options.seed_first, options.seed_last) = parse_pair(args.seeds, "..", "seeds");
+  if (options.seed_first > options.seed_last) {
+    throw sim::ScenarioError("--seeds:1:1: " + args.seeds + " is an empty range", "the first seed comes first: --seeds 1..100");
+  }
   auto [shard, shards] = parse_pair(args.shard, "/", "shard");
   if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
   options.shard = std::uint32_t(shard);
@@ -275,7 +287,9 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--seeds", args->seeds, "Seeds A..B for the random strategy")->capture_default_str();
   cmd->add_option("--shard", args->shard, "I/N: this run's share of the search")->capture_default_str();
   cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time")->capture_default_str();
-  cmd->add_option("--max-executions", args->max_executions, "Stop after this many runs")->capture_default_str();
+  cmd->add_option("--max-executions", args->max_executions, "Stop after this many runs")
+      ->check(whole_number(1))
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
@@ -290,7 +304,7 @@ void add_explore(CLI::App& app, int& status) {
                 "Try every order of interchangeable clients' same-instant happenings, not one");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
-  cmd->add_option("--arm", args->arm, "Search this arm of the scenario (\"base\" for the base)")
+  cmd->add_option("--arm", args->arm, "Search this arm of the scenario (\"base\" for the base)")->check(non_empty)
       ->capture_default_str();
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"

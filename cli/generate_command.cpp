@@ -157,7 +157,9 @@ void add_generate(CLI::App& app, int& status) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Draw scenarios, judge each with the rules on, shrink a failure");
   cmd->add_option("--runs", args->runs, "Scenarios to draw and judge")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "The same seed draws the same scenarios")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "The same seed draws the same scenarios")
+      ->check(whole_number(0))
+      ->capture_default_str();
   cmd->add_option("--time-limit", args->time_limit, "Stop drawing after this much wall time")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Where the shrunk scenario goes")->capture_default_str();

@@ -18,7 +18,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? exit_held : exit_bad_input;
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? exit_held : exit_bad_input;  // --help
+    // A bad command line, in the one error form: position, message, hint.
+    std::string where = "command line";
+    for (const CLI::App* sub : app.get_subcommands()) where = "loopsim " + sub->get_name();
+    report_error(loopsim::sim::ScenarioError(where + ":1:1: " + e.what(),
+                                             where == "command line" ? "loopsim --help lists the commands"
+                                                                     : where + " --help lists its options"));
+    return exit_bad_input;
   } catch (const std::invalid_argument& e) {
     std::cerr << "error: " << e.what() << '\n';
     return exit_bad_input;

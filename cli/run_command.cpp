@@ -116,11 +116,12 @@ void add_run(CLI::App& app, int& status) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run one scenario, its base and each of its arms, and judge them");
   cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--seed", args->seed, "Seed for every choice the run makes (default: the scenario's)");
+  cmd->add_option("--seed", args->seed, "Seed for every choice the run makes (default: the scenario's)")
+      ->check(whole_number(0));
   cmd->add_option("--set", args->set, "Override a key, e.g. --set loop.accept_batch=0 (repeatable)")
       ->take_all();
-  cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)");
-  cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines)");
+  cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)")->check(non_empty);
+  cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines)")->check(non_empty);
   cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot");
   cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json");
   cmd->add_option("--replay", args->replay,

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
 namespace loopsim::reports {
@@ -24,8 +25,8 @@ namespace loopsim::reports {
 // Exit status 2 at the CLI.
 class TraceError : public std::runtime_error {
  public:
-  TraceError(const std::string& where_and_what, std::string hint)
-      : std::runtime_error(where_and_what), hint(std::move(hint)) {}
+  TraceError(const std::string& where_and_what, const std::string& hint)
+      : std::runtime_error(sim::escape_controls(where_and_what)), hint(sim::escape_controls(hint)) {}
   std::string hint;
 };
 

@@ -660,7 +660,29 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   check_names(c, nodes_at(root, "clients", "name"), clients, "[[clients]]", true);
   check_names(c, nodes_at(root, "arms", "name"), arms, "[[arms]]", true);
   std::vector<std::string_view> subjects = clients;  // `of` names a client group or a poster
-  for (const PosterSpec& poster : s.posters) subjects.push_back(poster.name);
+  std::vector<std::string_view> posters;
+  for (const PosterSpec& poster : s.posters) {
+    subjects.push_back(poster.name);
+    posters.push_back(poster.name);
+  }
+  check_names(c, nodes_at(root, "posters", "name"), posters, "[[posters]]", true);
+  // post_latency is about a poster; the other properties with `of`, about a client group.
+  if (const toml::array* expect = root["expect"].as_array()) {
+    for (const toml::node& table : *expect) {
+      const toml::table& t = *table.as_table();
+      const toml::node* of = t.get("of");
+      if (of == nullptr || !of->is_string()) continue;
+      bool about_posts = t["property"].value_or(std::string()) == "post_latency";
+      std::span<const std::string_view> names = about_posts ? std::span<const std::string_view>(posters)
+                                                            : std::span<const std::string_view>(clients);
+      if (contains(subjects, of->as_string()->get()) && !contains(names, of->as_string()->get())) {
+        c.fail(of->source(),
+               cat("expect.of: \"", of->as_string()->get(), "\" is a ", about_posts ? "client group" : "poster",
+                   "; ", about_posts ? "post_latency is about a [[posters]] entry" : "this property is about a [[clients]] group"),
+               cat("known: ", join(names)));
+      }
+    }
+  }
   check_names(c, nodes_at(root, "expect", "of"), subjects,
               "no [[clients]] group or [[posters]] entry is named", false);
   check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
@@ -684,6 +706,9 @@ Scenario to_scenario(C c, const toml::table& root) {
   if (const toml::node* format = root.get("format")) read_format(c, *format, "format");
   read_fields(c, root, root_section, s);
   check_references(c, root, s);
+  if (root.empty()) {
+    c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
+  }
   // Where the kernel's and the loop's knobs were set, for errors found when the run starts.
   for (const char* section : {"kernel", "loop"}) {
     const toml::table* table = root[section].as_table();

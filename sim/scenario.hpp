@@ -135,12 +135,17 @@ struct Scenario {
   }
 };
 
+// `text` with its control characters written as C escapes: "\n", "\t", "\x1b".
+std::string escape_controls(const std::string& text);
+
 // A scenario that cannot be used: `what()` is "file:line:column: message" and `hint` a
 // one-line fix. Exit status 2 at the CLI.
+// Control characters (a newline or a NUL inside a value) are shown escaped ("\n", "\x00"),
+// so that a message stays one line and whole.
 class ScenarioError : public std::runtime_error {
  public:
-  ScenarioError(const std::string& where_and_what, std::string hint)
-      : std::runtime_error(where_and_what), hint(std::move(hint)) {}
+  ScenarioError(const std::string& where_and_what, const std::string& hint)
+      : std::runtime_error(escape_controls(where_and_what)), hint(escape_controls(hint)) {}
   std::string hint;
 };
 

@@ -45,7 +45,7 @@ bool is_decimal(std::string_view text) {
 }
 
 [[noreturn]] void bad_duration(const std::string& text, std::string_view why) {
-  throw std::invalid_argument(cat("\"", text, "\" ", why));
+  throw std::invalid_argument(cat("\"", escape_controls(text), "\" ", escape_controls(std::string(why))));
 }
 
 std::int64_t digits_value(std::string_view digits, const std::string& text) {
@@ -77,6 +77,28 @@ std::int64_t scaled(std::string_view number, std::int64_t scale, const std::stri
 
 }  // namespace
 
+std::string escape_controls(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 Bound parse_bound(const std::string& text) {
   const auto space = text.find(' ');
   if (space == std::string::npos)
@@ -86,9 +108,9 @@ Bound parse_bound(const std::string& text) {
   const auto* unit = std::find_if(std::begin(bound_units), std::end(bound_units),
                                   [&](const BoundUnit& u) { return u.word == word; });
   if (unit == std::end(bound_units))
-    throw std::invalid_argument(cat("\"", text, "\": unknown unit \"", word, "\""));
+    throw std::invalid_argument(cat("\"", escape_controls(text), "\": unknown unit \"", escape_controls(std::string(word)), "\""));
   if (!is_decimal(number))
-    throw std::invalid_argument(cat("\"", text, "\": \"", number, "\" is not a number"));
+    throw std::invalid_argument(cat("\"", escape_controls(text), "\": \"", escape_controls(std::string(number)), "\" is not a number"));
   double value = 0;
   std::from_chars(number.data(), number.data() + number.size(), value);
   if (!(value <= bound_cost_max)) {
