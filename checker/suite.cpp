@@ -8,13 +8,7 @@ namespace loopsim::checker {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sim::ScenarioError(path + ":1:1: cannot read the file", "check the path");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const std::string& path) { return sim::read_scenario_file(path); }
 
 [[noreturn]] void bad_expectation(const sim::Scenario& s, const sim::Expectation& e,
                                   const std::string& what, const std::string& hint) {

@@ -109,3 +109,15 @@ TEST_CASE("what used to be accepted silently is refused at its key") {
     }
   }
 }
+
+TEST_CASE("a device, a FIFO or a directory as an input is refused before any read") {
+  for (const char* verb : {"run", "explore", "check"}) {
+    INFO(verb);
+    auto out = run_loopsim(std::string(verb) + " /dev/zero");
+    CHECK(out.status == 2);
+    CHECK(out.output.find("/dev/zero:1:1: not a regular file") != std::string::npos);
+  }
+  auto render = run_loopsim("render /dev/zero --out " + loopsim::testing::temp_path("zero.dot"));
+  CHECK(render.status == 2);
+  CHECK(render.output.find("/dev/zero:1:1: not a regular file") != std::string::npos);
+}

@@ -47,7 +47,10 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths,
         if (it->is_regular_file(error) && it->path().extension() == ".toml") files.push_back(it->path().string());
       }
     } else {
-      missing.push_back({path, std::nullopt, path + ": no such file or directory", "check the path"});
+      bool exists = fs::exists(path, error);
+      missing.push_back({path, std::nullopt,
+                         path + (exists ? ":1:1: not a regular file or a directory" : ":1:1: no such file or directory"),
+                         exists ? "give scenario files, or folders of them" : "check the path"});
     }
   }
   std::sort(files.begin(), files.end());

@@ -110,8 +110,7 @@ void ensure_directory(const std::string& dir) {
 }
 
 int explore_file(const ExploreArgs& args) {
-  std::ifstream in(args.file, std::ios::binary);
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text = sim::read_scenario_file(args.file);
   auto overrides = parse_overrides(args.set);
   sim::Scenario scenario = sim::parse_scenario(text, args.file, overrides);
   if (args.faults > 0) {  // the budget's window is the horizon, known once the file is read

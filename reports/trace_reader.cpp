@@ -348,8 +348,12 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
 }
 
 sim::Trace read_trace_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path + ":1: cannot read the file", "check the path");
+  std::ifstream in;
+  try {
+    in = sim::open_input(path, sim::trace_file_max, "trace");
+  } catch (const sim::ScenarioError& e) {
+    throw TraceError(e.what(), e.hint);
+  }
   return read_jsonl(in, path);
 }
 

@@ -25,8 +25,7 @@ model::Choice choice_of(const nlohmann::json& event, const std::string& path, st
 }  // namespace
 
 Recording read_recording(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ScenarioError(path + ":1:1: cannot read the trace", "check the path");
+  std::ifstream in = open_input(path, trace_file_max, "trace");
   Recording recording;
   std::string text;
   for (std::size_t line = 1; std::getline(in, text); ++line) {

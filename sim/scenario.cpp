@@ -902,13 +902,33 @@ Scenario scenario_for_arm(const std::string& text, const std::string& name, cons
   return convert(text, name, &arm, overrides);
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+std::ifstream open_input(const std::string& path, std::uintmax_t max_bytes, const char* what) {
+  std::error_code error;
+  auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) {
+    throw ScenarioError(located(path, {1, 1}, cat("no such ", what)), "check the path");
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    throw ScenarioError(located(path, {1, 1}, cat("not a regular file (a directory, a FIFO or a device)")),
+                        cat("give the path of a ", what));
+  }
+  auto size = std::filesystem::file_size(path, error);
+  if (!error && size > max_bytes) {
+    throw ScenarioError(located(path, {1, 1}, cat("the ", what, " is ", size, " bytes; loopsim reads at most ", max_bytes)),
+                        "split it, or keep it shorter");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path))
-    throw ScenarioError(located(path, {1, 1}, cat("cannot read ", path)),
-                        "check the path and its permissions");
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return parse_scenario(text, path, overrides);
+  if (!in) throw ScenarioError(located(path, {1, 1}, cat("cannot read the ", what)), "check its permissions");
+  return in;
+}
+
+std::string read_scenario_file(const std::string& path) {
+  std::ifstream in = open_input(path, scenario_file_max, "scenario file");
+  return std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  return parse_scenario(read_scenario_file(path), path, overrides);
 }
 
 }  // namespace loopsim::sim

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -148,6 +149,17 @@ class ScenarioError : public std::runtime_error {
       : std::runtime_error(escape_controls(where_and_what)), hint(escape_controls(hint)) {}
   std::string hint;
 };
+
+// The largest trace file loopsim reads: 4 GiB (a run's trace holds at most 10M events).
+inline constexpr std::uintmax_t trace_file_max = std::uintmax_t{4} << 30;
+// The largest scenario file loopsim reads: 16 MiB.
+inline constexpr std::uintmax_t scenario_file_max = 16u << 20;
+// Opens an input file for reading after checking that it is a regular file (not a directory, a
+// FIFO that would block, or a device like /dev/zero that never ends) of at most `max_bytes`.
+// Throws ScenarioError "path:1:1: ...".
+std::ifstream open_input(const std::string& path, std::uintmax_t max_bytes, const char* what);
+// The whole of a scenario file, so checked.
+std::string read_scenario_file(const std::string& path);
 
 // Loads a scenario file, then applies `overrides` (from --set) on top of the file's values.
 // Throws ScenarioError.

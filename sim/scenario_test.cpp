@@ -154,7 +154,7 @@ TEST_CASE("load_scenario reads a file and names an unreadable one at line 1 colu
     load_scenario("/nonexistent/x.toml");
     FAIL("no error");
   } catch (const ScenarioError& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/x.toml:1:1: cannot read /nonexistent/x.toml");
+    CHECK(std::string(e.what()) == "/nonexistent/x.toml:1:1: no such scenario file");
   }
 }
 
