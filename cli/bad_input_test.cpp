@@ -76,6 +76,8 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
       {"explore " + shutdown + " --shard 0/1/2", "error: --shard:1:1: cannot read"},
       {"explore " + shutdown + " --max-executions 0", "--max-executions: must be a whole number, at least 1"},
       {"explore " + shutdown + " --faults 1 --fault-errno EAGAIN", "EAGAIN is not a fault"},
+      {"explore " + shutdown + " --time-limit 0", "error: --time-limit:1:1: \"0\" has no unit"},
+      {"generate --time-limit 5", "error: --time-limit:1:1: \"5\" has no unit"},
       {"run " + shutdown + " --seed -1", "--seed: must be a whole number, at least 0"},
       {"run " + shutdown + " --seed ''", "--seed: must be a whole number"},
       {"run " + shutdown + " --arm ''", "--arm: must not be empty"},

@@ -42,6 +42,15 @@ inline CLI::Validator whole_number(std::uint64_t min) {
       "", "whole number");
 }
 
+// A duration given as option `name` ("--time-limit"), or a ScenarioError at that option.
+inline Nanos option_duration(const std::string& name, const std::string& text) {
+  try {
+    return sim::parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    throw sim::ScenarioError(name + ":1:1: " + e.what(), "e.g. " + name + " 30s");
+  }
+}
+
 // A command-line value that must not be empty ("--arm ''").
 inline const CLI::Validator non_empty(
     [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "", "non-empty");

@@ -149,7 +149,7 @@ int explore_file(const ExploreArgs& args) {
   if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
   options.shard = std::uint32_t(shard);
   options.shards = std::uint32_t(shards);
-  options.time_limit_ns = sim::parse_duration(args.time_limit).count();
+  options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
   if (!args.maximize.empty()) {
     auto colon = args.maximize.find(':');
     options.maximize = args.maximize.substr(0, colon);

@@ -117,7 +117,7 @@ int generate(const GenerateArgs& args) {
   options.overrides = parse_overrides(args.set);
   options.budget = explore::StepBudget{args.max_steps_at_instant, args.max_steps};
   options.max_shrinks = args.max_shrinks;
-  options.time_limit_ns = sim::parse_duration(args.time_limit).count();
+  options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
   options.wall_ns = wall_ns;
   bool progress = !args.json && isatty(STDERR_FILENO);
   if (progress) {

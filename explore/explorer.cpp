@@ -214,6 +214,7 @@ void Explorer::report_progress(bool force) {
 // Liveness: a bottom strongly connected component (a cycle, or a dead end) in which every state
 // has a backlog and no transition accepts: once there, the backlog is never taken.
 void Explorer::find_stranding() {
+  if (nodes_.empty()) return;  // a limit met before the first state
   Graph graph(nodes_.size());
   for (const Edge& e : edges_) boost::add_edge(e.from, e.to, graph);
   std::vector<std::size_t> component(nodes_.size());

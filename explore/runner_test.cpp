@@ -188,3 +188,16 @@ property = "no_stranded_backlog"
   check_same(replayed, forked);
   CHECK(forked.verdict == ExploreResult::Verdict::violated);
 }
+
+TEST_CASE("a limit met before the first execution is a bound, with an empty graph judged safely") {
+  Coins coins;
+  ExploreOptions options = with_snapshots(0);
+  std::int64_t clock = 0;
+  options.wall_ns = [&clock] { return clock += 1000; };
+  options.time_limit_ns = 1;
+  ExploreResult r = search(coins, options);
+  CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(r.bound == "time limit");
+  CHECK(r.executions == 0);
+  CHECK(r.states == 0);
+}
