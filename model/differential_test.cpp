@@ -174,6 +174,8 @@ enum class Op : std::uint8_t {
   unwatch,
   wait,   // timeout 0
   limit,  // RLIMIT_NOFILE such that `count` more descriptors can be opened
+  pipe,   // a pipe: "r<k>" reads what "w<k>" writes (K13)
+  shut,   // the server half-closes a connection (K14)
 };
 
 struct Step {
@@ -223,6 +225,8 @@ struct Script {
   }
   Script& wait(std::size_t max = 16) { return add(Op::wait, [&](Step& s) { s.count = max; }); }
   Script& limit(std::size_t more) { return add(Op::limit, [&](Step& s) { s.count = more; }); }
+  Script& pipe() { return add(Op::pipe, [](Step&) {}); }
+  Script& shut(std::string fd) { return add(Op::shut, [&](Step& s) { s.fd = std::move(fd); }); }
 
  private:
   template <typename Fill>
@@ -256,6 +260,7 @@ class Driver {
   virtual void closing(int fd) = 0;  // before a server close
   virtual void closed(int fd) = 0;   // after it
   virtual void limit_descriptors(int limit) = 0;  // RLIMIT_NOFILE's soft limit
+  virtual void shut(int fd) = 0;  // after a server's half-close: its FIN has reached the client
 };
 
 class SimDriver final : public Driver, private loopsim::model::ClientSink {
@@ -301,6 +306,7 @@ class SimDriver final : public Driver, private loopsim::model::ClientSink {
   void closing(int) override {}
   void closed(int) override { settle(); }
   void limit_descriptors(int limit) override { kernel_.set_rlimit_nofile(limit); }
+  void shut(int) override { settle(); }
 
  private:
   struct Client {
@@ -556,6 +562,15 @@ class LinuxDriver final : public Driver {
     if (client.fd >= 0) await("the server's FIN or reset at the client", left_established(client.fd));
   }
 
+  void shut(int fd) override {
+    for (const Client& client : clients_) {
+      if (client.server == fd && client.fd >= 0) {
+        int client_fd = client.fd;
+        await("the server's FIN at the client", [client_fd] { return state(client_fd) != TCP_ESTABLISHED; });
+      }
+    }
+  }
+
   void limit_descriptors(int limit) override {
     rlimit r{};
     if (::getrlimit(RLIMIT_NOFILE, &r) != 0) fail("getrlimit");
@@ -690,6 +705,7 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
   std::map<std::string, int> fds;  // symbolic name -> descriptor, while open
   int poller = -1;
   int next_conn = 0;
+  int next_pipe = 0;
 
   auto name_of = [&](int fd) {
     for (const auto& [name, open] : fds) {
@@ -758,7 +774,7 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
         case Op::write: {
           int fd = lookup(step.fd);
           std::int64_t n = kernel.write(fd, step.bytes);
-          if (n > 0) driver.wrote(fd);
+          if (n > 0 && step.fd[0] == 'c') driver.wrote(fd);  // a pipe's bytes arrive at once
           out.push_back("write " + step.fd + " " + quoted(step.bytes) + " -> " + result(n));
           break;
         }
@@ -802,6 +818,26 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
             if (event.data != -1) line += " data=" + std::to_string(event.data);
           }
           out.push_back(line + "]");
+          break;
+        }
+        case Op::pipe: {
+          int ends[2];
+          int rc = kernel.pipe(ends);
+          if (rc < 0) {
+            out.push_back("pipe -> " + result(rc));
+            break;
+          }
+          std::string k = std::to_string(next_pipe++);
+          fds["r" + k] = ends[0];
+          fds["w" + k] = ends[1];
+          out.push_back("pipe -> r" + k + " w" + k);
+          break;
+        }
+        case Op::shut: {
+          int fd = lookup(step.fd);
+          int rc = kernel.shutdown_write(fd);
+          if (rc == 0) driver.shut(fd);
+          out.push_back("shutdown " + step.fd + " -> " + result(rc));
           break;
         }
         case Op::limit: {
@@ -1234,4 +1270,55 @@ TEST_CASE("differential: what the client sees of the server's writes and closes"
               .connect(2)
               .close("L")
               .receive(2));
+}
+
+TEST_CASE("differential: a pipe's edges, its EAGAIN, and its end when the writer closes") {
+  compare(Script{}
+              .pipe()
+              .watch("r0", Trigger::edge)
+              .read("r0", 16)  // empty
+              .wait()
+              .write("w0", "ab")
+              .write("w0", "cd")
+              .wait()  // two writes, one edge
+              .read("r0", 3)
+              .wait()  // a partial read: no new edge
+              .write("w0", "e")
+              .wait()
+              .read("r0", 16)
+              .read("r0", 16)
+              .close("w0")
+              .wait()  // the writer's close: hung up
+              .read("r0", 16));
+}
+
+TEST_CASE("differential: a pipe's level-triggered reader, and a writer whose reader closed") {
+  signal(SIGPIPE, SIG_IGN);  // Linux signals the writer too; the transcript wants EPIPE
+  compare(Script{}
+              .pipe()
+              .watch("r0", Trigger::level)
+              .watch("w0", Trigger::level, io::writable)
+              .wait()
+              .write("w0", "x")
+              .wait()
+              .wait()
+              .read("r0", 16)
+              .close("r0")
+              .wait()  // the writer errs
+              .write("w0", "y"));
+}
+
+TEST_CASE("differential: a half-close delivers the bytes, then the end; the server still reads") {
+  compare(Script{}
+              .connect(0)
+              .accept()
+              .watch("c0", Trigger::level)
+              .write("c0", "bye")
+              .shut("c0")
+              .receive(0)
+              .write("c0", "more")  // EPIPE
+              .send(0, "late")
+              .wait()
+              .read("c0", 16)
+              .shut("L"));
 }

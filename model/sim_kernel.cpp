@@ -12,6 +12,9 @@ namespace loopsim::model {
 
 namespace {
 constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
+// K13: Linux's default pipe buffer (16 pages), and the size up to which a write is atomic.
+constexpr std::size_t pipe_capacity = 65536;
+constexpr std::size_t pipe_atomic = 4096;
 
 constexpr Tag tag(Happening what, ConnId conn) { return Tag{what, conn}; }
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
@@ -301,13 +304,28 @@ void SimKernel::deliver(ConnId id) {
   }
   if (sink_ == nullptr) return;
   if (!bytes.empty()) sink_->received(id, bytes);
-  if (conn.server_closed && conn.reset_client) sink_->peer_reset(id);
-  else if (conn.server_closed) sink_->peer_closed(id);
+  if (conn.server_closed && conn.reset_client) {
+    sink_->peer_reset(id);
+  } else if ((conn.server_closed || conn.server_shut) && !conn.eof_sent) {
+    conn.eof_sent = true;  // K14: a FIN is heard once, whether from a close or a shutdown
+    sink_->peer_closed(id);
+  }
 }
 
 // ---- sockets (K11 in part) ----
 
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
+  if (FdEntry* p = entry(fd, FdKind::pipe_read)) {
+    Pipe& pipe = pipes_[p->object];
+    if (pipe.bytes.empty()) return pipe.write_fd < 0 ? 0 : -EAGAIN;
+    bool was_full = pipe.bytes.size() >= pipe_capacity;
+    std::size_t n = std::min(into.size(), pipe.bytes.size());
+    std::memcpy(into.data(), pipe.bytes.data(), n);
+    pipe.bytes.erase(0, n);
+    if (was_full && pipe.write_fd >= 0) notify(pipe.write_fd);  // room again: a writable edge
+    return std::int64_t(n);
+  }
+  if (entry(fd, FdKind::pipe_write) != nullptr) return -EBADF;  // the wrong end, as Linux says
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->object;
@@ -327,12 +345,24 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
 }
 
 std::int64_t SimKernel::write(int fd, std::span<const char> from) {
+  if (FdEntry* p = entry(fd, FdKind::pipe_write)) {
+    Pipe& pipe = pipes_[p->object];
+    if (pipe.read_fd < 0) return -EPIPE;  // Linux raises SIGPIPE too; loops ignore it
+    std::size_t room = pipe_capacity - std::min(pipe_capacity, pipe.bytes.size());
+    // Up to PIPE_BUF bytes are written whole or not at all; more may be written in part.
+    if (room == 0 || (from.size() <= pipe_atomic && room < from.size())) return -EAGAIN;
+    std::size_t n = std::min(room, from.size());
+    pipe.bytes.append(from.data(), n);
+    notify(pipe.read_fd);  // K3: every arrival is a wake-up
+    return std::int64_t(n);
+  }
+  if (entry(fd, FdKind::pipe_read) != nullptr) return -EBADF;
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->object;
   Conn& conn = conns_[id];
   if (conn.pending_error != 0) return -std::exchange(conn.pending_error, 0);
-  if (conn.reset) return -EPIPE;
+  if (conn.reset || conn.server_shut) return -EPIPE;
   std::size_t room = config_.send_buffer - std::min(config_.send_buffer, conn.to_client.size());
   std::size_t n = std::min(room, from.size());
   if (n < from.size()) conn.send_was_full = true;
@@ -361,6 +391,15 @@ int SimKernel::close(int fd) {
       if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); }, tag(Happening::peer_reset, id));
     }
     listener.queue.clear();
+  } else if (e->kind == FdKind::pipe_read || e->kind == FdKind::pipe_write) {
+    Pipe& pipe = pipes_[e->object];
+    bool reader = e->kind == FdKind::pipe_read;
+    (reader ? pipe.read_fd : pipe.write_fd) = -1;
+    if (reader) pipe.bytes.clear();
+    int other = reader ? pipe.write_fd : pipe.read_fd;
+    release_fd(fd);
+    if (other >= 0) notify(other);  // K13: the other end hangs up (reader) or errs (writer)
+    return 0;
   } else if (e->kind == FdKind::poller) {
     Poller& poller = pollers_[e->object];
     for (auto& [watched, item] : poller.items) std::erase(fds_[std::size_t(watched)].watched_by, fd);
@@ -388,6 +427,44 @@ int SimKernel::unseen_attempts(ConnId id) const {
 
 void SimKernel::digest(Digest& d) const {
   state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
+}
+
+// ---- pipes (K13), half-close (K14) and foreign files (K2) ----
+
+int SimKernel::pipe(int ends[2]) {
+  auto index = std::uint32_t(pipes_.size());
+  int reader = allocate_fd(FdKind::pipe_read, index);
+  if (reader < 0) return reader;
+  int writer = allocate_fd(FdKind::pipe_write, index);
+  if (writer < 0) {
+    release_fd(reader);
+    return writer;
+  }
+  pipes_.push_back(Pipe{{}, reader, writer});
+  ends[0] = reader;
+  ends[1] = writer;
+  return 0;
+}
+
+int SimKernel::shutdown_write(int fd) {
+  if (entry(fd, FdKind::listener) != nullptr) return 0;  // Linux: a listener has nothing to send
+  FdEntry* e = entry(fd, FdKind::socket);
+  if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -ENOTSOCK;
+  Conn& conn = conns_[e->object];
+  if (conn.reset) return -ENOTCONN;
+  conn.server_shut = true;
+  schedule_delivery(e->object);  // the FIN follows the bytes already written
+  return 0;
+}
+
+int SimKernel::file_open() { return allocate_fd(FdKind::file, 0); }
+
+std::int64_t SimKernel::pending_bytes(int fd) const {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr) return -EBADF;
+  if (e->kind == FdKind::socket) return std::int64_t(conns_[e->object].to_server.size());
+  if (e->kind == FdKind::pipe_read) return std::int64_t(pipes_[e->object].bytes.size());
+  return -EINVAL;
 }
 
 // ---- wake objects ----
@@ -421,6 +498,15 @@ std::uint32_t SimKernel::readiness(int fd) const {
       return listeners_[e->object].queue.empty() ? 0 : io::readable;
     case FdKind::wake:
       return io::writable | (wakes_[e->object] ? io::readable : 0);
+    case FdKind::pipe_read: {  // K13: readable while bytes wait; hung up once the writer closed
+      const Pipe& pipe = pipes_[e->object];
+      return (pipe.bytes.empty() ? 0 : io::readable) | (pipe.write_fd < 0 ? io::hangup : 0);
+    }
+    case FdKind::pipe_write: {  // writable while there is room; an error once the reader closed
+      const Pipe& pipe = pipes_[e->object];
+      if (pipe.read_fd < 0) return io::writable | io::error;
+      return pipe.bytes.size() < pipe_capacity ? io::writable : 0;
+    }
     case FdKind::poller:  // readable while it has items queued (they are re-checked at harvest)
       return pollers_[e->object].ready.empty() ? 0 : io::readable;
     case FdKind::socket: {

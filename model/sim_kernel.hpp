@@ -100,7 +100,15 @@ class SimKernel final : public Kernel {
   int wake_create() override;
   void wake_signal(int wake) override;
   void wake_drain(int wake) override;
+  int pipe(int ends[2]) override;
+  int shutdown_write(int fd) override;
   PollerFlavour flavour() const override { return config_.poller; }
+
+  // K2: a descriptor for something outside the simulation (a regular file a foreign program
+  // opened): it takes a number and counts toward the limits like any other. close() frees it.
+  int file_open();
+  // Bytes waiting to be read on a socket or a pipe's reading end (FIONREAD), or -errno.
+  std::int64_t pending_bytes(int fd) const;
 
   // The client side.
   void set_client_sink(ClientSink* sink) { sink_ = sink; }
@@ -130,7 +138,7 @@ class SimKernel final : public Kernel {
   void digest(class Digest& digest) const;
 
  private:
-  enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake };
+  enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file };
   struct FdEntry {
     FdKind kind = FdKind::free;
     std::uint32_t object = 0;      // index into the kind's table
@@ -164,10 +172,13 @@ class SimKernel final : public Kernel {
     bool client_reading = true;
     bool send_was_full = false;  // a write found no room: the next drain is a wake-up
     bool delivery_pending = false;
-    static constexpr state::Fields<17> state_fields{
+    bool server_shut = false;  // K14: the server half-closed; the client reads the end
+    bool eof_sent = false;     // ...and has been told
+    static constexpr state::Fields<19> state_fields{
         state::value, state::value, state::value, state::value, state::value, state::value,
         state::value, state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value};
+        state::value, state::value, state::value, state::value, state::value, state::value,
+        state::value};
   };
   struct Interest {
     std::uint32_t events = 0;
@@ -186,6 +197,13 @@ class SimKernel final : public Kernel {
     // The last empty poll matters only while it is now (the next one costs time).
     static constexpr state::Fields<5> state_fields{state::value, state::value, state::value,
                                                    state::value, state::at_now};
+  };
+  // K13: a pipe's buffer and which of its ends are open.
+  struct Pipe {
+    std::string bytes;
+    int read_fd = -1;
+    int write_fd = -1;
+    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
   };
   struct FaultState {
     AcceptFault fault;
@@ -225,6 +243,7 @@ class SimKernel final : public Kernel {
   std::vector<Conn> conns_;
   std::vector<Poller> pollers_;
   std::vector<bool> wakes_;  // signalled
+  std::vector<Pipe> pipes_;
   std::vector<FaultState> accept_faults_;
   std::uint64_t accept_calls_ = 0;
   std::uint16_t next_port_ = 32768;
@@ -233,10 +252,10 @@ class SimKernel final : public Kernel {
   // The state, field by field (realloop/state.hpp). Skipped: the scheduler and the client sink
   // (collaborators, digested on their own), and next_port_ (a port only names a connection;
   // conns_ counts them).
-  static constexpr state::Fields<14> state_fields{
+  static constexpr state::Fields<15> state_fields{
       state::skip,  state::value, state::skip,  state::value, state::value,
       state::value, state::value, state::value, state::value, state::value,
-      state::value, state::value, state::value, state::skip};
+      state::value, state::value, state::value, state::value, state::skip};
   friend struct state::Access;
 };
 

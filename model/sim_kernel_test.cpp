@@ -1,5 +1,6 @@
 // One test per kernel rule (DESIGN.md, K1..), named after it. Each drives SimKernel directly:
 // client connections from the client side, the loop's calls through Kernel.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <string>
@@ -576,4 +577,101 @@ TEST_CASE("K1 with several timer slacks, each sleep's is a recorded choice") {
   CHECK(woke == 1050us);
   REQUIRE(chooser.seen.size() == 1);
   CHECK(chooser.seen[0].kind == ChoiceKind::slack);
+}
+
+TEST_CASE("K13 a pipe reads what was written, says EAGAIN when empty, and ends when the writer closes") {
+  Fixture f;
+  int ends[2];
+  REQUIRE(f.kernel.pipe(ends) == 0);
+  CHECK(ends[0] == 3);  // K2: the lowest free numbers, reader first
+  CHECK(ends[1] == 4);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, ends[0], io::readable, Trigger::edge) == 0);
+  REQUIRE(f.kernel.watch(p, ends[1], io::writable, Trigger::edge) == 0);
+  auto first = f.poll(p);  // registering a ready item queues it: the writer has room
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].fd == ends[1]);
+  char buffer[16];
+  CHECK(f.kernel.read(ends[0], buffer) == -EAGAIN);
+  CHECK(f.kernel.write(ends[1], std::string_view("ab")) == 2);
+  CHECK(f.kernel.write(ends[1], std::string_view("c")) == 1);
+  auto events = f.poll(p);  // two arrivals, one edge
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].fd == ends[0]);
+  CHECK(events[0].ready == io::readable);
+  CHECK(f.kernel.read(ends[0], std::span<char>(buffer, 2)) == 2);
+  CHECK(f.poll(p).empty());  // a partial read is no new edge
+  CHECK(f.kernel.write(ends[0], std::string_view("x")) == -EBADF);  // the wrong end
+  CHECK(f.kernel.read(ends[1], buffer) == -EBADF);
+  REQUIRE(f.kernel.close(ends[1]) == 0);
+  events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ready == (io::readable | io::hangup));
+  CHECK(f.kernel.read(ends[0], buffer) == 1);  // the bytes, then the end
+  CHECK(f.kernel.read(ends[0], buffer) == 0);
+}
+
+TEST_CASE("K13 a full pipe refuses small writes whole, takes part of a large one, and errs once the reader closed") {
+  Fixture f;
+  int ends[2];
+  REQUIRE(f.kernel.pipe(ends) == 0);
+  std::string big(65536 - 100, 'x');
+  CHECK(f.kernel.write(ends[1], big) == std::int64_t(big.size()));
+  CHECK(f.kernel.write(ends[1], std::string(200, 'y')) == -EAGAIN);  // <= PIPE_BUF: all or none
+  CHECK(f.kernel.write(ends[1], std::string(5000, 'z')) == 100);     // > PIPE_BUF: what fits
+  CHECK(f.kernel.write(ends[1], std::string_view("w")) == -EAGAIN);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, ends[1], io::writable, Trigger::edge) == 0);
+  CHECK(f.poll(p).empty());
+  std::vector<char> buffer(1000);
+  CHECK(f.kernel.read(ends[0], buffer) == 1000);
+  auto events = f.poll(p);  // room again: a writable edge
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ready == io::writable);
+  REQUIRE(f.kernel.close(ends[0]) == 0);
+  events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ready == (io::writable | io::error));
+  CHECK(f.kernel.write(ends[1], std::string_view("w")) == -EPIPE);
+}
+
+TEST_CASE("K14 a half-close sends the end after the written bytes; the server still reads and may not write") {
+  Fixture f;
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  REQUIRE(s >= 0);
+  CHECK(f.kernel.write(s, std::string_view("bye")) == 3);
+  REQUIRE(f.kernel.shutdown_write(s) == 0);
+  f.settle();
+  CHECK(f.sink.received_bytes == "bye");
+  REQUIRE(!f.sink.log.empty());
+  CHECK(f.sink.log.back() == "closed 0");
+  CHECK(f.kernel.write(s, std::string_view("more")) == -EPIPE);
+  f.kernel.send(c, "late");
+  f.settle();
+  char buffer[16];
+  CHECK(f.kernel.read(s, buffer) == 4);
+  REQUIRE(f.kernel.close(s) == 0);
+  f.settle();
+  CHECK(std::count(f.sink.log.begin(), f.sink.log.end(), std::string("closed 0")) == 1);  // one FIN
+  CHECK(f.kernel.shutdown_write(l) == 0);  // a listener has nothing to send: no effect
+  int p = f.kernel.poller_create();
+  CHECK(f.kernel.shutdown_write(p) == -ENOTSOCK);
+  CHECK(f.kernel.shutdown_write(99) == -EBADF);
+}
+
+TEST_CASE("K2 a foreign file's descriptor takes the lowest number and counts toward the limit") {
+  SimKernelConfig config;
+  config.rlimit_nofile = 5;
+  Fixture f(config);
+  int file = f.kernel.file_open();
+  CHECK(file == 3);
+  int wake = f.kernel.wake_create();
+  CHECK(wake == 4);
+  CHECK(f.kernel.file_open() == -EMFILE);
+  REQUIRE(f.kernel.close(file) == 0);
+  CHECK(f.kernel.file_open() == 3);  // freed, and taken again
+  char buffer[4];
+  CHECK(f.kernel.read(3, buffer) == -EINVAL);  // the simulation holds no bytes for it
 }

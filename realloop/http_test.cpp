@@ -29,6 +29,8 @@ class SpendingKernel final : public Kernel {
   int wake_create() override { return -1; }
   void wake_signal(int) override {}
   void wake_drain(int) override {}
+  int pipe(int[2]) override { return -1; }
+  int shutdown_write(int) override { return -1; }
   PollerFlavour flavour() const override { return PollerFlavour::epoll; }
 };
 

@@ -111,6 +111,13 @@ class Kernel {
   virtual void wake_signal(int wake) = 0;
   virtual void wake_drain(int wake) = 0;
 
+  // A pipe (K13): `ends[0]` reads what `ends[1]` writes; both are non-blocking. Returns 0 or
+  // -errno. read, write and close serve its ends as they serve sockets.
+  virtual int pipe(int ends[2]) = 0;
+  // Half-closes a connection (K14): the peer reads the end of stream after the bytes already
+  // written; this end still reads, and its writes fail with EPIPE. Returns 0 or -errno.
+  virtual int shutdown_write(int fd) = 0;
+
   virtual PollerFlavour flavour() const = 0;
 };
 

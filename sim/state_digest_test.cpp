@@ -159,7 +159,7 @@ using Skips = std::vector<std::size_t>;
 
 TEST_CASE("digest completeness: the simulated kernel's every field is seen, and the skips are these") {
   using K = model::SimKernel;
-  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 13});  // scheduler, sink, next_port
+  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 14});  // scheduler, sink, next_port
   CHECK(skipped_fields<model::SimKernelConfig>([] { return Plain<model::SimKernelConfig>{}; }).empty());
   CHECK(skipped_fields<model::AcceptFault>([] { return Plain<model::AcceptFault>{}; }).empty());
   // The kernel's own tables: descriptors, listeners, connections, pollers, fault states.
@@ -167,12 +167,14 @@ TEST_CASE("digest completeness: the simulated kernel's every field is seen, and 
   using Listener = ElementType<K, 7>;
   using Conn = ElementType<K, 8>;
   using Poller = ElementType<K, 9>;
-  using FaultState = ElementType<K, 11>;
+  using Pipe = ElementType<K, 11>;
+  using FaultState = ElementType<K, 12>;
   using Interest = typename std::remove_cvref_t<decltype(std::declval<Poller&>().items)>::mapped_type;
   CHECK(skipped_fields<FdEntry>([] { return Plain<FdEntry>{}; }).empty());
   CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }).empty());
   CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }).empty());
   CHECK(skipped_fields<Poller>([] { return Plain<Poller>{}; }).empty());
+  CHECK(skipped_fields<Pipe>([] { return Plain<Pipe>{}; }).empty());
   CHECK(skipped_fields<Interest>([] { return Plain<Interest>{}; }).empty());
   CHECK(skipped_fields<FaultState>([] { return Plain<FaultState>{}; }).empty());
 }

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -131,11 +132,13 @@ int LinuxKernel::accept(int listener) {
 std::int64_t LinuxKernel::read(int fd, std::span<char> into) {
   LOOPSIM_ASSERT(!into.empty());  // a 0-byte read would look like end of stream
   ssize_t n = ::recv(fd, into.data(), into.size(), 0);
+  if (n < 0 && errno == ENOTSOCK) n = ::read(fd, into.data(), into.size());  // a pipe's end
   return n >= 0 ? std::int64_t(n) : -errno;
 }
 
 std::int64_t LinuxKernel::write(int fd, std::span<const char> from) {
   ssize_t n = ::send(fd, from.data(), from.size(), MSG_NOSIGNAL);
+  if (n < 0 && errno == ENOTSOCK) n = ::write(fd, from.data(), from.size());  // a pipe's end
   return n >= 0 ? std::int64_t(n) : -errno;
 }
 
@@ -153,6 +156,12 @@ int LinuxKernel::descriptor_limit() {
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return -errno;
   return limit.rlim_cur > rlim_t(INT_MAX) ? INT_MAX : int(limit.rlim_cur);
 }
+
+int LinuxKernel::pipe(int ends[2]) {
+  return ::pipe2(ends, O_NONBLOCK | O_CLOEXEC) == 0 ? 0 : -errno;
+}
+
+int LinuxKernel::shutdown_write(int fd) { return ::shutdown(fd, SHUT_WR) == 0 ? 0 : -errno; }
 
 int LinuxKernel::poller_create() {
   int fd = ::epoll_create1(EPOLL_CLOEXEC);

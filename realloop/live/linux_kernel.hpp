@@ -46,6 +46,8 @@ class LinuxKernel final : public Kernel {
   int wait(int poller, std::span<PollEvent> into, Nanos timeout) override;
 
   // An eventfd. wake_signal is async-signal-safe and leaves errno unchanged.
+  int pipe(int ends[2]) override;
+  int shutdown_write(int fd) override;
   int wake_create() override;
   void wake_signal(int wake) override;
   void wake_drain(int wake) override;
