@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "reports/output.hpp"
 #include "reports/timeline.hpp"
-#include "reports/trace_reader.hpp"
+#include "sim/trace_reader.hpp"
 
 namespace loopsim::cli {
 
@@ -24,9 +24,9 @@ int render(const RenderArgs& args) {
     return exit_bad_input;
   }
   try {
-    sim::Trace trace = reports::read_trace_file(args.trace);
+    sim::Trace trace = sim::read_trace_file(args.trace);
     reports::write_output(trace, *kind, args.out);
-  } catch (const reports::TraceError& e) {
+  } catch (const sim::TraceError& e) {
     std::cerr << "error: " << e.what() << "\n  hint: " << e.hint << '\n';
     return exit_bad_input;
   } catch (const reports::RenderError& e) {

@@ -4,7 +4,7 @@
 
 #include "reports/passes.hpp"
 #include "reports/timeline.hpp"
-#include "reports/trace_reader.hpp"
+#include "sim/trace_reader.hpp"
 
 namespace loopsim::reports {
 
@@ -81,7 +81,7 @@ void add_instants(ordered_json& events, const sim::Trace& trace) {
     if (const auto* a = std::get_if<sim::ev::Accept>(&any)) {
       ordered_json i = event("i", "accept", "accept", a->t, a->worker);
       i["s"] = "t";
-      i["args"] = {{"door", door_name(a->door)}, {"outcome", a->result >= 0 ? "ok" : errno_name(-a->result)}};
+      i["args"] = {{"door", door_name(a->door)}, {"outcome", a->result >= 0 ? "ok" : sim::errno_name(-a->result)}};
       if (a->client != sim::no_client) i["args"]["client"] = trace.client_name(a->client);
       events.push_back(std::move(i));
     } else if (const auto* b = std::get_if<sim::ev::BatchEnd>(&any)) {

@@ -6,7 +6,7 @@
 #include <map>
 #include <type_traits>
 
-#include "reports/trace_reader.hpp"
+#include "sim/trace_reader.hpp"
 
 namespace loopsim::reports {
 
@@ -71,7 +71,7 @@ class PassBuilder {
     if (e.result >= 0) fd_client_[e.result] = e.client;
     PassSummary* pass = pass_of(e.worker);
     if (pass && e.result >= 0) pass->accepted_clients.push_back(e.client);
-    if (pass && e.result < 0 && e.result != -EAGAIN) pass->accept_errors.push_back(errno_name(-e.result));
+    if (pass && e.result < 0 && e.result != -EAGAIN) pass->accept_errors.push_back(sim::errno_name(-e.result));
   }
   void on(const sim::ev::BatchEnd& e) {
     if (PassSummary* pass = pass_of(e.worker)) pass->batches.push_back({e.door, e.accepted, e.stop, e.owed});

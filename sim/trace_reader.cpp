@@ -1,4 +1,4 @@
-#include "reports/trace_reader.hpp"
+#include "sim/trace_reader.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,11 +12,10 @@
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
 
-namespace loopsim::reports {
+namespace loopsim::sim {
 
 namespace {
 
-namespace ev = sim::ev;
 using nlohmann::json;
 
 // No time in a trace is later than this: twice the longest horizon a scenario may have.
@@ -357,4 +356,4 @@ sim::Trace read_trace_file(const std::string& path) {
   return read_jsonl(in, path);
 }
 
-}  // namespace loopsim::reports
+}  // namespace loopsim::sim

@@ -19,7 +19,7 @@
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
-namespace loopsim::reports {
+namespace loopsim::sim {
 
 // A trace that cannot be read: `what()` is "name:line: message", `hint` a one-line fix.
 // Exit status 2 at the CLI.
@@ -35,6 +35,5 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name);
 sim::Trace read_trace_file(const std::string& path);
 
 // The errno names the trace uses ("EAGAIN", ...; "EOTHER" for any other), for the reports.
-using sim::errno_name;
 
-}  // namespace loopsim::reports
+}  // namespace loopsim::sim

@@ -1,6 +1,6 @@
 // Reading a JSON Lines trace back: the same bytes out as in, client groups rebuilt from labels,
 // and bad input reported by line number, never a crash.
-#include "reports/trace_reader.hpp"
+#include "sim/trace_reader.hpp"
 
 #include <catch2/catch.hpp>
 #include <sstream>
@@ -10,8 +10,8 @@
 
 namespace {
 
-using loopsim::reports::read_jsonl;
-using loopsim::reports::TraceError;
+using loopsim::sim::read_jsonl;
+using loopsim::sim::TraceError;
 
 const std::string header =
     R"({"loopsim_trace":1,"scenario":"s","arm":"base","seed":1,"horizon_ns":1000,"listener_fd":5,"accept_batch":16,"max_connections":4096,"workers":2})";
