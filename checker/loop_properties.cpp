@@ -183,6 +183,10 @@ struct SpinState {
   std::uint64_t pass = 0;
   std::int64_t run = 0;          // idle passes in a row, this one included once it ends idle
   std::uint64_t run_from = 0;    // the first pass of the run
+  // A hot accept loop never waits at all: failed accepts in a row, with no wait between them
+  // (libuv 1.44 under an EMFILE window). The built-in loop fails at most once a batch.
+  std::int64_t failed_accepts = 0;
+  std::size_t failed_from = 0;   // the first of them
 };
 
 // ---- shutdown_clean -----------------------------------------------------------------------
@@ -429,6 +433,19 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
   std::string worst;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
+    if (auto* a = std::get_if<ev::Accept>(&event)) {
+      SpinState& s = workers[a->worker];
+      bool failed = a->result < 0 && a->result != -EAGAIN && a->result != -ECONNABORTED;
+      if (failed && s.failed_accepts == 0) s.failed_from = i;
+      s.failed_accepts = failed ? s.failed_accepts + 1 : 0;
+      if (s.failed_accepts > v.bound && s.failed_accepts == v.bound + 1) breaks_at(v, s.failed_from);
+      if (s.failed_accepts > v.measured) {
+        v.measured = s.failed_accepts;
+        worst = "worker " + std::to_string(a->worker) + " made " + std::to_string(s.failed_accepts) +
+                " failing accepts in a row without a wait (from " + sim::errno_name(-a->result) + " at " +
+                std::to_string(sim::time_of(trace.events[s.failed_from]).count() / 1000) + " us)";
+      }
+    }
     if (auto* b = std::get_if<ev::PassBegin>(&event)) {
       SpinState& s = workers[b->worker];
       s.in_pass = true;
@@ -436,6 +453,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       s.progress = false;
       s.begin = i;
       s.pass = b->pass;
+      s.failed_accepts = 0;
     } else if (auto worker = progress_of(event, trace.listener_fd)) {
       workers[*worker].progress = true;
     } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {

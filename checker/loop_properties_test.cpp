@@ -264,6 +264,40 @@ TEST_CASE("no_spin fails at the wait that made one run too long") {
   CHECK(v.detail == "worker 0 made 6 non-blocking waits in a row without progress (passes 2–7)");
 }
 
+TEST_CASE("no_spin catches a hot accept loop that fails again and again without waiting") {
+  // libuv 1.44 under an EMFILE that does not go away: accept, the EMFILE trick, the callback,
+  // and round again, inside one pass.
+  Trace t = loop_trace(1);
+  pass_begin(t, 1, 1s);
+  std::size_t first = accept(t, -EMFILE, no_client);
+  for (int i = 1; i < 5; ++i) accept(t, -EMFILE, no_client);
+  Verdict v = no_spin(t, count_bounds({}, 3));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 5);
+  CHECK(v.first_bad == first);
+  CHECK(v.detail.find("worker 0 made 5 failing accepts in a row without a wait (from EMFILE") == 0);
+}
+
+TEST_CASE("no_spin lets failed accepts be when a wait, a success or EAGAIN comes between") {
+  // The built-in loop ends a batch at its first error: one failure a pass at most.
+  Trace t = loop_trace(1);
+  for (std::uint64_t p = 1; p <= 10; ++p) {
+    pass_begin(t, p, 1s);
+    accept(t, -EMFILE, no_client);
+    pass_end(t, p);
+  }
+  pass_begin(t, 11, 1s);
+  accept(t, -EMFILE, no_client);
+  accept(t, -EMFILE, no_client);
+  accept(t, 5, 0);  // a success ends the run
+  accept(t, -EMFILE, no_client);
+  accept(t, -EAGAIN, no_client);  // EAGAIN is the end of a drain, no failure
+  accept(t, -EMFILE, no_client);
+  Verdict v = no_spin(t, count_bounds({}, 3));
+  CHECK(v.held);
+  CHECK(v.measured == 2);
+}
+
 TEST_CASE("no_spin counts each worker's run apart and defaults to 100") {
   Trace t = loop_trace(1);
   for (std::uint64_t p = 1; p <= 60; ++p) {  // two workers, interleaved, each idle 60 times

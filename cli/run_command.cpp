@@ -1,4 +1,5 @@
 // loopsim run FILE: one scenario, its base and each arm, judged; the table or --json.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "reports/summary.hpp"
 #include "reports/timeline.hpp"
 #include "sim/replay.hpp"
+#include "sim/target.hpp"
 #include "sim/trace.hpp"
 
 namespace loopsim::cli {
@@ -76,6 +78,10 @@ int run(const RunArgs& args) {
     if (!args.arm.empty()) options.only_arm = args.arm;
     options.wall_ns = wall_ns;
     if (!args.replay.empty()) apply_replay(args.replay, options);
+    if (!args.trace.empty()) {  // a target's own output goes beside the trace
+      std::filesystem::path trace(args.trace);
+      sim::set_target_output((trace.parent_path() / trace.stem()).string());
+    }
     checker::SuiteResult result = checker::run_suite(args.file, options);
     const auto& report = result.report;
     for (const auto& arm : report.arms) {

@@ -255,7 +255,7 @@ ExploreResult Explorer::run() {
     forking.depth = options_.depth;
     forking.limit = options_.snapshots;
     forking.steps = options_.snapshot_steps;
-    runners_ = options_.snapshots > 0 ? forking_runners(system_, forking) : replaying_runners(system_);
+    runners_ = options_.snapshots > 0 && system_.forkable() ? forking_runners(system_, forking) : replaying_runners(system_);
   }
   std::uint64_t seeds = random_ && options_.seed_last >= options_.seed_first
                             ? options_.seed_last - options_.seed_first + 1 : 0;

@@ -49,6 +49,9 @@ class System {
   // and of what follows, not of how it got there. Then two executions that reach one state at
   // one instant end alike, and the later one may stop there (ExploreOptions::cut).
   virtual bool judged_by_state() const = 0;
+  // Whether an execution may be forked with the explorer's process (explore/runner.hpp): not
+  // when it runs in a process of its own.
+  virtual bool forkable() const { return true; }
 };
 
 // A scenario (already resolved for one arm) on the simulated kernel with the real loop. With

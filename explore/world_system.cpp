@@ -3,6 +3,8 @@
 #include <optional>
 
 #include "explore/system.hpp"
+#include "model/digest.hpp"
+#include "sim/target.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::explore {
@@ -41,6 +43,68 @@ class WorldExecution final : public Execution {
   sim::World world_;
 };
 
+// An execution of a target program, in its own process, driven a step at a time. Its digest
+// cannot hold the program's memory, so it holds the decisions taken so far as well: two
+// executions meet in a state only when they got there the same way, and the search is a tree.
+class TargetExecution final : public Execution, private model::Chooser {
+ public:
+  TargetExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser)
+      : scenario_(scenario), costs_(costs), chooser_(chooser), process_(scenario, "explore", sim::TargetMode::steps) {
+    report_ = process_.begin(*this);
+  }
+
+  bool step() override {
+    report_ = process_.step(*this);
+    ++steps_;
+    return report_.stepped != 0;
+  }
+  std::uint64_t digest() const override {
+    model::Digest d;
+    d.add(std::int64_t(report_.digest));
+    d.add(std::int64_t(path_));
+    return d.value();
+  }
+  bool backlog() const override { return report_.backlog != 0; }
+  std::uint64_t accepted() const override { return report_.accepted; }
+  Nanos now() const override { return Nanos(report_.now); }
+  bool quiescent() const override { return report_.quiescent != 0; }
+  Outcome finish() override {
+    sim::RunResult run = process_.finish(*this);
+    return judged(run.trace, scenario_, costs_);
+  }
+
+ private:
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    std::uint32_t pick = chooser_.choose(kind, options);
+    model::Digest d;
+    for (std::int64_t v : {std::int64_t(path_), std::int64_t(steps_), std::int64_t(kind), std::int64_t(options), std::int64_t(pick)}) d.add(v);
+    path_ = d.value();
+    return pick;
+  }
+
+  const sim::Scenario& scenario_;
+  const checker::Costs& costs_;
+  model::Chooser& chooser_;
+  sim::TargetProcess process_;
+  sim::wire::Report report_;
+  std::uint64_t path_ = 0;
+  std::uint64_t steps_ = 0;
+};
+
+class TargetSystem final : public System {
+ public:
+  TargetSystem(const sim::Scenario& scenario, const checker::Costs& costs) : scenario_(scenario), costs_(costs) {}
+  std::unique_ptr<Execution> start(model::Chooser& chooser) const override {
+    return std::make_unique<TargetExecution>(scenario_, costs_, chooser);
+  }
+  bool judged_by_state() const override { return false; }  // its states are paths (above)
+  bool forkable() const override { return false; }          // its execution is another process
+
+ private:
+  const sim::Scenario& scenario_;
+  const checker::Costs& costs_;
+};
+
 class WorldSystem final : public System {
  public:
   WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry)
@@ -68,6 +132,7 @@ class WorldSystem final : public System {
 
 std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
                                      bool symmetry) {
+  if (scenario.target) return std::make_unique<TargetSystem>(scenario, costs);
   return std::make_unique<WorldSystem>(scenario, costs, symmetry);
 }
 

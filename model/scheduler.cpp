@@ -20,8 +20,6 @@ namespace ctx = boost::context;
 
 namespace {
 
-constexpr std::size_t stack_bytes = 256 * 1024;
-
 // AddressSanitizer must be told of every switch between stacks, or it takes a fiber's stack
 // for a stack overflow and an unwinding exception for a jump into the unknown.
 struct StackBounds {
@@ -45,7 +43,7 @@ void finish_switch([[maybe_unused]] void* fake_stack, [[maybe_unused]] StackBoun
 // A fixed-size stack that remembers where it is, for the sanitizer.
 class TrackedStack {
  public:
-  explicit TrackedStack(StackBounds& bounds) : bounds_(&bounds) {}
+  TrackedStack(StackBounds& bounds, std::size_t bytes) : stack_(bytes), bounds_(&bounds) {}
   ctx::stack_context allocate() {
     ctx::stack_context sc = stack_.allocate();
     bounds_->bottom = static_cast<char*>(sc.sp) - sc.size;
@@ -55,7 +53,7 @@ class TrackedStack {
   void deallocate(ctx::stack_context& sc) noexcept { stack_.deallocate(sc); }
 
  private:
-  ctx::fixedsize_stack stack_{stack_bytes};
+  ctx::fixedsize_stack stack_;
   StackBounds* bounds_;
 };
 
@@ -197,13 +195,13 @@ void Scheduler::at(Nanos when, std::function<void()> callback, Tag tag) {
   push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag});
 }
 
-ThreadId Scheduler::spawn(std::string name, std::function<void()> body) {
+ThreadId Scheduler::spawn(std::string name, std::function<void()> body, std::size_t stack_bytes) {
   auto id = ThreadId(threads_.size());
   auto thread = std::make_unique<Thread>();
   thread->name = std::move(name);
   thread->body = std::move(body);
   Thread* self = thread.get();
-  thread->fiber = ctx::fiber(std::allocator_arg, TrackedStack(thread->stack),
+  thread->fiber = ctx::fiber(std::allocator_arg, TrackedStack(thread->stack, stack_bytes),
                              [self](ctx::fiber&& sink) {
                                finish_switch(nullptr, &scheduler_stack);
                                self->sink = std::move(sink);

@@ -70,8 +70,9 @@ class Scheduler {
   // `order` choice (its first in line runs).
   void set_twins(TwinClass twins) { twins_ = std::move(twins); }
 
-  // Starts a simulated thread that runs `body` from now.
-  ThreadId spawn(std::string name, std::function<void()> body);
+  // Starts a simulated thread that runs `body` from now, on a stack of `stack_bytes`.
+  static constexpr std::size_t default_stack = 256 * 1024;
+  ThreadId spawn(std::string name, std::function<void()> body, std::size_t stack_bytes = default_stack);
 
   // The simulated thread now running, or no_thread on the scheduler's stack.
   ThreadId current() const { return current_; }

@@ -7,6 +7,7 @@ packages=(
   catch2 librapidcheck-dev libcli11-dev libtomlplusplus-dev
   libboost-context-dev libboost-graph-dev libgraphviz-dev nlohmann-json3-dev libxxhash-dev
   spin
+  libuv1-dev libevent-dev nginx-light  # the example targets (examples/), run on the seam
 )
 
 missing=()

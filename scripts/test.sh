@@ -9,6 +9,9 @@ bash scripts/build.sh release
 echo "== tests (release)"
 ctest --test-dir build --output-on-failure -j 2
 
+echo "== example targets: unmodified programs on the simulated kernel (loopsim check examples/)"
+./build/loopsim check examples/
+
 echo "== sanitize build (ASan + UBSan)"
 bash scripts/build.sh sanitize
 echo "== tests (ASan + UBSan)"
@@ -18,7 +21,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== determinism: every scenario twice, trace digests compared"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for scenario in scenarios/*.toml; do
+for scenario in scenarios/*.toml examples/*/*.toml; do
   for i in 1 2; do
     status=0
     ./build/loopsim run "$scenario" --trace "$tmp/$i.jsonl" >/dev/null || status=$?

@@ -436,6 +436,7 @@ const Field<FaultSpec> fault_fields[] = {
     {"value", [](C c, N n, K k, auto& f) { f.value = int(read_integer(c, n, k, 0)); }},
     {"count", [](C c, N n, K k, auto& f) { f.count = int(read_integer(c, n, k, 0)); }},
     {"of", [](C c, N n, K k, auto& f) { f.of = read_name(c, n, k); }},
+    {"arms", [](C c, N n, K k, auto& f) { f.arms = read_names(c, n, k); }},
 };
 
 // Each kind of fault needs its own keys, and only those.
@@ -550,6 +551,67 @@ const Field<Scenario> loop_fields[] = {
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
 
+constexpr std::string_view exec_hint = R"(e.g. exec = ["./uv_http", "--port", "8080"])";
+
+std::vector<std::string> read_exec(C c, N n, K k) {
+  std::vector<std::string> exec;
+  for (const toml::node& item : c.as<toml::array>(n, k, "an array of strings", exec_hint)) {
+    exec.push_back(c.as<std::string>(item, k, "a string", exec_hint));
+    if (exec.back().find('\0') != std::string::npos)
+      c.fail(item.source(), cat(k, ": an argument cannot hold a NUL"), exec_hint);
+  }
+  if (exec.empty() || exec.front().empty())
+    c.fail(n.source(), cat(k, " must name a program"), exec_hint);
+  return exec;
+}
+
+// exec[0] as a path: with a slash, from the scenario file's folder when relative; without
+// one, looked up on PATH as a shell does. Empty when there is no such file.
+std::string resolve_program(const std::string& file, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (name.find('/') != std::string::npos) {
+    fs::path path = name.front() == '/' ? fs::path(name) : fs::path(file).parent_path() / name;
+    return fs::is_regular_file(path, error) ? fs::absolute(path, error).lexically_normal().string() : std::string();
+  }
+  // Programs built with loopsim (itself, and its examples), beside it; then PATH.
+  fs::path self = fs::read_symlink("/proc/self/exe", error).parent_path();
+  for (const fs::path& built : {self / name, self / "examples" / name}) {
+    if (!self.empty() && fs::is_regular_file(built, error)) return built.string();
+  }
+  const char* search = std::getenv("PATH");
+  std::string_view dirs = search != nullptr ? search : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    std::size_t colon = std::min(dirs.find(':', start), dirs.size());
+    fs::path dir(std::string(dirs.substr(start, colon - start)));
+    if (!dir.empty() && fs::is_regular_file(dir / name, error)) return (dir / name).string();
+    start = colon + 1;
+  }
+  return {};
+}
+
+void finish_target(const Context& c, const toml::table& table, Scenario& s) {
+  if (!table.contains("exec"))
+    c.fail(table.source(), "[target] needs exec, the program to run", exec_hint);
+  if (!table.contains("port"))
+    c.fail(table.source(), "[target] needs port, where the program listens", "e.g. port = 8080");
+  TargetSpec& t = *s.target;
+  t.program = resolve_program(c.file(), t.exec.front());
+  if (t.program.empty())
+    c.fail(table["exec"].node()->source(),
+           cat("target.exec: no program \"", t.exec.front(), "\"",
+               t.exec.front().find('/') != std::string::npos ? " (a relative path is taken from the scenario's folder)"
+                                                             : " on PATH"),
+           "a path with a slash is taken from the scenario file's folder; a bare name is looked for beside loopsim and among the examples built with it, then on PATH");
+}
+
+const Field<Scenario> target_fields[] = {
+    {"exec", [](C c, N n, K k, auto& s) { s.target->exec = read_exec(c, n, k); }},
+    {"port", [](C c, N n, K k, auto& s) { s.target->port = int(read_integer(c, n, k, 1, 65535)); }},
+    {"call_cost", [](C c, N n, K k, auto& s) { s.target->call_cost = read_duration(c, n, k); }},
+};
+const Section<Scenario> target_section{"target", "[target]", target_fields, {}, {}, finish_target};
+
 const Field<PosterSpec> poster_fields[] = {
     {"name", [](C c, N n, K k, auto& p) { p.name = read_name(c, n, k); }},
     {"at", [](C c, N n, K k, auto& p) { p.at = read_duration(c, n, k); }},
@@ -607,6 +669,11 @@ const Field<Scenario> root_fields[] = {
     {"kernel",
      [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), kernel_section, s); }},
     {"loop", [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), loop_section, s); }},
+    {"target",
+     [](C c, N n, K k, auto& s) {
+       s.target.emplace();
+       read_fields(c, as_table(c, n, k), target_section, s);
+     }},
     {"clients", [](C c, N n, K k, auto& s) { s.clients = read_each(c, n, k, client_section); }},
     {"expect", [](C c, N n, K k, auto& s) { s.expect = read_each(c, n, k, expect_section); }},
     {"faults", [](C c, N n, K k, auto& s) { s.faults = read_each(c, n, k, fault_section); }},
@@ -688,6 +755,7 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   check_names(c, nodes_at(root, "expect", "after"), clients, "no [[clients]] group is named",
               false);
   check_names(c, nodes_at(root, "faults", "of"), clients, "no [[clients]] group is named", false);
+  check_names(c, nodes_at(root, "faults", "arms"), arms, "no [[arms]] entry is named", false);
   std::vector<const toml::node*> workers = nodes_at(root, "posters", "worker");
   for (const toml::node* node : workers) {
     if (node->value<std::int64_t>().value_or(0) >= s.workers) {
@@ -697,6 +765,22 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   }
   check_names(c, nodes_at(root, "arms", "expect_violated"), properties,
               "no [[expect]] checks the property", false);
+}
+
+// A target is its own loop: the loop's knobs, posters and actions belong to the built-in one.
+void check_target(C c, const toml::table& root) {
+  constexpr std::string_view hint =
+      "a target program is its own loop: only [kernel], [[clients]], [[faults]], [[expect]] and [[arms]] apply";
+  if (const toml::table* loop = root["loop"].as_table()) {
+    auto entries = in_document_order(*loop);
+    const toml::source_region& at = entries.empty() ? loop->source() : entries.front().second->source();
+    const std::string key = entries.empty() ? std::string("[loop]") : cat("loop.", entries.front().first->str());
+    c.fail(at, cat(key, " is a knob of the built-in loop, and the scenario runs a [target]"), hint);
+  }
+  for (const char* table : {"posters", "actions"}) {
+    if (const toml::node* node = root.get(table))
+      c.fail(node->source(), cat("[[", table, "]] cannot reach into a target program yet"), hint);
+  }
 }
 
 Scenario to_scenario(C c, const toml::table& root) {
@@ -709,8 +793,9 @@ Scenario to_scenario(C c, const toml::table& root) {
   if (root.empty()) {
     c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
   }
+  if (s.target) check_target(c, root);
   // Where the kernel's and the loop's knobs were set, for errors found when the run starts.
-  for (const char* section : {"kernel", "loop"}) {
+  for (const char* section : {"kernel", "loop", "target"}) {
     const toml::table* table = root[section].as_table();
     if (table == nullptr) continue;
     s.where[section] = c.position(table->source());
@@ -734,6 +819,7 @@ std::vector<std::string_view> split_key(std::string_view key) {
 const Section<Scenario>* section_named(std::string_view name) {
   if (name == "kernel") return &kernel_section;
   if (name == "loop") return &loop_section;
+  if (name == "target") return &target_section;
   return nullptr;
 }
 
@@ -833,11 +919,41 @@ toml::table overridden(Context& c, const std::string& text, const std::string& f
   return root;
 }
 
+// The faults as `arm` runs them: those scoped to other arms left out, the scopes erased.
+void scope_faults(toml::table& root, const std::string& arm) {
+  toml::array* faults = root["faults"].as_array();
+  for (std::size_t i = faults == nullptr ? 0 : faults->size(); i-- > 0;) {
+    toml::table* fault = faults->get(i)->as_table();
+    const toml::array* arms = fault == nullptr ? nullptr : fault->get_as<toml::array>("arms");
+    if (arms == nullptr) continue;
+    bool mine = std::any_of(arms->begin(), arms->end(), [&](const toml::node& n) { return n.value_or(std::string()) == arm; });
+    if (mine) {
+      fault->erase("arms");
+    } else {
+      faults->erase(faults->begin() + std::ptrdiff_t(i));
+    }
+  }
+  if (faults != nullptr && faults->empty()) root.erase("faults");
+}
+
 Scenario convert(const std::string& text, const std::string& file, const Arm* arm,
                  const std::vector<Override>& overrides) {
   Context c(file);
   toml::table root = overridden(c, text, file, arm, overrides);
-  return to_scenario(c, root);
+  Scenario s = to_scenario(c, root);
+  const std::string arm_name = arm != nullptr ? arm->name : "base";
+  std::erase_if(s.faults, [&](const FaultSpec& f) {
+    return !f.arms.empty() && std::find(f.arms.begin(), f.arms.end(), arm_name) == f.arms.end();
+  });
+  for (FaultSpec& f : s.faults) f.arms.clear();
+  if (s.target) {
+    scope_faults(root, arm_name);
+    root.erase("arms");
+    std::ostringstream out;
+    out << toml::toml_formatter(root) << '\n';
+    s.source = out.str();
+  }
+  return s;
 }
 
 std::string trimmed(std::string_view text) {
@@ -854,6 +970,7 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
                             const std::map<std::string, int>& counts) {
   Context c(name);
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
+  scope_faults(root, arm.name);
   root.erase("arms");
   if (toml::array* clients = root["clients"].as_array()) {
     for (std::size_t i = clients->size(); i-- > 0;) {
@@ -876,6 +993,12 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
   std::ostringstream out;
   out << toml::toml_formatter(root) << '\n';
   return out.str();
+}
+
+std::string toml_strings(const std::vector<std::string>& items) {
+  toml::array array;
+  for (const std::string& item : items) array.push_back(item);
+  return toml_text(array);
 }
 
 Override parse_override(const std::string& assignment) {

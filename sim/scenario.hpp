@@ -75,6 +75,9 @@ struct FaultSpec {
   int value = 0;
   int count = 0;    // accept_error: the budget within the window (0: all); reset: clients
   std::string of;
+  // Only these arms inject the fault; empty: the base and every arm. A sabotage of the world
+  // rather than of the loop, for loops that have no knob to turn (a target's).
+  std::vector<std::string> arms;
   int line = 0;
 };
 
@@ -93,6 +96,15 @@ struct ActionSpec {
   enum class Kind : std::uint8_t { shutdown };
   Kind kind = Kind::shutdown;
   Nanos at{0};
+};
+
+// [target]: a program of someone else's, run unmodified under the POSIX seam instead of the
+// built-in loop (docs/targets.md).
+struct TargetSpec {
+  std::vector<std::string> exec;  // the program and its arguments, as written
+  std::string program;            // exec[0] resolved: from the scenario's folder, or on PATH
+  int port = 0;                   // where the program listens; the clients connect there
+  Nanos call_cost = std::chrono::microseconds(1);  // what a failing call costs the program
 };
 
 // One `--set` or arm override: a dotted key and its value as TOML source text.
@@ -124,6 +136,10 @@ struct Scenario {
   std::vector<Arm> arms;
   // Pinned choices (a counterexample): the run takes these instead of the seed's.
   std::vector<model::Choice> choices;
+  std::optional<TargetSpec> target;
+  // For a target: the scenario as resolved (overrides applied, arms left out), as TOML text.
+  // The target's process reads it back, for it runs the simulation on its side of the seam.
+  std::string source;
   // "file:line:column" where each kernel and loop knob was set ("kernel.rlimit_nofile"), and
   // each of the two tables ("loop"), for errors only a run can find.
   std::map<std::string, std::string> where;
@@ -178,6 +194,8 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
                             const std::vector<Override>& overrides,
                             const std::vector<model::Choice>& choices,
                             const std::map<std::string, int>& counts = {});
+// A TOML array of strings, as an override's value.
+std::string toml_strings(const std::vector<std::string>& items);
 // Parses "key=value" from the command line. Throws ScenarioError.
 Override parse_override(const std::string& assignment);
 // The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of

@@ -437,3 +437,59 @@ TEST_CASE("timer_slack takes one duration or a set of them") {
   s = parse_scenario("[kernel]\ntimer_slack = \"2ms\"\n", "t.toml");
   CHECK(s.kernel.timer_slack == std::vector<Nanos>{std::chrono::milliseconds(2)});
 }
+
+TEST_CASE("A target table names a program found from the file's folder or on PATH, and a port") {
+  const std::string target = "[target]\nexec = [\"sh\", \"-c\", \"true\"]\nport = 8080\n";
+  Scenario s = parse_scenario(target, "t.toml");
+  REQUIRE(s.target);
+  CHECK(s.target->exec == std::vector<std::string>{"sh", "-c", "true"});
+  CHECK(s.target->program.ends_with("/sh"));
+  CHECK(s.target->port == 8080);
+  CHECK(s.target->call_cost == 1us);
+  CHECK(s.source.find("[target]") != std::string::npos);  // the text its process reads back
+  CHECK(std::string(error_for("[target]\nexec = []\nport = 1\n").what()) == "t.toml:2:8: target.exec must name a program");
+  CHECK(std::string(error_for("[target]\nexec = [\"./no-such\"]\nport = 1\n").what()).find(
+            "t.toml:2:8: target.exec: no program \"./no-such\" (a relative path is taken from the scenario's folder)") == 0);
+  CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\n").what()) == "t.toml:1:1: [target] needs port, where the program listens");
+  CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\nport = 0\n").what()) == "t.toml:3:8: target.port must be at least 1, not 0");
+  CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\nport = 70000\n").what()) == "t.toml:3:8: target.port must be at most 65535, not 70000");
+  // --set target.exec=[...] overrides it, checked like the file.
+  Scenario other = parse_scenario(target, "t.toml", {Override{"target.exec", "[\"env\"]"}});
+  CHECK(other.target->program.ends_with("/env"));
+}
+
+TEST_CASE("A target is its own loop: a loop knob, a poster or an action is an error at its key") {
+  const std::string target = "[target]\nexec = [\"sh\"]\nport = 8080\n";
+  ScenarioError knob = error_for(target + "[loop]\naccept_batch = 4\n");
+  CHECK(std::string(knob.what()) == "t.toml:5:16: loop.accept_batch is a knob of the built-in loop, and the scenario runs a [target]");
+  ScenarioError set = error_for(target, {Override{"loop.accept_batch", "4"}});
+  CHECK(std::string(set.what()).find("--set loop.accept_batch: loop.accept_batch is a knob of the built-in loop") != std::string::npos);
+  ScenarioError poster = error_for(target + "[[posters]]\nname = \"p\"\nat = \"1ms\"\n");
+  CHECK(std::string(poster.what()).find("[[posters]] cannot reach into a target program yet") != std::string::npos);
+}
+
+TEST_CASE("A fault scoped to arms is injected only in them, and names only arms that exist") {
+  const std::string text = R"toml(
+[[clients]]
+name = "c"
+[[faults]]
+kind = "accept_error"
+errno = "EMFILE"
+nth = 1
+arms = ["window"]
+[[arms]]
+name = "window"
+[[arms]]
+name = "other"
+)toml";
+  Scenario base = parse_scenario(text, "t.toml");
+  CHECK(base.faults.empty());
+  Scenario window = scenario_for_arm(text, "t.toml", base.arms[0]);
+  REQUIRE(window.faults.size() == 1);
+  CHECK(window.faults[0].arms.empty());
+  CHECK(scenario_for_arm(text, "t.toml", base.arms[1]).faults.empty());
+  std::string pinned = pinned_scenario(text, "t.toml", base.arms[0], {}, {});
+  CHECK(parse_scenario(pinned, "p.toml").faults.size() == 1);  // the counterexample keeps it
+  ScenarioError typo = error_for(replaced(text, "arms = [\"window\"]", "arms = [\"windwo\"]"));
+  CHECK(std::string(typo.what()).find("t.toml:8:9: no [[arms]] entry is named \"windwo\"") == 0);
+}

@@ -20,6 +20,10 @@ namespace {
 
 constexpr std::uint16_t service_port = 80;
 
+std::uint16_t port_of(const Scenario& scenario) {
+  return scenario.target ? std::uint16_t(scenario.target->port) : service_port;
+}
+
 // Records what the loop reports as trace events, naming the client behind each descriptor.
 class Recorder final : public LoopObserver {
  public:
@@ -138,6 +142,8 @@ model::SimKernelConfig kernel_config(const KernelConfig& k) {
   return config;
 }
 
+}  // namespace
+
 RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps) {
   RunStats stats;
   stats.passes = passes;
@@ -150,6 +156,8 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
   }
   return stats;
 }
+
+namespace {
 
 }  // namespace
 
@@ -175,8 +183,55 @@ namespace {
                       "or ask for fewer");
 }
 
+// The server under test, as the run sees it: the built-in loop (Process, below), or a target
+// program on the far side of the POSIX seam (ForeignServer).
+class Server {
+ public:
+  virtual ~Server() = default;
+  virtual void start() = 0;
+  virtual int listener() const = 0;  // the kernel's descriptor, or -1 before the server listens
+  virtual std::size_t handoffs_pending() const = 0;
+  virtual void digest(model::Digest& d, Nanos now) const = 0;
+  virtual ev::RunEnd end_state() = 0;
+  virtual std::uint64_t passes() const = 0;
+  // Whether the threads' stacks may be unwound at the end. A foreign program's frames are C
+  // code that no exception may cross; its process ends instead.
+  virtual bool unwinds() const { return true; }
+};
+
+ForeignFactory& foreign_factory() {
+  static ForeignFactory factory;
+  return factory;
+}
+
+class Foreign final : public Server {
+ public:
+  Foreign(std::unique_ptr<ForeignServer> server, model::Scheduler& scheduler, model::SimKernel& kernel,
+          Trace& trace, const Clients& clients)
+      : server_(std::move(server)), scheduler_(scheduler), kernel_(kernel), trace_(trace), clients_(clients) {}
+  void start() override { server_->start(scheduler_, kernel_, trace_, clients_); }
+  int listener() const override { return server_->listener(); }
+  std::size_t handoffs_pending() const override { return 0; }
+  void digest(model::Digest& d, Nanos) const override { server_->digest(d); }
+  ev::RunEnd end_state() override {
+    int l = listener();
+    ev::RunEnd end{scheduler_.now(), l < 0 ? 0 : std::int64_t(kernel_.backlog(l)), server_->open_connections(), 0, 0};
+    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
+    return end;
+  }
+  std::uint64_t passes() const override { return server_->passes(); }
+  bool unwinds() const override { return false; }
+
+ private:
+  std::unique_ptr<ForeignServer> server_;
+  model::Scheduler& scheduler_;
+  model::SimKernel& kernel_;
+  Trace& trace_;
+  const Clients& clients_;
+};
+
 // The simulated process: its worker loops, its handler pool, and the threads they run on.
-class Process {
+class Process final : public Server {
  public:
   Process(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
           LoopObserver& observer)
@@ -206,7 +261,7 @@ class Process {
     }
   }
 
-  void start() {
+  void start() override {
     for (auto& loop : loops_) {
       Loop* l = loop.get();
       std::string name = "worker-" + std::to_string(l->worker());
@@ -233,12 +288,12 @@ class Process {
   }
 
   Loop& loop(int worker) { return *loops_.at(std::size_t(worker)); }
-  void digest(model::Digest& d, Nanos now) const {
+  void digest(model::Digest& d, Nanos now) const override {
     for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
     if (pool_) state::visit([&d](std::int64_t v) { d.add(v); }, *pool_, now);
   }
-  int listener() const { return loops_.front()->listener(); }
-  std::size_t handoffs_pending() const {
+  int listener() const override { return loops_.front()->listener(); }
+  std::size_t handoffs_pending() const override {
     std::size_t n = 0;
     for (const auto& loop : loops_) n += loop->handoffs_pending();
     return n;
@@ -247,7 +302,7 @@ class Process {
     for (auto& loop : loops_) loop->shutdown();
   }
 
-  ev::RunEnd end_state() {
+  ev::RunEnd end_state() override {
     ev::RunEnd end{scheduler_.now(), std::int64_t(kernel_.backlog(listener())), 0, 0, 0};
     for (auto& loop : loops_) {
       end.open_connections += std::int64_t(loop->connections());
@@ -256,7 +311,7 @@ class Process {
     end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
     return end;
   }
-  std::uint64_t passes() const {
+  std::uint64_t passes() const override {
     std::uint64_t n = 0;
     for (const auto& loop : loops_) n += loop->passes();
     return n;
@@ -305,7 +360,7 @@ struct World::Impl {
         seeded(scenario.seed),
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
         kernel(scheduler, kernel_config(scenario.kernel)),
-        clients(scheduler, kernel, result.trace, service_port),
+        clients(scheduler, kernel, result.trace, port_of(scenario)),
         recorder(scheduler, result.trace, clients) {
     Trace& trace = result.trace;
     trace.scenario = scenario.name;
@@ -317,11 +372,17 @@ struct World::Impl {
     trace.workers = scenario.workers;
     scheduler.set_chooser(&recording);
     if (symmetry) scheduler.set_twins([this](const model::Tag& tag) { return clients.twin_class(tag); });
-    process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
+    if (scenario.target) {
+      if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
+      process = std::make_unique<Foreign>(foreign_factory()(scenario), scheduler, kernel, trace, clients);
+    } else {
+      auto loops = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
+      schedule_posters(scenario, scheduler, kernel, *loops, trace);
+      schedule_actions(scenario, scheduler, *loops);
+      process = std::move(loops);
+    }
     trace.listener_fd = process->listener();
     schedule_faults(scenario, scheduler, kernel, clients, trace);
-    schedule_posters(scenario, scheduler, kernel, *process, trace);
-    schedule_actions(scenario, scheduler, *process);
     clients.schedule(scenario.clients);
     process->start();
   }
@@ -334,7 +395,7 @@ struct World::Impl {
   model::SimKernel kernel;
   Clients clients;
   Recorder recorder;
-  std::unique_ptr<Process> process;
+  std::unique_ptr<Server> process;
   std::uint64_t steps = 0;
   bool finished = false;
   std::optional<ev::Lasso> lasso;
@@ -360,7 +421,8 @@ Nanos World::now() const { return impl_->scheduler.now(); }
 const Trace& World::trace() const { return impl_->result.trace; }
 
 std::size_t World::backlog() const {
-  return impl_->kernel.backlog(impl_->process->listener()) + impl_->process->handoffs_pending();
+  int listener = impl_->process->listener();
+  return (listener < 0 ? 0 : impl_->kernel.backlog(listener)) + impl_->process->handoffs_pending();
 }
 
 std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
@@ -380,6 +442,11 @@ bool World::quiescent() const { return impl_->scheduler.idle(); }
 void World::abandon() {
   Impl& w = *impl_;
   if (w.finished) return;
+  w.finished = true;
+  if (!w.process->unwinds()) {  // its process ends instead (see finish)
+    (void)w.process.release();
+    return;
+  }
   w.scheduler.unwind();  // the loops' stacks go before the loops themselves
   w.process.reset();
   w.finished = true;
@@ -395,9 +462,14 @@ RunResult World::finish() {
   if (w.lasso) w.result.trace.events.push_back(*w.lasso);
   w.result.trace.events.push_back(w.process->end_state());
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
+  w.finished = true;
+  if (!w.process->unwinds()) {
+    // Its process ends after the trace is out: nothing unwinds the target's C frames.
+    (void)w.process.release();
+    return std::move(w.result);
+  }
   w.scheduler.unwind();  // the loops' stacks go before the loops themselves
   w.process.reset();
-  w.finished = true;
   return std::move(w.result);
 }
 
@@ -439,10 +511,17 @@ class LassoWatch {
 
 }  // namespace
 
+void install_foreign_server(ForeignFactory factory) { foreign_factory() = std::move(factory); }
+
 RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
+  if (scenario.target && !foreign_factory()) return run_target(scenario, arm, chooser);
   std::optional<model::ReplayChooser> pinned;  // a counterexample's choices
   if (chooser == nullptr && !scenario.choices.empty()) chooser = &pinned.emplace(scenario.choices);
-  World world(scenario, arm, chooser);
+  auto owned = std::make_unique<World>(scenario, arm, chooser);
+  World& world = *owned;
+  // A target's thread is C code that nothing may unwind: its World outlives the run, and its
+  // process ends once the trace is out (posix/host.cpp).
+  if (scenario.target) (void)owned.release();
   std::optional<LassoWatch> watch;
   if (expects(scenario, "liveness")) watch.emplace();
   do {

@@ -6,9 +6,17 @@
 #include <memory>
 #include <stdexcept>
 
+#include <functional>
+
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
+
+namespace loopsim::model {
+class Scheduler;
+class SimKernel;
+class Digest;
+}  // namespace loopsim::model
 
 namespace loopsim::sim {
 
@@ -25,6 +33,9 @@ struct RunResult {
   Trace trace;
   RunStats stats;
 };
+
+// A trace's accepted, answered and refused counts, with the passes and steps given.
+RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps);
 
 // One run, a step at a time, for the explorer. Everything is set up at construction; step()
 // runs the next scheduled happening before the horizon; finish() runs what is left to the
@@ -65,6 +76,27 @@ class World {
   std::unique_ptr<Impl> impl_;
 };
 
+class Clients;
+
+// A server other than the built-in loop: a target program (a scenario's [target]). It lives in
+// the target's own process, on the far side of the POSIX seam (posix/), which installs it
+// before any World is made; the trace of what it did is recorded from the kernel's side.
+class ForeignServer {
+ public:
+  virtual ~ForeignServer() = default;
+  // Starts the program's thread on `scheduler`.
+  virtual void start(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
+                     const Clients& clients) = 0;
+  // The kernel's descriptor of the listener on the target's port, or -1 before it listens.
+  virtual int listener() const = 0;
+  virtual std::uint64_t passes() const = 0;  // waits for events
+  virtual std::int64_t open_connections() const = 0;
+  // The program's memory is not part of a state digest: only what the kernel holds for it.
+  virtual void digest(model::Digest&) const {}
+};
+using ForeignFactory = std::function<std::unique_ptr<ForeignServer>(const Scenario&)>;
+void install_foreign_server(ForeignFactory factory);
+
 // The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
 // more (a 1 ns idle timeout over 20 s is 2e10 passes), and is stopped there.
 inline constexpr std::size_t trace_events_max = 10'000'000;
@@ -86,6 +118,10 @@ class RunLimit : public std::runtime_error {
 // byte for byte. `arm` names the arm in the trace.
 RunResult run(const Scenario& scenario, const std::string& arm = "base",
               model::Chooser* chooser = nullptr);
+
+// A scenario with a [target], run in the target's own process (sim/target.hpp): what run()
+// does for such a scenario in any process that has no foreign server installed.
+RunResult run_target(const Scenario& scenario, const std::string& arm, model::Chooser* chooser);
 
 // The choices a trace recorded, in order: replaying them repeats the run.
 std::vector<model::Choice> choices_of(const Trace& trace);

@@ -1,0 +1,167 @@
+// The target's process: the seam takes over its start, runs the simulation with the program's
+// main() as the server's thread, and talks to loopsim over the descriptor it inherited
+// (sim/target_wire.hpp). Without LOOPSIM_SEAM_FD the program just runs.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "model/choice.hpp"
+#include "posix/seam.hpp"
+#include "sim/target_wire.hpp"
+#include "sim/world.hpp"
+
+#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace loopsim::posix {
+
+namespace {
+
+namespace wire = sim::wire;
+
+int (*program_main)(int, char**, char**) = nullptr;
+
+[[noreturn]] void leave(int status) {
+  real<void(int)>("_exit")(status);
+  __builtin_unreachable();
+}
+
+// Every decision goes to loopsim, which holds the chooser (seeded, pinned or the explorer's).
+class RemoteChooser final : public model::Chooser {
+ public:
+  explicit RemoteChooser(int host) : host_(host) {}
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    std::string body;
+    wire::put(body, std::uint8_t(kind));
+    wire::put(body, options);
+    if (!wire::send(host_, wire::Type::choose, body)) leave(2);
+    std::optional<wire::Message> answer = wire::receive(host_);
+    if (!answer || answer->type != wire::Type::pick) leave(2);
+    std::size_t at = 0;
+    return wire::get<std::uint32_t>(answer->body, at);
+  }
+
+ private:
+  int host_;
+};
+
+void fail(int host, wire::Failure failure, const std::string& message) {
+  std::string body(1, char(failure));
+  body += message;
+  wire::send(host, wire::Type::error, body);
+  leave(failure == wire::Failure::limit ? 3 : 2);
+}
+
+void send_trace(int host, const sim::RunResult& result) {
+  std::string body;
+  wire::put(body, result.stats.passes);
+  wire::put(body, result.stats.steps);
+  std::ostringstream out;
+  sim::write_jsonl(result.trace, out);
+  body += out.str();
+  if (!wire::send(host, wire::Type::trace, body)) leave(2);
+}
+
+void check_listened(int host, const Seam* seam, const sim::Scenario& scenario) {
+  if (seam != nullptr && seam->listened()) return;
+  fail(host, wire::Failure::bad_input,
+       scenario.position_of({"target.port"}) + ": the target never listened on port " +
+           std::to_string(scenario.target->port) + " (it listened on: " + (seam ? seam->listened_on() : "none") +
+           "); its clients had nowhere to connect");
+}
+
+wire::Report report_of(const sim::World& world, bool stepped) {
+  wire::Report r;
+  r.stepped = stepped;
+  r.backlog = world.backlog() > 0;
+  r.quiescent = world.quiescent();
+  r.digest = world.digest();
+  r.accepted = world.accepted();
+  r.now = world.now().count();
+  return r;
+}
+
+// The real process may need many descriptors: each simulated one has a placeholder.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (real<int(int, rlimit*)>("getrlimit")(RLIMIT_NOFILE, &limit) != 0) return;
+  limit.rlim_cur = limit.rlim_max;
+  real<int(int, const rlimit*)>("setrlimit")(RLIMIT_NOFILE, &limit);
+}
+
+int host_main(int argc, char** argv, char** envp) {
+  const char* inherited = std::getenv("LOOPSIM_SEAM_FD");
+  if (inherited == nullptr) return program_main(argc, argv, envp);
+  int host = std::atoi(inherited);
+  ::unsetenv("LOOPSIM_SEAM_FD");
+  ::unsetenv("LD_PRELOAD");
+  real<int(int, int, ...)>("fcntl")(host, F_SETFD, FD_CLOEXEC);
+  raise_descriptor_limit();
+
+  std::optional<wire::Message> start = wire::receive(host);
+  if (!start || start->type != wire::Type::start) leave(2);
+  std::istringstream in(start->body);
+  std::string mode, arm, file;
+  std::getline(in, mode);
+  std::getline(in, arm);
+  std::getline(in, file);
+  std::string text = start->body.substr(std::min<std::size_t>(std::size_t(in.tellg()), start->body.size()));
+
+  try {
+    sim::Scenario scenario = sim::parse_scenario(text, file);
+    Seam* seam = nullptr;
+    sim::install_foreign_server([&](const sim::Scenario& s) {
+      auto made = std::make_unique<Seam>(s, program_main, argc, argv, environ, host);
+      seam = made.get();
+      return made;
+    });
+    RemoteChooser chooser(host);
+    if (mode == "run") {
+      sim::RunResult result = sim::run(scenario, arm, &chooser);
+      check_listened(host, seam, scenario);
+      send_trace(host, result);
+      leave(0);
+    }
+    auto* world = new sim::World(scenario, arm, &chooser);  // never destroyed: the process ends
+    if (!wire::send(host, wire::Type::report, wire::encode(report_of(*world, true)))) leave(2);
+    for (;;) {
+      std::optional<wire::Message> message = wire::receive(host);
+      if (!message) leave(2);
+      if (message->type == wire::Type::step) {
+        bool stepped = world->step();
+        if (!wire::send(host, wire::Type::report, wire::encode(report_of(*world, stepped)))) leave(2);
+      } else if (message->type == wire::Type::finish) {
+        sim::RunResult result = world->finish();
+        check_listened(host, seam, scenario);
+        send_trace(host, result);
+        leave(0);
+      } else {
+        leave(2);
+      }
+    }
+  } catch (const sim::RunLimit& e) {
+    fail(host, wire::Failure::limit, e.what());
+  } catch (const sim::ScenarioError& e) {
+    fail(host, wire::Failure::bad_input, e.what());
+  } catch (const std::exception& e) {
+    fail(host, wire::Failure::bad_input, std::string("the seam failed: ") + e.what());
+  }
+  leave(2);
+}
+
+}  // namespace
+
+}  // namespace loopsim::posix
+
+// The program's start: its main() is kept for the simulation's thread, and the seam's runs
+// in its place.
+SEAM_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv, void (*init)(),
+                                  void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  loopsim::posix::program_main = main;
+  using Start = int(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
+  return loopsim::posix::real<Start>("__libc_start_main")(loopsim::posix::host_main, argc, argv, init, fini,
+                                                           rtld_fini, stack_end);
+}

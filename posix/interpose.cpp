@@ -1,0 +1,604 @@
+// The interposers: libc's names, defined in the preloaded seam, each routing its call to the
+// Seam or to libc (the rules are in seam.hpp). Only these are exported from the library.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <vector>
+
+#include "posix/seam.hpp"
+
+#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
+
+// libc declares some pointers nonnull; a program may still pass null, and the seam checks.
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+
+using loopsim::Nanos;
+using loopsim::posix::current;
+using loopsim::posix::real;
+
+namespace {
+
+// The virtual clocks' origins: a monotonic clock that has been up for 1000 s, and a calendar
+// that starts at 2026-01-01T00:00:00Z. Fixed, so that the same run reads the same times.
+constexpr std::int64_t monotonic_origin_ns = 1'000'000'000'000;
+constexpr std::int64_t realtime_origin_ns = 1'767'225'600'000'000'000;
+
+long result(long rc) {
+  if (rc < 0) {
+    errno = int(-rc);
+    return -1;
+  }
+  return rc;
+}
+
+bool owned(int fd) { return current != nullptr && current->owns(fd); }
+bool making() { return current != nullptr && current->in_target(); }
+
+// A call the seam does not serve, on a simulated descriptor: the run stops and says so.
+void unserved(const char* call, int fd) {
+  if (owned(fd)) current->refuse(call, fd, "the seam does not implement it (docs/targets.md lists what it serves)");
+}
+
+std::int64_t virtual_ns(clockid_t clock) {
+  std::int64_t t = current->now().count();
+  switch (clock) {
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_TAI: return realtime_origin_ns + t;
+    case CLOCK_PROCESS_CPUTIME_ID:
+    case CLOCK_THREAD_CPUTIME_ID: return t;
+    default: return monotonic_origin_ns + t;
+  }
+}
+
+timespec to_timespec(std::int64_t ns) { return timespec{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)}; }
+Nanos from_timespec(const timespec& t) { return Nanos(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
+
+long read_socket(int fd, void* buffer, size_t size, int flags) {
+  if (flags & MSG_PEEK) current->refuse("recv(MSG_PEEK)", fd, "the seam does not implement peeking");
+  return result(current->read(fd, buffer, size, (flags & MSG_DONTWAIT) != 0));
+}
+
+long write_socket(int fd, const void* buffer, size_t size, int flags) {
+  return result(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0));
+}
+
+std::size_t total(const iovec* iov, int count) {
+  std::size_t n = 0;
+  for (int i = 0; i < count; ++i) n += iov[i].iov_len;
+  return n;
+}
+
+bool any_owned(const pollfd* fds, nfds_t n) {
+  for (nfds_t i = 0; i < n; ++i)
+    if (owned(fds[i].fd)) return true;
+  return false;
+}
+
+}  // namespace
+
+// ---- descriptors that are made ----
+
+SEAM_EXPORT int socket(int domain, int type, int protocol) noexcept {
+  if (making()) return int(result(current->socket(domain, type)));
+  return real<int(int, int, int)>("socket")(domain, type, protocol);
+}
+
+SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexcept {
+  if (making()) {  // refused, with an error a program can handle (nginx's EPOLLRDHUP probe does)
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return real<int(int, int, int, int*)>("socketpair")(domain, type, protocol, fds);
+}
+
+SEAM_EXPORT int epoll_create(int size) noexcept {
+  if (making()) return size <= 0 ? int(result(-EINVAL)) : int(result(current->poller_create()));
+  return real<int(int)>("epoll_create")(size);
+}
+
+SEAM_EXPORT int epoll_create1(int flags) noexcept {
+  if (making()) return int(result(current->poller_create()));
+  return real<int(int)>("epoll_create1")(flags);
+}
+
+SEAM_EXPORT int eventfd(unsigned int count, int flags) noexcept {
+  if (making()) return int(result(current->eventfd(count, flags)));
+  return real<int(unsigned int, int)>("eventfd")(count, flags);
+}
+
+SEAM_EXPORT int pipe2(int fds[2], int flags) noexcept {
+  if (making()) return int(result(current->pipe(fds, flags)));
+  return real<int(int*, int)>("pipe2")(fds, flags);
+}
+
+SEAM_EXPORT int pipe(int fds[2]) noexcept {
+  if (making()) return int(result(current->pipe(fds, 0)));
+  return real<int(int*)>("pipe")(fds);
+}
+
+// Real files pass through, and take a simulated number too, so that the descriptor limit
+// counts them as Linux's does (libuv's reserve descriptor is /dev/null).
+namespace {
+template <typename Open>
+int opened(Open open) {
+  if (!making()) return open();
+  long slot = current->file_slot();
+  if (slot < 0) return int(result(slot));
+  int fd = open();
+  if (fd < 0) {
+    int error = errno;
+    current->file_failed(int(slot));
+    errno = error;
+    return fd;
+  }
+  current->file_opened(fd, int(slot));
+  return fd;
+}
+mode_t mode_of(int flags, va_list ap) {
+  return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode_t(va_arg(ap, int)) : 0;
+}
+}  // namespace
+
+SEAM_EXPORT int open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  return opened([&] { return real<int(const char*, int, ...)>("open")(path, flags, mode); });
+}
+SEAM_EXPORT int open64(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  return opened([&] { return real<int(const char*, int, ...)>("open64")(path, flags, mode); });
+}
+SEAM_EXPORT int openat(int dir, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  return opened([&] { return real<int(int, const char*, int, ...)>("openat")(dir, path, flags, mode); });
+}
+SEAM_EXPORT int openat64(int dir, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  return opened([&] { return real<int(int, const char*, int, ...)>("openat64")(dir, path, flags, mode); });
+}
+SEAM_EXPORT int __open_2(const char* path, int flags) {
+  return opened([&] { return real<int(const char*, int)>("__open_2")(path, flags); });
+}
+SEAM_EXPORT int __open64_2(const char* path, int flags) {
+  return opened([&] { return real<int(const char*, int)>("__open64_2")(path, flags); });
+}
+SEAM_EXPORT int __openat_2(int dir, const char* path, int flags) {
+  return opened([&] { return real<int(int, const char*, int)>("__openat_2")(dir, path, flags); });
+}
+SEAM_EXPORT int __openat64_2(int dir, const char* path, int flags) {
+  return opened([&] { return real<int(int, const char*, int)>("__openat64_2")(dir, path, flags); });
+}
+
+// ---- sockets ----
+
+SEAM_EXPORT int bind(int fd, const sockaddr* address, socklen_t length) noexcept {
+  if (owned(fd)) return int(result(current->bind(fd, address, length)));
+  return real<int(int, const sockaddr*, socklen_t)>("bind")(fd, address, length);
+}
+
+SEAM_EXPORT int listen(int fd, int backlog) noexcept {
+  if (owned(fd)) return int(result(current->listen(fd, backlog)));
+  return real<int(int, int)>("listen")(fd, backlog);
+}
+
+SEAM_EXPORT int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
+  if (owned(fd)) return int(result(current->accept(fd, address, length, flags)));
+  return real<int(int, sockaddr*, socklen_t*, int)>("accept4")(fd, address, length, flags);
+}
+
+SEAM_EXPORT int accept(int fd, sockaddr* address, socklen_t* length) {
+  if (owned(fd)) return int(result(current->accept(fd, address, length, 0)));
+  return real<int(int, sockaddr*, socklen_t*)>("accept")(fd, address, length);
+}
+
+SEAM_EXPORT int connect(int fd, const sockaddr* address, socklen_t length) {
+  if (owned(fd)) current->refuse("connect", fd, "outbound connections are not simulated yet");
+  return real<int(int, const sockaddr*, socklen_t)>("connect")(fd, address, length);
+}
+
+SEAM_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
+  if (owned(fd)) return int(result(current->setsockopt(fd, level, name, value, length)));
+  return real<int(int, int, int, const void*, socklen_t)>("setsockopt")(fd, level, name, value, length);
+}
+
+SEAM_EXPORT int getsockopt(int fd, int level, int name, void* value, socklen_t* length) noexcept {
+  if (owned(fd)) return int(result(current->getsockopt(fd, level, name, value, length)));
+  return real<int(int, int, int, void*, socklen_t*)>("getsockopt")(fd, level, name, value, length);
+}
+
+SEAM_EXPORT int getsockname(int fd, sockaddr* address, socklen_t* length) noexcept {
+  if (owned(fd)) return int(result(current->sockname(fd, address, length, false)));
+  return real<int(int, sockaddr*, socklen_t*)>("getsockname")(fd, address, length);
+}
+
+SEAM_EXPORT int getpeername(int fd, sockaddr* address, socklen_t* length) noexcept {
+  if (owned(fd)) return int(result(current->sockname(fd, address, length, true)));
+  return real<int(int, sockaddr*, socklen_t*)>("getpeername")(fd, address, length);
+}
+
+SEAM_EXPORT int shutdown(int fd, int how) noexcept {
+  if (owned(fd)) return int(result(current->shutdown(fd, how)));
+  return real<int(int, int)>("shutdown")(fd, how);
+}
+
+// ---- reading and writing ----
+
+SEAM_EXPORT ssize_t read(int fd, void* buffer, size_t size) {
+  if (owned(fd)) return result(current->read(fd, buffer, size, false));
+  return real<ssize_t(int, void*, size_t)>("read")(fd, buffer, size);
+}
+SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t) { return read(fd, buffer, size); }
+
+SEAM_EXPORT ssize_t write(int fd, const void* buffer, size_t size) {
+  if (owned(fd)) return result(current->write(fd, buffer, size, false));
+  return real<ssize_t(int, const void*, size_t)>("write")(fd, buffer, size);
+}
+
+SEAM_EXPORT ssize_t recv(int fd, void* buffer, size_t size, int flags) {
+  if (owned(fd)) return read_socket(fd, buffer, size, flags);
+  return real<ssize_t(int, void*, size_t, int)>("recv")(fd, buffer, size, flags);
+}
+SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t, int flags) {
+  return recv(fd, buffer, size, flags);
+}
+
+SEAM_EXPORT ssize_t recvfrom(int fd, void* buffer, size_t size, int flags, sockaddr* address, socklen_t* length) {
+  if (owned(fd)) {
+    ssize_t n = read_socket(fd, buffer, size, flags);
+    if (n >= 0 && address != nullptr) current->sockname(fd, address, length, true);
+    return n;
+  }
+  return real<ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*)>("recvfrom")(fd, buffer, size, flags, address,
+                                                                                   length);
+}
+SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t, int flags, sockaddr* address,
+                                   socklen_t* length) {
+  return recvfrom(fd, buffer, size, flags, address, length);
+}
+
+SEAM_EXPORT ssize_t send(int fd, const void* buffer, size_t size, int flags) {
+  if (owned(fd)) return write_socket(fd, buffer, size, flags);
+  return real<ssize_t(int, const void*, size_t, int)>("send")(fd, buffer, size, flags);
+}
+
+SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
+                           socklen_t length) {
+  if (owned(fd)) return write_socket(fd, buffer, size, flags);
+  return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t)>("sendto")(fd, buffer, size, flags,
+                                                                                           address, length);
+}
+
+SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
+  if (owned(fd)) {
+    std::vector<char> buffer(total(iov, count));
+    long n = current->read(fd, buffer.data(), buffer.size(), false);
+    if (n < 0) return result(n);
+    std::size_t at = 0;
+    for (int i = 0; i < count && at < std::size_t(n); ++i) {
+      std::size_t part = std::min(iov[i].iov_len, std::size_t(n) - at);
+      std::memcpy(iov[i].iov_base, buffer.data() + at, part);
+      at += part;
+    }
+    return n;
+  }
+  return real<ssize_t(int, const iovec*, int)>("readv")(fd, iov, count);
+}
+
+SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
+  if (owned(fd)) {
+    std::vector<char> buffer;
+    buffer.reserve(total(iov, count));
+    for (int i = 0; i < count; ++i) {
+      const char* base = static_cast<const char*>(iov[i].iov_base);
+      buffer.insert(buffer.end(), base, base + iov[i].iov_len);
+    }
+    return result(current->write(fd, buffer.data(), buffer.size(), false));
+  }
+  return real<ssize_t(int, const iovec*, int)>("writev")(fd, iov, count);
+}
+
+SEAM_EXPORT ssize_t recvmsg(int fd, msghdr* message, int flags) {
+  unserved("recvmsg", fd);
+  return real<ssize_t(int, msghdr*, int)>("recvmsg")(fd, message, flags);
+}
+SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+  unserved("sendmsg", fd);
+  return real<ssize_t(int, const msghdr*, int)>("sendmsg")(fd, message, flags);
+}
+SEAM_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
+  unserved("sendfile", out);
+  return real<ssize_t(int, int, off_t*, size_t)>("sendfile")(out, in, offset, count);
+}
+SEAM_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
+  unserved("sendfile", out);
+  return real<ssize_t(int, int, off64_t*, size_t)>("sendfile64")(out, in, offset, count);
+}
+SEAM_EXPORT off_t lseek(int fd, off_t offset, int whence) noexcept {
+  if (owned(fd)) return result(-ESPIPE);
+  return real<off_t(int, off_t, int)>("lseek")(fd, offset, whence);
+}
+SEAM_EXPORT int fstat(int fd, struct stat* st) noexcept {
+  unserved("fstat", fd);
+  return real<int(int, struct stat*)>("fstat")(fd, st);
+}
+SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
+  unserved("fstat", fd);
+  return real<int(int, struct stat64*)>("fstat64")(fd, st);
+}
+
+// ---- closing, duplicating, flags ----
+
+SEAM_EXPORT int close(int fd) {
+  if (owned(fd)) return int(result(current->close(fd)));
+  if (current != nullptr && current->holds_file(fd)) current->file_closed(fd);
+  return real<int(int)>("close")(fd);
+}
+
+SEAM_EXPORT int dup(int fd) noexcept {
+  unserved("dup", fd);
+  return real<int(int)>("dup")(fd);
+}
+SEAM_EXPORT int dup2(int fd, int to) noexcept {
+  unserved("dup2", fd);
+  unserved("dup2 (onto it)", to);
+  return real<int(int, int)>("dup2")(fd, to);
+}
+SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
+  unserved("dup3", fd);
+  unserved("dup3 (onto it)", to);
+  return real<int(int, int, int)>("dup3")(fd, to, flags);
+}
+
+namespace {
+long fcntl_arg(va_list ap) { return va_arg(ap, long); }
+}  // namespace
+
+SEAM_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = fcntl_arg(ap);
+  va_end(ap);
+  if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
+  return real<int(int, int, ...)>("fcntl")(fd, cmd, arg);
+}
+SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = fcntl_arg(ap);
+  va_end(ap);
+  if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
+  return real<int(int, int, ...)>("fcntl64")(fd, cmd, arg);
+}
+
+SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (owned(fd)) return int(result(current->ioctl(fd, request, arg)));
+  return real<int(int, unsigned long, ...)>("ioctl")(fd, request, arg);
+}
+
+// ---- pollers ----
+
+SEAM_EXPORT int epoll_ctl(int poller, int op, int fd, epoll_event* event) noexcept {
+  if (owned(poller)) return int(result(current->poller_control(poller, op, fd, event)));
+  if (owned(fd)) current->refuse("epoll_ctl", fd, "a real poller cannot watch a simulated descriptor");
+  return real<int(int, int, int, epoll_event*)>("epoll_ctl")(poller, op, fd, event);
+}
+
+SEAM_EXPORT int epoll_wait(int poller, epoll_event* events, int max, int timeout) {
+  if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
+  return real<int(int, epoll_event*, int, int)>("epoll_wait")(poller, events, max, timeout);
+}
+
+SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeout, const sigset_t* mask) {
+  // The mask matters for signals, which the simulation does not deliver.
+  if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
+  return real<int(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait")(poller, events, max, timeout, mask);
+}
+
+SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  if (any_owned(fds, n)) current->refuse("poll", -1, "the seam serves epoll, not poll");
+  return real<int(pollfd*, nfds_t, int)>("poll")(fds, n, timeout);
+}
+SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
+SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
+  if (any_owned(fds, n)) current->refuse("ppoll", -1, "the seam serves epoll, not poll");
+  return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll")(fds, n, timeout, mask);
+}
+SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
+  for (int fd = 0; current != nullptr && fd < n && fd < FD_SETSIZE; ++fd) {
+    bool named = (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
+    if (named && owned(fd)) current->refuse("select", fd, "the seam serves epoll, not select");
+  }
+  return real<int(int, fd_set*, fd_set*, fd_set*, timeval*)>("select")(n, r, w, e, timeout);
+}
+
+// ---- syscall(): libuv closes with it; io_uring is refused ----
+
+SEAM_EXPORT long syscall(long number, ...) noexcept {
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (long& v : a) v = va_arg(ap, long);
+  va_end(ap);
+  if (current != nullptr && current->active()) {
+    switch (number) {
+      case SYS_io_uring_setup:
+      case SYS_io_uring_enter:
+      case SYS_io_uring_register:
+        errno = ENOSYS;  // the probe of libuv >= 1.45 falls back to epoll
+        return -1;
+      case SYS_close: return close(int(a[0]));
+      case SYS_read: return read(int(a[0]), reinterpret_cast<void*>(a[1]), size_t(a[2]));
+      case SYS_write: return write(int(a[0]), reinterpret_cast<const void*>(a[1]), size_t(a[2]));
+      case SYS_accept4:
+        return accept4(int(a[0]), reinterpret_cast<sockaddr*>(a[1]), reinterpret_cast<socklen_t*>(a[2]), int(a[3]));
+      case SYS_epoll_wait:
+        return epoll_wait(int(a[0]), reinterpret_cast<epoll_event*>(a[1]), int(a[2]), int(a[3]));
+      case SYS_epoll_pwait:
+        return epoll_pwait(int(a[0]), reinterpret_cast<epoll_event*>(a[1]), int(a[2]), int(a[3]),
+                           reinterpret_cast<const sigset_t*>(a[4]));
+      case SYS_epoll_ctl:
+        return epoll_ctl(int(a[0]), int(a[1]), int(a[2]), reinterpret_cast<epoll_event*>(a[3]));
+      case SYS_clock_gettime:
+        return clock_gettime(clockid_t(a[0]), reinterpret_cast<timespec*>(a[1]));
+      default: break;
+    }
+  }
+  return real<long(long, ...)>("syscall")(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+// ---- clocks and sleeps ----
+
+SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
+  if (making() && t != nullptr) {
+    *t = to_timespec(virtual_ns(clock));
+    return 0;
+  }
+  return real<int(clockid_t, timespec*)>("clock_gettime")(clock, t);
+}
+
+SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
+  if (making()) {
+    if (tv != nullptr) {
+      std::int64_t ns = virtual_ns(CLOCK_REALTIME);
+      tv->tv_sec = time_t(ns / 1'000'000'000);
+      tv->tv_usec = suseconds_t(ns % 1'000'000'000 / 1000);
+    }
+    return 0;
+  }
+  return real<int(timeval*, void*)>("gettimeofday")(tv, tz);
+}
+
+SEAM_EXPORT time_t time(time_t* out) noexcept {
+  if (making()) {
+    time_t now = time_t(virtual_ns(CLOCK_REALTIME) / 1'000'000'000);
+    if (out != nullptr) *out = now;
+    return now;
+  }
+  return real<time_t(time_t*)>("time")(out);
+}
+
+SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
+  if (making() && request != nullptr) {
+    current->sleep(from_timespec(*request));
+    if (remaining != nullptr) *remaining = timespec{0, 0};
+    return 0;
+  }
+  return real<int(const timespec*, timespec*)>("nanosleep")(request, remaining);
+}
+
+SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining) {
+  if (making() && request != nullptr) {
+    Nanos wanted = from_timespec(*request);
+    if (flags & TIMER_ABSTIME) wanted = Nanos(wanted.count() - virtual_ns(clock));  // until then
+    current->sleep(wanted);
+    return 0;
+  }
+  return real<int(clockid_t, int, const timespec*, timespec*)>("clock_nanosleep")(clock, flags, request, remaining);
+}
+
+SEAM_EXPORT int usleep(useconds_t us) {
+  if (making()) {
+    current->sleep(Nanos(std::int64_t(us) * 1000));
+    return 0;
+  }
+  return real<int(useconds_t)>("usleep")(us);
+}
+
+SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
+  if (making()) {
+    current->sleep(Nanos(std::int64_t(seconds) * 1'000'000'000));
+    return 0;
+  }
+  return real<unsigned int(unsigned int)>("sleep")(seconds);
+}
+
+// ---- limits ----
+
+SEAM_EXPORT int getrlimit(int resource, rlimit* limit) noexcept {
+  if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
+    limit->rlim_cur = limit->rlim_max = rlim_t(current->descriptor_limit());
+    return 0;
+  }
+  return real<int(int, rlimit*)>("getrlimit")(resource, limit);
+}
+SEAM_EXPORT int getrlimit64(int resource, rlimit64* limit) noexcept {
+  if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
+    limit->rlim_cur = limit->rlim_max = rlim64_t(current->descriptor_limit());
+    return 0;
+  }
+  return real<int(int, rlimit64*)>("getrlimit64")(resource, limit);
+}
+// The scenario owns the descriptor limit (kernel.rlimit_nofile, and its faults).
+SEAM_EXPORT int setrlimit(int resource, const rlimit* limit) noexcept {
+  if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
+  return real<int(int, const rlimit*)>("setrlimit")(resource, limit);
+}
+SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
+  if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
+  return real<int(int, const rlimit64*)>("setrlimit64")(resource, limit);
+}
+
+// ---- threads, processes, exits ----
+
+SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
+                               void* argument) noexcept {
+  if (making()) current->refuse("pthread_create", -1, "the target starts a thread; targets run one thread for now (docs/targets.md)");
+  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create")(thread, attributes,
+                                                                                                  start, argument);
+}
+
+SEAM_EXPORT pid_t fork() noexcept {
+  if (making()) current->refuse("fork", -1, "the target starts a process; targets run as one process (docs/targets.md)");
+  return real<pid_t()>("fork")();
+}
+
+SEAM_EXPORT void exit(int status) noexcept {
+  if (making()) current->exited(status);
+  real<void(int)>("exit")(status);
+  __builtin_unreachable();
+}
+
+SEAM_EXPORT void _exit(int status) {
+  if (making()) current->exited(status);
+  real<void(int)>("_exit")(status);
+  __builtin_unreachable();
+}
+
+SEAM_EXPORT void _Exit(int status) noexcept {
+  if (making()) current->exited(status);
+  real<void(int)>("_Exit")(status);
+  __builtin_unreachable();
+}

@@ -1,0 +1,593 @@
+#include "posix/seam.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "sim/target_wire.hpp"
+
+namespace loopsim::posix {
+
+Seam* current = nullptr;
+
+void* real_symbol(const char* name) {
+  void* symbol = ::dlsym(RTLD_NEXT, name);
+  if (symbol == nullptr) {  // only if libc lacks what it has always had
+    static const char text[] = "loopsim seam: a libc symbol is missing\n";
+    ::syscall(SYS_write, 2, text, sizeof text - 1);
+    ::syscall(SYS_exit_group, 2);
+  }
+  return symbol;
+}
+
+namespace {
+
+constexpr std::size_t target_stack = 8 << 20;  // a main thread's, as ulimit -s gives
+// Simulated peers' ports, for getpeername: one per connection, as an ephemeral range would.
+constexpr int peer_port_base = 40000;
+
+std::uint32_t interest_of(std::uint32_t events) {
+  std::uint32_t interest = 0;
+  if (events & EPOLLIN) interest |= io::readable;
+  if (events & EPOLLOUT) interest |= io::writable;
+  if (events & EPOLLEXCLUSIVE) interest |= io::exclusive;
+  return interest;
+}
+
+Trigger trigger_of(std::uint32_t events) {
+  if (events & EPOLLONESHOT) return Trigger::oneshot;
+  return (events & EPOLLET) ? Trigger::edge : Trigger::level;
+}
+
+// What Linux reports of `ready` to a registration that asked for `events`: the bits asked for,
+// and hang-ups and errors always.
+std::uint32_t reported(std::uint32_t ready, std::uint32_t events) {
+  std::uint32_t out = 0;
+  if ((ready & io::readable) && (events & EPOLLIN)) out |= EPOLLIN;
+  if ((ready & io::writable) && (events & EPOLLOUT)) out |= EPOLLOUT;
+  if ((ready & io::read_hangup) && (events & EPOLLRDHUP)) out |= EPOLLRDHUP;
+  if (ready & io::hangup) out |= EPOLLHUP;
+  if (ready & io::error) out |= EPOLLERR;
+  return out;
+}
+
+void fill_address(sockaddr* address, socklen_t* length, std::uint16_t port) {
+  if (address == nullptr || length == nullptr) return;
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::memcpy(address, &in, std::min<std::size_t>(*length, sizeof in));
+  *length = sizeof in;
+}
+
+long put_int(void* value, socklen_t* length, int v) {
+  if (value == nullptr || length == nullptr || *length < socklen_t(sizeof(int))) return -EINVAL;
+  std::memcpy(value, &v, sizeof v);
+  *length = sizeof v;
+  return 0;
+}
+
+}  // namespace
+
+Seam::Seam(const sim::Scenario& scenario, int (*main)(int, char**, char**), int argc, char** argv, char** envp,
+           int host)
+    : scenario_(scenario), main_(main), argc_(argc), argv_(argv), envp_(envp), host_(host) {}
+
+void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Trace& trace,
+                 const sim::Clients& clients) {
+  scheduler_ = &scheduler;
+  kernel_ = &kernel;
+  trace_ = &trace;
+  clients_ = &clients;
+  anchor_ = real<int(const char*, int, ...)>("open")("/", O_PATH | O_CLOEXEC);
+  if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
+  current = this;
+  thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
+}
+
+bool Seam::in_target() const {
+  return kernel_ != nullptr && depth_ == 0 && scheduler_->current() == thread_;
+}
+
+std::int64_t Seam::open_connections() const {
+  return std::count_if(fds_.begin(), fds_.end(), [](const Fd& f) { return f.kind == Kind::socket; });
+}
+
+std::string Seam::listened_on() const {
+  std::string out;
+  for (std::uint16_t port : ports_) out += (out.empty() ? "" : ", ") + std::to_string(port);
+  return out.empty() ? "none" : out;
+}
+
+Nanos Seam::now() const { return scheduler_->now(); }
+
+void Seam::sleep(Nanos duration) {
+  Inside inside(*this);
+  kernel_->spend(std::max(duration, Nanos(0)));
+}
+
+int Seam::descriptor_limit() const { return kernel_->descriptor_limit(); }
+
+std::string Seam::where(int fd) const {
+  std::string text = fd >= 0 ? " on simulated descriptor " + std::to_string(fd) : "";
+  double ms = double(now().count()) / 1e6;
+  char at[64];
+  std::snprintf(at, sizeof at, " at %.3f ms of virtual time", ms);
+  return text + at;
+}
+
+void Seam::refuse(const std::string& call, int fd, const std::string& why) {
+  std::string message = scenario_.position_of({"target.exec"}) + ": the target called " + call + where(fd) +
+                        ": " + why;
+  std::string body(1, char(sim::wire::Failure::bad_input));
+  body += message;
+  sim::wire::send(host_, sim::wire::Type::error, body);
+  real<void(int)>("_exit")(2);
+  __builtin_unreachable();
+}
+
+void Seam::exited(int status) {
+  {
+    Inside inside(*this);
+    for (int fd = 0; fd < int(fds_.size()); ++fd) {
+      if (fds_[std::size_t(fd)].kind != Kind::none) close(fd);
+    }
+    (void)status;  // what it returned is in its stderr, if it said why
+  }
+  for (;;) scheduler_->block(wait_forever);
+}
+
+int Seam::adopt(Kind kind, int sim, bool nonblocking) {
+  int fd = real<int(int, int, ...)>("fcntl")(anchor_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
+  if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
+  Fd& f = fds_[std::size_t(fd)];
+  f = Fd{};
+  f.kind = kind;
+  f.sim = sim;
+  f.nonblocking = nonblocking;
+  if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
+  by_sim_[std::size_t(sim)] = fd;
+  return fd;
+}
+
+void Seam::forget(int fd) {
+  Fd& f = fds_[std::size_t(fd)];
+  for (int p : pollers_) fds_[std::size_t(p)].watched.erase(fd);  // K12, on this side too
+  if (f.sim >= 0 && std::size_t(f.sim) < by_sim_.size() && by_sim_[std::size_t(f.sim)] == fd)
+    by_sim_[std::size_t(f.sim)] = -1;
+  Kind kind = f.kind;
+  f = Fd{};
+  if (kind == Kind::poller) std::erase(pollers_, fd);
+  if (kind != Kind::file) real<int(int)>("close")(fd);  // the placeholder
+}
+
+int Seam::process_fd(int sim) const {
+  return sim >= 0 && std::size_t(sim) < by_sim_.size() ? by_sim_[std::size_t(sim)] : -1;
+}
+
+sim::ClientIndex Seam::client_of(int fd) const { return clients_->client_of(fds_[std::size_t(fd)].sim); }
+
+long Seam::failed(long error) {
+  if (scenario_.target->call_cost > Nanos(0)) scheduler_->sleep_until(now() + scenario_.target->call_cost);
+  return error;
+}
+
+// A blocking call on a descriptor that is not ready waits for it, on a poller of the seam's own.
+void Seam::block_until(int sim, std::uint32_t ready) {
+  if (blocker_ < 0) {
+    blocker_ = kernel_->poller_create();
+    if (blocker_ < 0) refuse("a blocking call", process_fd(sim), "no descriptor is left for the seam to wait with");
+  }
+  kernel_->watch(blocker_, sim, ready, Trigger::level);
+  PollEvent event[1];
+  kernel_->wait(blocker_, event, wait_forever);
+  kernel_->unwatch(blocker_, sim);
+}
+
+void Seam::end_pass() {
+  if (!in_pass_) return;
+  in_pass_ = false;
+  trace_->events.push_back(sim::ev::PassEnd{now(), 0, passes_, false, false});
+}
+
+// ---- sockets ----
+
+long Seam::socket(int domain, int type) {
+  Inside inside(*this);
+  if (domain != AF_INET)
+    return failed(-EAFNOSUPPORT);  // docs/targets.md: IPv4 only; a program falls back to it or says why
+  if ((type & 0xf) != SOCK_STREAM) return failed(-EPROTONOSUPPORT);  // no UDP yet
+  int slot = kernel_->file_open();  // K2: an unbound socket holds a descriptor too
+  if (slot < 0) return failed(slot);
+  return adopt(Kind::unbound, slot, (type & SOCK_NONBLOCK) != 0);
+}
+
+long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::unbound) return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  if (address == nullptr || length < socklen_t(sizeof(sockaddr_in)) || address->sa_family != AF_INET)
+    return failed(-EINVAL);
+  sockaddr_in in{};
+  std::memcpy(&in, address, sizeof in);
+  f.port = ntohs(in.sin_port);
+  return 0;
+}
+
+long Seam::listen(int fd, int backlog) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind == Kind::listener) return 0;  // Linux: a second listen changes only the backlog
+  if (f.kind != Kind::unbound) return failed(f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  std::uint16_t port = f.port;
+  kernel_->close(f.sim);
+  int sim = kernel_->listen(ListenSpec{"127.0.0.1", port, std::max(backlog, 0)});
+  if (sim < 0) {  // out of descriptors after all: the socket is gone, as its slot was
+    forget(fd);
+    return failed(sim);
+  }
+  f.kind = Kind::listener;
+  f.sim = sim;
+  if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
+  by_sim_[std::size_t(sim)] = fd;
+  ports_.push_back(port);
+  if (port == scenario_.target->port && !listened_) {
+    listened_ = true;
+    listener_ = sim;
+    trace_->listener_fd = fd;
+  }
+  return 0;
+}
+
+long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::listener) return failed(f.kind == Kind::unbound || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  for (;;) {
+    int sim = kernel_->accept(f.sim);
+    if (sim == -EAGAIN && !f.nonblocking) {  // a blocking accept waits for a connection
+      trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, sim, sim::no_client});
+      block_until(f.sim, io::readable);
+      continue;
+    }
+    if (sim < 0) {
+      trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, sim, sim::no_client});
+      return failed(sim);
+    }
+    int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0);
+    trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, conn, client_of(conn)});
+    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(sim) % 20000));
+    return conn;
+  }
+}
+
+long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (level == SOL_SOCKET && name == SO_LINGER) {
+    if (value == nullptr || length < socklen_t(sizeof(linger))) return failed(-EINVAL);
+    linger l{};
+    std::memcpy(&l, value, sizeof l);
+    f.linger_zero = l.l_onoff != 0 && l.l_linger == 0;
+  }
+  // Every other option is taken and has no effect: the simulated kernel has no Nagle, no
+  // keep-alive timers and fixed buffers (docs/targets.md).
+  return 0;
+}
+
+long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* length) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (level == SOL_SOCKET) {
+    switch (name) {
+      case SO_TYPE: return put_int(value, length, SOCK_STREAM);
+      case SO_ERROR: return put_int(value, length, 0);
+      case SO_ACCEPTCONN: return put_int(value, length, f.kind == Kind::listener);
+      case SO_SNDBUF: return put_int(value, length, int(scenario_.kernel.send_buffer));
+      case SO_RCVBUF: return put_int(value, length, int(scenario_.kernel.receive_buffer));
+      default: break;
+    }
+  }
+  return put_int(value, length, 0);
+}
+
+long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (address == nullptr || length == nullptr) return failed(-EFAULT);
+  if (peer) {
+    if (f.kind != Kind::socket) return failed(-ENOTCONN);
+    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(f.sim) % 20000));
+    return 0;
+  }
+  fill_address(address, length, f.kind == Kind::socket ? std::uint16_t(scenario_.target->port) : f.port);
+  return 0;
+}
+
+long Seam::shutdown(int fd, int how) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind == Kind::unbound) return failed(-ENOTCONN);
+  if (f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return failed(-EINVAL);
+  if (how == SHUT_RD) return 0;  // K14 covers the sending half; the receiving half changes nothing here
+  long rc = kernel_->shutdown_write(f.sim);
+  return rc < 0 ? failed(rc) : rc;
+}
+
+// ---- reading, writing, closing ----
+
+long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  bool nonblocking = f.nonblocking || nonblocking_now;
+  for (;;) {
+    long n = 0;
+    switch (f.kind) {
+      case Kind::socket:
+      case Kind::pipe_read:
+        if (size == 0) return 0;
+        n = long(kernel_->read(f.sim, std::span(static_cast<char*>(into), size)));
+        break;
+      case Kind::eventfd:
+        if (size < sizeof(std::uint64_t)) return failed(-EINVAL);
+        if (f.counter == 0) {
+          n = -EAGAIN;
+          break;
+        }
+        {
+          std::uint64_t value = f.semaphore ? 1 : f.counter;
+          f.counter -= value;
+          if (f.counter == 0) kernel_->wake_drain(f.sim);
+          std::memcpy(into, &value, sizeof value);
+        }
+        return sizeof(std::uint64_t);
+      case Kind::pipe_write: return failed(-EBADF);
+      case Kind::listener:
+      case Kind::unbound: return failed(-ENOTCONN);
+      default: return failed(-EINVAL);
+    }
+    if (n == -EAGAIN && !nonblocking) {
+      block_until(f.sim, io::readable);
+      continue;
+    }
+    if (n > 0 && f.kind == Kind::socket && !f.request_open) {
+      f.request_open = true;
+      trace_->events.push_back(sim::ev::RequestBegin{now(), 0, fd, client_of(fd), ""});
+    }
+    return n < 0 ? failed(n) : n;
+  }
+}
+
+long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  bool nonblocking = f.nonblocking || nonblocking_now;
+  if (f.kind == Kind::eventfd) {
+    std::uint64_t value = 0;
+    if (size < sizeof value) return failed(-EINVAL);
+    std::memcpy(&value, from, sizeof value);
+    if (value == ~std::uint64_t{0}) return failed(-EINVAL);
+    f.counter += value;
+    if (f.counter > 0) kernel_->wake_signal(f.sim);
+    return sizeof value;
+  }
+  if (f.kind == Kind::pipe_read) return failed(-EBADF);
+  if (f.kind == Kind::listener || f.kind == Kind::unbound) return failed(-ENOTCONN);
+  if (f.kind != Kind::socket && f.kind != Kind::pipe_write) return failed(-EINVAL);
+  if (size == 0) return 0;
+  std::size_t done = 0;
+  for (;;) {
+    long n = long(kernel_->write(f.sim, std::span(static_cast<const char*>(from) + done, size - done)));
+    if (n > 0) done += std::size_t(n);
+    if (n > 0 && f.kind == Kind::socket && f.request_open) {
+      f.request_open = false;
+      trace_->events.push_back(sim::ev::RequestEnd{now(), 0, fd, client_of(fd), 0});
+    }
+    // A blocking write waits until all of it is taken, as Linux's does.
+    if (!nonblocking && (n == -EAGAIN || (n > 0 && done < size))) {
+      block_until(f.sim, io::writable);
+      continue;
+    }
+    if (n < 0 && done == 0) return failed(n);
+    return long(done);
+  }
+}
+
+long Seam::close(int fd) {
+  Inside inside(*this);
+  Fd& f = fds_[std::size_t(fd)];
+  long rc = 0;
+  if (f.kind == Kind::socket) {
+    trace_->events.push_back(sim::ev::Close{now(), 0, fd, client_of(fd)});
+    rc = f.linger_zero ? kernel_->abort(f.sim) : kernel_->close(f.sim);
+  } else {
+    if (f.kind == Kind::listener && f.sim == listener_) listener_ = -1;
+    rc = kernel_->close(f.sim);
+  }
+  forget(fd);
+  return rc;
+}
+
+// ---- pollers ----
+
+long Seam::poller_create() {
+  Inside inside(*this);
+  int sim = kernel_->poller_create();
+  if (sim < 0) return failed(sim);
+  int fd = adopt(Kind::poller, sim, false);
+  pollers_.push_back(fd);
+  return fd;
+}
+
+long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) {
+  Inside inside(*this);
+  Fd& p = *simulated(poller);
+  if (p.kind != Kind::poller) return failed(-EINVAL);
+  if (fd == poller) return failed(-EINVAL);
+  if (fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind == Kind::file)
+    return failed(-EPERM);  // a regular file, as Linux says
+  if (!owns(fd)) {
+    refuse("epoll_ctl", -1,
+           "descriptor " + std::to_string(fd) +
+               " is a real one (not made through the seam); a simulated poller cannot watch it");
+  }
+  Fd& f = fds_[std::size_t(fd)];
+  if (op != EPOLL_CTL_DEL && event == nullptr) return failed(-EFAULT);
+  long rc = 0;
+  switch (op) {
+    case EPOLL_CTL_ADD:
+      rc = kernel_->watch(p.sim, f.sim, interest_of(event->events), trigger_of(event->events));
+      if (rc == 0) p.watched[fd] = *event;
+      break;
+    case EPOLL_CTL_MOD:
+      rc = kernel_->rewatch(p.sim, f.sim, interest_of(event->events), trigger_of(event->events));
+      if (rc == 0) p.watched[fd] = *event;
+      break;
+    case EPOLL_CTL_DEL:
+      rc = kernel_->unwatch(p.sim, f.sim);
+      if (rc == 0) p.watched.erase(fd);
+      break;
+    default: return failed(-EINVAL);
+  }
+  return rc < 0 ? failed(rc) : rc;
+}
+
+long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
+  Inside inside(*this);
+  Fd& p = *simulated(poller);
+  if (p.kind != Kind::poller || max <= 0) return failed(-EINVAL);
+  Nanos timeout = timeout_ms < 0 ? wait_forever : Nanos(std::int64_t(timeout_ms) * 1'000'000);
+  end_pass();
+  in_pass_ = true;
+  ++passes_;
+  trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
+  std::vector<PollEvent> ready(static_cast<std::size_t>(max));
+  int n = kernel_->wait(p.sim, ready, timeout);
+  sim::ev::Events seen{now(), 0, passes_, {}};
+  int out = 0;
+  for (int i = 0; i < std::max(n, 0); ++i) {
+    int fd = process_fd(ready[std::size_t(i)].fd);
+    auto it = p.watched.find(fd);
+    if (it == p.watched.end()) continue;
+    std::uint32_t bits = reported(ready[std::size_t(i)].ready, it->second.events);
+    if (bits == 0) continue;
+    events[out].events = bits;
+    events[out].data = it->second.data;
+    ++out;
+    seen.fds.push_back(fd);
+  }
+  trace_->events.push_back(std::move(seen));
+  return n < 0 ? failed(n) : out;
+}
+
+// ---- eventfds, pipes, descriptor flags ----
+
+long Seam::eventfd(unsigned int value, int flags) {
+  Inside inside(*this);
+  int sim = kernel_->wake_create();
+  if (sim < 0) return failed(sim);
+  int fd = adopt(Kind::eventfd, sim, (flags & EFD_NONBLOCK) != 0);
+  Fd& f = fds_[std::size_t(fd)];
+  f.semaphore = (flags & EFD_SEMAPHORE) != 0;
+  f.counter = value;
+  if (value > 0) kernel_->wake_signal(sim);
+  return fd;
+}
+
+long Seam::pipe(int ends[2], int flags) {
+  Inside inside(*this);
+  int sim[2];
+  int rc = kernel_->pipe(sim);
+  if (rc < 0) return failed(rc);
+  bool nonblocking = (flags & O_NONBLOCK) != 0;
+  ends[0] = adopt(Kind::pipe_read, sim[0], nonblocking);
+  ends[1] = adopt(Kind::pipe_write, sim[1], nonblocking);
+  return 0;
+}
+
+long Seam::fcntl(int fd, int cmd, long arg) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  switch (cmd) {
+    case F_GETFL: {
+      int mode = f.kind == Kind::pipe_read ? O_RDONLY : f.kind == Kind::pipe_write ? O_WRONLY : O_RDWR;
+      return mode | (f.nonblocking ? O_NONBLOCK : 0);
+    }
+    case F_SETFL:
+      f.nonblocking = (arg & O_NONBLOCK) != 0;
+      return 0;
+    case F_GETFD: return FD_CLOEXEC;  // placeholders are close-on-exec, and exec is refused
+    case F_SETFD: return 0;
+    case F_GETPIPE_SZ:
+      if (f.kind == Kind::pipe_read || f.kind == Kind::pipe_write) return 65536;
+      return failed(-EBADF);
+    default:
+      refuse("fcntl(cmd " + std::to_string(cmd) + ")", fd, "the seam serves F_GETFL, F_SETFL, F_GETFD and F_SETFD");
+  }
+}
+
+long Seam::ioctl(int fd, unsigned long request, void* arg) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  switch (request) {
+    case FIONBIO:
+      if (arg == nullptr) return failed(-EFAULT);
+      f.nonblocking = *static_cast<int*>(arg) != 0;
+      return 0;
+    case FIONREAD: {
+      if (arg == nullptr) return failed(-EFAULT);
+      std::int64_t n = kernel_->pending_bytes(f.sim);
+      if (n < 0) return failed(n);
+      *static_cast<int*>(arg) = int(std::min<std::int64_t>(n, INT32_MAX));
+      return 0;
+    }
+    case FIOCLEX:
+    case FIONCLEX: return 0;
+    default:
+      refuse("ioctl(request " + std::to_string(request) + ")", fd, "the seam serves FIONBIO, FIONREAD, FIOCLEX and FIONCLEX");
+  }
+}
+
+long Seam::file_slot() {
+  Inside inside(*this);
+  int slot = kernel_->file_open();
+  return slot < 0 ? failed(slot) : slot;
+}
+
+void Seam::file_opened(int fd, int slot) {
+  if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
+  Fd& f = fds_[std::size_t(fd)];
+  f = Fd{};
+  f.kind = Kind::file;
+  f.sim = slot;
+  if (std::size_t(slot) >= by_sim_.size()) by_sim_.resize(std::size_t(slot) + 1, -1);
+  by_sim_[std::size_t(slot)] = fd;
+}
+
+void Seam::file_closed(int fd) {
+  Inside inside(*this);
+  kernel_->close(fds_[std::size_t(fd)].sim);
+  forget(fd);
+}
+
+void Seam::file_failed(int slot) {
+  Inside inside(*this);
+  kernel_->close(slot);
+}
+
+}  // namespace loopsim::posix

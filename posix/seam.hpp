@@ -1,0 +1,158 @@
+// The POSIX seam: a target program's calls on sockets, pollers, eventfds, pipes and clocks,
+// served from SimKernel in virtual time (docs/targets.md).
+//
+// The seam is a preloaded library. Its interposers (interpose.cpp) route each call:
+//  - a call on a descriptor the simulation owns goes to the Seam, whoever makes it;
+//  - a call that makes a descriptor, or reads a clock, goes to the Seam when the target's own
+//    thread makes it (its main() runs as a simulated thread), and to libc otherwise;
+//  - everything else goes to libc: real files, the engine's own descriptors, the loader.
+// Every simulated descriptor is a real one too (a placeholder opened on "/" with O_PATH), so
+// the numbers the program sees can never collide with a real descriptor it opens, and a call
+// the seam does not know reaches the placeholder and fails with EBADF, never with real I/O.
+#pragma once
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/scheduler.hpp"
+#include "model/sim_kernel.hpp"
+#include "sim/clients.hpp"
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::posix {
+
+// The libc function the seam stands in front of.
+void* real_symbol(const char* name);
+template <typename F>
+F* real(const char* name) {
+  return reinterpret_cast<F*>(real_symbol(name));
+}
+
+class Seam final : public sim::ForeignServer {
+ private:
+  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file };
+
+ public:
+  Seam(const sim::Scenario& scenario, int (*main)(int, char**, char**), int argc, char** argv, char** envp,
+       int host);
+
+  // sim::ForeignServer
+  void start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Trace& trace,
+             const sim::Clients& clients) override;
+  int listener() const override { return listener_; }
+  std::uint64_t passes() const override { return passes_; }
+  std::int64_t open_connections() const override;
+
+  // Whether the program listened on its port at all, for the error when it did not.
+  bool listened() const { return listened_; }
+  std::string listened_on() const;  // the ports it did listen on, for that error
+
+  // Routing.
+  bool owns(int fd) const { return kind_of(fd) != Kind::none && kind_of(fd) != Kind::file; }
+  // A real file the program opened, counted among the simulated descriptors (K2).
+  bool holds_file(int fd) const { return kind_of(fd) == Kind::file; }
+  bool in_target() const;
+  bool active() const { return kernel_ != nullptr; }
+
+  // The calls, on simulated descriptors (or making one). Each returns its result or -errno.
+  long socket(int domain, int type);
+  long bind(int fd, const sockaddr* address, socklen_t length);
+  long listen(int fd, int backlog);
+  long accept(int fd, sockaddr* address, socklen_t* length, int flags);
+  long setsockopt(int fd, int level, int name, const void* value, socklen_t length);
+  long getsockopt(int fd, int level, int name, void* value, socklen_t* length);
+  long sockname(int fd, sockaddr* address, socklen_t* length, bool peer);
+  long shutdown(int fd, int how);
+  long read(int fd, void* into, std::size_t size, bool nonblocking_now);
+  long write(int fd, const void* from, std::size_t size, bool nonblocking_now);
+  long close(int fd);
+  long poller_create();
+  long poller_control(int poller, int op, int fd, const epoll_event* event);
+  long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
+  long eventfd(unsigned int value, int flags);
+  long pipe(int ends[2], int flags);
+  long fcntl(int fd, int cmd, long arg);
+  long ioctl(int fd, unsigned long request, void* arg);
+  long file_slot();                 // a real file the program opens takes a simulated number too
+  void file_opened(int fd, int slot);  // ...and is then known under its real one
+  void file_failed(int slot);
+  void file_closed(int fd);  // before the real close
+  Nanos now() const;
+  void sleep(Nanos duration);
+  int descriptor_limit() const;
+
+  // The program ended (main returned, or it called exit): its descriptors close, as a
+  // process's do, and its thread waits for the run's end.
+  [[noreturn]] void exited(int status);
+  // The program did something the seam cannot serve: the run stops (exit status 2) with a
+  // message naming the call, the descriptor and the virtual time.
+  [[noreturn]] void refuse(const std::string& call, int fd, const std::string& why);
+
+  // While the seam serves a call, the calls it makes itself go to libc.
+  struct Inside {
+    explicit Inside(Seam& seam) : seam_(seam) { ++seam_.depth_; }
+    ~Inside() { --seam_.depth_; }
+    Seam& seam_;
+  };
+
+ private:
+  struct Fd {
+    Kind kind = Kind::none;
+    int sim = -1;  // the SimKernel descriptor
+    bool nonblocking = false;
+    bool semaphore = false;     // eventfd: EFD_SEMAPHORE
+    bool linger_zero = false;   // SO_LINGER {1, 0}: close resets
+    bool request_open = false;  // a read took bytes since the last write (the trace's request)
+    std::uint16_t port = 0;     // unbound or listener: its port
+    std::uint64_t counter = 0;  // eventfd: its count
+    std::map<int, epoll_event> watched;  // poller: what each watched descriptor asked for
+  };
+
+  Kind kind_of(int fd) const {
+    return fd >= 0 && std::size_t(fd) < fds_.size() ? fds_[std::size_t(fd)].kind : Kind::none;
+  }
+  Fd* simulated(int fd) { return owns(fd) ? &fds_[std::size_t(fd)] : nullptr; }
+  int adopt(Kind kind, int sim, bool nonblocking);  // a placeholder descriptor for `sim`
+  void forget(int fd);
+  int process_fd(int sim) const;
+  void block_until(int sim, std::uint32_t ready);
+  long failed(long error);  // charges a failing call its cost
+  sim::ClientIndex client_of(int fd) const;
+  void end_pass();
+  std::string where(int fd) const;
+
+  const sim::Scenario& scenario_;
+  int (*main_)(int, char**, char**);
+  int argc_;
+  char** argv_;
+  char** envp_;
+  int host_;
+  model::Scheduler* scheduler_ = nullptr;
+  model::SimKernel* kernel_ = nullptr;
+  sim::Trace* trace_ = nullptr;
+  const sim::Clients* clients_ = nullptr;
+  model::ThreadId thread_ = model::no_thread;
+  int depth_ = 0;
+  int anchor_ = -1;   // the real descriptor placeholders are copied from
+  int blocker_ = -1;  // a simulated poller for blocking calls, made when one is first needed
+  std::vector<Fd> fds_;              // by the program's descriptor number
+  std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
+  std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in
+  std::vector<std::uint16_t> ports_;  // every port it listened on
+  int listener_ = -1;                // SimKernel's descriptor of the listener on the port
+  bool listened_ = false;
+  bool in_pass_ = false;
+  std::uint64_t passes_ = 0;
+};
+
+// The Seam of this process, while a simulation runs in it; null otherwise.
+extern Seam* current;
+
+}  // namespace loopsim::posix

@@ -1,0 +1,145 @@
+// The POSIX seam: unmodified programs on the simulated kernel (docs/targets.md). The probes
+// (posix/probe/seam_probe.c) each do one thing; the examples are real libraries' servers.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "checker/properties.hpp"
+#include "checker/suite.hpp"
+#include "cli/loopsim_process_for_tests.hpp"
+#include "sim/scenario.hpp"
+#include "sim/target.hpp"
+#include "sim/world.hpp"
+
+#ifdef LOOPSIM_SEAM_BUILT
+
+using namespace loopsim;
+
+namespace {
+
+const std::string source = LOOPSIM_SOURCE_DIR;
+const std::string probes = LOOPSIM_PROBES_DIR;
+
+std::string jsonl(const sim::Trace& trace) {
+  std::ostringstream out;
+  sim::write_jsonl(trace, out);
+  return out.str();
+}
+
+// A scenario running the probe with `what`; one client connects at 10 ms.
+sim::Scenario probe(const std::string& what, const std::string& program = "seam_probe_dynamic") {
+  std::string text = "name = \"probe\"\nhorizon = \"3s\"\n[target]\nexec = [\"" + probes + "/" + program +
+                     "\", \"" + what + "\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\n"
+                     "requests = [{ at = \"10ms\", path = \"/\" }]\n[[expect]]\nproperty = \"answered\"\n";
+  return sim::parse_scenario(text, "probe.toml");
+}
+
+// What running `scenario` throws, as text.
+std::string error_of(const sim::Scenario& scenario) {
+  try {
+    sim::run(scenario);
+  } catch (const sim::ScenarioError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("seam: the same scenario, seed and binary give a byte-identical trace") {
+  for (const char* file : {"/examples/libuv/uv-burst.toml", "/examples/libevent/ev-burst.toml"}) {
+    INFO(file);
+    sim::Scenario s = sim::load_scenario(source + file);
+    std::string first = jsonl(sim::run(s).trace);
+    CHECK(first.find("\"ev\":\"accept\"") != std::string::npos);  // the program did serve
+    CHECK(jsonl(sim::run(s).trace) == first);
+  }
+}
+
+TEST_CASE("seam: the built-in loop judged from the kernel's side gives the verdicts of its observer") {
+  // loopsim live, unmodified, as a target, against accept-burst's base run in this process.
+  checker::SuiteOptions options;
+  options.only_arm = "base";
+  checker::SuiteResult inside = checker::run_suite(source + "/scenarios/accept-burst.toml", options);
+  // A failing call costs the target nothing here, as the built-in loop's calls cost nothing:
+  // then even the times measured are the same, to the nanosecond.
+  checker::SuiteOptions free_calls = options;
+  free_calls.overrides.push_back(sim::Override{"target.call_cost", "\"0ns\""});
+  checker::SuiteResult seam = checker::run_suite(source + "/examples/live/live-burst.toml", free_calls);
+  const auto& a = inside.report.arms.front().verdicts;
+  const auto& b = seam.report.arms.front().verdicts;
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].property);
+    CHECK(a[i].property == b[i].property);
+    CHECK(a[i].held == b[i].held);
+    CHECK(a[i].measured == b[i].measured);
+  }
+  CHECK(inside.report.arms.front().stats.accepted == seam.report.arms.front().stats.accepted);
+  CHECK(inside.report.arms.front().stats.passes == seam.report.arms.front().stats.passes);
+}
+
+TEST_CASE("seam: a call it does not serve stops the run, naming the call, the descriptor and the time") {
+  std::string error = error_of(probe("recvmsg"));
+  CHECK(error.find("probe.toml:") == 0);
+  CHECK(error.find("the target called recvmsg on simulated descriptor") != std::string::npos);
+  CHECK(error.find("10.000 ms of virtual time") != std::string::npos);
+}
+
+TEST_CASE("seam: a target that starts a thread is refused") {
+  CHECK(error_of(probe("thread")).find("called pthread_create") != std::string::npos);
+}
+
+TEST_CASE("seam: a program that never listens on its port is named, with where it did listen") {
+  CHECK(error_of(probe("elsewhere")).find("never listened on port 8080 (it listened on: 9090)") != std::string::npos);
+  CHECK(error_of(probe("nothing")).find("never listened on port 8080 (it listened on: none)") != std::string::npos);
+}
+
+TEST_CASE("seam: a static binary is refused, and a missing program is an error at target.exec") {
+  CHECK(error_of(probe("names", "seam_probe_static")).find("is statically linked") != std::string::npos);
+  std::string missing;
+  try {
+    probe("names", "no_such_program");
+  } catch (const sim::ScenarioError& e) {
+    missing = e.what();
+  }
+  CHECK(missing.find("probe.toml:4:8: target.exec: no program") == 0);
+}
+
+TEST_CASE("seam: real and simulated descriptors never collide, clocks are virtual, io_uring is refused") {
+  std::string prefix = loopsim::testing::temp_path("seam-names");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("names"));
+  sim::set_target_output("");
+  std::string out = file_text(prefix + ".base.stdout");
+  INFO(out);
+  CHECK(out.find("distinct 1") != std::string::npos);
+  CHECK(out.find("monotonic 1000.000000000 realtime 1767225600") != std::string::npos);
+  CHECK(out.find("real read 0") != std::string::npos);  // /dev/null, read for real
+  CHECK(out.find("io_uring -1 ENOSYS") != std::string::npos);
+  CHECK(out.find("after sleep 1001.000000000") != std::string::npos);  // one virtual second
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: the explorer searches a target, and its counterexample replays") {
+  std::string out = loopsim::testing::temp_path("seam-explore");
+  auto found = loopsim::testing::run_loopsim(
+      "explore " + source + "/examples/libevent/ev-burst.toml --arm one-accept-per-event --depth 6 --out " + out, true);
+  REQUIRE(found.status == 1);
+  std::string cex = out + "/ev-burst-counterexample.toml";
+  REQUIRE(std::filesystem::exists(cex));
+  CHECK(loopsim::testing::run_loopsim("run " + cex, true).status == 1);
+  auto clean = loopsim::testing::run_loopsim("explore " + source + "/examples/libevent/ev-burst.toml --depth 8", true);
+  CHECK(clean.status == 0);  // the fixed variant: nothing found, exhaustively within the depth
+}
+
+#endif

@@ -1,0 +1,312 @@
+#include "sim/target.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "sim/trace_reader.hpp"
+
+extern char** environ;
+
+namespace loopsim::sim {
+
+// ---- the wire ----
+
+bool wire::send(int fd, Type type, std::string_view body) {
+  std::string frame;
+  frame.reserve(5 + body.size());
+  frame.push_back(char(type));
+  put(frame, std::uint32_t(body.size()));
+  frame.append(body);
+  std::size_t done = 0;
+  while (done < frame.size()) {
+    ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += std::size_t(n);
+  }
+  return true;
+}
+
+namespace {
+
+bool read_exactly(int fd, char* into, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::recv(fd, into + done, size - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += std::size_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<wire::Message> wire::receive(int fd) {
+  char header[5];
+  if (!read_exactly(fd, header, sizeof header)) return std::nullopt;
+  std::size_t at = 1;
+  auto size = get<std::uint32_t>(std::string_view(header, sizeof header), at);
+  Message message{Type(header[0]), std::string(size, '\0')};
+  if (!read_exactly(fd, message.body.data(), size)) return std::nullopt;
+  return message;
+}
+
+// ---- starting the program ----
+
+namespace {
+
+std::mutex output_mutex;
+std::string output_prefix;
+
+// What keeps `program` from running under the seam, or empty. The seam is a preloaded library,
+// so the program must be dynamically linked: an ELF file with a program interpreter.
+std::string unfit_program(const std::string& program) {
+  if (::access(program.c_str(), X_OK) != 0) return "is not executable (" + std::string(std::strerror(errno)) + ")";
+  std::ifstream in(program, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return "is not a program (too short for ELF)";
+  if (std::memcmp(header.e_ident, "#!", 2) == 0) return {};  // a script: its interpreter runs under the seam
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) return "is not an ELF program";
+  if (header.e_ident[EI_CLASS] != ELFCLASS64) return "is not a 64-bit ELF program";
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    in.seekg(std::streamoff(header.e_phoff + std::uint64_t(i) * header.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) break;
+    if (ph.p_type == PT_INTERP) return {};
+  }
+  return "is statically linked: a preloaded library cannot reach its calls (link it dynamically)";
+}
+
+std::string output_for(const Scenario& scenario, const std::string& arm) {
+  std::lock_guard lock(output_mutex);
+  return (output_prefix.empty() ? "out/targets/" + scenario.name : output_prefix) + "." + arm;
+}
+
+}  // namespace
+
+void set_target_output(const std::string& prefix) {
+  std::lock_guard lock(output_mutex);
+  output_prefix = prefix;
+}
+
+std::string seam_library() {
+  if (const char* path = std::getenv("LOOPSIM_SEAM"); path != nullptr && *path != '\0') return path;
+  std::error_code error;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return (self.parent_path() / "libloopsim_seam.so").string();
+}
+
+namespace {
+
+// The scenario as the target's process reads it back: its resolved text, with the program
+// named by the path found here (the target's process finds no examples beside itself), and the
+// client groups as this scenario has them (shrinking changes counts after the text was made).
+std::string text_for(const Scenario& scenario) {
+  Scenario written = parse_scenario(scenario.source, scenario.file);
+  std::map<std::string, int> counts;
+  for (const ClientGroup& group : written.clients) {
+    int count = 0;
+    for (const ClientGroup& now : scenario.clients)
+      if (now.name == group.name) count = now.count;
+    if (count != group.count) counts[group.name] = count;
+  }
+  std::vector<std::string> exec = scenario.target->exec;
+  exec.front() = scenario.target->program;
+  return pinned_scenario(scenario.source, scenario.file, Arm{"base", {}, {}},
+                         {Override{"target.exec", toml_strings(exec)}}, {}, counts);
+}
+
+}  // namespace
+
+TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode)
+    : scenario_(scenario), output_(output_for(scenario, arm)) {
+  const TargetSpec& target = *scenario.target;
+  const std::string where = scenario.position_of({"target.exec"});
+  if (std::string why = unfit_program(target.program); !why.empty())
+    throw ScenarioError(where + ": the target " + target.program + " " + why, "targets are dynamically linked programs (docs/targets.md)");
+  const std::string seam = seam_library();
+  if (::access(seam.c_str(), R_OK) != 0)
+    throw ScenarioError(where + ": the POSIX seam " + seam + " is missing", "build the project (it builds libloopsim_seam.so beside loopsim), or set LOOPSIM_SEAM");
+
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(output_).parent_path(), error);
+  std::string out_path = output_ + ".stdout", err_path = output_ + ".stderr";
+  int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = out < 0 ? -1 : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0 || err < 0) {
+    int why = errno;
+    if (out >= 0) ::close(out);
+    throw ScenarioError(where + ": cannot write the target's output to " + output_ + ".stdout: " + std::strerror(why),
+                        "run where out/ is writable, or name a trace with --trace");
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    ::close(out);
+    ::close(err);
+    throw std::runtime_error(std::string("target: socketpair: ") + std::strerror(errno));
+  }
+
+  // Everything the child needs is made before the fork: between fork and exec only
+  // async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=")) continue;
+    env_strings.emplace_back(entry);
+  }
+  env_strings.push_back("LD_PRELOAD=" + seam);
+  env_strings.push_back("LOOPSIM_SEAM_FD=" + std::to_string(pair[1]));
+  std::vector<char*> envp, argv;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = target.exec;
+  args.front() = target.program;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string folder = std::filesystem::path(scenario.file).parent_path().string();
+  if (folder.empty()) folder = ".";
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(devnull, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::fcntl(pair[1], F_SETFD, 0);  // the one descriptor the program inherits
+    if (::chdir(folder.c_str()) == 0) ::execve(argv[0], argv.data(), envp.data());
+    const char* why = std::strerror(errno);
+    (void)!::write(2, "loopsim: cannot execute the target: ", 36);
+    (void)!::write(2, why, std::strlen(why));
+    ::_exit(127);
+  }
+  int fork_error = errno;
+  ::close(out);
+  ::close(err);
+  ::close(pair[1]);
+  if (devnull >= 0) ::close(devnull);
+  socket_ = pair[0];
+  if (pid_ < 0) {
+    ::close(socket_);
+    throw std::runtime_error(std::string("target: fork: ") + std::strerror(fork_error));
+  }
+  std::string start = std::string(mode == TargetMode::run ? "run" : "steps") + "\n" + arm + "\n" +
+                      scenario.file + "\n" + text_for(scenario);
+  if (!wire::send(socket_, wire::Type::start, start)) failed("it ended before it was sent the scenario");
+}
+
+TargetProcess::~TargetProcess() {
+  if (socket_ >= 0) ::close(socket_);
+  if (pid_ > 0) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+}
+
+void TargetProcess::failed(const std::string& why) {
+  std::string how;
+  if (pid_ > 0) {
+    int status = 0;
+    ::kill(pid_, SIGKILL);  // it may be stuck; its end is what is reported
+    if (::waitpid(pid_, &status, 0) == pid_) {
+      if (WIFEXITED(status)) how = ", exit status " + std::to_string(WEXITSTATUS(status));
+      if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) how = ", killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    }
+    pid_ = -1;
+  }
+  throw ScenarioError(scenario_.position_of({"target.exec"}) + ": the target " + scenario_.target->program + ": " + why + how,
+                      "its stderr is in " + output_ + ".stderr");
+}
+
+wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
+  // A program that spins without ever calling into the kernel stops virtual time, and sends
+  // nothing: after this much wall time of silence the run is given up.
+  constexpr int silence_ms = 120'000;
+  for (;;) {
+    pollfd p{socket_, POLLIN, 0};
+    int ready = ::poll(&p, 1, silence_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");
+    std::optional<wire::Message> message = wire::receive(socket_);
+    if (!message) failed("it ended before the run did");
+    if (message->type == wire::Type::choose) {
+      std::size_t at = 0;
+      auto kind = wire::get<std::uint8_t>(message->body, at);
+      auto options = wire::get<std::uint32_t>(message->body, at);
+      std::string pick;
+      wire::put(pick, chooser.choose(model::ChoiceKind(kind), options));
+      if (!wire::send(socket_, wire::Type::pick, pick)) failed("it ended while choosing");
+      continue;
+    }
+    if (message->type == wire::Type::error) {
+      std::string text = message->body.size() > 1 ? message->body.substr(1) : "";
+      if (!message->body.empty() && wire::Failure(message->body[0]) == wire::Failure::limit) throw RunLimit(text);
+      throw ScenarioError(text, "the target's stderr is in " + output_ + ".stderr; docs/targets.md lists what the seam serves");
+    }
+    if (message->type != type) failed("it sent a message out of turn");
+    return std::move(*message);
+  }
+}
+
+RunResult TargetProcess::decode_trace(const std::string& body) {
+  std::size_t at = 0;
+  auto passes = wire::get<std::uint64_t>(body, at);
+  auto steps = wire::get<std::uint64_t>(body, at);
+  std::istringstream in(body.substr(std::min(at, body.size())));
+  RunResult result;
+  try {
+    result.trace = read_jsonl(in, output_ + ".jsonl");
+  } catch (const TraceError& e) {
+    failed(std::string("it sent a trace that does not read back: ") + e.what());
+  }
+  result.stats = stats_of(result.trace, passes, steps);
+  int status = 0;
+  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) pid_ = -1;
+  return result;
+}
+
+RunResult TargetProcess::run(model::Chooser& chooser) { return decode_trace(expect(chooser, wire::Type::trace).body); }
+
+wire::Report TargetProcess::begin(model::Chooser& chooser) {
+  return wire::decode_report(expect(chooser, wire::Type::report).body);
+}
+
+wire::Report TargetProcess::step(model::Chooser& chooser) {
+  if (!wire::send(socket_, wire::Type::step, {})) failed("it ended before the run did");
+  return wire::decode_report(expect(chooser, wire::Type::report).body);
+}
+
+RunResult TargetProcess::finish(model::Chooser& chooser) {
+  if (!wire::send(socket_, wire::Type::finish, {})) failed("it ended before the run did");
+  return decode_trace(expect(chooser, wire::Type::trace).body);
+}
+
+RunResult run_target(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
+  std::optional<model::ReplayChooser> pinned;
+  std::optional<model::SeededChooser> seeded;
+  if (chooser == nullptr) {
+    chooser = !scenario.choices.empty() ? static_cast<model::Chooser*>(&pinned.emplace(scenario.choices))
+                                        : &seeded.emplace(scenario.seed);
+  }
+  TargetProcess process(scenario, arm, TargetMode::run);
+  return process.run(*chooser);
+}
+
+}  // namespace loopsim::sim

@@ -1,0 +1,62 @@
+// loopsim's end of a target run (docs/targets.md). A scenario's [target] program is started in
+// a process of its own with the POSIX seam preloaded; that process runs the simulation, with
+// the program's main() as its server thread, and this end answers its choices and reads back
+// what it reports. One process per execution: the program's globals start fresh every time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "model/choice.hpp"
+#include "sim/scenario.hpp"
+#include "sim/target_wire.hpp"
+#include "sim/trace.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::sim {
+
+enum class TargetMode : std::uint8_t {
+  run,    // the whole run at once (loopsim run, check)
+  steps,  // a step at a time, as the explorer drives it
+};
+
+class TargetProcess {
+ public:
+  // Starts the program. Throws ScenarioError at target.exec when it cannot be started: no seam
+  // library, a static binary, not an executable.
+  TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode);
+  TargetProcess(const TargetProcess&) = delete;
+  TargetProcess& operator=(const TargetProcess&) = delete;
+  ~TargetProcess();
+
+  // TargetMode::run: the whole run, every decision asked of `chooser`.
+  RunResult run(model::Chooser& chooser);
+  // TargetMode::steps: the state at the start, then after each step.
+  wire::Report begin(model::Chooser& chooser);
+  wire::Report step(model::Chooser& chooser);
+  RunResult finish(model::Chooser& chooser);
+
+  // Where the program's stdout and stderr went.
+  const std::string& output() const { return output_; }
+
+ private:
+  wire::Message expect(model::Chooser& chooser, wire::Type type);
+  RunResult decode_trace(const std::string& body);
+  [[noreturn]] void failed(const std::string& why);
+
+  const Scenario& scenario_;
+  pid_t pid_ = -1;
+  int socket_ = -1;
+  std::string output_;  // the path before ".stdout" and ".stderr"
+};
+
+// Where the next targets' stdout and stderr go: PREFIX.ARM.stdout and PREFIX.ARM.stderr. Empty
+// (the default): out/targets/NAME. `loopsim run --trace F` sets F without its extension.
+void set_target_output(const std::string& prefix);
+
+// The seam library preloaded into a target: $LOOPSIM_SEAM, else libloopsim_seam.so beside the
+// running executable.
+std::string seam_library();
+
+}  // namespace loopsim::sim
