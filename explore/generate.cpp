@@ -597,6 +597,12 @@ class Search {
   }
 
   GenerateResult run() {
+    for (const sim::Override& o : options_.overrides) {
+      if (o.key.rfind("target", 0) == 0)
+        throw sim::ScenarioError("--set:1:1: --set " + o.key + ": generate draws the built-in loop's knobs and what must hold "
+                                 "with its rules on; it does not draw scenarios for a [target] yet",
+                                 "run, check and explore take a target's scenario file (docs/targets.md)");
+    }
     // Validates --set once, so that a bad one is reported as the user wrote it.
     sim::parse_scenario("[[clients]]\nname = \"c\"\n", "--set", options_.overrides);
     rc::Random random(options_.seed);

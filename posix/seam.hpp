@@ -48,6 +48,7 @@ class Seam final : public sim::ForeignServer {
              const sim::Clients& clients) override;
   int listener() const override { return listener_; }
   std::uint64_t passes() const override { return passes_; }
+  std::uint64_t calls() const { return calls_; }  // calls the seam served
   std::int64_t open_connections() const override;
 
   // Whether the program listened on its port at all, for the error when it did not.
@@ -97,7 +98,9 @@ class Seam final : public sim::ForeignServer {
 
   // While the seam serves a call, the calls it makes itself go to libc.
   struct Inside {
-    explicit Inside(Seam& seam) : seam_(seam) { ++seam_.depth_; }
+    explicit Inside(Seam& seam) : seam_(seam) {
+      if (seam_.depth_++ == 0) ++seam_.calls_;
+    }
     ~Inside() { --seam_.depth_; }
     Seam& seam_;
   };
@@ -150,6 +153,7 @@ class Seam final : public sim::ForeignServer {
   bool listened_ = false;
   bool in_pass_ = false;
   std::uint64_t passes_ = 0;
+  std::uint64_t calls_ = 0;
 };
 
 // The Seam of this process, while a simulation runs in it; null otherwise.

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The seam's overhead: 10,000 requests over 100 keep-alive connections, served by the libuv
+# example (examples/libuv/uv_http.c, unmodified, under the POSIX seam) and by the built-in loop
+# in loopsim's own process, on the same scenario.
+#
+#   bench/seam_overhead.sh [--runs R] [--loopsim PATH]
+#
+# Each figure is the median of R runs (default 5) of `loopsim run` (wall, including starting
+# the target's process). Prints, for each side: wall ms, requests answered, wall per request;
+# then the ratio seam / built-in (target: within 3x) and the calls the seam served per request
+# (from the last line of the target's stderr). Exits 1 if a side did not answer every request.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+loopsim="$root/build/loopsim"
+runs=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="${2:?--runs needs a value}"; shift 2 ;;
+    --loopsim) loopsim="${2:?--loopsim needs a value}"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "seam_overhead: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -x "$loopsim" ] || { echo "seam_overhead: no loopsim at $loopsim (build it first)" >&2; exit 2; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# 100 connections, each asking 100 times, 1 ms apart.
+requests=$(for k in $(seq 0 99); do printf '{ at = "%dms", path = "/fast" }, ' $((10 + k)); done)
+clients=$(printf '[[clients]]\nname = "echo"\ncount = 100\nconnect_at = "10ms"\nkeep_alive = true\nrequests = [ %s]\n\n[[expect]]\nproperty = "answered"\n' "$requests")
+printf 'name = "echo-builtin"\nhorizon = "1s"\n\n%s' "$clients" >"$work/echo-builtin.toml"
+printf 'name = "echo-seam"\nhorizon = "1s"\n\n[target]\nexec = ["uv_http", "--port", "8080"]\nport = 8080\n\n%s' \
+  "$clients" >"$work/echo-seam.toml"
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+declare -A wall answered
+for side in builtin seam; do
+  times=()
+  for _ in $(seq "$runs"); do
+    start=$(date +%s%N)
+    out=$("$loopsim" run "$work/echo-$side.toml" --json --trace "$work/$side.jsonl")
+    status=$?
+    end=$(date +%s%N)
+    [ "$status" -eq 0 ] || { echo "seam_overhead: $side: exit $status" >&2; exit 1; }
+    times+=($(( (end - start) / 1000 )))
+  done
+  wall[$side]=$(printf '%s\n' "${times[@]}" | median)
+  answered[$side]=$(printf '%s' "$out" | grep -o '"answered": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+  [ "${answered[$side]}" = 10000 ] || { echo "seam_overhead: $side answered ${answered[$side]} of 10000" >&2; exit 1; }
+  printf '%-8s %8.1f ms wall  %5d answered  %6.2f us/request\n' "$side" \
+    "$(echo "${wall[$side]} / 1000" | bc -l)" "${answered[$side]}" "$(echo "${wall[$side]} / ${answered[$side]}" | bc -l)"
+done
+calls=$(grep -o 'loopsim seam: [0-9]*' "$work/seam.base.stderr" | grep -o '[0-9]*$')
+printf 'ratio seam/builtin: %.2f (target: at most 3)\n' "$(echo "${wall[seam]} / ${wall[builtin]}" | bc -l)"
+printf 'seam calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
