@@ -1,5 +1,7 @@
 #include "model/choice.hpp"
 
+#include <sstream>
+
 #include "realloop/assert.hpp"
 
 namespace loopsim::model {
@@ -31,6 +33,32 @@ std::uint32_t SeededChooser::choose(ChoiceKind, std::uint32_t options) {
   std::uint64_t x = next();
   while (x >= limit) x = next();
   return std::uint32_t(x % options);
+}
+
+std::string ReplayChooser::portable() const {
+  if (next_ != 0) return {};  // only a fresh one: its divergences are counted here
+  std::string text = "replay";
+  for (const Choice& c : record_) {
+    text += " " + std::to_string(int(c.kind)) + " " + std::to_string(c.options) + " " + std::to_string(c.pick);
+  }
+  return text;
+}
+
+std::unique_ptr<Chooser> rebuild_chooser(const std::string& text) {
+  std::istringstream in(text);
+  std::string what;
+  in >> what;
+  if (what == "seeded") {
+    std::uint64_t state = 0;
+    if (in >> state) return std::make_unique<SeededChooser>(state);
+    return nullptr;
+  }
+  if (what != "replay") return nullptr;
+  std::vector<Choice> record;
+  int kind = 0;
+  std::uint32_t options = 0, pick = 0;
+  while (in >> kind >> options >> pick) record.push_back(Choice{ChoiceKind(kind), options, pick});
+  return std::make_unique<ReplayChooser>(std::move(record));
 }
 
 std::string choice_text(const Choice& choice) {

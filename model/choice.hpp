@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,13 +33,21 @@ class Chooser {
   // Picks one of `options` (>= 2) alternatives. Index 0 is the natural one: the first scheduled,
   // no fault, no slack.
   virtual std::uint32_t choose(ChoiceKind kind, std::uint32_t options) = 0;
+  // A description from which another process can rebuild this chooser as it is now, to make
+  // the same decisions without asking (a target's process, sim/target.hpp); empty when the
+  // decisions depend on more than the calls (the explorer's).
+  virtual std::string portable() const { return {}; }
 };
+
+// The chooser a portable() text describes; null for text that describes none.
+std::unique_ptr<Chooser> rebuild_chooser(const std::string& text);
 
 // Uniform picks from SplitMix64 seeded with the scenario's seed. No other source of randomness.
 class SeededChooser final : public Chooser {
  public:
   explicit SeededChooser(std::uint64_t seed) : state_(seed) {}
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
+  std::string portable() const override { return "seeded " + std::to_string(state_); }
 
  private:
   std::uint64_t next();
@@ -58,6 +67,7 @@ class ReplayChooser final : public Chooser {
  public:
   explicit ReplayChooser(std::vector<Choice> record) : record_(std::move(record)) {}
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
+  std::string portable() const override;
   std::size_t divergences() const { return divergences_; }
   bool exhausted() const { return next_ >= record_.size(); }
   // Where the run first left the record, for a person: "choice 7 of 12 is order:3:1, but the

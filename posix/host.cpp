@@ -12,6 +12,7 @@
 #include "model/choice.hpp"
 #include "posix/seam.hpp"
 #include "sim/target_wire.hpp"
+#include "sim/trace_codec.hpp"
 #include "sim/world.hpp"
 
 #define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -66,9 +67,7 @@ void send_trace(int host, const sim::RunResult& result) {
   std::string body;
   wire::put(body, result.stats.passes);
   wire::put(body, result.stats.steps);
-  std::ostringstream out;
-  sim::write_jsonl(result.trace, out);
-  body += out.str();
+  body += sim::encode_trace(result.trace);
   if (!wire::send(host, wire::Type::trace, body)) leave(2);
 }
 
@@ -111,10 +110,11 @@ int host_main(int argc, char** argv, char** envp) {
   std::optional<wire::Message> start = wire::receive(host);
   if (!start || start->type != wire::Type::start) leave(2);
   std::istringstream in(start->body);
-  std::string mode, arm, file;
+  std::string mode, arm, file, portable;
   std::getline(in, mode);
   std::getline(in, arm);
   std::getline(in, file);
+  std::getline(in, portable);
   std::string text = start->body.substr(std::min<std::size_t>(std::size_t(in.tellg()), start->body.size()));
 
   try {
@@ -126,8 +126,9 @@ int host_main(int argc, char** argv, char** envp) {
       return made;
     });
     RemoteChooser chooser(host);
+    std::unique_ptr<model::Chooser> local = model::rebuild_chooser(portable);  // decides here, unasked
     if (mode == "run") {
-      sim::RunResult result = sim::run(scenario, arm, &chooser);
+      sim::RunResult result = sim::run(scenario, arm, local ? local.get() : &chooser);
       check_listened(host, seam, scenario);
       tell_calls(seam);
       send_trace(host, result);

@@ -233,8 +233,12 @@ long Seam::listen(int fd, int backlog) {
   std::uint16_t port = f.port;
   kernel_->close(f.sim);
   int sim = kernel_->listen(ListenSpec{"127.0.0.1", port, std::max(backlog, 0)});
-  if (sim < 0) {  // out of descriptors after all: the socket is gone, as its slot was
-    forget(fd);
+  if (sim < 0) {  // out of descriptors after all: the socket stays unbound, as Linux's would
+    f.sim = kernel_->file_open();  // the number it just gave up, lowest free
+    if (f.sim >= 0) {
+      if (std::size_t(f.sim) >= by_sim_.size()) by_sim_.resize(std::size_t(f.sim) + 1, -1);
+      by_sim_[std::size_t(f.sim)] = fd;
+    }
     return failed(sim);
   }
   f.kind = Kind::listener;
@@ -415,7 +419,7 @@ long Seam::close(int fd) {
   if (f.kind == Kind::socket) {
     trace_->events.push_back(sim::ev::Close{now(), 0, fd, client_of(fd)});
     rc = f.linger_zero ? kernel_->abort(f.sim) : kernel_->close(f.sim);
-  } else {
+  } else if (f.sim >= 0) {
     if (f.kind == Kind::listener && f.sim == listener_) listener_ = -1;
     rc = kernel_->close(f.sim);
   }
@@ -476,20 +480,28 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   in_pass_ = true;
   ++passes_;
   trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
-  std::vector<PollEvent> ready(static_cast<std::size_t>(max));
-  int n = kernel_->wait(p.sim, ready, timeout);
+  scratch_.resize(static_cast<std::size_t>(max));
+  Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
+  int n = 0, out = 0;
   sim::ev::Events seen{now(), 0, passes_, {}};
-  int out = 0;
-  for (int i = 0; i < std::max(n, 0); ++i) {
-    int fd = process_fd(ready[std::size_t(i)].fd);
-    auto it = p.watched.find(fd);
-    if (it == p.watched.end()) continue;
-    std::uint32_t bits = reported(ready[std::size_t(i)].ready, it->second.events);
-    if (bits == 0) continue;
-    events[out].events = bits;
-    events[out].data = it->second.data;
-    ++out;
-    seen.fds.push_back(fd);
+  for (;;) {
+    Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
+    n = kernel_->wait(p.sim, scratch_, left);
+    seen.t = now();
+    for (int i = 0; i < std::max(n, 0); ++i) {
+      int fd = process_fd(scratch_[std::size_t(i)].fd);
+      auto it = p.watched.find(fd);
+      if (it == p.watched.end()) continue;
+      std::uint32_t bits = reported(scratch_[std::size_t(i)].ready, it->second.events);
+      if (bits == 0) continue;
+      events[out].events = bits;
+      events[out].data = it->second.data;
+      ++out;
+      seen.fds.push_back(fd);
+    }
+    // Linux reports nothing a registration did not ask for, and does not wake the waiter for
+    // it: a wait that may still block goes on waiting.
+    if (out > 0 || n <= 0 || left == Nanos(0)) break;
   }
   trace_->events.push_back(std::move(seen));
   return n < 0 ? failed(n) : out;

@@ -145,6 +145,7 @@ class Seam final : public sim::ForeignServer {
   int depth_ = 0;
   int anchor_ = -1;   // the real descriptor placeholders are copied from
   int blocker_ = -1;  // a simulated poller for blocking calls, made when one is first needed
+  std::vector<PollEvent> scratch_;   // a wait's events, reused
   std::vector<Fd> fds_;              // by the program's descriptor number
   std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
   std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sim/trace_reader.hpp"
+#include "sim/trace_codec.hpp"
 
 extern char** environ;
 
@@ -133,8 +133,9 @@ std::string text_for(const Scenario& scenario) {
 
 }  // namespace
 
-TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode)
-    : scenario_(scenario), output_(output_for(scenario, arm)) {
+TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode,
+                             const std::string& chooser)
+    : local_(!chooser.empty()), scenario_(scenario), output_(output_for(scenario, arm)) {
   const TargetSpec& target = *scenario.target;
   const std::string where = scenario.position_of({"target.exec"});
   if (std::string why = unfit_program(target.program); !why.empty())
@@ -205,7 +206,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     throw std::runtime_error(std::string("target: fork: ") + std::strerror(fork_error));
   }
   std::string start = std::string(mode == TargetMode::run ? "run" : "steps") + "\n" + arm + "\n" +
-                      scenario.file + "\n" + text_for(scenario);
+                      scenario.file + "\n" + chooser + "\n" + text_for(scenario);
   if (!wire::send(socket_, wire::Type::start, start)) failed("it ended before it was sent the scenario");
 }
 
@@ -265,15 +266,14 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
   }
 }
 
-RunResult TargetProcess::decode_trace(const std::string& body) {
+RunResult TargetProcess::take_trace(const std::string& body) {
   std::size_t at = 0;
   auto passes = wire::get<std::uint64_t>(body, at);
   auto steps = wire::get<std::uint64_t>(body, at);
-  std::istringstream in(body.substr(std::min(at, body.size())));
   RunResult result;
   try {
-    result.trace = read_jsonl(in, output_ + ".jsonl");
-  } catch (const TraceError& e) {
+    result.trace = sim::decode_trace(std::string_view(body).substr(std::min(at, body.size())));
+  } catch (const std::runtime_error& e) {
     failed(std::string("it sent a trace that does not read back: ") + e.what());
   }
   result.stats = stats_of(result.trace, passes, steps);
@@ -282,7 +282,22 @@ RunResult TargetProcess::decode_trace(const std::string& body) {
   return result;
 }
 
-RunResult TargetProcess::run(model::Chooser& chooser) { return decode_trace(expect(chooser, wire::Type::trace).body); }
+RunResult TargetProcess::run(model::Chooser& chooser) {
+  RunResult result = take_trace(expect(chooser, wire::Type::trace).body);
+  if (local_) agree(chooser, result.trace);
+  return result;
+}
+
+// The decisions the target's process made itself, put to loopsim's chooser in the same order:
+// it ends as if it had been asked (a replay counts its divergences), and must have picked alike.
+void TargetProcess::agree(model::Chooser& chooser, const Trace& trace) {
+  for (const TraceEvent& event : trace.events) {
+    const auto* c = std::get_if<ev::Choice>(&event);
+    if (c == nullptr) continue;
+    if (chooser.choose(model::ChoiceKind(c->kind), c->options) != c->pick)
+      failed("its process decided a choice otherwise than loopsim's chooser (a seam out of step with loopsim?)");
+  }
+}
 
 wire::Report TargetProcess::begin(model::Chooser& chooser) {
   return wire::decode_report(expect(chooser, wire::Type::report).body);
@@ -295,7 +310,7 @@ wire::Report TargetProcess::step(model::Chooser& chooser) {
 
 RunResult TargetProcess::finish(model::Chooser& chooser) {
   if (!wire::send(socket_, wire::Type::finish, {})) failed("it ended before the run did");
-  return decode_trace(expect(chooser, wire::Type::trace).body);
+  return take_trace(expect(chooser, wire::Type::trace).body);
 }
 
 RunResult run_target(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
@@ -305,7 +320,7 @@ RunResult run_target(const Scenario& scenario, const std::string& arm, model::Ch
     chooser = !scenario.choices.empty() ? static_cast<model::Chooser*>(&pinned.emplace(scenario.choices))
                                         : &seeded.emplace(scenario.seed);
   }
-  TargetProcess process(scenario, arm, TargetMode::run);
+  TargetProcess process(scenario, arm, TargetMode::run, chooser->portable());
   return process.run(*chooser);
 }
 

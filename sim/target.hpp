@@ -25,12 +25,16 @@ class TargetProcess {
  public:
   // Starts the program. Throws ScenarioError at target.exec when it cannot be started: no seam
   // library, a static binary, not an executable.
-  TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode);
+  // `chooser`, if given, is a portable chooser's text (model::Chooser::portable): the target's
+  // process then decides by it itself, and run() checks the decisions afterwards.
+  TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode,
+                const std::string& chooser = {});
   TargetProcess(const TargetProcess&) = delete;
   TargetProcess& operator=(const TargetProcess&) = delete;
   ~TargetProcess();
 
-  // TargetMode::run: the whole run, every decision asked of `chooser`.
+  // TargetMode::run: the whole run, every decision asked of `chooser`, or made by the target's
+  // process with the chooser it was given and then put to `chooser`, which must agree.
   RunResult run(model::Chooser& chooser);
   // TargetMode::steps: the state at the start, then after each step.
   wire::Report begin(model::Chooser& chooser);
@@ -42,7 +46,9 @@ class TargetProcess {
 
  private:
   wire::Message expect(model::Chooser& chooser, wire::Type type);
-  RunResult decode_trace(const std::string& body);
+  RunResult take_trace(const std::string& body);
+  void agree(model::Chooser& chooser, const Trace& trace);
+  bool local_ = false;
   [[noreturn]] void failed(const std::string& why);
 
   const Scenario& scenario_;
