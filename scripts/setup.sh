@@ -24,4 +24,14 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "setup: installing ${missing[*]}"
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+# nginx-light's package would start nginx as a service on port 80 (and fail to install where
+# the port is taken): loopsim only runs the binary, so services are not started meanwhile.
+policy=/usr/sbin/policy-rc.d
+made_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && made_policy=1
+fi
+status=0
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" || status=$?
+[ -z "$made_policy" ] || $sudo rm -f "$policy"
+exit "$status"
