@@ -177,13 +177,20 @@ int explore_file(const ExploreArgs& args) {
   if (options.progress) std::cerr << '\n';
 
   std::string cex_path, removed, worst_path;
+  // A target's program by the path found here: the file written may live in another folder.
+  std::vector<sim::Override> written = overrides;
+  if (scenario.target) {
+    std::vector<std::string> exec = scenario.target->exec;
+    exec.front() = scenario.target->program;
+    written.push_back(sim::Override{"target.exec", sim::toml_strings(exec)});
+  }
   if (result.worst) {
     worst_path = args.out + "/" + scenario.name + "-worst.toml";
     std::ofstream(worst_path) << "# loopsim explore --maximize " << args.maximize << ": the worst of "
                               << result.judged << " executions measured " << result.worst->verdict.measured
                               << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "")
                               << "\n# replay: loopsim run " << worst_path << "\n"
-                              << sim::pinned_scenario(text, args.file, arm, overrides, result.worst->choices);
+                              << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices);
   }
   if (result.counterexample && args.shrink) {
     auto counts = explore::shrink(scenario, costs, options);
@@ -214,7 +221,7 @@ int explore_file(const ExploreArgs& args) {
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";
     std::ofstream(cex_path) << "# loopsim explore found this: " << cex.detail << "\n# replay: loopsim run "
-                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, overrides, cex.choices, shrunk_counts);
+                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts);
     write_dot(stem + ".dot", cex);
   }
   nlohmann::ordered_json doc;

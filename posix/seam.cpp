@@ -137,6 +137,7 @@ void Seam::refuse(const std::string& call, int fd, const std::string& why) {
 }
 
 void Seam::exited(int status) {
+  ended_ = true;
   {
     Inside inside(*this);
     for (int fd = 0; fd < int(fds_.size()); ++fd) {

@@ -49,6 +49,7 @@ class Seam final : public sim::ForeignServer {
   int listener() const override { return listener_; }
   std::uint64_t passes() const override { return passes_; }
   std::uint64_t calls() const { return calls_; }  // calls the seam served
+  bool settled() const override { return passes_ > 0 || ended_; }
   std::int64_t open_connections() const override;
 
   // Whether the program listened on its port at all, for the error when it did not.
@@ -155,6 +156,7 @@ class Seam final : public sim::ForeignServer {
   bool in_pass_ = false;
   std::uint64_t passes_ = 0;
   std::uint64_t calls_ = 0;
+  bool ended_ = false;  // main() returned, or the program called exit
 };
 
 // The Seam of this process, while a simulation runs in it; null otherwise.

@@ -130,6 +130,21 @@ TEST_CASE("seam: real and simulated descriptors never collide, clocks are virtua
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: a target's trace renders as a pass timeline and a Chrome trace") {
+  std::string out = loopsim::testing::temp_path("seam-render");
+  std::filesystem::create_directories(out);
+  auto run = loopsim::testing::run_loopsim("run " + source + "/examples/libevent/ev-burst.toml --arm one-accept-per-event"
+                                           " --trace " + out + "/ev.jsonl --timeline " + out + "/ev.dot --chrome-trace " + out +
+                                           "/ev.json", true);
+  REQUIRE(run.status == 0);
+  std::string dot = file_text(out + "/ev.dot");
+  CHECK(dot.find("ev-burst") != std::string::npos);
+  CHECK(dot.find("pass 5") != std::string::npos);             // the five waits
+  CHECK(dot.find("still waiting") != std::string::npos);       // the last wait, blocked at the end
+  CHECK(file_text(out + "/ev.json").find("\"traceEvents\"") != std::string::npos);
+  CHECK(std::filesystem::exists(out + "/ev.one-accept-per-event.stderr"));  // beside the trace
+}
+
 TEST_CASE("seam: the explorer searches a target, and its counterexample replays") {
   std::string out = loopsim::testing::temp_path("seam-explore");
   auto found = loopsim::testing::run_loopsim(
@@ -140,6 +155,25 @@ TEST_CASE("seam: the explorer searches a target, and its counterexample replays"
   CHECK(loopsim::testing::run_loopsim("run " + cex, true).status == 1);
   auto clean = loopsim::testing::run_loopsim("explore " + source + "/examples/libevent/ev-burst.toml --depth 8", true);
   CHECK(clean.status == 0);  // the fixed variant: nothing found, exhaustively within the depth
+}
+
+TEST_CASE("seam: generate draws workloads for a target, finds the strand, and the fixed variant holds") {
+  std::string out = loopsim::testing::temp_path("seam-generate");
+  std::string target = " --set target.port=8080 --set 'target.exec=[\"ev_http\",\"--port\",\"8080\"";
+  auto found = loopsim::testing::run_loopsim("generate --runs 30 --seed 1 --out " + out + target + "]'", true);
+  REQUIRE(found.status == 1);
+  CHECK(found.output.find("answered") != std::string::npos);
+  std::string written;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    std::string name = entry.path().string();
+    if (name.ends_with(".toml") && name.find("-original") == std::string::npos) written = name;
+  }
+  REQUIRE(!written.empty());
+  CHECK(file_text(written).find("[target]") != std::string::npos);
+  CHECK(file_text(written).find("[loop]") == std::string::npos);  // a target draws no loop knobs
+  CHECK(loopsim::testing::run_loopsim("run " + written, true).status == 1);
+  auto fixed = loopsim::testing::run_loopsim("generate --runs 30 --seed 1" + target + ",\"--fixed\"]'", true);
+  CHECK(fixed.status == 0);
 }
 
 #endif

@@ -210,6 +210,7 @@ class Foreign final : public Server {
           Trace& trace, const Clients& clients)
       : server_(std::move(server)), scheduler_(scheduler), kernel_(kernel), trace_(trace), clients_(clients) {}
   void start() override { server_->start(scheduler_, kernel_, trace_, clients_); }
+  bool settled() const { return server_->settled(); }
   int listener() const override { return server_->listener(); }
   std::size_t handoffs_pending() const override { return 0; }
   void digest(model::Digest& d, Nanos) const override { server_->digest(d); }
@@ -374,7 +375,16 @@ struct World::Impl {
     if (symmetry) scheduler.set_twins([this](const model::Tag& tag) { return clients.twin_class(tag); });
     if (scenario.target) {
       if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
-      process = std::make_unique<Foreign>(foreign_factory()(scenario), scheduler, kernel, trace, clients);
+      auto foreign = std::make_unique<Foreign>(foreign_factory()(scenario), scheduler, kernel, trace, clients);
+      // The program starts before the clients' time 0, as the built-in loop is made before it:
+      // it runs until its first wait, or until it sleeps or ends.
+      foreign->start();
+      while (!foreign->settled() && scheduler.step(Nanos(1))) {
+      }
+      process = std::move(foreign);
+      schedule_faults(scenario, scheduler, kernel, clients, trace);
+      clients.schedule(scenario.clients);
+      return;
     } else {
       auto loops = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
       schedule_posters(scenario, scheduler, kernel, *loops, trace);

@@ -90,6 +90,9 @@ class ForeignServer {
   // The kernel's descriptor of the listener on the target's port, or -1 before it listens.
   virtual int listener() const = 0;
   virtual std::uint64_t passes() const = 0;  // waits for events
+  // The program has reached its first wait (or ended): it is up, as the built-in loop is once
+  // made. A run lets it start before anything else happens at time 0.
+  virtual bool settled() const = 0;
   virtual std::int64_t open_connections() const = 0;
   // The program's memory is not part of a state digest: only what the kernel holds for it.
   virtual void digest(model::Digest&) const {}
