@@ -574,19 +574,24 @@ std::string livelock_detail(const Judged& j, const StepBudget& budget, bool at_i
 
 namespace {
 
+// The verdicts of a whole run: the properties violated, the first one's detail.
+void judge_trace(Judged& j, const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
+  j.virtual_time = trace.horizon;
+  for (const checker::Verdict& v : checker::evaluate(trace, scenario.expect, costs)) {
+    if (v.held) continue;
+    if (j.violated.empty()) j.detail = v.property + ": " + v.detail;
+    j.violated.push_back(v.property);
+  }
+  if (!j.violated.empty()) j.verdict = Judged::Verdict::violated;
+}
+
 // A target runs in its own process (sim/target.hpp), to its horizon: no step budget, but loopsim
 // gives up on a process that says nothing for 120 s, and a run limit stops a runaway trace.
 Judged judge_target(const sim::Scenario& scenario, const checker::Costs& costs) {
   Judged j;
   sim::RunResult run = sim::run(scenario, "base");
   j.steps = run.stats.steps;
-  j.virtual_time = run.trace.horizon;
-  for (const checker::Verdict& v : checker::evaluate(run.trace, scenario.expect, costs)) {
-    if (v.held) continue;
-    if (j.violated.empty()) j.detail = v.property + ": " + v.detail;
-    j.violated.push_back(v.property);
-  }
-  if (!j.violated.empty()) j.verdict = Judged::Verdict::violated;
+  judge_trace(j, run.trace, scenario, costs);
   return j;
 }
 
@@ -618,13 +623,7 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
     return j;
   }
   sim::RunResult run = world.finish();
-  j.virtual_time = run.trace.horizon;
-  for (const checker::Verdict& v : checker::evaluate(run.trace, held->scenario.expect, costs)) {
-    if (v.held) continue;
-    if (j.violated.empty()) j.detail = v.property + ": " + v.detail;
-    j.violated.push_back(v.property);
-  }
-  if (!j.violated.empty()) j.verdict = Judged::Verdict::violated;
+  judge_trace(j, run.trace, held->scenario, costs);
   return j;
 }
 
