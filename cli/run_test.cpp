@@ -94,3 +94,27 @@ TEST_CASE("a bad --set and a missing file exit 2") {
   CHECK(run_cli("run " + scenario + " --arm no-such-arm").status == 2);
   CHECK(run_cli("frobnicate").status == 2);
 }
+
+TEST_CASE("run shows a time that could not be measured as none, not as a negative time") {
+  std::string path = write_temp("never-answered.toml", R"(horizon = "1s"
+[loop]
+max_connections = 1
+[[clients]]
+name = "holder"
+keep_alive = true
+requests = [{ at = "0ms", path = "/fast" }]
+[[clients]]
+name = "late"
+connect_at = "10ms"
+requests = [{ at = "10ms", path = "/fast" }]
+[[expect]]
+property = "latency"
+of = "late"
+max = "10ms"
+)");
+  Outcome o = run_cli("run " + path);
+  CHECK(o.status == 1);
+  CHECK(o.output.find("latency              late    none") != std::string::npos);
+  CHECK(o.output.find("-0.0 ms") == std::string::npos);
+  CHECK(o.output.find("\"late\" was never answered") != std::string::npos);
+}

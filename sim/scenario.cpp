@@ -456,9 +456,12 @@ void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
     case FaultSpec::Kind::accept_error:
       need("errno", R"(errno = "EMFILE")");
       for (auto key : {"value", "of"}) refuse(key);
-      if (table.contains("nth") == table.contains("at"))
+      if (!table.contains("nth") && !table.contains("at"))
         c.fail(table.source(), "an accept_error fault needs either nth or at (with until)",
                R"(e.g. nth = 3, or at = "1s" and until = "2s")");
+      if (table.contains("nth") && table.contains("at"))
+        c.fail(table.get("at")->source(), "an accept_error fault takes nth or at, not both",
+               "nth picks one accept call; at and until a window of them: keep one");
       if (table.contains("at")) need("until", R"(until = "2s")");
       if (table.contains("at") && f.until <= f.at)
         c.fail(table.get("until")->source(), "until must come after at", "make the window non-empty");

@@ -420,6 +420,8 @@ TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
   };
   CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\n"),
              Catch::Contains("needs either nth or at"));
+  CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nnth = 2\nat = \"1s\"\nuntil = \"2s\"\n"),
+             Catch::Contains("t.toml:7:6: an accept_error fault takes nth or at, not both"));
   CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\n"), Catch::Contains("needs value"));
   CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\nvalue = 3\nof = \"burst\"\n"),
              Catch::StartsWith("t.toml:7:6: of means nothing to a rlimit fault"));
