@@ -26,7 +26,7 @@ namespace wire = sim::wire;
 int (*program_main)(int, char**, char**) = nullptr;
 
 [[noreturn]] void leave(int status) {
-  real<void(int)>("_exit")(status);
+  real<void(int), "_exit">()(status);
   __builtin_unreachable();
 }
 
@@ -50,9 +50,7 @@ class RemoteChooser final : public model::Chooser {
 };
 
 void fail(int host, wire::Failure failure, const std::string& message) {
-  std::string body(1, char(failure));
-  body += message;
-  wire::send(host, wire::Type::error, body);
+  wire::send_failure(host, failure, message);
   leave(failure == wire::Failure::limit ? 3 : 2);
 }
 
@@ -60,7 +58,7 @@ void fail(int host, wire::Failure failure, const std::string& message) {
 void tell_calls(const Seam* seam) {
   if (seam == nullptr) return;
   std::string line = "loopsim seam: " + std::to_string(seam->calls()) + " calls served\n";
-  real<ssize_t(int, const void*, size_t)>("write")(2, line.data(), line.size());
+  real<ssize_t(int, const void*, size_t), "write">()(2, line.data(), line.size());
 }
 
 void send_trace(int host, const sim::RunResult& result) {
@@ -93,9 +91,9 @@ wire::Report report_of(const sim::World& world, bool stepped) {
 // The real process may need many descriptors: each simulated one has a placeholder.
 void raise_descriptor_limit() {
   rlimit limit{};
-  if (real<int(int, rlimit*)>("getrlimit")(RLIMIT_NOFILE, &limit) != 0) return;
+  if (real<int(int, rlimit*), "getrlimit">()(RLIMIT_NOFILE, &limit) != 0) return;
   limit.rlim_cur = limit.rlim_max;
-  real<int(int, const rlimit*)>("setrlimit")(RLIMIT_NOFILE, &limit);
+  real<int(int, const rlimit*), "setrlimit">()(RLIMIT_NOFILE, &limit);
 }
 
 int host_main(int argc, char** argv, char** envp) {
@@ -104,7 +102,7 @@ int host_main(int argc, char** argv, char** envp) {
   int host = std::atoi(inherited);
   ::unsetenv("LOOPSIM_SEAM_FD");
   ::unsetenv("LD_PRELOAD");
-  real<int(int, int, ...)>("fcntl")(host, F_SETFD, FD_CLOEXEC);
+  real<int(int, int, ...), "fcntl">()(host, F_SETFD, FD_CLOEXEC);
   raise_descriptor_limit();
 
   std::optional<wire::Message> start = wire::receive(host);
@@ -171,6 +169,6 @@ SEAM_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, ch
                                   void (*fini)(), void (*rtld_fini)(), void* stack_end) {
   loopsim::posix::program_main = main;
   using Start = int(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
-  return loopsim::posix::real<Start>("__libc_start_main")(loopsim::posix::host_main, argc, argv, init, fini,
+  return loopsim::posix::real<Start, "__libc_start_main">()(loopsim::posix::host_main, argc, argv, init, fini,
                                                            rtld_fini, stack_end);
 }

@@ -98,7 +98,7 @@ bool any_owned(const pollfd* fds, nfds_t n) {
 
 SEAM_EXPORT int socket(int domain, int type, int protocol) noexcept {
   if (making()) return int(result(current->socket(domain, type)));
-  return real<int(int, int, int)>("socket")(domain, type, protocol);
+  return real<int(int, int, int), "socket">()(domain, type, protocol);
 }
 
 SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexcept {
@@ -106,32 +106,32 @@ SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexc
     errno = EOPNOTSUPP;
     return -1;
   }
-  return real<int(int, int, int, int*)>("socketpair")(domain, type, protocol, fds);
+  return real<int(int, int, int, int*), "socketpair">()(domain, type, protocol, fds);
 }
 
 SEAM_EXPORT int epoll_create(int size) noexcept {
   if (making()) return size <= 0 ? int(result(-EINVAL)) : int(result(current->poller_create()));
-  return real<int(int)>("epoll_create")(size);
+  return real<int(int), "epoll_create">()(size);
 }
 
 SEAM_EXPORT int epoll_create1(int flags) noexcept {
   if (making()) return int(result(current->poller_create()));
-  return real<int(int)>("epoll_create1")(flags);
+  return real<int(int), "epoll_create1">()(flags);
 }
 
 SEAM_EXPORT int eventfd(unsigned int count, int flags) noexcept {
   if (making()) return int(result(current->eventfd(count, flags)));
-  return real<int(unsigned int, int)>("eventfd")(count, flags);
+  return real<int(unsigned int, int), "eventfd">()(count, flags);
 }
 
 SEAM_EXPORT int pipe2(int fds[2], int flags) noexcept {
   if (making()) return int(result(current->pipe(fds, flags)));
-  return real<int(int*, int)>("pipe2")(fds, flags);
+  return real<int(int*, int), "pipe2">()(fds, flags);
 }
 
 SEAM_EXPORT int pipe(int fds[2]) noexcept {
   if (making()) return int(result(current->pipe(fds, 0)));
-  return real<int(int*)>("pipe")(fds);
+  return real<int(int*), "pipe">()(fds);
 }
 
 // Real files pass through, and take a simulated number too, so that the descriptor limit
@@ -162,110 +162,110 @@ SEAM_EXPORT int open(const char* path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(const char*, int, ...)>("open")(path, flags, mode); });
+  return opened([&] { return real<int(const char*, int, ...), "open">()(path, flags, mode); });
 }
 SEAM_EXPORT int open64(const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(const char*, int, ...)>("open64")(path, flags, mode); });
+  return opened([&] { return real<int(const char*, int, ...), "open64">()(path, flags, mode); });
 }
 SEAM_EXPORT int openat(int dir, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(int, const char*, int, ...)>("openat")(dir, path, flags, mode); });
+  return opened([&] { return real<int(int, const char*, int, ...), "openat">()(dir, path, flags, mode); });
 }
 SEAM_EXPORT int openat64(int dir, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(int, const char*, int, ...)>("openat64")(dir, path, flags, mode); });
+  return opened([&] { return real<int(int, const char*, int, ...), "openat64">()(dir, path, flags, mode); });
 }
 SEAM_EXPORT int __open_2(const char* path, int flags) {
-  return opened([&] { return real<int(const char*, int)>("__open_2")(path, flags); });
+  return opened([&] { return real<int(const char*, int), "__open_2">()(path, flags); });
 }
 SEAM_EXPORT int __open64_2(const char* path, int flags) {
-  return opened([&] { return real<int(const char*, int)>("__open64_2")(path, flags); });
+  return opened([&] { return real<int(const char*, int), "__open64_2">()(path, flags); });
 }
 SEAM_EXPORT int __openat_2(int dir, const char* path, int flags) {
-  return opened([&] { return real<int(int, const char*, int)>("__openat_2")(dir, path, flags); });
+  return opened([&] { return real<int(int, const char*, int), "__openat_2">()(dir, path, flags); });
 }
 SEAM_EXPORT int __openat64_2(int dir, const char* path, int flags) {
-  return opened([&] { return real<int(int, const char*, int)>("__openat64_2")(dir, path, flags); });
+  return opened([&] { return real<int(int, const char*, int), "__openat64_2">()(dir, path, flags); });
 }
 
 // ---- sockets ----
 
 SEAM_EXPORT int bind(int fd, const sockaddr* address, socklen_t length) noexcept {
   if (owned(fd)) return int(result(current->bind(fd, address, length)));
-  return real<int(int, const sockaddr*, socklen_t)>("bind")(fd, address, length);
+  return real<int(int, const sockaddr*, socklen_t), "bind">()(fd, address, length);
 }
 
 SEAM_EXPORT int listen(int fd, int backlog) noexcept {
   if (owned(fd)) return int(result(current->listen(fd, backlog)));
-  return real<int(int, int)>("listen")(fd, backlog);
+  return real<int(int, int), "listen">()(fd, backlog);
 }
 
 SEAM_EXPORT int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
   if (owned(fd)) return int(result(current->accept(fd, address, length, flags)));
-  return real<int(int, sockaddr*, socklen_t*, int)>("accept4")(fd, address, length, flags);
+  return real<int(int, sockaddr*, socklen_t*, int), "accept4">()(fd, address, length, flags);
 }
 
 SEAM_EXPORT int accept(int fd, sockaddr* address, socklen_t* length) {
   if (owned(fd)) return int(result(current->accept(fd, address, length, 0)));
-  return real<int(int, sockaddr*, socklen_t*)>("accept")(fd, address, length);
+  return real<int(int, sockaddr*, socklen_t*), "accept">()(fd, address, length);
 }
 
 SEAM_EXPORT int connect(int fd, const sockaddr* address, socklen_t length) {
   if (owned(fd)) current->refuse("connect", fd, "outbound connections are not simulated yet");
-  return real<int(int, const sockaddr*, socklen_t)>("connect")(fd, address, length);
+  return real<int(int, const sockaddr*, socklen_t), "connect">()(fd, address, length);
 }
 
 SEAM_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
   if (owned(fd)) return int(result(current->setsockopt(fd, level, name, value, length)));
-  return real<int(int, int, int, const void*, socklen_t)>("setsockopt")(fd, level, name, value, length);
+  return real<int(int, int, int, const void*, socklen_t), "setsockopt">()(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockopt(int fd, int level, int name, void* value, socklen_t* length) noexcept {
   if (owned(fd)) return int(result(current->getsockopt(fd, level, name, value, length)));
-  return real<int(int, int, int, void*, socklen_t*)>("getsockopt")(fd, level, name, value, length);
+  return real<int(int, int, int, void*, socklen_t*), "getsockopt">()(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockname(int fd, sockaddr* address, socklen_t* length) noexcept {
   if (owned(fd)) return int(result(current->sockname(fd, address, length, false)));
-  return real<int(int, sockaddr*, socklen_t*)>("getsockname")(fd, address, length);
+  return real<int(int, sockaddr*, socklen_t*), "getsockname">()(fd, address, length);
 }
 
 SEAM_EXPORT int getpeername(int fd, sockaddr* address, socklen_t* length) noexcept {
   if (owned(fd)) return int(result(current->sockname(fd, address, length, true)));
-  return real<int(int, sockaddr*, socklen_t*)>("getpeername")(fd, address, length);
+  return real<int(int, sockaddr*, socklen_t*), "getpeername">()(fd, address, length);
 }
 
 SEAM_EXPORT int shutdown(int fd, int how) noexcept {
   if (owned(fd)) return int(result(current->shutdown(fd, how)));
-  return real<int(int, int)>("shutdown")(fd, how);
+  return real<int(int, int), "shutdown">()(fd, how);
 }
 
 // ---- reading and writing ----
 
 SEAM_EXPORT ssize_t read(int fd, void* buffer, size_t size) {
   if (owned(fd)) return result(current->read(fd, buffer, size, false));
-  return real<ssize_t(int, void*, size_t)>("read")(fd, buffer, size);
+  return real<ssize_t(int, void*, size_t), "read">()(fd, buffer, size);
 }
 SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t) { return read(fd, buffer, size); }
 
 SEAM_EXPORT ssize_t write(int fd, const void* buffer, size_t size) {
   if (owned(fd)) return result(current->write(fd, buffer, size, false));
-  return real<ssize_t(int, const void*, size_t)>("write")(fd, buffer, size);
+  return real<ssize_t(int, const void*, size_t), "write">()(fd, buffer, size);
 }
 
 SEAM_EXPORT ssize_t recv(int fd, void* buffer, size_t size, int flags) {
   if (owned(fd)) return read_socket(fd, buffer, size, flags);
-  return real<ssize_t(int, void*, size_t, int)>("recv")(fd, buffer, size, flags);
+  return real<ssize_t(int, void*, size_t, int), "recv">()(fd, buffer, size, flags);
 }
 SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t, int flags) {
   return recv(fd, buffer, size, flags);
@@ -277,7 +277,7 @@ SEAM_EXPORT ssize_t recvfrom(int fd, void* buffer, size_t size, int flags, socka
     if (n >= 0 && address != nullptr) current->sockname(fd, address, length, true);
     return n;
   }
-  return real<ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*)>("recvfrom")(fd, buffer, size, flags, address,
+  return real<ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*), "recvfrom">()(fd, buffer, size, flags, address,
                                                                                    length);
 }
 SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t, int flags, sockaddr* address,
@@ -287,13 +287,13 @@ SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t, in
 
 SEAM_EXPORT ssize_t send(int fd, const void* buffer, size_t size, int flags) {
   if (owned(fd)) return write_socket(fd, buffer, size, flags);
-  return real<ssize_t(int, const void*, size_t, int)>("send")(fd, buffer, size, flags);
+  return real<ssize_t(int, const void*, size_t, int), "send">()(fd, buffer, size, flags);
 }
 
 SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
                            socklen_t length) {
   if (owned(fd)) return write_socket(fd, buffer, size, flags);
-  return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t)>("sendto")(fd, buffer, size, flags,
+  return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t), "sendto">()(fd, buffer, size, flags,
                                                                                            address, length);
 }
 
@@ -310,7 +310,7 @@ SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
     }
     return n;
   }
-  return real<ssize_t(int, const iovec*, int)>("readv")(fd, iov, count);
+  return real<ssize_t(int, const iovec*, int), "readv">()(fd, iov, count);
 }
 
 SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
@@ -323,36 +323,36 @@ SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
     }
     return result(current->write(fd, buffer.data(), buffer.size(), false));
   }
-  return real<ssize_t(int, const iovec*, int)>("writev")(fd, iov, count);
+  return real<ssize_t(int, const iovec*, int), "writev">()(fd, iov, count);
 }
 
 SEAM_EXPORT ssize_t recvmsg(int fd, msghdr* message, int flags) {
   unserved("recvmsg", fd);
-  return real<ssize_t(int, msghdr*, int)>("recvmsg")(fd, message, flags);
+  return real<ssize_t(int, msghdr*, int), "recvmsg">()(fd, message, flags);
 }
 SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   unserved("sendmsg", fd);
-  return real<ssize_t(int, const msghdr*, int)>("sendmsg")(fd, message, flags);
+  return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);
 }
 SEAM_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
   unserved("sendfile", out);
-  return real<ssize_t(int, int, off_t*, size_t)>("sendfile")(out, in, offset, count);
+  return real<ssize_t(int, int, off_t*, size_t), "sendfile">()(out, in, offset, count);
 }
 SEAM_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
   unserved("sendfile", out);
-  return real<ssize_t(int, int, off64_t*, size_t)>("sendfile64")(out, in, offset, count);
+  return real<ssize_t(int, int, off64_t*, size_t), "sendfile64">()(out, in, offset, count);
 }
 SEAM_EXPORT off_t lseek(int fd, off_t offset, int whence) noexcept {
   if (owned(fd)) return result(-ESPIPE);
-  return real<off_t(int, off_t, int)>("lseek")(fd, offset, whence);
+  return real<off_t(int, off_t, int), "lseek">()(fd, offset, whence);
 }
 SEAM_EXPORT int fstat(int fd, struct stat* st) noexcept {
   unserved("fstat", fd);
-  return real<int(int, struct stat*)>("fstat")(fd, st);
+  return real<int(int, struct stat*), "fstat">()(fd, st);
 }
 SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
   unserved("fstat", fd);
-  return real<int(int, struct stat64*)>("fstat64")(fd, st);
+  return real<int(int, struct stat64*), "fstat64">()(fd, st);
 }
 
 // ---- closing, duplicating, flags ----
@@ -360,22 +360,22 @@ SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
 SEAM_EXPORT int close(int fd) {
   if (owned(fd)) return int(result(current->close(fd)));
   if (current != nullptr && current->holds_file(fd)) current->file_closed(fd);
-  return real<int(int)>("close")(fd);
+  return real<int(int), "close">()(fd);
 }
 
 SEAM_EXPORT int dup(int fd) noexcept {
   unserved("dup", fd);
-  return real<int(int)>("dup")(fd);
+  return real<int(int), "dup">()(fd);
 }
 SEAM_EXPORT int dup2(int fd, int to) noexcept {
   unserved("dup2", fd);
   unserved("dup2 (onto it)", to);
-  return real<int(int, int)>("dup2")(fd, to);
+  return real<int(int, int), "dup2">()(fd, to);
 }
 SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
   unserved("dup3", fd);
   unserved("dup3 (onto it)", to);
-  return real<int(int, int, int)>("dup3")(fd, to, flags);
+  return real<int(int, int, int), "dup3">()(fd, to, flags);
 }
 
 namespace {
@@ -388,7 +388,7 @@ SEAM_EXPORT int fcntl(int fd, int cmd, ...) {
   long arg = fcntl_arg(ap);
   va_end(ap);
   if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
-  return real<int(int, int, ...)>("fcntl")(fd, cmd, arg);
+  return real<int(int, int, ...), "fcntl">()(fd, cmd, arg);
 }
 SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_list ap;
@@ -396,7 +396,7 @@ SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   long arg = fcntl_arg(ap);
   va_end(ap);
   if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
-  return real<int(int, int, ...)>("fcntl64")(fd, cmd, arg);
+  return real<int(int, int, ...), "fcntl64">()(fd, cmd, arg);
 }
 
 SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
@@ -405,7 +405,7 @@ SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   if (owned(fd)) return int(result(current->ioctl(fd, request, arg)));
-  return real<int(int, unsigned long, ...)>("ioctl")(fd, request, arg);
+  return real<int(int, unsigned long, ...), "ioctl">()(fd, request, arg);
 }
 
 // ---- pollers ----
@@ -413,35 +413,35 @@ SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
 SEAM_EXPORT int epoll_ctl(int poller, int op, int fd, epoll_event* event) noexcept {
   if (owned(poller)) return int(result(current->poller_control(poller, op, fd, event)));
   if (owned(fd)) current->refuse("epoll_ctl", fd, "a real poller cannot watch a simulated descriptor");
-  return real<int(int, int, int, epoll_event*)>("epoll_ctl")(poller, op, fd, event);
+  return real<int(int, int, int, epoll_event*), "epoll_ctl">()(poller, op, fd, event);
 }
 
 SEAM_EXPORT int epoll_wait(int poller, epoll_event* events, int max, int timeout) {
   if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
-  return real<int(int, epoll_event*, int, int)>("epoll_wait")(poller, events, max, timeout);
+  return real<int(int, epoll_event*, int, int), "epoll_wait">()(poller, events, max, timeout);
 }
 
 SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   // The mask matters for signals, which the simulation does not deliver.
   if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
-  return real<int(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait")(poller, events, max, timeout, mask);
+  return real<int(int, epoll_event*, int, int, const sigset_t*), "epoll_pwait">()(poller, events, max, timeout, mask);
 }
 
 SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   if (any_owned(fds, n)) current->refuse("poll", -1, "the seam serves epoll, not poll");
-  return real<int(pollfd*, nfds_t, int)>("poll")(fds, n, timeout);
+  return real<int(pollfd*, nfds_t, int), "poll">()(fds, n, timeout);
 }
 SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
 SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
   if (any_owned(fds, n)) current->refuse("ppoll", -1, "the seam serves epoll, not poll");
-  return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll")(fds, n, timeout, mask);
+  return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*), "ppoll">()(fds, n, timeout, mask);
 }
 SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
   for (int fd = 0; current != nullptr && fd < n && fd < FD_SETSIZE; ++fd) {
     bool named = (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
     if (named && owned(fd)) current->refuse("select", fd, "the seam serves epoll, not select");
   }
-  return real<int(int, fd_set*, fd_set*, fd_set*, timeval*)>("select")(n, r, w, e, timeout);
+  return real<int(int, fd_set*, fd_set*, fd_set*, timeval*), "select">()(n, r, w, e, timeout);
 }
 
 // ---- syscall(): libuv closes with it; io_uring is refused ----
@@ -476,7 +476,7 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
       default: break;
     }
   }
-  return real<long(long, ...)>("syscall")(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  return real<long(long, ...), "syscall">()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 // ---- clocks and sleeps ----
@@ -486,7 +486,7 @@ SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
     *t = to_timespec(virtual_ns(clock));
     return 0;
   }
-  return real<int(clockid_t, timespec*)>("clock_gettime")(clock, t);
+  return real<int(clockid_t, timespec*), "clock_gettime">()(clock, t);
 }
 
 SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
@@ -498,7 +498,7 @@ SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
     }
     return 0;
   }
-  return real<int(timeval*, void*)>("gettimeofday")(tv, tz);
+  return real<int(timeval*, void*), "gettimeofday">()(tv, tz);
 }
 
 SEAM_EXPORT time_t time(time_t* out) noexcept {
@@ -507,7 +507,7 @@ SEAM_EXPORT time_t time(time_t* out) noexcept {
     if (out != nullptr) *out = now;
     return now;
   }
-  return real<time_t(time_t*)>("time")(out);
+  return real<time_t(time_t*), "time">()(out);
 }
 
 SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
@@ -516,7 +516,7 @@ SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
     if (remaining != nullptr) *remaining = timespec{0, 0};
     return 0;
   }
-  return real<int(const timespec*, timespec*)>("nanosleep")(request, remaining);
+  return real<int(const timespec*, timespec*), "nanosleep">()(request, remaining);
 }
 
 SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining) {
@@ -526,7 +526,7 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
     current->sleep(wanted);
     return 0;
   }
-  return real<int(clockid_t, int, const timespec*, timespec*)>("clock_nanosleep")(clock, flags, request, remaining);
+  return real<int(clockid_t, int, const timespec*, timespec*), "clock_nanosleep">()(clock, flags, request, remaining);
 }
 
 SEAM_EXPORT int usleep(useconds_t us) {
@@ -534,7 +534,7 @@ SEAM_EXPORT int usleep(useconds_t us) {
     current->sleep(Nanos(std::int64_t(us) * 1000));
     return 0;
   }
-  return real<int(useconds_t)>("usleep")(us);
+  return real<int(useconds_t), "usleep">()(us);
 }
 
 SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
@@ -542,7 +542,7 @@ SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
     current->sleep(Nanos(std::int64_t(seconds) * 1'000'000'000));
     return 0;
   }
-  return real<unsigned int(unsigned int)>("sleep")(seconds);
+  return real<unsigned int(unsigned int), "sleep">()(seconds);
 }
 
 // ---- limits ----
@@ -552,23 +552,23 @@ SEAM_EXPORT int getrlimit(int resource, rlimit* limit) noexcept {
     limit->rlim_cur = limit->rlim_max = rlim_t(current->descriptor_limit());
     return 0;
   }
-  return real<int(int, rlimit*)>("getrlimit")(resource, limit);
+  return real<int(int, rlimit*), "getrlimit">()(resource, limit);
 }
 SEAM_EXPORT int getrlimit64(int resource, rlimit64* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
     limit->rlim_cur = limit->rlim_max = rlim64_t(current->descriptor_limit());
     return 0;
   }
-  return real<int(int, rlimit64*)>("getrlimit64")(resource, limit);
+  return real<int(int, rlimit64*), "getrlimit64">()(resource, limit);
 }
 // The scenario owns the descriptor limit (kernel.rlimit_nofile, and its faults).
 SEAM_EXPORT int setrlimit(int resource, const rlimit* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
-  return real<int(int, const rlimit*)>("setrlimit")(resource, limit);
+  return real<int(int, const rlimit*), "setrlimit">()(resource, limit);
 }
 SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
-  return real<int(int, const rlimit64*)>("setrlimit64")(resource, limit);
+  return real<int(int, const rlimit64*), "setrlimit64">()(resource, limit);
 }
 
 // ---- threads, processes, exits ----
@@ -576,29 +576,29 @@ SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
 SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
                                void* argument) noexcept {
   if (making()) current->refuse("pthread_create", -1, "the target starts a thread; targets run one thread for now (docs/targets.md)");
-  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create")(thread, attributes,
+  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*), "pthread_create">()(thread, attributes,
                                                                                                   start, argument);
 }
 
 SEAM_EXPORT pid_t fork() noexcept {
   if (making()) current->refuse("fork", -1, "the target starts a process; targets run as one process (docs/targets.md)");
-  return real<pid_t()>("fork")();
+  return real<pid_t(), "fork">()();
 }
 
 SEAM_EXPORT void exit(int status) noexcept {
   if (making()) current->exited(status);
-  real<void(int)>("exit")(status);
+  real<void(int), "exit">()(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _exit(int status) {
   if (making()) current->exited(status);
-  real<void(int)>("_exit")(status);
+  real<void(int), "_exit">()(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _Exit(int status) noexcept {
   if (making()) current->exited(status);
-  real<void(int)>("_Exit")(status);
+  real<void(int), "_Exit">()(status);
   __builtin_unreachable();
 }

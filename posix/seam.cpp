@@ -89,7 +89,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   kernel_ = &kernel;
   trace_ = &trace;
   clients_ = &clients;
-  anchor_ = real<int(const char*, int, ...)>("open")("/", O_PATH | O_CLOEXEC);
+  anchor_ = real<int(const char*, int, ...), "open">()("/", O_PATH | O_CLOEXEC);
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
@@ -129,10 +129,8 @@ std::string Seam::where(int fd) const {
 void Seam::refuse(const std::string& call, int fd, const std::string& why) {
   std::string message = scenario_.position_of({"target.exec"}) + ": the target called " + call + where(fd) +
                         ": " + why;
-  std::string body(1, char(sim::wire::Failure::bad_input));
-  body += message;
-  sim::wire::send(host_, sim::wire::Type::error, body);
-  real<void(int)>("_exit")(2);
+  sim::wire::send_failure(host_, sim::wire::Failure::bad_input, message);
+  real<void(int), "_exit">()(2);
   __builtin_unreachable();
 }
 
@@ -149,7 +147,7 @@ void Seam::exited(int status) {
 }
 
 int Seam::adopt(Kind kind, int sim, bool nonblocking) {
-  int fd = real<int(int, int, ...)>("fcntl")(anchor_, F_DUPFD_CLOEXEC, 0);
+  int fd = real<int(int, int, ...), "fcntl">()(anchor_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
   Fd& f = fds_[std::size_t(fd)];
@@ -157,8 +155,7 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking) {
   f.kind = kind;
   f.sim = sim;
   f.nonblocking = nonblocking;
-  if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
-  by_sim_[std::size_t(sim)] = fd;
+  known_as(sim, fd);
   return fd;
 }
 
@@ -170,7 +167,12 @@ void Seam::forget(int fd) {
   Kind kind = f.kind;
   f = Fd{};
   if (kind == Kind::poller) std::erase(pollers_, fd);
-  if (kind != Kind::file) real<int(int)>("close")(fd);  // the placeholder
+  if (kind != Kind::file) real<int(int), "close">()(fd);  // the placeholder
+}
+
+void Seam::known_as(int sim, int fd) {
+  if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
+  by_sim_[std::size_t(sim)] = fd;
 }
 
 int Seam::process_fd(int sim) const {
@@ -237,15 +239,13 @@ long Seam::listen(int fd, int backlog) {
   if (sim < 0) {  // out of descriptors after all: the socket stays unbound, as Linux's would
     f.sim = kernel_->file_open();  // the number it just gave up, lowest free
     if (f.sim >= 0) {
-      if (std::size_t(f.sim) >= by_sim_.size()) by_sim_.resize(std::size_t(f.sim) + 1, -1);
-      by_sim_[std::size_t(f.sim)] = fd;
+      known_as(f.sim, fd);
     }
     return failed(sim);
   }
   f.kind = Kind::listener;
   f.sim = sim;
-  if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
-  by_sim_[std::size_t(sim)] = fd;
+  known_as(sim, fd);
   ports_.push_back(port);
   if (port == scenario_.target->port && !listened_) {
     listened_ = true;
@@ -588,8 +588,7 @@ void Seam::file_opened(int fd, int slot) {
   f = Fd{};
   f.kind = Kind::file;
   f.sim = slot;
-  if (std::size_t(slot) >= by_sim_.size()) by_sim_.resize(std::size_t(slot) + 1, -1);
-  by_sim_[std::size_t(slot)] = fd;
+  known_as(slot, fd);
 }
 
 void Seam::file_closed(int fd) {

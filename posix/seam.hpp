@@ -14,6 +14,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -30,9 +32,19 @@ namespace loopsim::posix {
 
 // The libc function the seam stands in front of.
 void* real_symbol(const char* name);
-template <typename F>
-F* real(const char* name) {
-  return reinterpret_cast<F*>(real_symbol(name));
+
+// A symbol's name as a template argument, so that each one is looked up once.
+template <std::size_t N>
+struct Name {
+  char text[N];
+  constexpr Name(const char (&name)[N]) { std::copy_n(name, N, text); }
+};
+// libc's `name`, of type F: looked up on the first call, remembered after (dlsym is a hash
+// lookup, and the interposers are on every call's path).
+template <typename F, Name name>
+F* real() {
+  static F* const symbol = reinterpret_cast<F*>(real_symbol(name.text));
+  return symbol;
 }
 
 class Seam final : public sim::ForeignServer {
@@ -126,6 +138,7 @@ class Seam final : public sim::ForeignServer {
   int adopt(Kind kind, int sim, bool nonblocking);  // a placeholder descriptor for `sim`
   void forget(int fd);
   int process_fd(int sim) const;
+  void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
   void block_until(int sim, std::uint32_t ready);
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;

@@ -41,6 +41,12 @@ bool wire::send(int fd, Type type, std::string_view body) {
   return true;
 }
 
+bool wire::send_failure(int fd, Failure failure, std::string_view message) {
+  std::string body(1, char(failure));
+  body.append(message);
+  return send(fd, Type::error, body);
+}
+
 namespace {
 
 bool read_exactly(int fd, char* into, std::size_t size) {

@@ -82,6 +82,8 @@ struct Message {
 
 // Blocking; false when the peer is gone (or sent a broken message).
 bool send(int fd, Type type, std::string_view body);
+// An `error` message: the failure's byte, then the message.
+bool send_failure(int fd, Failure failure, std::string_view message);
 std::optional<Message> receive(int fd);
 
 }  // namespace loopsim::sim::wire
