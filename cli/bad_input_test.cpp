@@ -82,7 +82,16 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
       {"run " + shutdown + " --seed ''", "--seed: must be a whole number"},
       {"run " + shutdown + " --arm ''", "--arm: must not be empty"},
       {"run " + shutdown + " --trace ''", "--trace: must not be empty"},
-      {"run /nonexistent/x.toml", "error: loopsim run:1:1: "},
+      {"run /nonexistent/x.toml", "error: /nonexistent/x.toml:1:1: no such scenario file"},
+      {"run " + shutdown + " --set loop.workers", "error: --set:1:13: expected key=value"},
+      {"run " + shutdown + " --set 'loop.workers=\"x\"'", "error: --set:1:14: --set loop.workers: loop.workers must be"},
+      {"check " + shutdown + " --set loop.bogus=1", "--set:1:1: --set loop.bogus: unknown key"},
+      {"run " + shutdown + " --trace /nonexistent/t.jsonl", "error: --trace:1:1: cannot write /nonexistent/t.jsonl"},
+      {"run " + shutdown + " --timeline /tmp", "error: --timeline:1:1: /tmp: unknown output format"},
+      {"check " + shutdown + " --junit /nonexistent/j.xml", "error: --junit:1:1: cannot write"},
+      {"render " + shutdown + " --out /nonexistent/x.svg", "error: --out:1:1: cannot write"},
+      {"render " + shutdown + " --out x.txt", "error: --out:1:1: x.txt: unknown output format"},
+      {"seeds --out /nonexistent/s.md", "error: --out:1:1: cannot write"},
   };
   for (const auto& [args, says] : cases) {
     INFO(args);
@@ -91,6 +100,19 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
     CHECK(out.output.find(says) != std::string::npos);
     CHECK(out.output.find("  hint: ") != std::string::npos);
   }
+}
+
+TEST_CASE("an output that fails after the run keeps the verdict printed") {
+  // /dev/full accepts the open and fails the write: the folder check cannot see it coming.
+  const std::string shutdown = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown.toml";
+  auto out = run_loopsim("run " + shutdown + " --trace /dev/full");
+  CHECK(out.status == 2);
+  CHECK(out.output.find("verdict") != std::string::npos);
+  CHECK(out.output.find("error: --trace:1:1: cannot write /dev/full") != std::string::npos);
+  auto check = run_loopsim("check " + shutdown + " --junit /dev/full");
+  CHECK(check.status == 2);
+  CHECK(check.output.find("shutdown") != std::string::npos);
+  CHECK(check.output.find("error: --junit:1:1: cannot write /dev/full") != std::string::npos);
 }
 
 TEST_CASE("what used to be accepted silently is refused at its key") {

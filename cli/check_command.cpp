@@ -111,18 +111,11 @@ std::vector<ScenarioOutcome> check_all(const std::vector<std::string>& files,
   return outcomes;
 }
 
-bool write_junit(const std::string& path, const std::vector<ScenarioOutcome>& outcomes) {
-  std::ofstream out(path, std::ios::binary);
-  out << reports::junit_xml(outcomes);
-  out.close();
-  if (!out) std::cerr << "error: cannot write the JUnit report to " << path << '\n';
-  return bool(out);
-}
-
 int check(const CheckArgs& args) {
   checker::SuiteOptions options;
   try {
     options.overrides = parse_overrides(args.set);
+    if (!args.junit.empty()) check_output("--junit", args.junit);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
   }
@@ -130,8 +123,8 @@ int check(const CheckArgs& args) {
   std::vector<ScenarioOutcome> outcomes;
   std::vector<std::string> files = scenario_files(args.paths, outcomes);
   if (files.empty() && outcomes.empty()) {
-    std::cerr << "error: no scenario files (*.toml) under the paths given\n";
-    return exit_bad_input;
+    return report_error("loopsim check:1:1: no scenario files (*.toml) under the paths given",
+                        "give scenario files, or folders that hold some");
   }
   for (ScenarioOutcome& o : check_all(files, options, args.jobs)) outcomes.push_back(std::move(o));
   std::stable_sort(outcomes.begin(), outcomes.end(),
@@ -141,7 +134,13 @@ int check(const CheckArgs& args) {
   } else {
     reports::print_check_table(outcomes, std::cout);
   }
-  if (!args.junit.empty() && !write_junit(args.junit, outcomes)) return exit_bad_input;
+  std::cout << std::flush;
+  try {  // after the table, so that a report that cannot be written keeps the verdicts shown
+    if (!args.junit.empty())
+      write_output_file("--junit", args.junit, [&](std::ostream& out) { out << reports::junit_xml(outcomes); });
+  } catch (const sim::ScenarioError& e) {
+    return report_error(e);
+  }
   switch (reports::totals(outcomes).verdict()) {
     case reports::CheckVerdict::held: return exit_held;
     case reports::CheckVerdict::violated: return exit_violated;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,18 @@ void add_generate(CLI::App& app, int& status);
 // Shared by the verbs.
 std::int64_t wall_ns();
 std::vector<sim::Override> parse_overrides(const std::vector<std::string>& assignments);
+
+// The one error printer: "error: POSITION: message", then "  hint: ...", control characters
+// escaped. Every verb reports bad input through it. Returns exit_bad_input.
 int report_error(const sim::ScenarioError& error);
+int report_error(const std::string& where_and_what, const std::string& hint);
+
+// An output the verb will write (--trace, --out, --junit), checked before any work: its folder
+// must exist and it must not be a folder. Throws a ScenarioError at `option`.
+void check_output(const std::string& option, const std::string& path);
+// The file at `path` written by `write`, or a ScenarioError at `option` saying why not.
+void write_output_file(const std::string& option, const std::string& path,
+                       const std::function<void(std::ostream&)>& write);
 
 // A whole number of at least `min` that fits 64 bits: no sign, no empty value, no wrap.
 inline CLI::Validator whole_number(std::uint64_t min) {

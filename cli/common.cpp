@@ -1,4 +1,10 @@
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -21,6 +27,44 @@ int report_error(const sim::ScenarioError& e) {
   std::cerr << "error: " << e.what() << '\n';
   if (!e.hint.empty()) std::cerr << "  hint: " << e.hint << '\n';
   return exit_bad_input;
+}
+
+int report_error(const std::string& where_and_what, const std::string& hint) {
+  return report_error(sim::ScenarioError(where_and_what, hint));
+}
+
+void check_output(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path target(path);
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  if (fs::is_directory(target, error)) {
+    throw sim::ScenarioError(option + ":1:1: " + path + " is a folder, not a file",
+                             "name a file, e.g. " + option + " " + (target / "out").string());
+  }
+  if (!fs::is_directory(folder, error)) {
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + ": its folder " + folder.string() +
+                                 " does not exist",
+                             "create the folder first, or name another path");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + ": its folder " + folder.string() +
+                                 " is not writable",
+                             "name a path in a folder you can write to");
+  }
+}
+
+void write_output_file(const std::string& option, const std::string& path,
+                       const std::function<void(std::ostream&)>& write) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary);
+  if (out) write(out);
+  out.close();
+  if (!out) {
+    const std::string why = errno != 0 ? std::string(": ") + std::strerror(errno) : std::string();
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + why,
+                             "check that its folder exists, is writable and has room");
+  }
 }
 
 }  // namespace loopsim::cli

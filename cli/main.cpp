@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
                                                                      : where + " --help lists its options"));
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return exit_bad_input;
+    return report_error(std::string("command line:1:1: ") + e.what(), "loopsim --help lists the commands");
   }
   return status;
 }

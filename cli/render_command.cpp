@@ -19,19 +19,19 @@ struct RenderArgs {
 int render(const RenderArgs& args) {
   auto kind = reports::output_kind(args.out, reports::any_kind);
   if (!kind) {
-    std::cerr << "error: " << args.out << ": unknown output format\n"
-              << "  hint: " << reports::output_hint(reports::any_kind) << '\n';
-    return exit_bad_input;
+    return report_error("--out:1:1: " + args.out + ": unknown output format",
+                        reports::output_hint(reports::any_kind));
   }
   try {
+    check_output("--out", args.out);
     sim::Trace trace = sim::read_trace_file(args.trace);
     reports::write_output(trace, *kind, args.out);
+  } catch (const sim::ScenarioError& e) {
+    return report_error(e);
   } catch (const sim::TraceError& e) {
-    std::cerr << "error: " << e.what() << "\n  hint: " << e.hint << '\n';
-    return exit_bad_input;
+    return report_error(e.what(), e.hint);
   } catch (const reports::RenderError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return exit_bad_input;
+    return report_error(std::string("--out:1:1: ") + e.what(), "check that its folder exists and is writable");
   }
   std::cout << "wrote " << args.out << '\n';
   return exit_held;

@@ -57,7 +57,7 @@ TEST_CASE("render exits 2 naming the line of a bad trace, and for a missing one"
   std::ofstream(bad) << text.substr(0, text.find('\n') + 1) << "{\"t\":0,\"ev\":\"nonsense\"}\n";
   auto o = run_loopsim("render " + bad + " --out " + temp("bad.svg"));
   CHECK(o.status == 2);
-  CHECK(o.output.find(bad + ":2: unknown event kind") != std::string::npos);
+  CHECK(o.output.find(bad + ":2:8: unknown event kind") != std::string::npos);
   CHECK(run_loopsim("render /no/such.jsonl --out " + temp("x.svg")).status == 2);
 }
 

@@ -37,41 +37,44 @@ void apply_replay(const std::string& path, checker::SuiteOptions& options) {
   options.replay = std::move(recording.choices);
 }
 
-// --timeline and --chrome-trace: checked before the run, so that a typo costs no run.
-bool pictures_named_well(const RunArgs& args) {
+// --trace, --timeline and --chrome-trace: checked before the run, so that a typo costs no run.
+void check_outputs(const RunArgs& args) {
   using namespace reports;
-  for (const auto& [path, kinds] : {std::pair{args.timeline, picture_kinds},
-                                    std::pair{args.chrome_trace, std::vector{OutputKind::chrome_json}}}) {
-    if (path.empty() || output_kind(path, kinds)) continue;
-    std::cerr << "error: " << path << ": unknown output format\n  hint: " << output_hint(kinds) << '\n';
-    return false;
+  for (const auto& [option, path, kinds] :
+       {std::tuple{"--timeline", args.timeline, picture_kinds},
+        std::tuple{"--chrome-trace", args.chrome_trace, std::vector{OutputKind::chrome_json}}}) {
+    if (path.empty()) continue;
+    if (!output_kind(path, kinds)) {
+      throw sim::ScenarioError(std::string(option) + ":1:1: " + path + ": unknown output format", output_hint(kinds));
+    }
+    check_output(option, path);
   }
-  return true;
+  if (!args.trace.empty()) check_output("--trace", args.trace);
 }
 
-bool write_pictures(const RunArgs& args, const sim::Trace& trace) {
-  using namespace reports;
+void write_rendered(const std::string& option, const std::string& path, const sim::Trace& trace,
+                    const std::vector<reports::OutputKind>& kinds) {
+  if (path.empty()) return;
   try {
-    if (!args.timeline.empty()) write_output(trace, *output_kind(args.timeline, picture_kinds), args.timeline);
-    if (!args.chrome_trace.empty()) write_output(trace, OutputKind::chrome_json, args.chrome_trace);
-  } catch (const RenderError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return false;
+    reports::write_output(trace, *reports::output_kind(path, kinds), path);
+  } catch (const reports::RenderError& e) {
+    throw sim::ScenarioError(option + ":1:1: " + e.what(), "check that its folder exists and is writable");
   }
-  return true;
 }
 
-bool write_trace(const std::string& path, const sim::Trace& trace) {
-  std::ofstream out(path, std::ios::binary);
-  sim::write_jsonl(trace, out);
-  out.close();
-  if (!out) std::cerr << "error: cannot write the trace to " << path << '\n';
-  return bool(out);
+// The first arm's trace and pictures, after the verdict is out.
+void write_outputs(const RunArgs& args, const sim::Trace& trace) {
+  using namespace reports;
+  if (!args.trace.empty()) {
+    write_output_file("--trace", args.trace, [&](std::ostream& out) { sim::write_jsonl(trace, out); });
+  }
+  write_rendered("--timeline", args.timeline, trace, picture_kinds);
+  write_rendered("--chrome-trace", args.chrome_trace, trace, {OutputKind::chrome_json});
 }
 
 int run(const RunArgs& args) {
-  if (!pictures_named_well(args)) return exit_bad_input;
   try {
+    check_outputs(args);
     checker::SuiteOptions options;
     options.overrides = parse_overrides(args.set);
     options.seed = args.seed;
@@ -95,10 +98,6 @@ int run(const RunArgs& args) {
           args.file + ":1:1: the pinned choices do not fit this run: " + arm.divergence,
           "the scenario or loopsim changed since the counterexample was written; explore again to pin a new one"));
     }
-    if (!args.trace.empty() && !write_trace(args.trace, result.traces.front())) {
-      return exit_bad_input;
-    }
-    if (!write_pictures(args, result.traces.front())) return exit_bad_input;
     if (args.json) {
       std::cout << reports::to_json(report).dump(2) << '\n';
     } else {
@@ -106,6 +105,8 @@ int run(const RunArgs& args) {
                 << report.scenario << " (" << report.file << ")\n\n";
       reports::print_table(report, std::cout);
     }
+    std::cout << std::flush;
+    write_outputs(args, result.traces.front());  // a failure here keeps the verdict printed above
     return report.held() ? exit_held : exit_violated;
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
@@ -121,7 +122,7 @@ int run(const RunArgs& args) {
 void add_run(CLI::App& app, int& status) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run one scenario, its base and each of its arms, and judge them");
-  cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("file", args->file, "Scenario file (TOML)")->required();
   cmd->add_option("--seed", args->seed, "Seed for every choice the run makes (default: the scenario's)")
       ->check(whole_number(0));
   cmd->add_option("--set", args->set, "Override a key, e.g. --set loop.accept_batch=0 (repeatable)")

@@ -1,5 +1,4 @@
 // loopsim seeds: the seed notes' tables beside loopsim's figures, as a Markdown document.
-#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -15,14 +14,8 @@ void add_seeds(CLI::App& app, int& status) {
   cmd->add_option("--scenarios", *dir, "Where the scenarios are")->capture_default_str();
   cmd->callback([out, dir, &status] {
     try {
-      std::ofstream file(*out);
-      reports::write_seed_tables(*dir, file);
-      file.close();
-      if (!file) {
-        std::cerr << "error: cannot write " << *out << '\n';
-        status = exit_bad_input;
-        return;
-      }
+      check_output("--out", *out);
+      write_output_file("--out", *out, [&](std::ostream& file) { reports::write_seed_tables(*dir, file); });
       std::cout << "wrote " << *out << '\n';
       status = exit_held;
     } catch (const sim::ScenarioError& e) {

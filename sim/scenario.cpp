@@ -72,7 +72,9 @@ std::string_view type_name(const toml::node& node) {
 // Where an override's nodes came from: their TOML source path is `label`.
 struct OverrideOrigin {
   std::string label;  // "--set loop.accept_batch", "arm \"x\" set loop.accept_batch"
-  toml::source_position where;
+  toml::source_position where;  // of the value
+  std::string file;             // "--set" for the command line; empty for the scenario file
+  toml::source_position key_where{};  // of the key; {} for the same place as the value
 };
 
 class Context {
@@ -92,7 +94,7 @@ class Context {
     std::string text;
     for (const OverrideOrigin& origin : origins_) {
       if (where.path && *where.path == origin.label) {
-        text = located(file_, origin.where, origin.label);
+        text = located(origin.file.empty() ? file_ : origin.file, origin.where, origin.label);
         return text.substr(0, text.size() - origin.label.size() - 2);
       }
     }
@@ -100,8 +102,9 @@ class Context {
     return text.substr(0, text.size() - 2);
   }
   [[noreturn]] void fail(const OverrideOrigin& origin, std::string_view message,
-                         std::string_view hint) const {
-    throw ScenarioError(located(file_, origin.where, cat(origin.label, ": ", message)),
+                         std::string_view hint, bool at_key = false) const {
+    const toml::source_position at = at_key && origin.key_where.line != 0 ? origin.key_where : origin.where;
+    throw ScenarioError(located(origin.file.empty() ? file_ : origin.file, at, cat(origin.label, ": ", message)),
                         std::string(hint));
   }
 
@@ -830,7 +833,7 @@ void check_key(C c, const OverrideOrigin& origin, const Section<Scenario>& secti
                std::string_view key) {
   if (find_field(section, key) != nullptr) return;
   const Problem problem = key_problem(section, key);
-  c.fail(origin, problem.message, problem.hint);
+  c.fail(origin, problem.message, problem.hint, true);
 }
 
 // An override names a top-level key (seed) or a key in [kernel] or [loop] (loop.accept_batch).
@@ -839,18 +842,18 @@ void check_override_key(C c, const OverrideOrigin& origin,
   const bool empty_part = std::find(parts.begin(), parts.end(), std::string_view{}) != parts.end();
   if (parts.size() > 2 || empty_part)
     c.fail(origin, "an override names a top-level key or section.key",
-           "e.g. --set seed=7 or --set loop.accept_batch=0");
+           "e.g. --set seed=7 or --set loop.accept_batch=0", true);
   if (contains(array_table_names, parts[0]))
     c.fail(origin, cat("[[", parts[0], "]] is an array of tables; overrides cannot change it"),
            "override single keys such as loop.accept_batch; edit the file to change [[clients]], "
-           "[[expect]] or [[arms]]");
+           "[[expect]] or [[arms]]", true);
   const Section<Scenario>* section = section_named(parts[0]);
   if (section == nullptr) check_key(c, origin, root_section, parts[0]);
   if (section == nullptr && parts.size() == 2)
-    c.fail(origin, cat(parts[0], " is not a table"), "e.g. --set loop.accept_batch=0");
+    c.fail(origin, cat(parts[0], " is not a table"), "e.g. --set loop.accept_batch=0", true);
   if (section != nullptr && parts.size() == 1)
     c.fail(origin, cat("name a key inside [", parts[0], "]"),
-           cat("e.g. --set ", parts[0], ".", section->fields[0].key, "=..."));
+           cat("e.g. --set ", parts[0], ".", section->fields[0].key, "=..."), true);
   if (section != nullptr) check_key(c, origin, *section, parts[1]);
 }
 
@@ -917,8 +920,12 @@ toml::table overridden(Context& c, const std::string& text, const std::string& f
   if (arm != nullptr)
     for (const Override& o : arm->set)
       apply_override(c, root, o,
-                     {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key)});
-  for (const Override& o : overrides) apply_override(c, root, o, {cat("--set ", o.key), {1, 1}});
+                     {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key), "", {}});
+  for (const Override& o : overrides) {
+    OverrideOrigin origin{cat("--set ", o.key), {1, 1}, "", {}};
+    if (o.value_column != 0) origin = {cat("--set ", o.key), {1, o.value_column}, "--set", {1, 1}};
+    apply_override(c, root, o, std::move(origin));
+  }
   return root;
 }
 
@@ -1006,12 +1013,17 @@ std::string toml_strings(const std::vector<std::string>& items) {
 
 Override parse_override(const std::string& assignment) {
   const auto eq = assignment.find('=');
-  Override o{trimmed(std::string_view(assignment).substr(0, eq)),
-             eq == std::string::npos ? std::string{}
-                                     : trimmed(std::string_view(assignment).substr(eq + 1))};
-  if (eq == std::string::npos || o.key.empty() || o.value.empty())
-    throw ScenarioError(cat("--set:1:1: expected key=value, not \"", assignment, "\""),
+  const std::string_view value = eq == std::string::npos ? std::string_view{} : std::string_view(assignment).substr(eq + 1);
+  Override o{trimmed(std::string_view(assignment).substr(0, eq)), trimmed(value)};
+  std::size_t column = 1;  // where the missing piece belongs
+  if (eq == std::string::npos) column = assignment.size() + 1;
+  else if (!o.key.empty()) column = eq + 2;
+  if (eq == std::string::npos || o.key.empty() || o.value.empty()) {
+    const char* missing = eq == std::string::npos ? "expected key=value" : o.key.empty() ? "the key is missing" : "the value is missing";
+    throw ScenarioError(cat("--set:1:", column, ": ", missing, " in \"", assignment, "\""),
                         "e.g. --set loop.accept_batch=0");
+  }
+  o.value_column = static_cast<std::uint32_t>(eq + 2 + value.find_first_not_of(" \t"));
   return o;
 }
 

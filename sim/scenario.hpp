@@ -111,6 +111,9 @@ struct TargetSpec {
 struct Override {
   std::string key;
   std::string value;
+  // Where the value starts in the --set argument it came from (1-based); 0 for an override
+  // that came from no command line. Errors in the value point there: "--set:1:COLUMN".
+  std::uint32_t value_column = 0;
 };
 
 struct Arm {

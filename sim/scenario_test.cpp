@@ -255,6 +255,17 @@ TEST_CASE("A --set override changes the value after the same checks as the file"
   CHECK(parse_override("loop.accept_batch=0").key == "loop.accept_batch");
   CHECK(parse_override("loop.accept_batch = 0").value == "0");
   CHECK(parse_override("description=a=b").value == "a=b");
+  // A malformed one points where the missing piece belongs.
+  for (const auto& [text, says] : {std::pair{"loop.workers", "--set:1:13: expected key=value"},
+                                   std::pair{"=4", "--set:1:1: the key is missing"},
+                                   std::pair{"loop.workers= ", "--set:1:14: the value is missing"}}) {
+    try {
+      parse_override(text);
+      FAIL(text);
+    } catch (const ScenarioError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith(says));
+    }
+  }
   const std::vector<Override> overrides = {
       parse_override("loop.accept_batch=0"), parse_override("kernel.poller=kqueue"),
       parse_override("horizon=10s"),         parse_override("loop.owe_unfinished_batch=false"),
@@ -269,14 +280,19 @@ TEST_CASE("A --set override changes the value after the same checks as the file"
   CHECK(s.clients.size() == 3);
 }
 
-TEST_CASE("A bad --set key or value is an error naming the override") {
+TEST_CASE("A bad --set key or value is an error naming the override, at its column") {
   const ScenarioError e = error_for(accept_burst, {parse_override("loop.acept_batch=1")});
   CHECK(std::string(e.what()) ==
-        "t.toml:1:1: --set loop.acept_batch: unknown key \"acept_batch\" in [loop]");
+        "--set:1:1: --set loop.acept_batch: unknown key \"acept_batch\" in [loop]");
   CHECK_THAT(e.hint, Catch::Contains("accept_batch"));
   CHECK_THAT(error_for(accept_burst, {parse_override("loop.accept_batch=many")}).what(),
-             Catch::Equals("t.toml:1:1: --set loop.accept_batch: loop.accept_batch must be an "
+             Catch::Equals("--set:1:19: --set loop.accept_batch: loop.accept_batch must be an "
                            "integer, not a string"));
+  CHECK_THAT(error_for(accept_burst, {parse_override("loop.accept_batch =  many")}).what(),
+             Catch::StartsWith("--set:1:22: "));
+  // An override that came from no command line (a program's own) is placed in the file.
+  CHECK_THAT(error_for(accept_burst, {Override{"loop.accept_batch", "many"}}).what(),
+             Catch::StartsWith("t.toml:1:1: --set loop.accept_batch: "));
   CHECK_THAT(error_for(accept_burst, {parse_override("kernel.poller=select")}).hint,
              Catch::Equals("one of: epoll, kqueue"));
   CHECK_THAT(error_for(accept_burst, {parse_override("clients.count=2")}).what(),

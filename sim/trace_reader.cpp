@@ -21,14 +21,19 @@ using nlohmann::json;
 // No time in a trace is later than this: twice the longest horizon a scenario may have.
 constexpr std::int64_t trace_time_max = 2 * sim::duration_max.count();
 
+std::string located(const std::string& name, std::size_t line, std::size_t column, const std::string& what) {
+  return name + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + what;
+}
+
 // One parsed line and where it came from; typed field access that fails with the line number.
 class Line {
  public:
-  Line(const json& object, const std::string& name, std::size_t number)
-      : object_(object), name_(name), number_(number) {}
+  Line(const json& object, const std::string& text, const std::string& name, std::size_t number)
+      : object_(object), text_(text), name_(name), number_(number) {}
 
-  [[noreturn]] void fail(const std::string& what, const std::string& hint) const {
-    throw TraceError(name_ + ":" + std::to_string(number_) + ": " + what, hint);
+  // "file:line:column: what", the column that of the field `key` in the line, else 1.
+  [[noreturn]] void fail(const std::string& what, const std::string& hint, const char* key = nullptr) const {
+    throw TraceError(located(name_, number_, column_of(key), what), hint);
   }
   bool has(const char* key) const { return object_.contains(key); }
   const json& field(const char* key) const {
@@ -41,13 +46,13 @@ class Line {
     bool fits = value.is_number_integer() &&
                 !(value.is_number_unsigned() &&
                   value.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()));
-    if (!fits) fail(std::string("\"") + key + "\" must be an integer", schema_hint);
+    if (!fits) fail(std::string("\"") + key + "\" must be an integer", schema_hint, key);
     return value.get<std::int64_t>();
   }
   int small(const char* key) const {
     std::int64_t value = integer(key);
     if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
-      fail(std::string("\"") + key + "\" is out of range", schema_hint);
+      fail(std::string("\"") + key + "\" is out of range", schema_hint, key);
     }
     return int(value);
   }
@@ -61,50 +66,57 @@ class Line {
     if ((value < 0 && !(forever_allowed && value == -1)) || value > trace_time_max) {
       fail(std::string("\"") + key + "\" must lie in [0, " + std::to_string(trace_time_max) + "] ns" +
                (forever_allowed ? " or be -1" : ""),
-           schema_hint);
+           schema_hint, key);
     }
     return Nanos(value);
   }
   bool flag(const char* key) const {
     const json& value = field(key);
-    if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint);
+    if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint, key);
     return value.get<bool>();
   }
   const std::string& text(const char* key) const {
     const json& value = field(key);
-    if (!value.is_string()) fail(std::string("\"") + key + "\" must be a string", schema_hint);
+    if (!value.is_string()) fail(std::string("\"") + key + "\" must be a string", schema_hint, key);
     return value.get_ref<const std::string&>();
   }
   int errno_field(const char* key) const {
     const std::string& name = text(key);
     if (name == "EOTHER") return EIO;  // an errno the trace does not name; written as EOTHER again
     int value = sim::errno_from_name(name);
-    if (value == 0) fail("unknown errno name \"" + name + "\"", "names are EAGAIN, EMFILE, ...");
+    if (value == 0) fail("unknown errno name \"" + name + "\"", "names are EAGAIN, EMFILE, ...", key);
     return value;
   }
   Door door() const {
     for (Door d : {Door::listener, Door::handoff}) {
       if (text("door") == door_name(d)) return d;
     }
-    fail("unknown door \"" + text("door") + "\"", "doors are listener and handoff");
+    fail("unknown door \"" + text("door") + "\"", "doors are listener and handoff", "door");
   }
   BatchStop stop() const {
     for (int s = 0; s <= int(BatchStop::error); ++s) {
       if (text("stop") == batch_stop_name(BatchStop(s))) return BatchStop(s);
     }
-    fail("unknown batch stop \"" + text("stop") + "\"", "stops are count, EAGAIN, EMFILE, ...");
+    fail("unknown batch stop \"" + text("stop") + "\"", "stops are count, EAGAIN, EMFILE, ...", "stop");
   }
   DrainPoint point() const {
     for (DrainPoint p : {DrainPoint::top, DrainPoint::chunk}) {
       if (text("point") == drain_point_name(p)) return p;
     }
-    fail("unknown drain point \"" + text("point") + "\"", "points are top and chunk");
+    fail("unknown drain point \"" + text("point") + "\"", "points are top and chunk", "point");
   }
 
   static constexpr const char* schema_hint = "the trace schema is docs/trace.md";
 
  private:
+  std::size_t column_of(const char* key) const {
+    if (key == nullptr) return 1;
+    const auto at = text_.find(std::string("\"") + key + "\"");
+    return at == std::string::npos ? 1 : at + 1;
+  }
+
   const json& object_;
+  const std::string& text_;
   const std::string& name_;
   std::size_t number_;
 };
@@ -134,7 +146,7 @@ class ClientBook {
     std::int32_t member;  // -1: a group of one
   };
   Label parse(const std::string& label, const Line& line) {
-    if (label.empty()) line.fail("empty client label", "labels are \"fast\" or \"burst#17\"");
+    if (label.empty()) line.fail("empty client label", "labels are \"fast\" or \"burst#17\"", "client");
     std::string group = label;
     std::int32_t member = -1;
     auto hash = label.rfind('#');
@@ -187,14 +199,14 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l
   }
   if (kind == "events") {
     const json& fds = l.field("fds");
-    if (!fds.is_array()) l.fail("\"fds\" must be an array", Line::schema_hint);
+    if (!fds.is_array()) l.fail("\"fds\" must be an array", Line::schema_hint, "fds");
     ev::Events e{t, l.small("worker"), std::uint64_t(l.integer("pass")), {}};
     for (const json& fd : fds) {
-      if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", Line::schema_hint);
+      if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", Line::schema_hint, "fds");
       e.fds.push_back(fd.get<int>());
     }
     if (l.integer("count") != std::int64_t(e.fds.size())) {
-      l.fail("\"count\" differs from the number of \"fds\"", Line::schema_hint);
+      l.fail("\"count\" differs from the number of \"fds\"", Line::schema_hint, "count");
     }
     return e;
   }
@@ -238,10 +250,10 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
 
 sim::TraceEvent choice_event(const Line& l, Nanos t) {
   auto kind = model::choice_kind_from_name(l.text("kind"));
-  if (!kind) l.fail("unknown choice kind \"" + l.text("kind") + "\"", "kinds are order, fault, slack");
+  if (!kind) l.fail("unknown choice kind \"" + l.text("kind") + "\"", "kinds are order, fault, slack", "kind");
   std::int64_t options = l.integer("options"), pick = l.integer("pick");
   if (options > std::numeric_limits<std::uint32_t>::max() || pick < 0 || pick >= options) {
-    l.fail("a choice's pick must lie in [0, options)", Line::schema_hint);
+    l.fail("a choice's pick must lie in [0, options)", Line::schema_hint, "pick");
   }
   return ev::Choice{t, std::uint8_t(*kind), std::uint32_t(options), std::uint32_t(pick)};
 }
@@ -268,12 +280,12 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   }
   if (auto e = loop_event(kind, l, t, book)) return *e;
   if (auto e = rule_event(kind, l, t, book)) return *e;
-  l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md");
+  l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md", "ev");
 }
 
 void read_header(const Line& l, sim::Trace& trace) {
   if (!l.has("loopsim_trace")) l.fail("not a loopsim trace: no header", "write one with loopsim run --trace F");
-  if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1");
+  if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1", "loopsim_trace");
   trace.scenario = l.text("scenario");
   trace.arm = l.text("arm");
   trace.seed = std::uint64_t(l.integer("seed"));
@@ -289,14 +301,13 @@ json parse_line(const std::string& text, const std::string& name, std::size_t nu
     json object = json::parse(text);
     if (object.is_object()) return object;
   } catch (const json::parse_error& e) {
-    throw TraceError(name + ":" + std::to_string(number) + ": not JSON (at byte " +
-                         std::to_string(e.byte) + ")",
+    throw TraceError(located(name, number, std::max<std::size_t>(1, e.byte), "not JSON"),
                      "a trace has one JSON object a line");
   } catch (const json::exception&) {  // a number out of range, ...
-    throw TraceError(name + ":" + std::to_string(number) + ": not JSON loopsim can read",
+    throw TraceError(located(name, number, 1, "not JSON loopsim can read"),
                      "a trace has one JSON object a line");
   }
-  throw TraceError(name + ":" + std::to_string(number) + ": not a JSON object",
+  throw TraceError(located(name, number, 1, "not a JSON object"),
                    "a trace has one JSON object a line");
 }
 
@@ -328,7 +339,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
     ++number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     json object = parse_line(text, name, number);
-    Line line(object, name, number);
+    Line line(object, text, name, number);
     if (!header) {
       read_header(line, trace);
       header = true;
@@ -338,10 +349,10 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
     // Events are written as they happen: virtual time never goes back.
     Nanos t = sim::time_of(trace.events.back());
     if (t < last) line.fail("\"t\" goes back in time (" + std::to_string(t.count()) + " after " +
-                            std::to_string(last.count()) + ")", "a trace's events are in time order");
+                            std::to_string(last.count()) + ")", "a trace's events are in time order", "t");
     last = t;
   }
-  if (!header) throw TraceError(name + ":1: empty trace, no header line", "write one with loopsim run --trace F");
+  if (!header) throw TraceError(located(name, 1, 1, "empty trace, no header line"), "write one with loopsim run --trace F");
   renumber_clients(trace, book.finish(trace));
   return trace;
 }

@@ -78,36 +78,36 @@ TEST_CASE("a member number too long to be one makes a group of one with that nam
 }
 
 TEST_CASE("bad traces are errors naming the line") {
-  CHECK(error_of("") == "t.jsonl:1: empty trace, no header line");
-  CHECK(error_of("{\"scenario\":\"s\"}\n") == "t.jsonl:1: not a loopsim trace: no header");
+  CHECK(error_of("") == "t.jsonl:1:1: empty trace, no header line");
+  CHECK(error_of("{\"scenario\":\"s\"}\n") == "t.jsonl:1:1: not a loopsim trace: no header");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"connect\",\"client\":\"a\"}\nnot json\n") ==
-        "t.jsonl:3: not JSON (at byte 2)");
+        "t.jsonl:3:2: not JSON");
   // A client's event must say whose; times lie in [0, 2e15] ns and never go back.
-  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"send\",\"path\":\"/fast\"}\n") == "t.jsonl:2: missing field \"client\"");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"send\",\"path\":\"/fast\"}\n") == "t.jsonl:2:1: missing field \"client\"");
   CHECK(error_of(header + "\n{\"t\":-9223372036854775808,\"ev\":\"connect\",\"client\":\"a\"}\n") ==
-        "t.jsonl:2: \"t\" must lie in [0, 2000000000000000] ns");
+        "t.jsonl:2:2: \"t\" must lie in [0, 2000000000000000] ns");
   CHECK(error_of(header + "\n{\"t\":5,\"ev\":\"connect\",\"client\":\"a\"}\n{\"t\":4,\"ev\":\"connect\",\"client\":\"b\"}\n") ==
-        "t.jsonl:3: \"t\" goes back in time (4 after 5)");
-  CHECK(error_of(header + "\n[1,2]\n") == "t.jsonl:2: not a JSON object");
-  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"teleport\"}\n") == "t.jsonl:2: unknown event kind \"teleport\"");
+        "t.jsonl:3:2: \"t\" goes back in time (4 after 5)");
+  CHECK(error_of(header + "\n[1,2]\n") == "t.jsonl:2:1: not a JSON object");
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"teleport\"}\n") == "t.jsonl:2:8: unknown event kind \"teleport\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"pass_begin\",\"worker\":0,\"pass\":1}\n") ==
-        "t.jsonl:2: missing field \"timeout_ns\"");
-  CHECK(error_of(header + "\n{\"t\":\"soon\",\"ev\":\"connect\"}\n") == "t.jsonl:2: \"t\" must be an integer");
+        "t.jsonl:2:1: missing field \"timeout_ns\"");
+  CHECK(error_of(header + "\n{\"t\":\"soon\",\"ev\":\"connect\"}\n") == "t.jsonl:2:2: \"t\" must be an integer");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"events\",\"worker\":0,\"pass\":1,\"count\":2,\"fds\":[5]}\n") ==
-        "t.jsonl:2: \"count\" differs from the number of \"fds\"");
+        "t.jsonl:2:42: \"count\" differs from the number of \"fds\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"accept\",\"worker\":0,\"door\":\"window\",\"outcome\":\"ok\",\"fd\":3}\n") ==
-        "t.jsonl:2: unknown door \"window\"");
+        "t.jsonl:2:33: unknown door \"window\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"accept\",\"worker\":0,\"door\":\"listener\",\"outcome\":\"EWHAT\"}\n") ==
-        "t.jsonl:2: unknown errno name \"EWHAT\"");
+        "t.jsonl:2:51: unknown errno name \"EWHAT\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"close\",\"worker\":99999999999,\"fd\":1}\n") ==
-        "t.jsonl:2: \"worker\" is out of range");
+        "t.jsonl:2:21: \"worker\" is out of range");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"drain\",\"worker\":0,\"point\":\"middle\",\"count\":1}\n") ==
-        "t.jsonl:2: unknown drain point \"middle\"");
+        "t.jsonl:2:32: unknown drain point \"middle\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"handoff\",\"worker\":0,\"client\":\"c\"}\n") ==
-        "t.jsonl:2: missing field \"to\"");
+        "t.jsonl:2:1: missing field \"to\"");
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"post\",\"id\":1,\"poster\":7}\n") ==
-        "t.jsonl:2: \"poster\" must be a string");
-  CHECK(error_of(R"({"loopsim_trace":2})") == "t.jsonl:1: unsupported trace version");
+        "t.jsonl:2:27: \"poster\" must be a string");
+  CHECK(error_of(R"({"loopsim_trace":2})") == "t.jsonl:1:2: unsupported trace version");
 }
 
 TEST_CASE("garbage never crashes the reader") {
