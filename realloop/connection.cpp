@@ -64,10 +64,19 @@ Loop::Input Loop::read_input(Connection& c) {
 // Serves complete requests in order: at most yield_batch this turn (R8); with a pool, one at a
 // time, each answered by a post (R11).
 void Loop::answer_requests(int fd, Connection& c) {
+  // Parsed requests are cut from the input once, on the way out: a pipelined burst costs
+  // linear time, not a copy of the rest of the buffer per request.
+  std::size_t consumed = 0;
+  serve_parsed(fd, c, consumed);
+  if (consumed > 0) c.input.erase(0, consumed);
+}
+
+void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
   int served = 0;
   while (!c.closing && !c.in_pool) {
     http::Request request;
-    auto parsed = http::parse_request(c.input, std::size_t(config_.max_request_head), request);
+    const std::string_view rest = std::string_view(c.input).substr(consumed);
+    auto parsed = http::parse_request(rest, std::size_t(config_.max_request_head), request);
     if (parsed == http::Parse::incomplete) return;
     if (config_.yield_batch > 0 && served == config_.yield_batch) {
       c.owed_turn = true;  // R8: the rest waits for the next pass; no edge will announce it
@@ -77,15 +86,17 @@ void Loop::answer_requests(int fd, Connection& c) {
     ++served;
     if (parsed != http::Parse::complete) {
       observer_.request_begin(worker_, fd, "");
-      c.input.clear();
+      consumed = c.input.size();
       respond(fd, c, http::reject(parsed));
       return;
     }
-    std::string text = c.input.substr(0, request.length);
-    c.input.erase(0, request.length);
+    std::string text(rest.substr(0, request.length));
+    consumed += request.length;
     http::parse_request(text, text.size(), request);  // views into `text` now
     observer_.request_begin(worker_, fd, request.target);
     if (config_.mode == HandlerMode::pool && pool_ != nullptr) {
+      c.input.erase(0, consumed);  // before the pool may call back into this connection
+      consumed = 0;
       c.in_pool = true;
       pool_->submit(*this, fd, c.generation, std::move(text));
       return;

@@ -124,6 +124,7 @@ class Loop {
   void serve(int fd);
   Input read_input(Connection& connection);
   void answer_requests(int fd, Connection& connection);
+  void serve_parsed(int fd, Connection& connection, std::size_t& consumed);
   void respond(int fd, Connection& connection, const http::Response& response);
   void flush(int fd, Connection& connection);
   void close_connection(int fd);

@@ -154,7 +154,7 @@ void Clients::send_due(ClientIndex client) {
     bool last = c.next_request + 1 == requests.size();
     kernel_.send(c.conn, request_text(path, last && !c.group->keep_alive));
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
-    c.awaiting.push_back(path);
+    c.sent.push_back(path);
     ++c.next_request;
   }
 }
@@ -186,13 +186,14 @@ void Clients::received(model::ConnId conn, std::string_view bytes) {
 void Clients::read_answers(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   int status = 0;
-  while (std::size_t length = parse_answer(c.input, status)) {
-    c.input.erase(0, length);
-    std::string path = c.awaiting.empty() ? std::string("?") : c.awaiting.front();
-    if (!c.awaiting.empty()) c.awaiting.erase(c.awaiting.begin());
+  std::size_t consumed = 0;  // erased once at the end: a pipelined burst costs linear time
+  while (std::size_t length = parse_answer(std::string_view(c.input).substr(consumed), status)) {
+    consumed += length;
+    std::string path = c.answered < c.sent.size() ? c.sent[c.answered] : std::string("?");
     ++c.answered;
     trace_.events.push_back(ev::Answer{scheduler_.now(), client, std::move(path), status});
   }
+  c.input.erase(0, consumed);
 }
 
 void Clients::peer_closed(model::ConnId conn) {

@@ -44,7 +44,7 @@ class Clients final : public model::ClientSink {
     model::ConnId conn = model::no_conn;
     std::size_t next_request = 0;    // the next of group->requests to send
     std::size_t due = 0;             // requests whose time has come
-    std::vector<std::string> awaiting;  // paths sent and not yet answered, oldest first
+    std::vector<std::string> sent;  // paths sent, in order; sent[answered] is the next answer's
     std::size_t answered = 0;
     std::string input;
     bool established = false;

@@ -18,6 +18,7 @@
 #include <iterator>
 #include <span>
 #include <sstream>
+#include <set>
 #include <string_view>
 
 namespace loopsim::sim {
@@ -32,6 +33,9 @@ constexpr std::string_view syntax_hint =
 constexpr std::string_view reserved_hint =
     "this key is reserved for a later version of loopsim (see scenarios/README.md); remove it";
 constexpr std::int64_t clients_max = 1'000'000;
+// Over all groups: each request leaves at least two events in the trace (its send and its answer).
+constexpr std::int64_t total_clients_max = 1'000'000;
+constexpr std::int64_t total_requests_max = 5'000'000;
 // The events one wait may return: the loop holds a buffer of this many (16 bytes each).
 constexpr std::int64_t max_events_max = 1 << 20;
 constexpr std::int64_t workers_max = 256;
@@ -43,9 +47,12 @@ std::string cat(const Parts&... parts) {
   return out.str();
 }
 
+// "a, b, c", or the first 20 and how many more: a hint stays one readable line.
 std::string join(std::span<const std::string_view> names) {
+  constexpr std::size_t shown = 20;
   std::string out;
-  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + std::string(names[i]);
+  if (names.size() > shown) out += cat(", and ", names.size() - shown, " more");
   return out;
 }
 
@@ -713,15 +720,17 @@ std::vector<const toml::node*> nodes_at(const toml::table& root, std::string_vie
 
 // Fails at the first of `refs` (strings, already checked) that is not in `names`, or that
 // repeats an earlier one when `unique`.
+// Sets, not scans: a file may hold 100,000 groups.
 void check_names(C c, const std::vector<const toml::node*>& refs,
                  std::span<const std::string_view> names, std::string_view what, bool unique) {
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    const std::string_view name = refs[i]->as_string()->get();
-    if (unique && std::find(names.begin(), names.begin() + i, name) != names.begin() + i)
-      c.fail(refs[i]->source(), cat(what, " \"", name, "\" is defined twice"),
-             "give each one a name of its own");
-    if (!unique && !contains(names, name))
-      c.fail(refs[i]->source(), cat(what, " \"", name, "\""), cat("known: ", join(names)));
+  const std::set<std::string_view> known(names.begin(), names.end());
+  std::set<std::string_view> seen;
+  for (const toml::node* ref : refs) {
+    const std::string_view name = ref->as_string()->get();
+    if (unique && !seen.insert(name).second)
+      c.fail(ref->source(), cat(what, " \"", name, "\" is defined twice"), "give each one a name of its own");
+    if (!unique && !known.contains(name))
+      c.fail(ref->source(), cat(what, " \"", name, "\""), cat("known: ", join(names)));
   }
 }
 
@@ -732,6 +741,7 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
   for (const Expectation& e : s.expect) properties.push_back(e.property);
   check_names(c, nodes_at(root, "clients", "name"), clients, "[[clients]]", true);
   check_names(c, nodes_at(root, "arms", "name"), arms, "[[arms]]", true);
+  const std::set<std::string_view> client_set(clients.begin(), clients.end());
   std::vector<std::string_view> subjects = clients;  // `of` names a client group or a poster
   std::vector<std::string_view> posters;
   for (const PosterSpec& poster : s.posters) {
@@ -739,6 +749,7 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
     posters.push_back(poster.name);
   }
   check_names(c, nodes_at(root, "posters", "name"), posters, "[[posters]]", true);
+  const std::set<std::string_view> poster_set(posters.begin(), posters.end());
   // post_latency is about a poster; the other properties with `of`, about a client group.
   if (const toml::array* expect = root["expect"].as_array()) {
     for (const toml::node& table : *expect) {
@@ -748,7 +759,9 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
       bool about_posts = t["property"].value_or(std::string()) == "post_latency";
       std::span<const std::string_view> names = about_posts ? std::span<const std::string_view>(posters)
                                                             : std::span<const std::string_view>(clients);
-      if (contains(subjects, of->as_string()->get()) && !contains(names, of->as_string()->get())) {
+      const std::string_view name = of->as_string()->get();
+      const bool known_here = about_posts ? poster_set.contains(name) : client_set.contains(name);
+      if (!known_here && (client_set.contains(name) || poster_set.contains(name))) {
         c.fail(of->source(),
                cat("expect.of: \"", of->as_string()->get(), "\" is a ", about_posts ? "client group" : "poster",
                    "; ", about_posts ? "post_latency is about a [[posters]] entry" : "this property is about a [[clients]] group"),
@@ -789,6 +802,32 @@ void check_target(C c, const toml::table& root) {
   }
 }
 
+// Ceilings on the whole file, not one key: the clients of all groups together, and the requests
+// they send. Past them a run could not fit its trace (trace_events_max), so the file is refused
+// at the group that crosses the line.
+void check_totals(C c, const toml::table& root, const Scenario& s) {
+  const toml::array* groups = root["clients"].as_array();
+  std::int64_t clients = 0, requests = 0;
+  for (std::size_t i = 0; groups != nullptr && i < s.clients.size() && i < groups->size(); ++i) {
+    const ClientGroup& g = s.clients[i];
+    const toml::table& table = *groups->get(i)->as_table();
+    clients += g.count;
+    requests += std::int64_t(g.count) * std::int64_t(g.requests.size());
+    const toml::node* count = table.get("count");
+    if (clients > total_clients_max) {
+      c.fail(count != nullptr ? count->source() : table.source(),
+             cat("[[clients]] \"", g.name, "\" takes the scenario past ", total_clients_max, " clients in all"),
+             "a scenario holds at most 1,000,000 clients over all its groups");
+    }
+    if (requests > total_requests_max) {
+      const toml::node* list = table.get("requests");
+      c.fail(list != nullptr ? list->source() : table.source(),
+             cat("[[clients]] \"", g.name, "\" takes the scenario past ", total_requests_max, " requests in all"),
+             "a scenario sends at most 5,000,000 requests (count x requests, over all groups)");
+    }
+  }
+}
+
 Scenario to_scenario(C c, const toml::table& root) {
   Scenario s;
   s.file = c.file();
@@ -796,6 +835,7 @@ Scenario to_scenario(C c, const toml::table& root) {
   if (const toml::node* format = root.get("format")) read_format(c, *format, "format");
   read_fields(c, root, root_section, s);
   check_references(c, root, s);
+  check_totals(c, root, s);
   if (root.empty()) {
     c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
   }
