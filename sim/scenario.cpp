@@ -452,26 +452,28 @@ const Field<FaultSpec> fault_fields[] = {
 // Each kind of fault needs its own keys, and only those.
 void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
   f.line = int(table.source().begin.line);
+  const std::string_view kind = fault_kind_names[std::size_t(f.kind)];
   auto need = [&](std::string_view key, std::string_view example) {
-    if (!table.contains(key))
-      c.fail(table.source(), cat("a ", fault_kind_names[std::size_t(f.kind)], " fault needs ", key),
-             cat("add ", example));
+    if (!table.contains(key)) c.fail(table.source(), cat(kind, " faults need ", key), cat("add ", example));
   };
   auto refuse = [&](std::string_view key) {
     if (const toml::node* n = table.get(key))
-      c.fail(n->source(), cat(key, " means nothing to a ", fault_kind_names[std::size_t(f.kind)], " fault"),
-             cat("remove ", key));
+      c.fail(n->source(), cat(key, " means nothing to ", kind, " faults"), cat("remove ", key));
   };
   switch (f.kind) {
     case FaultSpec::Kind::accept_error:
       need("errno", R"(errno = "EMFILE")");
       for (auto key : {"value", "of"}) refuse(key);
-      if (!table.contains("nth") && !table.contains("at"))
-        c.fail(table.source(), "an accept_error fault needs either nth or at (with until)",
-               R"(e.g. nth = 3, or at = "1s" and until = "2s")");
       if (table.contains("nth") && table.contains("at"))
         c.fail(table.get("at")->source(), "an accept_error fault takes nth or at, not both",
                "nth picks one accept call; at and until a window of them: keep one");
+      if (table.contains("until") && !table.contains("at"))
+        c.fail(table.get("until")->source(), "until closes a window that at opens, and there is no at",
+               table.contains("nth") ? "nth picks one accept call and needs no until: remove until"
+                                     : R"(add at = "1s" before until)");
+      if (!table.contains("nth") && !table.contains("at"))
+        c.fail(table.source(), "an accept_error fault needs either nth or at (with until)",
+               R"(e.g. nth = 3, or at = "1s" and until = "2s")");
       if (table.contains("at")) need("until", R"(until = "2s")");
       if (table.contains("at") && f.until <= f.at)
         c.fail(table.get("until")->source(), "until must come after at", "make the window non-empty");

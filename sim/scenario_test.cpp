@@ -438,9 +438,14 @@ TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
              Catch::Contains("needs either nth or at"));
   CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nnth = 2\nat = \"1s\"\nuntil = \"2s\"\n"),
              Catch::Contains("t.toml:7:6: an accept_error fault takes nth or at, not both"));
-  CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\n"), Catch::Contains("needs value"));
+  // A window's end without its start is placed at the until, whatever else the fault holds.
+  CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nuntil = \"2s\"\n"),
+             Catch::StartsWith("t.toml:6:9: until closes a window that at opens"));
+  CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nnth = 2\nuntil = \"2s\"\n"),
+             Catch::StartsWith("t.toml:7:9: until closes a window that at opens"));
+  CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\n"), Catch::Contains("rlimit faults need value"));
   CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\nvalue = 3\nof = \"burst\"\n"),
-             Catch::StartsWith("t.toml:7:6: of means nothing to a rlimit fault"));
+             Catch::StartsWith("t.toml:7:6: of means nothing to rlimit faults"));
   CHECK_THAT(error("kind = \"reset\"\nat = \"1s\"\nof = \"nobody\"\n"),
              Catch::Contains("no [[clients]] group is named \"nobody\""));
   CHECK_THAT(error("kind = \"accept_error\"\nnth = 1\nerrno = \"EPERM\"\n"),
