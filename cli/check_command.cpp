@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "checker/isolated.hpp"
 #include "checker/suite.hpp"
 #include "cli/commands.hpp"
 #include "reports/check_report.hpp"
@@ -58,7 +59,7 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths,
   return files;
 }
 
-ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& options) {
+ScenarioOutcome check_in_process(const std::string& file, const checker::SuiteOptions& options) {
   try {
     return {file, checker::run_suite(file, options).report, "", ""};
   } catch (const sim::ScenarioError& e) {
@@ -66,7 +67,23 @@ ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& 
   } catch (const sim::RunLimit& e) {
     return {file, std::nullopt, e.what(), "", true};
   } catch (const std::exception& e) {
-    return {file, std::nullopt, file + ": " + e.what(), ""};
+    return {file, std::nullopt, file + ":1:1: " + e.what(), ""};
+  }
+}
+
+// Each scenario in a child process of its own: one that brings loopsim down (an assertion, a
+// segfault, memory exhausted) is an error in its row, and the rest still run.
+ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& options) {
+  auto result = checker::run_isolated(
+      [&] { return reports::encode_outcome(check_in_process(file, options)); });
+  if (const auto* crash = std::get_if<checker::Crashed>(&result)) {
+    return {file, std::nullopt, file + ":1:1: loopsim " + crash->how + " while running this scenario",
+            "a loopsim bug: please report it with this scenario; the other scenarios still ran"};
+  }
+  try {
+    return reports::decode_outcome(std::get<std::string>(result));
+  } catch (const std::invalid_argument& e) {
+    return {file, std::nullopt, file + ":1:1: " + e.what(), "a loopsim bug: please report it with this scenario"};
   }
 }
 

@@ -1,7 +1,7 @@
 // Fuzzes the three readers of pinned choices (model/choice.hpp):
 //   - a recording, as `loopsim run --replay TRACE` reads it: sim::read_recording (input that
 //     starts with '{': a JSON Lines trace; the reader takes a path, so the input is written to
-//     a file first);
+//     a memory file, read as /proc/self/fd/N);
 //   - a chooser's portable text, as a target's process rebuilds the parent's chooser under the
 //     POSIX seam: model::rebuild_chooser (input that starts with "replay" or "seeded"); the
 //     chooser is then asked a few choices and for its first divergence;
@@ -13,11 +13,13 @@
 // Expected: sim::ScenarioError. A finding: any other exception escaping, a crash, a sanitizer
 // report, a choice read with its pick outside [0, options), or a counterexample that does not
 // load again with the same choices.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -61,20 +63,19 @@ void check_choices(const char* reader, const std::vector<model::Choice>& choices
   }
 }
 
-// A file of this process's own, rewritten for each input: read_recording takes a path.
-const std::string& recording_path() {
-  static const std::string path = "/tmp/loopsim-fuzz-choices-" + std::to_string(::getpid()) + ".jsonl";
-  return path;
-}
-
+// read_recording takes a path: the input goes to a memory file (a regular file, which
+// open_input asks for) of this process's own, rewritten for each input.
 void recording(std::string_view text) {
-  {
-    std::ofstream out(recording_path(), std::ios::binary | std::ios::trunc);
-    out.write(text.data(), std::streamsize(text.size()));
+  static const int fd = ::memfd_create("recording.jsonl", 0);
+  static const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if (fd < 0 || ::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    std::perror("fuzz_choices: the memory file");  // the harness's failure, not the reader's
+    std::abort();
   }
   sim::Recording r;
   try {
-    r = sim::read_recording(recording_path());
+    r = sim::read_recording(path);
   } catch (const sim::ScenarioError&) {
     return;
   }

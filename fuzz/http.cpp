@@ -11,6 +11,7 @@
 // A finding: a crash, a sanitizer report, a complete request whose length is 0 or past the
 // buffer or whose views point outside it, a request that parses otherwise on its own bytes, or
 // a connection served otherwise when its bytes arrive in pieces.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -128,10 +129,12 @@ class Connection {
 void serve(std::string_view bytes, std::size_t max_head) {
   Connection whole(max_head);
   whole.receive(bytes);
-  // Pieces of 1 to 16 bytes, the sizes taken from the bytes themselves.
+  // Pieces of 1 to 16 bytes, the sizes taken from the bytes themselves; at most about 64 of
+  // them, for each read parses the buffer from its start.
   Connection pieces(max_head);
+  const std::size_t least = bytes.size() / 64;
   for (std::size_t at = 0; at < bytes.size();) {
-    std::size_t n = 1 + static_cast<unsigned char>(bytes[at]) % 16;
+    std::size_t n = std::max<std::size_t>(least, 1 + static_cast<unsigned char>(bytes[at]) % 16);
     pieces.receive(bytes.substr(at, n));
     at += n;
   }

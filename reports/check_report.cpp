@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
+#include <stdexcept>
 
 #include "reports/summary.hpp"
 
@@ -183,6 +184,96 @@ nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes) 
   doc["summary"] = {{"scenarios", t.scenarios}, {"arms", t.arms},         {"held", t.held},
                     {"violated", t.violated},   {"errors", t.errors}, {"limits", t.limits}, {"verdict", verdict_name(t.verdict())}};
   return doc;
+}
+
+// ---- the outcome, for the wire between a child process and its parent ----------------------
+
+namespace {
+
+using nlohmann::json;
+
+json encode_arm(const checker::ArmReport& arm) {
+  json verdicts = json::array();
+  for (const checker::Verdict& v : arm.verdicts) {
+    verdicts.push_back({{"property", v.property}, {"of", v.of}, {"held", v.held}, {"measured", v.measured},
+                        {"bound", v.bound}, {"unit", int(v.unit)}, {"bound_text", v.bound_text},
+                        {"detail", v.detail}, {"first_bad", v.first_bad ? json(*v.first_bad) : json()}});
+  }
+  const sim::RunStats& st = arm.stats;
+  return {{"name", arm.name},
+          {"expect_violated", arm.expect_violated},
+          {"verdicts", std::move(verdicts)},
+          {"held", arm.judgement.held},
+          {"unexpected", arm.judgement.unexpected_violations},
+          {"missed", arm.judgement.missed_violations},
+          {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
+          {"wall_ns", arm.wall_ns},
+          {"replay", arm.replay},
+          {"replay_diverged", arm.replay_diverged},
+          {"divergence", arm.divergence}};
+}
+
+checker::ArmReport decode_arm(const json& a) {
+  checker::ArmReport arm;
+  arm.name = a.at("name").get<std::string>();
+  arm.expect_violated = a.at("expect_violated").get<std::vector<std::string>>();
+  for (const json& v : a.at("verdicts")) {
+    checker::Verdict verdict;
+    verdict.property = v.at("property").get<std::string>();
+    verdict.of = v.at("of").get<std::string>();
+    verdict.held = v.at("held").get<bool>();
+    verdict.measured = v.at("measured").get<std::int64_t>();
+    verdict.bound = v.at("bound").get<std::int64_t>();
+    verdict.unit = checker::Unit(v.at("unit").get<int>());
+    verdict.bound_text = v.at("bound_text").get<std::string>();
+    verdict.detail = v.at("detail").get<std::string>();
+    if (!v.at("first_bad").is_null()) verdict.first_bad = v.at("first_bad").get<std::size_t>();
+    arm.verdicts.push_back(std::move(verdict));
+  }
+  arm.judgement.held = a.at("held").get<bool>();
+  arm.judgement.unexpected_violations = a.at("unexpected").get<std::vector<std::string>>();
+  arm.judgement.missed_violations = a.at("missed").get<std::vector<std::string>>();
+  const json& st = a.at("stats");
+  arm.stats = {st.at(0).get<std::uint64_t>(), st.at(1).get<std::uint64_t>(), st.at(2).get<std::uint64_t>(),
+               st.at(3).get<std::uint64_t>(), st.at(4).get<std::uint64_t>(), Nanos(st.at(5).get<std::int64_t>())};
+  arm.wall_ns = a.at("wall_ns").get<std::int64_t>();
+  arm.replay = a.at("replay").get<std::string>();
+  arm.replay_diverged = a.at("replay_diverged").get<bool>();
+  arm.divergence = a.at("divergence").get<std::string>();
+  return arm;
+}
+
+}  // namespace
+
+std::string encode_outcome(const ScenarioOutcome& o) {
+  json doc = {{"file", o.file}, {"error", o.error}, {"hint", o.hint}, {"limit", o.limit}};
+  if (o.report) {
+    json arms = json::array();
+    for (const checker::ArmReport& arm : o.report->arms) arms.push_back(encode_arm(arm));
+    doc["report"] = {{"scenario", o.report->scenario}, {"file", o.report->file}, {"seed", o.report->seed},
+                     {"arms", std::move(arms)}};
+  }
+  return doc.dump();
+}
+
+ScenarioOutcome decode_outcome(const std::string& bytes) {
+  try {
+    const json doc = json::parse(bytes);
+    ScenarioOutcome o{doc.at("file").get<std::string>(), std::nullopt, doc.at("error").get<std::string>(),
+                      doc.at("hint").get<std::string>(), doc.at("limit").get<bool>()};
+    if (doc.contains("report")) {
+      const json& r = doc.at("report");
+      checker::RunReport report;
+      report.scenario = r.at("scenario").get<std::string>();
+      report.file = r.at("file").get<std::string>();
+      report.seed = r.at("seed").get<std::uint64_t>();
+      for (const json& a : r.at("arms")) report.arms.push_back(decode_arm(a));
+      o.report = std::move(report);
+    }
+    return o;
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("not an encoded outcome: ") + e.what());
+  }
 }
 
 }  // namespace loopsim::reports

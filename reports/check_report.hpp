@@ -41,6 +41,12 @@ std::vector<std::string> arm_problems(const checker::ArmReport& arm);
 // The scenario's name for reports: the report's, or the file's stem.
 std::string scenario_name(const ScenarioOutcome& outcome);
 
+// One outcome as bytes and back, every field kept: how a scenario run in a child process
+// (checker::run_isolated) hands its outcome to the parent. Not a published format.
+std::string encode_outcome(const ScenarioOutcome& outcome);
+// Throws std::invalid_argument when the bytes are not an encoded outcome.
+ScenarioOutcome decode_outcome(const std::string& bytes);
+
 void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostream& out);
 nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes);
 
