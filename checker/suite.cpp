@@ -1,6 +1,8 @@
 #include "checker/suite.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -15,11 +17,22 @@ std::string read_file(const std::string& path) { return sim::read_scenario_file(
   throw sim::ScenarioError(s.file + ":" + std::to_string(e.line) + ":1: " + what, hint);
 }
 
+// `word` as the shell reads it back: bare when it is plain, else in single quotes.
+std::string shell_quoted(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("-_./=:,+@%", ch) != nullptr;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
 std::string replay_command(const std::string& path, std::uint64_t seed, const std::string& arm,
                            const std::vector<sim::Override>& overrides) {
-  std::string command = "loopsim run " + path + " --seed " + std::to_string(seed);
-  for (const auto& o : overrides) command += " --set '" + o.key + "=" + o.value + "'";
-  return command + " --arm " + arm;
+  std::string command = "loopsim run " + shell_quoted(path) + " --seed " + std::to_string(seed);
+  for (const auto& o : overrides) command += " --set " + shell_quoted(o.key + "=" + o.value);
+  return command + " --arm " + shell_quoted(arm);
 }
 
 bool is_count(const std::optional<sim::Bound>& bound) {

@@ -37,7 +37,7 @@ TEST_CASE("every bad input ends in a contract message or a limit, never a crash"
       {"pool-256.toml", 2, "the server cannot start"},
       {"poster-worker.toml", 2, "posters.worker"},
       {"choices-misfit.toml", 2, "do not fit"},
-      {"choices-garbage.toml", 2, "do not fit"},
+      {"choices-garbage.toml", 2, ":1:12: choices: \"order:3:1:junk\" is not a choice"},
       {"newline-in-value.toml", 2, "horizon"},
       {"nul-in-value.toml", 2, "horizon"},
       {"idle-1ns.toml", 3, "limit: the run's trace passed"},
@@ -74,11 +74,21 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
       {"explore " + shutdown + " --strategy random --seeds 5..1", "error: --seeds:1:1: 5..1 is an empty range"},
       {"explore " + shutdown + " --seeds -1..5", "error: --seeds:1:1: cannot read"},
       {"explore " + shutdown + " --shard 0/1/2", "error: --shard:1:1: cannot read"},
-      {"explore " + shutdown + " --max-executions 0", "--max-executions: must be a whole number, at least 1"},
+      {"explore " + shutdown + " --max-executions 0", "--max-executions: must be a whole number from 1"},
       {"explore " + shutdown + " --faults 1 --fault-errno EAGAIN", "EAGAIN is not a fault"},
       {"explore " + shutdown + " --time-limit 0", "error: --time-limit:1:1: \"0\" has no unit"},
       {"generate --time-limit 5", "error: --time-limit:1:1: \"5\" has no unit"},
-      {"run " + shutdown + " --seed -1", "--seed: must be a whole number, at least 0"},
+      {"run " + shutdown + " --seed -1", "--seed: must be a whole number from 0"},
+      {"run " + shutdown + " --seed 9223372036854775808", "--seed: must be a whole number from 0 to 9223372036854775807"},
+      {"generate --runs -1", "--runs: must be a whole number from 1"},
+      {"generate --runs 2 --out /dev/null", "error: --out:1:1: cannot make the folder /dev/null"},
+      {"generate --runs 2 --out ''", "error: --out:1:1: an empty folder name"},
+      {"generate --runs 2 --out /proc/sys", "error: --out:1:1: the folder /proc/sys is not writable"},
+      {"run " + shutdown + " --timeline ''", "--timeline: must not be empty"},
+      {"run " + shutdown + " --chrome-trace ''", "--chrome-trace: must not be empty"},
+      {"run " + shutdown + " --replay ''", "--replay: must not be empty"},
+      {"check " + shutdown + " --junit ''", "--junit: must not be empty"},
+      {"run ''", "error: loopsim run:1:1: file: must not be empty"},
       {"run " + shutdown + " --seed ''", "--seed: must be a whole number"},
       {"run " + shutdown + " --arm ''", "--arm: must not be empty"},
       {"run " + shutdown + " --trace ''", "--trace: must not be empty"},
@@ -122,6 +132,11 @@ TEST_CASE("what used to be accepted silently is refused at its key") {
       {"[[clients]]\nname = \"c\"\n[[posters]]\nname = \"p\"\n[[expect]]\nproperty = \"post_latency\"\nof = \"c\"\nmax = \"1ms\"\n",
        "t.toml:7:6: expect.of: \"c\" is a client group"},
       {"[[expect]]\nproperty = \"capacity\"\nmin = 5\nmax = 4\n", "t.toml:3:7: min (5) is greater than max (4)"},
+      // A time made of parts: the last connection of a slow group, the last post of a long series.
+      {"[[clients]]\nname = \"c\"\ncount = 2\nrate = 1e-10\n", "t.toml:4:8: at rate 1e-10, [[clients]] \"c\"'s last connection"},
+      {"[[posters]]\nname = \"p\"\ncount = 10000\nevery = \"1000000s\"\n", "t.toml:4:9: [[posters]] \"p\"'s last post"},
+      {"name = \"a\\u001b[31m\"\n", "t.toml:1:8: name must not hold control characters"},
+      {"[[clients]]\nname = \"c\\nd\"\n", "t.toml:2:8: clients.name must not hold control characters"},
   };
   for (const auto& [text, says] : cases) {
     INFO(text);
@@ -132,6 +147,17 @@ TEST_CASE("what used to be accepted silently is refused at its key") {
       CHECK_THAT(e.what(), Catch::Contains(says));
     }
   }
+}
+
+TEST_CASE("a trace replays only on the scenario it was recorded from") {
+  const std::string scenarios = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/";
+  const std::string trace = loopsim::testing::temp_path("shutdown.jsonl");
+  REQUIRE(run_loopsim("run " + scenarios + "shutdown.toml --trace " + trace).status == 0);
+  auto other = run_loopsim("run " + scenarios + "accept-burst.toml --replay " + trace);
+  CHECK(other.status == 2);
+  CHECK(other.output.find("error: --replay:1:1: " + trace + " was recorded from the scenario \"shutdown\", not \"accept-burst\"") !=
+        std::string::npos);
+  CHECK(run_loopsim("run " + scenarios + "shutdown.toml --replay " + trace).status == 0);
 }
 
 TEST_CASE("a device, a FIFO or a directory as an input is refused before any read") {

@@ -37,18 +37,21 @@ int report_error(const std::string& where_and_what, const std::string& hint);
 // An output the verb will write (--trace, --out, --junit), checked before any work: its folder
 // must exist and it must not be a folder. Throws a ScenarioError at `option`.
 void check_output(const std::string& option, const std::string& path);
+// A folder the verb writes into (explore --out, generate --out), made now, or a ScenarioError.
+void make_output_folder(const std::string& option, const std::string& dir);
 // The file at `path` written by `write`, or a ScenarioError at `option` saying why not.
 void write_output_file(const std::string& option, const std::string& path,
                        const std::function<void(std::ostream&)>& write);
 
-// A whole number of at least `min` that fits 64 bits: no sign, no empty value, no wrap.
+// A whole number from `min` to 2^63 - 1 (what a trace and a scenario can hold): no sign, no
+// empty value, no wrap.
 inline CLI::Validator whole_number(std::uint64_t min) {
   return CLI::Validator(
       [min](std::string& value) {
         bool digits = !value.empty() && value.size() <= 19 &&
                       value.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || std::stoull(value) < min) {
-          return "must be a whole number, at least " + std::to_string(min) + ", not \"" + value + "\"";
+        if (!digits || std::stoull(value) < min || std::stoull(value) > 9223372036854775807ull) {
+          return "must be a whole number from " + std::to_string(min) + " to 9223372036854775807, not \"" + value + "\"";
         }
         return std::string();
       },

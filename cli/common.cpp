@@ -54,6 +54,20 @@ void check_output(const std::string& option, const std::string& path) {
   }
 }
 
+void make_output_folder(const std::string& option, const std::string& dir) {
+  std::error_code error;
+  if (dir.empty()) throw sim::ScenarioError(option + ":1:1: an empty folder name", "e.g. " + option + " out/explore");
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    throw sim::ScenarioError(option + ":1:1: cannot make the folder " + dir +
+                                 (error ? ": " + error.message() : std::string(": a file is in the way")),
+                             "name a folder loopsim may write");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw sim::ScenarioError(option + ":1:1: the folder " + dir + " is not writable", "name a folder loopsim may write");
+  }
+}
+
 void write_output_file(const std::string& option, const std::string& path,
                        const std::function<void(std::ostream&)>& write) {
   errno = 0;

@@ -76,8 +76,7 @@ std::string with_fault_budget(const std::string& text, const sim::Scenario& scen
 
 // The counterexample's states, one node per distinct state, in the order the run first reached
 // them: a run that comes back to a state draws the cycle as an edge back (red).
-void write_dot(const std::string& path, const explore::Counterexample& cex) {
-  std::ofstream out(path);
+void write_dot(std::ostream& out, const explore::Counterexample& cex) {
   out << "digraph counterexample {\n  rankdir=TB; node [shape=box, fontname=\"monospace\"];\n";
   std::map<std::uint64_t, std::size_t> node;  // digest -> node number
   std::set<std::pair<std::size_t, std::size_t>> drawn;
@@ -95,18 +94,6 @@ void write_dot(const std::string& path, const explore::Counterexample& cex) {
     previous = it->second;
   }
   out << "}\n";
-}
-
-// The output folder, made before the search so that a bad --out is bad input, not a lost search.
-void ensure_directory(const std::string& dir) {
-  std::error_code error;
-  if (dir.empty()) throw sim::ScenarioError("--out:1:1: an empty folder name", "e.g. --out out/explore");
-  std::filesystem::create_directories(dir, error);
-  if (error || !std::filesystem::is_directory(dir)) {
-    throw sim::ScenarioError("--out:1:1: cannot make the folder " + dir +
-                                 (error ? ": " + error.message() : std::string(": a file is in the way")),
-                             "name a folder loopsim may write");
-  }
 }
 
 int explore_file(const ExploreArgs& args) {
@@ -162,7 +149,7 @@ int explore_file(const ExploreArgs& args) {
                                "name one of its [[expect]] entries, e.g. --maximize latency:fast");
     }
   }
-  ensure_directory(args.out);
+  make_output_folder("--out", args.out);
   options.wall_ns = wall_ns;
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](const explore::ExploreProgress& p) {
@@ -186,11 +173,12 @@ int explore_file(const ExploreArgs& args) {
   }
   if (result.worst) {
     worst_path = args.out + "/" + scenario.name + "-worst.toml";
-    std::ofstream(worst_path) << "# loopsim explore --maximize " << args.maximize << ": the worst of "
-                              << result.judged << " executions measured " << result.worst->verdict.measured
-                              << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "")
-                              << "\n# replay: loopsim run " << worst_path << "\n"
-                              << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices);
+    write_output_file("--out", worst_path, [&](std::ostream& out) {
+      out << "# loopsim explore --maximize " << args.maximize << ": the worst of " << result.judged
+          << " executions measured " << result.worst->verdict.measured
+          << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "") << "\n# replay: loopsim run "
+          << worst_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices);
+    });
   }
   if (result.counterexample && args.shrink) {
     auto counts = explore::shrink(scenario, costs, options);
@@ -220,9 +208,11 @@ int explore_file(const ExploreArgs& args) {
     cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";
-    std::ofstream(cex_path) << "# loopsim explore found this: " << cex.detail << "\n# replay: loopsim run "
-                            << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts);
-    write_dot(stem + ".dot", cex);
+    write_output_file("--out", cex_path, [&](std::ostream& out) {
+      out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
+          << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts);
+    });
+    write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); });
   }
   nlohmann::ordered_json doc;
   doc["scenario"] = scenario.name;
@@ -283,7 +273,7 @@ int explore_file(const ExploreArgs& args) {
 void add_explore(CLI::App& app, int& status) {
   auto args = std::make_shared<ExploreArgs>();
   auto* cmd = app.add_subcommand("explore", "Model-check a scenario's choices; write a replayable counterexample");
-  cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(non_empty);
   cmd->add_option("--strategy", args->strategy, "dfs (every schedule within bounds) or random (one per seed)")
       ->check(CLI::IsMember({"dfs", "random"}))->capture_default_str();
   cmd->add_option("--depth", args->depth, "Choice points branched on, from the start")->capture_default_str();
@@ -314,7 +304,8 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
-                  "stop at none, and write the one that measured the most (NAME-worst.toml)");
+                  "stop at none, and write the one that measured the most (NAME-worst.toml)")
+      ->check(non_empty);
   cmd->footer(
       "Exit status:\n"
       "  0  none_found: the search was exhaustive within --depth and --faults; nothing failed\n"

@@ -38,20 +38,21 @@ struct Written {
 };
 
 Written write_files(const GenerateArgs& args, const explore::GenerateResult& result) {
-  std::filesystem::create_directories(args.out);
   std::string stem = args.out + "/" + explore::generated_name(args.seed, result.failing_run);
   Written w{stem + ".toml", stem + "-original.toml", ""};
   const explore::Judged& j = result.judged;
-  std::ofstream(w.scenario) << "# " << command_of(args) << " found this at run " << result.failing_run
-                            << ", shrunk from " << result.clients_before << " to " << result.clients_after
-                            << " clients\n# " << j.detail << "\n# replay: loopsim run " << w.scenario << "\n"
-                            << result.shrunk;
-  std::ofstream(w.original) << "# " << command_of(args) << ": run " << result.failing_run
-                            << " as drawn, before shrinking\n" << result.original;
+  write_output_file("--out", w.scenario, [&](std::ostream& out) {
+    out << "# " << command_of(args) << " found this at run " << result.failing_run << ", shrunk from "
+        << result.clients_before << " to " << result.clients_after << " clients\n# "
+        << sim::escape_controls(j.detail) << "\n# replay: loopsim run " << w.scenario << "\n" << result.shrunk;
+  });
+  write_output_file("--out", w.original, [&](std::ostream& out) {
+    out << "# " << command_of(args) << ": run " << result.failing_run << " as drawn, before shrinking\n"
+        << result.original;
+  });
   if (j.livelock_trace) {
     w.trace = stem + "-livelock.jsonl";
-    std::ofstream out(w.trace);
-    sim::write_jsonl(*j.livelock_trace, out);
+    write_output_file("--out", w.trace, [&](std::ostream& out) { sim::write_jsonl(*j.livelock_trace, out); });
   }
   return w;
 }
@@ -119,6 +120,7 @@ int generate(const GenerateArgs& args) {
   options.max_shrinks = args.max_shrinks;
   options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
   options.wall_ns = wall_ns;
+  make_output_folder("--out", args.out);  // before the runs: a bad --out costs no search
   bool progress = !args.json && isatty(STDERR_FILENO);
   if (progress) {
     std::int64_t last = 0;
@@ -156,7 +158,7 @@ int generate(const GenerateArgs& args) {
 void add_generate(CLI::App& app, int& status) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Draw scenarios, judge each with the rules on, shrink a failure");
-  cmd->add_option("--runs", args->runs, "Scenarios to draw and judge")->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Scenarios to draw and judge")->check(whole_number(1))->capture_default_str();
   cmd->add_option("--seed", args->seed, "The same seed draws the same scenarios")
       ->check(whole_number(0))
       ->capture_default_str();
@@ -165,11 +167,14 @@ void add_generate(CLI::App& app, int& status) {
   cmd->add_option("--out", args->out, "Where the shrunk scenario goes")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key in every scenario drawn (repeatable)")->take_all();
   cmd->add_option("--max-steps", args->max_steps, "Livelock guard: scheduler steps one run may take")
+      ->check(whole_number(1))
       ->capture_default_str();
   cmd->add_option("--max-steps-at-instant", args->max_steps_at_instant,
                   "Livelock guard: scheduler steps one run may take at one virtual instant")
       ->capture_default_str();
-  cmd->add_option("--max-shrinks", args->max_shrinks, "Shrink candidates tried at most")->capture_default_str();
+  cmd->add_option("--max-shrinks", args->max_shrinks, "Shrink candidates tried at most")
+      ->check(whole_number(0))
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer(
       "Each run draws a whole scenario (RapidCheck generators): the poller flavour, the loop's\n"

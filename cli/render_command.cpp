@@ -33,7 +33,7 @@ int render(const RenderArgs& args) {
   } catch (const reports::RenderError& e) {
     return report_error(std::string("--out:1:1: ") + e.what(), "check that its folder exists and is writable");
   }
-  std::cout << "wrote " << args.out << '\n';
+  std::cout << "wrote " << sim::escape_controls(args.out) << '\n';
   return exit_held;
 }
 
@@ -42,7 +42,7 @@ int render(const RenderArgs& args) {
 void add_render(CLI::App& app, int& status) {
   auto args = std::make_shared<RenderArgs>();
   auto* cmd = app.add_subcommand("render", "Render a trace as a pass timeline or a Chrome trace");
-  cmd->add_option("trace", args->trace, "Trace file (JSON Lines, from loopsim run --trace)")->required();
+  cmd->add_option("trace", args->trace, "Trace file (JSON Lines, from loopsim run --trace)")->required()->check(non_empty);
   cmd->add_option("--out", args->out, "Output file: F.svg, F.png, F.dot (the timeline) or F.json (Chrome trace)")
       ->required();
   cmd->footer("Exit status: 0 written, 2 bad input (an unreadable trace, an unknown extension).");

@@ -29,9 +29,16 @@ struct RunArgs {
   bool json = false;
 };
 
-// --replay TRACE: the recorded arm, seed and choices stand in for --arm and --seed.
-void apply_replay(const std::string& path, checker::SuiteOptions& options) {
+// --replay TRACE: the recorded arm, seed and choices stand in for --arm and --seed. The trace
+// must come from this scenario: another's choices would fit by chance, or not at all.
+void apply_replay(const std::string& path, const std::string& file, checker::SuiteOptions& options) {
   sim::Recording recording = sim::read_recording(path);
+  const std::string name = sim::load_scenario(file, options.overrides).name;
+  if (recording.scenario != name) {
+    throw sim::ScenarioError("--replay:1:1: " + path + " was recorded from the scenario \"" + recording.scenario +
+                                 "\", not \"" + name + "\"",
+                             "replay a trace of this scenario, or run the scenario it came from");
+  }
   options.only_arm = recording.arm;
   options.seed = recording.seed;
   options.replay = std::move(recording.choices);
@@ -80,7 +87,7 @@ int run(const RunArgs& args) {
     options.seed = args.seed;
     if (!args.arm.empty()) options.only_arm = args.arm;
     options.wall_ns = wall_ns;
-    if (!args.replay.empty()) apply_replay(args.replay, options);
+    if (!args.replay.empty()) apply_replay(args.replay, args.file, options);
     if (!args.trace.empty()) {  // a target's own output goes beside the trace
       std::filesystem::path trace(args.trace);
       sim::set_target_output((trace.parent_path() / trace.stem()).string());
@@ -122,17 +129,19 @@ int run(const RunArgs& args) {
 void add_run(CLI::App& app, int& status) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run one scenario, its base and each of its arms, and judge them");
-  cmd->add_option("file", args->file, "Scenario file (TOML)")->required();
+  cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(non_empty);
   cmd->add_option("--seed", args->seed, "Seed for every choice the run makes (default: the scenario's)")
       ->check(whole_number(0));
   cmd->add_option("--set", args->set, "Override a key, e.g. --set loop.accept_batch=0 (repeatable)")
       ->take_all();
   cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)")->check(non_empty);
   cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines)")->check(non_empty);
-  cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot");
-  cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json");
+  cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot")
+      ->check(non_empty);
+  cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json")->check(non_empty);
   cmd->add_option("--replay", args->replay,
-                  "Repeat a recorded run from its trace's choices (its arm and seed too)");
+                  "Repeat a recorded run from its trace's choices (its arm and seed too)")
+      ->check(non_empty);
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"

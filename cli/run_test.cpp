@@ -1,6 +1,7 @@
 // `loopsim run` as a user meets it: exit statuses, the table, --json, --trace, bad input.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,7 +36,29 @@ TEST_CASE("run exits 1 with an unbounded drain and prints the command that repro
   Outcome o = run_cli("run " + scenario + " --set loop.accept_batch=0");
   CHECK(o.status == 1);
   CHECK(o.output.find("reproduce: loopsim run") != std::string::npos);
-  CHECK(o.output.find("--set 'loop.accept_batch=0' --arm base") != std::string::npos);
+  CHECK(o.output.find("--set loop.accept_batch=0 --arm base") != std::string::npos);
+}
+
+TEST_CASE("the command that reproduces an arm is quoted for the shell, and runs that arm") {
+  // An arm named like a shell command: printed raw, pasting it would run `touch`.
+  const std::string dir = loopsim::testing::temp_path("quoted dir");
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/q.toml";
+  std::ofstream(file) << "[[clients]]\nname = \"c\"\nrequests = [{ path = \"/fast\" }]\n"
+                         "[[expect]]\nproperty = \"answered\"\n"
+                         "[[arms]]\nname = \"x y; touch it's\"\nset = { \"loop.accept_batch\" = 2 }\n"
+                         "expect_violated = [\"answered\"]\n";
+  Outcome o = run_cli("run '" + file + "'");
+  CHECK(o.status == 1);
+  auto at = o.output.find("reproduce: ");
+  REQUIRE(at != std::string::npos);
+  std::string command = o.output.substr(at + 11, o.output.find('\n', at) - at - 11);
+  CHECK_THAT(command, Catch::Contains("--arm 'x y; touch it'\\''s'"));
+  CHECK_THAT(command, Catch::Contains("'" + file + "'"));
+  // The shell hands the arm's name back whole: the run is of that arm alone.
+  Outcome again = run_cli(command.substr(std::string("loopsim run ").size()));
+  CHECK(again.output.find("x y; touch it's: NOT CAUGHT") != std::string::npos);
+  CHECK(again.output.find("base:") == std::string::npos);
 }
 
 TEST_CASE("run --json prints the documented shape") {

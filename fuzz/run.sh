@@ -32,6 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bash "$root/fuzz/seed_corpus.sh" "$work/corpus" >/dev/null
 mkdir -p "$dir/logs"
+source "$root/fuzz/sanitizer_options.sh"
 
 status=0
 printf '%-10s %14s %10s  %s\n' harness executions exec/s findings
@@ -42,7 +43,7 @@ for name in "${harnesses[@]}"; do
   mkdir -p "$findings"
   ls "$findings" | sort >"$work/before"
   options=(-max_total_time="$seconds" -max_len="${max_len[$name]}" -timeout=10 -rss_limit_mb=2048
-           -print_final_stats=1 -artifact_prefix="$findings/")
+           -dict="$root/fuzz/dict/$name.dict" -print_final_stats=1 -artifact_prefix="$findings/")
   [ -n "${FUZZ_RUNS:-}" ] && options+=(-runs="$FUZZ_RUNS")
   [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   rc=0

@@ -10,6 +10,7 @@
 namespace loopsim::sim {
 
 struct Recording {
+  std::string scenario;  // the name of the scenario it was recorded from
   std::string arm;
   std::uint64_t seed = 0;
   std::vector<model::Choice> choices;

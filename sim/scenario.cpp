@@ -208,6 +208,11 @@ Bound read_bound(C c, N n, K k) {
 std::string read_name(C c, N n, K key) {
   std::string name = read_string(c, n, key);
   if (name.empty()) c.fail(n.source(), cat(key, " must not be empty"), R"(e.g. name = "burst")");
+  // Names are printed in tables, traces and commands: a control character (a newline, an
+  // escape sequence) would break them, so a name holds none.
+  if (std::any_of(name.begin(), name.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+    c.fail(n.source(), cat(key, " must not hold control characters, not \"", name, "\""),
+           "names are printed in tables and commands; use letters, digits, '-' and '_'");
   return name;
 }
 
@@ -664,7 +669,8 @@ std::vector<model::Choice> read_choices(C c, N n, K k) {
     if (ok) {
       auto a = std::from_chars(text.data() + first + 1, text.data() + second, options);
       auto b = std::from_chars(text.data() + second + 1, text.data() + text.size(), pick);
-      ok = a.ec == std::errc{} && b.ec == std::errc{} && pick < options;
+      ok = a.ec == std::errc{} && a.ptr == text.data() + second && b.ec == std::errc{} &&
+           b.ptr == text.data() + text.size() && pick < options;  // no sign, no junk, nothing after
     }
     if (!ok)
       c.fail(item.source(), cat(k, ": \"", text, "\" is not a choice"),
@@ -816,6 +822,14 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
     clients += g.count;
     requests += std::int64_t(g.count) * std::int64_t(g.requests.size());
     const toml::node* count = table.get("count");
+    // The last member connects at connect_at + (count - 1) / rate: it must be a time too.
+    const double last_ns = g.rate > 0 ? double(g.connect_at.count()) + double(g.count - 1) * 1e9 / g.rate : 0;
+    if (last_ns > double(duration_max.count())) {
+      const toml::node* rate = table.get("rate");
+      c.fail(rate != nullptr ? rate->source() : table.source(),
+             cat("at rate ", g.rate, ", [[clients]] \"", g.name, "\"'s last connection would start after 1,000,000 s"),
+             "raise the rate or lower the count: every time in a scenario is at most 1,000,000 s");
+    }
     if (clients > total_clients_max) {
       c.fail(count != nullptr ? count->source() : table.source(),
              cat("[[clients]] \"", g.name, "\" takes the scenario past ", total_clients_max, " clients in all"),
@@ -830,6 +844,21 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
   }
 }
 
+// A poster's last post comes at at + every x (count - 1): it must be a time too.
+void check_poster_times(C c, const toml::table& root, const Scenario& s) {
+  const toml::array* posters = root["posters"].as_array();
+  for (std::size_t i = 0; posters != nullptr && i < s.posters.size() && i < posters->size(); ++i) {
+    const PosterSpec& p = s.posters[i];
+    const double last_ns = double(p.at.count()) + double(p.every.count()) * double(p.count - 1);
+    if (last_ns <= double(duration_max.count())) continue;
+    const toml::table& table = *posters->get(i)->as_table();
+    const toml::node* every = table.get("every");
+    c.fail(every != nullptr ? every->source() : table.source(),
+           cat("[[posters]] \"", p.name, "\"'s last post would come after 1,000,000 s"),
+           "lower every or count: every time in a scenario is at most 1,000,000 s");
+  }
+}
+
 Scenario to_scenario(C c, const toml::table& root) {
   Scenario s;
   s.file = c.file();
@@ -838,6 +867,7 @@ Scenario to_scenario(C c, const toml::table& root) {
   read_fields(c, root, root_section, s);
   check_references(c, root, s);
   check_totals(c, root, s);
+  check_poster_times(c, root, s);
   if (root.empty()) {
     c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
   }

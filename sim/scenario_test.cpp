@@ -516,3 +516,13 @@ name = "other"
   ScenarioError typo = error_for(replaced(text, "arms = [\"window\"]", "arms = [\"windwo\"]"));
   CHECK(std::string(typo.what()).find("t.toml:8:9: no [[arms]] entry is named \"windwo\"") == 0);
 }
+
+TEST_CASE("pinned choices are read whole: junk, a sign or a pick out of range is an error at the entry") {
+  for (const char* bad : {"order:3:1:junk", "order:3x:1", "slack:2:1zz", "order:-3:1", "order:3:+1", "order:3:3",
+                          "order::1", "stir:3:1", "order:3"}) {
+    INFO(bad);
+    const ScenarioError e = error_for(std::string("choices = [\"order:2:0\", \"") + bad + "\"]\n" + accept_burst);
+    CHECK_THAT(e.what(), Catch::StartsWith(std::string("t.toml:1:25: choices: \"") + bad + "\" is not a choice"));
+  }
+  CHECK(parse_scenario("choices = [\"order:2:0\", \"fault:4:3\"]\n" + accept_burst, "t.toml").choices.size() == 2);
+}

@@ -27,6 +27,24 @@ struct overloaded : F... {
 template <class... F>
 overloaded(F...) -> overloaded<F...>;
 
+// `s` as a JSON string, quotes and control characters escaped.
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", unsigned(c));
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
 // A JSON object written field by field, in a fixed order.
 class Line {
  public:
@@ -69,22 +87,7 @@ class Line {
     out_ += key;
     out_ += "\":";
   }
-  void quote(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof buffer, "\\u%04x", unsigned(c));
-        out_ += buffer;
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
+  void quote(std::string_view s) { append_quoted(out_, s); }
   std::string out_;
 };
 
@@ -244,8 +247,12 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
 }
 
 void write_jsonl(const Trace& trace, std::ostream& out) {
-  out << "{\"loopsim_trace\":1,\"scenario\":\"" << trace.scenario << "\",\"arm\":\"" << trace.arm
-      << "\",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
+  std::string names;  // a scenario or arm name may hold quotes or control characters
+  names += ",\"scenario\":";
+  append_quoted(names, trace.scenario);
+  names += ",\"arm\":";
+  append_quoted(names, trace.arm);
+  out << "{\"loopsim_trace\":1" << names << ",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
       << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
       << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers
       << "}\n";

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/scenario.hpp"
+#include "sim/trace.hpp"
 #include "sim/world.hpp"
 
 namespace {
@@ -198,4 +199,16 @@ TEST_CASE("a trace from before the loop rules' fields reads with their defaults"
   CHECK(trace.workers == 1);
   auto end = std::get<loopsim::sim::ev::RunEnd>(trace.events.at(0));
   CHECK((end.backlog == 3 && end.open_connections == 1 && end.handoffs == 0 && end.open_descriptors == 0));
+}
+
+TEST_CASE("a trace whose names hold quotes reads back as written") {
+  loopsim::sim::Trace trace;
+  trace.scenario = "say \"hi\" \\ there";
+  trace.arm = "an \"arm\"";
+  std::ostringstream out;
+  loopsim::sim::write_jsonl(trace, out);
+  std::istringstream in(out.str());
+  auto back = loopsim::sim::read_jsonl(in, "t.jsonl");
+  CHECK(back.scenario == trace.scenario);
+  CHECK(back.arm == trace.arm);
 }
