@@ -56,7 +56,8 @@ TEST_CASE("the command that reproduces an arm is quoted for the shell, and runs 
   CHECK_THAT(command, Catch::Contains("--arm 'x y; touch it'\\''s'"));
   CHECK_THAT(command, Catch::Contains("'" + file + "'"));
   // The shell hands the arm's name back whole: the run is of that arm alone.
-  Outcome again = run_cli(command.substr(std::string("loopsim run ").size()));
+  Outcome again = run_cli(command.substr(std::string("loopsim ").size()));
+  INFO(again.output);
   CHECK(again.output.find("x y; touch it's: NOT CAUGHT") != std::string::npos);
   CHECK(again.output.find("base:") == std::string::npos);
 }
