@@ -977,7 +977,58 @@ toml::source_position arm_position(const toml::table& root, const Arm& arm, std:
   return {1, 1};
 }
 
+// toml++ bounds the nesting of values (256) but not of dotted keys: a[.a]x60000 recurses until
+// the stack runs out. So a line may hold at most this many dots outside strings and comments;
+// a scenario's keys have one or two.
+constexpr int key_dots_max = 256;
+
+void check_key_depth(const std::string& text, const std::string& file) {
+  enum class In { code, basic, literal, multi_basic, multi_literal, comment } in = In::code;
+  std::uint32_t line = 1, column = 0;
+  int dots = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    ++column;
+    const bool triple = text.compare(i, 3, ch == '"' ? "\"\"\"" : "'''") == 0;
+    switch (in) {
+      case In::code:
+        if (ch == '#') in = In::comment;
+        else if (ch == '"' || ch == '\'') {
+          in = ch == '"' ? (triple ? In::multi_basic : In::basic) : (triple ? In::multi_literal : In::literal);
+          if (triple) i += 2, column += 2;
+        } else if (ch == '.' && ++dots > key_dots_max) {
+          throw ScenarioError(located(file, {line, column}, cat("more than ", key_dots_max, " dots in one line: a key nested this deep cannot be read")),
+                              "keys look like loop.accept_batch; split the line");
+        }
+        break;
+      case In::basic:
+      case In::multi_basic:
+        if (ch == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;
+        else if (ch == '"' && (in == In::basic || triple)) {
+          if (in == In::multi_basic) i += 2, column += 2;
+          in = In::code;
+        }
+        break;
+      case In::literal:
+      case In::multi_literal:
+        if (ch == '\'' && (in == In::literal || triple)) {
+          if (in == In::multi_literal) i += 2, column += 2;
+          in = In::code;
+        }
+        break;
+      case In::comment: break;
+    }
+    if (text[i] == '\n') {  // a single-line string or a comment ends at the line's end
+      ++line;
+      column = 0;
+      dots = 0;
+      if (in == In::comment || in == In::basic || in == In::literal) in = In::code;
+    }
+  }
+}
+
 toml::table parse_document(const std::string& text, const std::string& file) {
+  check_key_depth(text, file);
   try {
     return toml::parse(text, std::string_view{file});
   } catch (const toml::parse_error& e) {
@@ -1096,6 +1147,7 @@ Override parse_override(const std::string& assignment) {
                         "e.g. --set loop.accept_batch=0");
   }
   o.value_column = static_cast<std::uint32_t>(eq + 2 + value.find_first_not_of(" \t"));
+  check_key_depth(assignment, "--set");  // the value is TOML too
   return o;
 }
 

@@ -526,3 +526,18 @@ TEST_CASE("pinned choices are read whole: junk, a sign or a pick out of range is
   }
   CHECK(parse_scenario("choices = [\"order:2:0\", \"fault:4:3\"]\n" + accept_burst, "t.toml").choices.size() == 2);
 }
+
+TEST_CASE("a key nested past any scenario's need is refused before the TOML parser recurses on it") {
+  std::string deep;
+  for (int i = 0; i < 60000; ++i) deep += "a.";
+  for (const std::string& text : {deep + "a = 1\n", "[" + deep + "a]\n", "v = {" + deep + "a = 1}\n"}) {
+    const ScenarioError e = error_for(text);
+    CHECK_THAT(e.what(), Catch::Contains("more than 256 dots in one line"));
+  }
+  // Dots in strings and comments are text, not keys.
+  std::string dots(1000, '.');
+  const std::string group = "[[clients]]\nname = \"c\"\n";
+  CHECK(parse_scenario("description = \"" + dots + "\" # " + dots + "\n" + group, "t.toml").description.size() == 1000);
+  CHECK(parse_scenario("description = '''\n" + dots + "\n'''\n" + group, "t.toml").description.size() == 1001);
+  CHECK_THROWS_WITH(parse_override("loop.x={" + deep + "a=1}"), Catch::StartsWith("--set:1:"));
+}
