@@ -75,7 +75,7 @@ void check_counts(const sim::Scenario& s, const sim::Expectation& e) {
 
 Costs costs_for(const std::string& text, const std::string& path) {
   Costs costs;
-  int batch = sim::parse_scenario(text, path).loop.accept_batch;
+  int batch = sim::file_accept_batch(text, path);
   costs.batch = batch > 0 ? batch : LoopConfig{}.accept_batch;
   return costs;
 }

@@ -3,6 +3,7 @@
 // message" and a hint, or a `limit` (exit 3), never a signal.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <regex>
 
 #include "cli/loopsim_process_for_tests.hpp"
@@ -88,6 +89,8 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
       {"run " + shutdown + " --chrome-trace ''", "--chrome-trace: must not be empty"},
       {"run " + shutdown + " --replay ''", "--replay: must not be empty"},
       {"check " + shutdown + " --junit ''", "--junit: must not be empty"},
+      {"explore " + shutdown + " --faults 1 --fault-errno EBADF", "--fault-errno: \"EBADF\" is not one of EMFILE"},
+      {"explore " + shutdown + " --faults 0 --fault-errno emfile", "--fault-errno: \"emfile\" is not one of EMFILE"},
       {"run ''", "error: loopsim run:1:1: file: must not be empty"},
       {"run " + shutdown + " --seed ''", "--seed: must be a whole number"},
       {"run " + shutdown + " --arm ''", "--arm: must not be empty"},
@@ -170,4 +173,14 @@ TEST_CASE("a device, a FIFO or a directory as an input is refused before any rea
   auto render = run_loopsim("render /dev/zero --out " + loopsim::testing::temp_path("zero.dot"));
   CHECK(render.status == 2);
   CHECK(render.output.find("/dev/zero:1:1: not a regular file") != std::string::npos);
+}
+
+TEST_CASE("a --set can make a file valid that is not valid alone") {
+  const std::string file = loopsim::testing::temp_path("poster-on-1.toml");
+  std::ofstream(file) << "[[clients]]\nname = \"c\"\nrequests = [{ path = \"/fast\" }]\n"
+                         "[[posters]]\nname = \"p\"\nworker = 1\n[[expect]]\nproperty = \"answered\"\n";
+  CHECK(run_loopsim("run " + file).status == 2);
+  CHECK(run_loopsim("run " + file + " --set loop.workers=2").status == 0);
+  const std::string max_events = data + "max-events.toml";
+  CHECK(run_loopsim("run " + max_events + " --set loop.max_events=1024").status != 2);
 }

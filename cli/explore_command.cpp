@@ -63,11 +63,6 @@ std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, cons
 // Each accept in the run may fail, within the budget: where they land is a choice point. The
 // budget goes into the scenario's text, so that a counterexample file carries it too.
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
-  if (sim::errno_from_name(args.fault_errno) == 0)
-    throw sim::ScenarioError("--fault-errno:1:1: unknown errno " + args.fault_errno, "e.g. EMFILE");
-  if (args.fault_errno == "EAGAIN" || args.fault_errno == "EWOULDBLOCK")
-    throw sim::ScenarioError("--fault-errno:1:1: " + args.fault_errno + " is not a fault: it ends every drain",
-                             "faults are errors such as EMFILE, ENFILE, ENOBUFS, ECONNABORTED");
   return text + "\n# added by explore --faults " + std::to_string(args.faults) +
          "\n[[faults]]\nkind = \"accept_error\"\nerrno = \"" + args.fault_errno +
          "\"\nat = \"0ns\"\nuntil = \"" + std::to_string(scenario.horizon.count()) +
@@ -279,7 +274,17 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--depth", args->depth, "Choice points branched on, from the start")->capture_default_str();
   cmd->add_option("--faults", args->faults, "Fault budget: accepts that may fail (where is a choice)")
       ->capture_default_str();
-  cmd->add_option("--fault-errno", args->fault_errno, "What those accepts fail with")->capture_default_str();
+  cmd->add_option("--fault-errno", args->fault_errno, "What those accepts fail with: EMFILE, ENFILE, ENOBUFS or ECONNABORTED")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            for (const char* fault : {"EMFILE", "ENFILE", "ENOBUFS", "ECONNABORTED"})
+              if (value == fault) return std::string();
+            if (value == "EAGAIN" || value == "EWOULDBLOCK")
+              return value + " is not a fault: it ends every drain; faults are EMFILE, ENFILE, ENOBUFS, ECONNABORTED";
+            return "\"" + value + "\" is not one of EMFILE, ENFILE, ENOBUFS, ECONNABORTED";
+          },
+          "", "errno"))
+      ->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "Seeds A..B for the random strategy")->capture_default_str();
   cmd->add_option("--shard", args->shard, "I/N: this run's share of the search")->capture_default_str();
   cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time")->capture_default_str();

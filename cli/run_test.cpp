@@ -141,4 +141,16 @@ max = "10ms"
   CHECK(o.output.find("latency              late    none") != std::string::npos);
   CHECK(o.output.find("-0.0 ms") == std::string::npos);
   CHECK(o.output.find("\"late\" was never answered") != std::string::npos);
+
+  // A count with nothing to count (no shutdown was asked for) is none too, not -1.
+  std::string no_shutdown = write_temp("no-shutdown.toml", R"([[clients]]
+name = "c"
+requests = [{ path = "/fast" }]
+[[expect]]
+property = "shutdown_clean"
+)");
+  Outcome s = run_cli("run " + no_shutdown);
+  CHECK(s.output.find("shutdown_clean") != std::string::npos);
+  CHECK(s.output.find(" -1 ") == std::string::npos);
+  CHECK(s.output.find("none") != std::string::npos);
 }

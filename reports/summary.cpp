@@ -43,8 +43,9 @@ std::string arm_summary(const ArmReport& arm) {
 }  // namespace
 
 std::string show(std::int64_t value, checker::Unit unit) {
+  // Below 0: nothing honest to measure (never answered, no shutdown asked): the detail says why.
+  if (value < 0) return "none";
   if (unit == checker::Unit::count) return std::to_string(value);
-  if (value < 0) return "none";  // nothing honest to measure (never answered): the detail says why
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f ms", double(value) / 1e6);
   return buffer;

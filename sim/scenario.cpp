@@ -1134,6 +1134,12 @@ std::string toml_strings(const std::vector<std::string>& items) {
   return toml_text(array);
 }
 
+int file_accept_batch(const std::string& text, const std::string& name) {
+  const toml::table root = parse_document(text, name);
+  const std::optional<std::int64_t> batch = root["loop"]["accept_batch"].value<std::int64_t>();
+  return batch && *batch > 0 && *batch <= INT32_MAX ? int(*batch) : 0;
+}
+
 Override parse_override(const std::string& assignment) {
   const auto eq = assignment.find('=');
   const std::string_view value = eq == std::string::npos ? std::string_view{} : std::string_view(assignment).substr(eq + 1);

@@ -182,6 +182,11 @@ std::string read_scenario_file(const std::string& path);
 
 // Loads a scenario file, then applies `overrides` (from --set) on top of the file's values.
 // Throws ScenarioError.
+// The loop.accept_batch the file itself sets for its base, 0 when it sets none (or sets one the
+// loader will refuse): read from the text alone, with no override and no check of the rest, so
+// that a file that only --set makes valid still has its own batch.
+int file_accept_batch(const std::string& text, const std::string& name);
+
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 // The same from text; `name` stands for the file in messages.
 Scenario parse_scenario(const std::string& text, const std::string& name,
