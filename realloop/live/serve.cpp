@@ -55,16 +55,6 @@ class StopSignals {
   struct sigaction previous_term_ {};
 };
 
-int open_listener(Loop& loop, const LiveOptions& options) {
-  ListenSpec spec{options.address, options.port};
-  int rc = loop.open(spec);
-  if (rc < 0) {
-    std::fprintf(stderr, "loopsim live: cannot listen on %s:%u: %s\n", options.address.c_str(),
-                 unsigned(options.port), std::strerror(-rc));
-  }
-  return rc;
-}
-
 // The first line on stdout, flushed at once: scripts and tests wait for it.
 void announce(Kernel& kernel, const Loop& loop, const LiveOptions& options) {
   int port = kernel.local_port(loop.listener());
@@ -76,17 +66,13 @@ void announce(Kernel& kernel, const Loop& loop, const LiveOptions& options) {
 }  // namespace
 
 int serve_live(const LiveOptions& options) {
-  if (options.workers != 1) {
-    std::fprintf(stderr, "loopsim live: --workers %d: only 1 worker for now; several workers "
-                 "come later\n", options.workers);
-    return 2;
-  }
+  LOOPSIM_ASSERT_OP(options.workers, ==, 1);  // the command line refuses more, for now
   set_action(SIGPIPE, SIG_IGN, nullptr);
 
   LinuxKernel kernel;
   LoopObserver quiet;
   Loop loop(kernel, options.loop, quiet);
-  if (open_listener(loop, options) < 0) return 2;
+  if (int rc = loop.open(ListenSpec{options.address, options.port}); rc < 0) return rc;
   {
     // Installed before the announcement: whoever reads it may signal at once.
     StopSignals signals(loop);

@@ -16,8 +16,9 @@ struct LiveOptions {
 };
 
 // Serves the app until SIGINT or SIGTERM. Prints "listening on ADDR:PORT" (the bound port, also
-// when port 0 was asked) as the first line on stdout and flushes it. Returns the process exit
-// status: 0 after a clean stop, 2 when the listener cannot be opened (message on stderr).
+// when port 0 was asked) as the first line on stdout and flushes it. Returns 0 after a clean
+// stop, or -errno when the listener cannot be opened (nothing printed: the caller says why).
+// One worker only, for now.
 // Installs handlers for SIGINT and SIGTERM while it runs (the previous ones come back when it
 // returns) and ignores SIGPIPE for good. One call at a time per process.
 int serve_live(const LiveOptions& options);
