@@ -287,7 +287,7 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "Seeds A..B for the random strategy")->capture_default_str();
   cmd->add_option("--shard", args->shard, "I/N: this run's share of the search")->capture_default_str();
-  cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time")->capture_default_str();
+  cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time (0s: no limit)")->capture_default_str();
   cmd->add_option("--max-executions", args->max_executions, "Stop after this many runs")
       ->check(whole_number(1))
       ->capture_default_str();

@@ -302,7 +302,9 @@ ExploreResult Explorer::run() {
     if (!violated.empty()) {
       result_.verdict = ExploreResult::Verdict::violated;
       // The path from the start (the execution did not digest the prefix it replayed).
-      result_.counterexample = Counterexample{runs_.back(), violated, "", path_of(system_, runs_.back())};
+      std::string detail = "violated";
+      for (const std::string& name : violated) detail += " " + name;
+      result_.counterexample = Counterexample{runs_.back(), violated, detail, path_of(system_, runs_.back())};
       break;
     }
   }
