@@ -58,7 +58,7 @@ TEST_CASE("every bad input ends in a contract message or a limit, never a crash"
 }
 
 TEST_CASE("a trace with a client-side event that names no client, or time out of range, is refused") {
-  for (const char* file : {"send-no-client.jsonl", "send-no-client-2.jsonl", "neg-t.jsonl"}) {
+  for (const char* file : {"send-no-client.jsonl", "send-no-client-2.jsonl", "neg-t.jsonl", "worker-huge.jsonl"}) {
     INFO(file);
     for (const char* format : {"dot", "svg", "json"}) {
       auto out = run_loopsim(std::string("render ") + data + file + " --out " +

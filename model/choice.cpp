@@ -57,7 +57,11 @@ std::unique_ptr<Chooser> rebuild_chooser(const std::string& text) {
   std::vector<Choice> record;
   int kind = 0;
   std::uint32_t options = 0, pick = 0;
-  while (in >> kind >> options >> pick) record.push_back(Choice{ChoiceKind(kind), options, pick});
+  while (in >> kind >> options >> pick) {
+    if (kind < 0 || std::size_t(kind) >= std::size(kind_names) || pick >= options) return nullptr;  // not a choice
+    record.push_back(Choice{ChoiceKind(kind), options, pick});
+  }
+  if (!in.eof()) return nullptr;  // something after the last whole choice
   return std::make_unique<ReplayChooser>(std::move(record));
 }
 

@@ -294,6 +294,26 @@ void read_header(const Line& l, sim::Trace& trace) {
   trace.accept_batch = l.integer("accept_batch");
   trace.max_connections = l.integer_or("max_connections", 0);
   trace.workers = l.integer_or("workers", 1);
+  if (trace.workers < 1 || trace.workers > 256)  // as many as a scenario may have
+    l.fail("\"workers\" must lie in [1, 256]", Line::schema_hint, "workers");
+}
+
+// A loop's event names a worker the header counted: the views keep a row a worker.
+void check_workers(const Line& line, const sim::TraceEvent& event, std::int64_t workers) {
+  std::visit(
+      [&](const auto& e) {
+        if constexpr (requires { e.worker; }) {
+          if (e.worker < 0 || e.worker >= workers)
+            line.fail("\"worker\" is " + std::to_string(e.worker) + ", but the header counts " +
+                          std::to_string(workers) + " worker(s)", Line::schema_hint, "worker");
+        }
+        if constexpr (requires { e.to; }) {
+          if (e.to < 0 || e.to >= workers)
+            line.fail("\"to\" is " + std::to_string(e.to) + ", but the header counts " + std::to_string(workers) +
+                          " worker(s)", Line::schema_hint, "to");
+        }
+      },
+      event);
 }
 
 json parse_line(const std::string& text, const std::string& name, std::size_t number) {
@@ -346,6 +366,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
       continue;
     }
     trace.events.push_back(event_of(line, book));
+    check_workers(line, trace.events.back(), trace.workers);
     // Events are written as they happen: virtual time never goes back.
     Nanos t = sim::time_of(trace.events.back());
     if (t < last) line.fail("\"t\" goes back in time (" + std::to_string(t.count()) + " after " +
