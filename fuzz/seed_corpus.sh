@@ -17,6 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: seed_corpus.sh OUT}
 mkdir -p "$out"/{scenario,trace,http,choices}
+out=$(cd "$out" && pwd)
 cd "$root"
 loopsim=./build/loopsim
 work=$(mktemp -d)
@@ -84,7 +85,10 @@ for f in $counterexample tests/data/bad-input/choices-*.toml; do
 done
 printf 'order:3:1\nfault:2:0\nslack:4:3\n' >"$out/choices/list-kinds"
 printf 'seeded 1\n' >"$out/choices/portable-seeded"
+printf 'seeded 18446744073709551615\n' >"$out/choices/portable-seeded-max"
 printf 'replay 0 2 1 1 2 0 2 3 2 0 3 2\n' >"$out/choices/portable-replay"
+printf 'replay 0 2 1 1 3 2 2 4 3 0 2 0 1 3 1 2 4 0 0 2 1 1 3 0\n' >"$out/choices/portable-replay-fits"
+printf 'replay\n' >"$out/choices/portable-replay-empty"
 
 for dir in scenario trace http choices; do
   echo "$dir: $(ls "$out/$dir" | wc -l) seeds"

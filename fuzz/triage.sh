@@ -39,7 +39,9 @@ for input in "${inputs[@]}"; do
   for file in $( [ -d "$input" ] && find "$input" -type f | sort || echo "$input"); do
     out=$(mktemp)
     "$binary" "$file" >"$out" 2>&1 || true
-    key="$(what_of "$out") | at $(frame_of "$out")"
+    what=$(what_of "$out")
+    key=${what:+$what | at $(frame_of "$out")}
+    key=${key:-runs clean}
     rm -f "$out"
     bytes=$(stat -c %s "$file")
     count[$key]=$(( ${count[$key]:-0} + 1 ))

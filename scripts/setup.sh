@@ -7,6 +7,7 @@ packages=(
   catch2 librapidcheck-dev libcli11-dev libtomlplusplus-dev
   libboost-context-dev libboost-graph-dev libgraphviz-dev nlohmann-json3-dev libxxhash-dev
   spin
+  clang libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes (fuzz/), symbolized stacks
   libuv1-dev libevent-dev nginx-light  # the example targets (examples/), run on the seam
 )
 
