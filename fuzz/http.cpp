@@ -19,37 +19,11 @@
 
 #include "fuzz/finding.hpp"
 #include "realloop/http.hpp"
-#include "realloop/kernel.hpp"
+#include "realloop/spending_kernel_for_tests.hpp"
 
 namespace {
 
 using namespace loopsim;
-
-// handle() spends a /slow request's time on the kernel; nothing else is asked of it.
-class IdleKernel final : public Kernel {
- public:
-  Nanos now() override { return Nanos(0); }
-  void spend(Nanos) override {}
-  int listen(const ListenSpec&) override { return -1; }
-  int local_port(int) override { return -1; }
-  int accept(int) override { return -1; }
-  std::int64_t read(int, std::span<char>) override { return -1; }
-  std::int64_t write(int, std::span<const char>) override { return -1; }
-  int close(int) override { return -1; }
-  int abort(int) override { return -1; }
-  int descriptor_limit() override { return 0; }
-  int poller_create() override { return -1; }
-  int watch(int, int, std::uint32_t, Trigger) override { return -1; }
-  int rewatch(int, int, std::uint32_t, Trigger) override { return -1; }
-  int unwatch(int, int) override { return -1; }
-  int wait(int, std::span<PollEvent>, Nanos) override { return -1; }
-  int wake_create() override { return -1; }
-  void wake_signal(int) override {}
-  void wake_drain(int) override {}
-  int pipe(int[2]) override { return -1; }
-  int shutdown_write(int) override { return -1; }
-  PollerFlavour flavour() const override { return PollerFlavour::epoll; }
-};
 
 // One answer on the connection, as the peer would see it.
 struct Answered {
@@ -120,7 +94,7 @@ class Connection {
   }
 
   std::size_t max_head_;
-  IdleKernel kernel_;
+  testing::SpendingKernel kernel_;
   std::string input_;
   bool closing_ = false;
   std::vector<Answered> answered_;

@@ -1,38 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include "realloop/http.hpp"
+#include "realloop/spending_kernel_for_tests.hpp"
 
 using namespace loopsim;
 using namespace loopsim::http;
+using loopsim::testing::SpendingKernel;
 
 namespace {
-
-// A kernel for handlers: only spend() is used; it records what was spent.
-class SpendingKernel final : public Kernel {
- public:
-  Nanos spent{0};
-  Nanos now() override { return spent; }
-  void spend(Nanos d) override { spent += d; }
-  int listen(const ListenSpec&) override { return -1; }
-  int local_port(int) override { return -1; }
-  int accept(int) override { return -1; }
-  std::int64_t read(int, std::span<char>) override { return -1; }
-  std::int64_t write(int, std::span<const char>) override { return -1; }
-  int close(int) override { return -1; }
-  int abort(int) override { return -1; }
-  int descriptor_limit() override { return 1024; }
-  int poller_create() override { return -1; }
-  int watch(int, int, std::uint32_t, Trigger) override { return -1; }
-  int rewatch(int, int, std::uint32_t, Trigger) override { return -1; }
-  int unwatch(int, int) override { return -1; }
-  int wait(int, std::span<PollEvent>, Nanos) override { return -1; }
-  int wake_create() override { return -1; }
-  void wake_signal(int) override {}
-  void wake_drain(int) override {}
-  int pipe(int[2]) override { return -1; }
-  int shutdown_write(int) override { return -1; }
-  PollerFlavour flavour() const override { return PollerFlavour::epoll; }
-};
 
 Response answer(std::string_view text, SpendingKernel& kernel) {
   Request request;
