@@ -43,8 +43,9 @@ void check_output(const std::string& option, const std::string& path) {
                              "name a file, e.g. " + option + " " + (target / "out").string());
   }
   if (!fs::is_directory(folder, error)) {
-    throw sim::ScenarioError(option + ":1:1: cannot write " + path + ": its folder " + folder.string() +
-                                 " does not exist",
+    const bool file_in_the_way = fs::exists(folder, error);
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + ": " + folder.string() +
+                                 (file_in_the_way ? " is a file, not a folder" : " does not exist"),
                              "create the folder first, or name another path");
   }
   if (::access(folder.c_str(), W_OK) != 0) {

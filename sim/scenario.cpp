@@ -472,6 +472,9 @@ void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
       if (table.contains("nth") && table.contains("at"))
         c.fail(table.get("at")->source(), "an accept_error fault takes nth or at, not both",
                "nth picks one accept call; at and until a window of them: keep one");
+      if (table.contains("nth") && table.contains("count"))
+        c.fail(table.get("count")->source(), "count bounds the failures in an at/until window; nth picks one call",
+               "remove count, or use at and until instead of nth");
       if (table.contains("until") && !table.contains("at"))
         c.fail(table.get("until")->source(), "until closes a window that at opens, and there is no at",
                table.contains("nth") ? "nth picks one accept call and needs no until: remove until"

@@ -444,6 +444,8 @@ TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
   CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nnth = 2\nuntil = \"2s\"\n"),
              Catch::StartsWith("t.toml:7:9: until closes a window that at opens"));
   CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\n"), Catch::Contains("rlimit faults need value"));
+  CHECK_THAT(error("kind = \"accept_error\"\nerrno = \"EMFILE\"\nnth = 2\ncount = 3\n"),
+             Catch::StartsWith("t.toml:7:9: count bounds the failures in an at/until window"));
   CHECK_THAT(error("kind = \"rlimit\"\nat = \"1s\"\nvalue = 3\nof = \"burst\"\n"),
              Catch::StartsWith("t.toml:7:6: of means nothing to rlimit faults"));
   CHECK_THAT(error("kind = \"reset\"\nat = \"1s\"\nof = \"nobody\"\n"),
