@@ -7,8 +7,10 @@
 namespace loopsim::http {
 namespace {
 
-constexpr std::string_view crlf = "\r\n";
 constexpr std::int64_t slow_limit_ms = 60'000;  // a /slow request spends at most a minute
+constexpr std::int64_t max_body = std::int64_t(1) << 20;   // Content-Length at most 1 MiB
+constexpr std::int64_t max_bytes = std::int64_t(1) << 24;  // /bytes?n=N answers at most 16 MiB
+constexpr std::string_view filler = "0123456789abcdef";     // /bytes's body, repeated
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
@@ -34,10 +36,13 @@ bool has_token(std::string_view list, std::string_view token) {
   return false;
 }
 
+// Digits only: no sign (not even "-0"), no spaces, no list.
 std::optional<std::int64_t> to_int(std::string_view s) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || v < 0) return std::nullopt;
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
 }
 
@@ -47,8 +52,14 @@ bool valid_token(std::string_view s) {
   });
 }
 
-// Parses "METHOD TARGET HTTP/1.x"; sets the version's default keep-alive.
-bool parse_request_line(std::string_view line, Request& request) {
+// Visible characters only: no space, no control, no DEL.
+bool visible(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
+}
+
+// Parses "METHOD SP TARGET SP HTTP/1.x" with single spaces (RFC 9112 §3); sets the version's
+// default keep-alive and tells whether the version is 1.0.
+bool parse_request_line(std::string_view line, Request& request, bool& http10) {
   auto sp1 = line.find(' ');
   if (sp1 == std::string_view::npos) return false;
   auto sp2 = line.find(' ', sp1 + 1);
@@ -56,12 +67,15 @@ bool parse_request_line(std::string_view line, Request& request) {
   request.method = line.substr(0, sp1);
   request.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   auto version = line.substr(sp2 + 1);
-  if (!valid_token(request.method) || request.target.empty() || request.target[0] != '/')
+  if (!valid_token(request.method) || request.target.empty() || request.target[0] != '/' ||
+      !visible(request.target))
     return false;
   if (version == "HTTP/1.1") {
     request.keep_alive = true;
+    http10 = false;
   } else if (version == "HTTP/1.0") {
     request.keep_alive = false;
+    http10 = true;
   } else {
     return false;
   }
@@ -96,41 +110,106 @@ Response slow(const Request& request, Kernel& kernel) {
   return text(200, "slow\n");
 }
 
+// Exactly n bytes of filler, for a reader that does not read.
+Response bytes(const Request& request) {
+  auto value = query_value(request.query, "n");
+  auto n = value ? to_int(*value) : std::nullopt;
+  if (!n || *n > max_bytes) return text(400, "bad byte count\n");
+  std::string body;
+  body.reserve(std::size_t(*n));
+  while (body.size() + filler.size() <= std::size_t(*n)) body += filler;
+  body += filler.substr(0, std::size_t(*n) - body.size());
+  return text(200, std::move(body));
+}
+
+// Line ends (RFC 9112 §2.2): a line ends in LF, with or without a CR before it. A bare LF is
+// accepted as nginx accepts it, and so are heads that mix the two; a CR not followed by LF is
+// invalid and the request is bad. Empty lines before the request line are skipped (§2.2), any
+// number of them, but they count toward `max_head` like the head itself. The head ends at the
+// first empty line after the request line: CRLF CRLF, LF LF, CRLF LF or LF CRLF.
+//
+// Finds the head in the first `max_head` bytes of `buffer`: sets `start` to its request line and
+// `end` past the LF of its empty line. One pass over at most `max_head` bytes. Its answer for a
+// prefix of a buffer agrees with its answer for the whole: bad and complete are decided by the
+// bytes up to that point, too_large only once more than `max_head` bytes are there.
+Parse find_head(std::string_view buffer, std::size_t max_head, std::size_t& start,
+                std::size_t& end) {
+  const std::size_t n = std::min(buffer.size(), max_head);
+  std::size_t line_start = 0;
+  bool in_head = false;  // the request line has been seen
+  start = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = buffer[i];
+    if (c == '\r') {
+      // A CR last in the buffer may yet be followed by LF: incomplete, not bad. A CR last of the
+      // `max_head` bytes cannot end a line inside the limit whatever follows: too large.
+      if (i + 1 < n && buffer[i + 1] != '\n') return Parse::bad;
+      continue;
+    }
+    if (c != '\n') continue;
+    const bool empty = i == line_start || (i == line_start + 1 && buffer[line_start] == '\r');
+    if (empty && in_head) {
+      end = i + 1;
+      return Parse::complete;
+    }
+    if (empty) {
+      start = i + 1;  // a leading empty line, skipped
+    } else {
+      in_head = true;
+    }
+    line_start = i + 1;
+  }
+  return buffer.size() > max_head ? Parse::too_large : Parse::incomplete;
+}
+
+// The next line of a complete head, without its line end; `rest` moves past it.
+std::string_view next_line(std::string_view& rest) {
+  auto lf = rest.find('\n');  // there is one: the head ends in an empty line
+  auto line = rest.substr(0, lf);
+  rest.remove_prefix(lf + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
 }  // namespace
 
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request) {
-  auto head_end = buffer.find("\r\n\r\n");
-  if (head_end == std::string_view::npos) {
-    return buffer.size() > max_head ? Parse::too_large : Parse::incomplete;
-  }
-  if (head_end + 4 > max_head) return Parse::too_large;
-  auto head = buffer.substr(0, head_end + 2);  // every line ends in CRLF
-  auto line_end = head.find(crlf);
+  std::size_t start = 0, end = 0;
+  if (auto found = find_head(buffer, max_head, start, end); found != Parse::complete) return found;
+  auto head = buffer.substr(start, end - start);
   request = Request{};
-  if (!parse_request_line(head.substr(0, line_end), request)) return Parse::bad;
-  head.remove_prefix(line_end + 2);
+  bool http10 = false;
+  if (!parse_request_line(next_line(head), request, http10)) return Parse::bad;
 
-  std::int64_t content_length = 0;
-  while (!head.empty()) {
-    line_end = head.find(crlf);
-    auto line = head.substr(0, line_end);
-    head.remove_prefix(line_end + 2);
+  std::optional<std::int64_t> content_length;
+  int hosts = 0;
+  for (auto line = next_line(head); !line.empty(); line = next_line(head)) {
+    // obs-fold, or whitespace before the first field (RFC 9112 §5.2, §2.2): rejected.
+    if (line.front() == ' ' || line.front() == '\t') return Parse::bad;
     auto colon = line.find(':');
+    // No whitespace between a field name and its colon (RFC 9112 §5.1): valid_token refuses it.
     if (colon == std::string_view::npos || !valid_token(line.substr(0, colon))) return Parse::bad;
     auto name = line.substr(0, colon);
     auto value = trim(line.substr(colon + 1));
+    if (value.find('\0') != std::string_view::npos) return Parse::bad;  // RFC 9110 §5.5
     if (iequals(name, "connection")) {
       if (has_token(value, "close")) request.keep_alive = false;
       if (has_token(value, "keep-alive")) request.keep_alive = true;
     } else if (iequals(name, "content-length")) {
-      auto n = to_int(value);
-      if (!n || *n > std::int64_t(1) << 20) return Parse::bad;
-      content_length = *n;
+      // Request smuggling (RFC 9112 §6.3): a second Content-Length is bad even when it repeats
+      // the first, and so is a list ("5, 5"); only digits, at most 1 MiB.
+      if (content_length) return Parse::bad;
+      content_length = to_int(value);
+      if (!content_length || *content_length > max_body) return Parse::bad;
     } else if (iequals(name, "transfer-encoding")) {
       return Parse::bad;  // no chunked bodies: answer 400 rather than misread the stream
+    } else if (iequals(name, "host")) {
+      ++hosts;
     }
   }
-  std::size_t total = head_end + 4 + std::size_t(content_length);
+  // RFC 9112 §3.2: a 1.1 request without Host, or any request with more than one, is answered 400.
+  if (hosts > 1 || (hosts == 0 && !http10)) return Parse::bad;
+  std::size_t total = end + std::size_t(content_length.value_or(0));
   if (buffer.size() < total) return Parse::incomplete;
   request.length = total;
   return Parse::complete;
@@ -142,6 +221,7 @@ Response handle(const Request& request, Kernel& kernel) {
     if (request.path == "/fast") return text(200, "fast\n");
     if (request.path == "/hello") return text(200, "Hello, world!\n");
     if (request.path == "/slow") return slow(request, kernel);
+    if (request.path == "/bytes") return bytes(request);
     return text(404, "not found\n");
   }();
   response.close = !request.keep_alive;
@@ -161,6 +241,8 @@ const char* reason_phrase(int status) {
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     default: return "Unknown";

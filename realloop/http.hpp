@@ -16,7 +16,7 @@ struct Request {
   std::string_view path;
   std::string_view query;
   bool keep_alive = true;
-  std::size_t length = 0;  // bytes of head and body this request occupies in the buffer
+  std::size_t length = 0;  // bytes it occupies in the buffer: skipped empty lines, head, body
 };
 
 enum class Parse : std::uint8_t {
@@ -26,7 +26,9 @@ enum class Parse : std::uint8_t {
   too_large,   // the head exceeds the limit: answer 431 and close
 };
 
-// Parses the first request in `buffer`. Views in `request` point into `buffer`.
+// Parses the first request in `buffer`. Views in `request` point into `buffer`. The head, with
+// any empty lines skipped before it, must fit in `max_head` bytes. What it accepts and refuses,
+// and why: docs/http.md. One call is linear in the bytes it looks at.
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request);
 
 struct Response {
@@ -35,8 +37,13 @@ struct Response {
   bool close = false;  // the connection closes after this response
 };
 
-// The app: /fast, /hello, /slow?ms=N and /slow?us=N. A slow handler spends its time on the
-// calling thread through the kernel.
+// The app, GET only (405 otherwise):
+//   /fast, /hello      a short fixed body;
+//   /slow?ms=N         spends N ms (at most 60000), /slow?us=N spends N us (at most 60000000),
+//                      on the calling thread through the kernel; exactly one of them, else 400;
+//   /bytes?n=N         exactly N bytes of filler (N from 0 to 16 MiB, 16777216), else 400: for
+//                      a reader that does not read;
+//   anything else      404.
 Response handle(const Request& request, Kernel& kernel);
 
 // The answer to a request that could not be parsed (400 or 431); always closes.

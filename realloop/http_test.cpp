@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "realloop/http.hpp"
 #include "realloop/spending_kernel_for_tests.hpp"
 
@@ -8,6 +11,24 @@ using namespace loopsim::http;
 using loopsim::testing::SpendingKernel;
 
 namespace {
+
+Parse parse(std::string_view text, std::size_t max_head = 8192) {
+  Request r;
+  return parse_request(text, max_head, r);
+}
+
+// Every proper prefix of a complete request is incomplete, and the whole is complete and
+// occupies all of `text`.
+void check_prefixes(std::string_view text) {
+  INFO("request: " << std::string(text));
+  for (std::size_t n = 0; n < text.size(); ++n) {
+    INFO("prefix of " << n << " bytes");
+    CHECK(parse(text.substr(0, n)) == Parse::incomplete);
+  }
+  Request r;
+  REQUIRE(parse_request(text, 8192, r) == Parse::complete);
+  CHECK(r.length == text.size());
+}
 
 Response answer(std::string_view text, SpendingKernel& kernel) {
   Request request;
@@ -30,7 +51,8 @@ TEST_CASE("a request head parses into method, path, query and keep-alive") {
 
 TEST_CASE("Connection: close and HTTP/1.0 end keep-alive, keep-alive restores it") {
   Request r;
-  REQUIRE(parse_request("GET / HTTP/1.1\r\nConnection: Close\r\n\r\n", 8192, r) == Parse::complete);
+  REQUIRE(parse_request("GET / HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n", 8192, r) ==
+          Parse::complete);
   CHECK_FALSE(r.keep_alive);
   REQUIRE(parse_request("GET / HTTP/1.0\r\n\r\n", 8192, r) == Parse::complete);
   CHECK_FALSE(r.keep_alive);
@@ -42,7 +64,8 @@ TEST_CASE("Connection: close and HTTP/1.0 end keep-alive, keep-alive restores it
 TEST_CASE("incomplete, malformed and oversized requests are told apart") {
   Request r;
   CHECK(parse_request("GET / HTTP/1.1\r\nHost:", 8192, r) == Parse::incomplete);
-  CHECK(parse_request("GET / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", 8192, r) == Parse::incomplete);
+  CHECK(parse_request("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab", 8192, r) ==
+        Parse::incomplete);
   CHECK(parse_request("GARBAGE\r\n\r\n", 8192, r) == Parse::bad);
   CHECK(parse_request("GET / HTTP/2.0\r\n\r\n", 8192, r) == Parse::bad);
   CHECK(parse_request("GET / HTTP/1.1\r\nno colon here\r\n\r\n", 8192, r) == Parse::bad);
@@ -56,18 +79,18 @@ TEST_CASE("incomplete, malformed and oversized requests are told apart") {
 
 TEST_CASE("the routes answer and /slow spends its time through the kernel") {
   SpendingKernel k;
-  CHECK(answer("GET /fast HTTP/1.1\r\n\r\n", k).body == "fast\n");
-  CHECK(answer("GET /hello HTTP/1.1\r\n\r\n", k).status == 200);
-  CHECK(answer("GET /nope HTTP/1.1\r\n\r\n", k).status == 404);
-  CHECK(answer("POST /fast HTTP/1.1\r\n\r\n", k).status == 405);
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", k).body == "fast\n");
+  CHECK(answer("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 200);
+  CHECK(answer("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 404);
+  CHECK(answer("POST /fast HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 405);
   CHECK(k.spent == Nanos(0));
-  CHECK(answer("GET /slow?ms=600 HTTP/1.1\r\n\r\n", k).status == 200);
+  CHECK(answer("GET /slow?ms=600 HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 200);
   CHECK(k.spent == std::chrono::milliseconds(600));
-  CHECK(answer("GET /slow?us=80 HTTP/1.1\r\n\r\n", k).status == 200);
+  CHECK(answer("GET /slow?us=80 HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 200);
   CHECK(k.spent == std::chrono::microseconds(600080));
-  CHECK(answer("GET /slow?ms=abc HTTP/1.1\r\n\r\n", k).status == 400);
-  CHECK(answer("GET /slow HTTP/1.1\r\n\r\n", k).status == 400);
-  CHECK(answer("GET /slow?ms=999999999 HTTP/1.1\r\n\r\n", k).status == 400);
+  CHECK(answer("GET /slow?ms=abc HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 400);
+  CHECK(answer("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 400);
+  CHECK(answer("GET /slow?ms=999999999 HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 400);
 }
 
 TEST_CASE("a response serializes with its length and, when closing, Connection: close") {
@@ -75,4 +98,222 @@ TEST_CASE("a response serializes with its length and, when closing, Connection: 
   serialize(Response{200, "fast\n", true}, out);
   CHECK(out == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
                "Connection: close\r\n\r\nfast\n");
+}
+
+TEST_CASE("a second Content-Length is bad, even when it repeats the first") {
+  // Request smuggling: a front end that reads the first and a back end that reads the last see
+  // different requests.
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 33\r\nContent-Length: 0\r\n\r\n") ==
+        Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 33\r\n\r\n") ==
+        Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\nhello") ==
+        Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nhello") == Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5,\r\n\r\nhello") == Parse::bad);
+  // One Content-Length, digits only, at most 1 MiB.
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello") == Parse::complete);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length:  5 \r\n\r\nhello") == Parse::complete);
+  for (const char* value : {"-0", "+5", "-5", "0x5", "5 5", "5.0", "", "1048577",
+                            "99999999999999999999"}) {
+    INFO("Content-Length: " << value);
+    CHECK(parse(std::string("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: ") + value +
+                "\r\n\r\nhello") == Parse::bad);
+  }
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n") ==
+        Parse::incomplete);
+  // Transfer-Encoding is refused, alone or with Content-Length, before or after it.
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n"
+              "\r\nhello") == Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+              "\r\nhello") == Parse::bad);
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n") == Parse::bad);
+}
+
+TEST_CASE("HTTP/1.1 needs exactly one Host, HTTP/1.0 at most one") {
+  CHECK(parse("GET /fast HTTP/1.1\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nConnection: close\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nhOST: a\r\n\r\n") == Parse::complete);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost:\r\n\r\n") == Parse::complete);  // empty is allowed
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: loopsim\r\n\r\n") == Parse::complete);
+  CHECK(parse("GET /fast HTTP/1.0\r\n\r\n") == Parse::complete);
+  CHECK(parse("GET /fast HTTP/1.0\r\nHost: a\r\n\r\n") == Parse::complete);
+  CHECK(parse("GET /fast HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n") == Parse::bad);
+  CHECK(reject(Parse::bad).status == 400);
+}
+
+TEST_CASE("empty lines before the request line are skipped and counted in its length") {
+  const std::string request = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string& lead :
+       std::vector<std::string>{"\r\n", "\n", "\r\n\r\n", "\n\r\n\n", std::string(300, '\n')}) {
+    INFO("leading bytes: " << lead.size());
+    Request r;
+    const std::string text = lead + request + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(parse_request(text, 8192, r) == Parse::complete);
+    CHECK(r.path == "/fast");
+    CHECK(r.length == lead.size() + request.size());
+    check_prefixes(lead + request);
+  }
+  // Only empty lines so far: more is needed, until they pass the head limit.
+  CHECK(parse("\r\n\r\n\r\n") == Parse::incomplete);
+  CHECK(parse("\r\n\r\n\r") == Parse::incomplete);
+  CHECK(parse(std::string(64, '\n'), 64) == Parse::incomplete);
+  CHECK(parse(std::string(65, '\n'), 64) == Parse::too_large);
+  // They count toward the head limit.
+  const std::string text = "\r\n\r\n" + request;
+  CHECK(parse(text, text.size()) == Parse::complete);
+  CHECK(parse(text, text.size() - 1) == Parse::too_large);
+  // A line of blanks is not empty: it is a bad request line.
+  CHECK(parse(" \r\n" + request) == Parse::bad);
+}
+
+TEST_CASE("a bare LF ends a line, alone or mixed with CRLF") {
+  SpendingKernel k;
+  CHECK(answer("GET /fast HTTP/1.1\nHost: x\n\n", k).body == "fast\n");
+  for (const std::string text : {
+           "GET /fast HTTP/1.1\nHost: x\n\n",
+           "GET /fast HTTP/1.1\r\nHost: x\n\r\n",   // ends in LF CRLF
+           "GET /fast HTTP/1.1\nHost: x\r\n\n",     // ends in CRLF LF
+           "GET /fast HTTP/1.1\r\nHost: x\r\n\n",   // ends in CRLF LF
+           "GET /fast HTTP/1.1\nHost: x\n\r\n",     // ends in LF CRLF
+           "\nGET /fast HTTP/1.1\nHost: x\nConnection: close\n\n",
+           "POST /fast HTTP/1.1\nHost: x\nContent-Length: 3\n\nabc",
+       }) {
+    INFO("request: " << text);
+    Request r;
+    const std::string pipelined = text + "GET /hello HTTP/1.1\nHost: x\n\n";
+    REQUIRE(parse_request(pipelined, 8192, r) == Parse::complete);
+    CHECK(r.path == "/fast");
+    CHECK(r.target == "/fast");
+    CHECK(r.length == text.size());
+    check_prefixes(text);
+  }
+  Request r;
+  REQUIRE(parse_request("GET /fast HTTP/1.1\nHost: x\nConnection: close\n\n", 8192, r) ==
+          Parse::complete);
+  CHECK_FALSE(r.keep_alive);
+  // The field values carry no line end.
+  REQUIRE(parse_request("GET /fast?a=b HTTP/1.0\r\nConnection: keep-alive\n\n", 8192, r) ==
+          Parse::complete);
+  CHECK(r.keep_alive);
+  CHECK(r.query == "a=b");
+}
+
+TEST_CASE("a CR not followed by LF is bad, and a CR last in the buffer is incomplete") {
+  CHECK(parse("GET /fast HTTP/1.1\rHost: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHo\rst: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\rx\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\n\r\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\n\r\r") == Parse::bad);
+  CHECK(parse("\r\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fa\rst HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
+  // Bad as soon as the CR is seen, before the head is complete.
+  CHECK(parse("GET /fast HTTP/1.1\rH") == Parse::bad);
+  // A CR last in the buffer may yet be followed by LF.
+  CHECK(parse("GET /fast HTTP/1.1\r") == Parse::incomplete);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r") == Parse::incomplete);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\n\r") == Parse::incomplete);
+  CHECK(parse("GET /fast HTTP/1.1\nHost: x\n\r") == Parse::incomplete);
+  CHECK(parse("\r") == Parse::incomplete);
+  // A CR in the body is the body's business.
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na\rb") == Parse::complete);
+}
+
+TEST_CASE("the head limit holds for every line end") {
+  // The head, with its empty line, must fit in max_head bytes; a buffer no longer than the
+  // limit without a complete head is incomplete.
+  for (const std::string text : {
+           "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n",
+           "GET /fast HTTP/1.1\nHost: x\n\n",
+           "GET /fast HTTP/1.1\r\nHost: x\n\r\n",
+           "GET /fast HTTP/1.1\nHost: x\r\n\n",
+           "\r\n\nGET /fast HTTP/1.1\nHost: x\r\n\r\n",
+       }) {
+    INFO("request: " << text);
+    CHECK(parse(text, text.size()) == Parse::complete);
+    CHECK(parse(text, text.size() - 1) == Parse::too_large);
+    CHECK(parse(text + "GET /hello", text.size()) == Parse::complete);
+    CHECK(parse(text.substr(0, text.size() - 1), text.size() - 1) == Parse::incomplete);
+    // With a body, the body does not count.
+    Request r;
+    const std::string head = text.substr(0, text.size() - (text.ends_with("\r\n") ? 2 : 1));
+    std::string posted = head + "Content-Length: 10\n" + text.substr(head.size()) + "0123456789";
+    posted.replace(posted.find("GET"), 3, "POST");
+    REQUIRE(parse_request(posted, posted.size() - 10, r) == Parse::complete);
+    CHECK(r.length == posted.size());
+    CHECK(parse(posted, posted.size() - 11) == Parse::too_large);
+    for (std::size_t max_head = 0; max_head < text.size(); ++max_head) {
+      INFO("max_head " << max_head);
+      CHECK(parse(text, max_head) == Parse::too_large);
+      CHECK(parse(text.substr(0, max_head), max_head) == Parse::incomplete);
+    }
+  }
+  // A CR last of the limit cannot start a line end inside it.
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 30) == Parse::too_large);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\n\rX", 30) == Parse::too_large);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\n\r", 30) == Parse::incomplete);
+}
+
+TEST_CASE("obs-fold, whitespace before a colon and a sloppy request line are bad") {
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost : x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost\t: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tb\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b: c\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\n Host: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\n\tHost: x\n\n") == Parse::bad);
+  CHECK(parse("GET /fast HTTP/1.1\r\n: x\r\nHost: x\r\n\r\n") == Parse::bad);
+  CHECK(parse(std::string("GET /fast HTTP/1.1\r\nHost: x\r\nX-A: a") + '\0' + "b\r\n\r\n") == Parse::bad);
+  for (const char* line : {"GET  /fast HTTP/1.1", "GET /fast  HTTP/1.1", "GET /fast HTTP/1.1 ",
+                           " GET /fast HTTP/1.1", "GET\t/fast HTTP/1.1", "GET /fast\tHTTP/1.1",
+                           "GET /fa\tst HTTP/1.1", "GET /fast x HTTP/1.1", "GET /fast", "GET",
+                           "GET /fast http/1.1", "GET /fast HTTP/1.1x", "GET fast HTTP/1.1",
+                           "G(T /fast HTTP/1.1"}) {
+    INFO("request line: '" << line << "'");
+    CHECK(parse(std::string(line) + "\r\nHost: x\r\n\r\n") == Parse::bad);
+  }
+  // Blanks around a field value are not part of it.
+  Request r;
+  REQUIRE(parse_request("GET /fast HTTP/1.1\r\nHost:x\r\nConnection: \t close \t\r\n\r\n", 8192, r) ==
+          Parse::complete);
+  CHECK_FALSE(r.keep_alive);
+}
+
+TEST_CASE("/bytes?n=N answers exactly N bytes, up to 16 MiB") {
+  SpendingKernel k;
+  Response zero = answer("GET /bytes?n=0 HTTP/1.1\r\nHost: x\r\n\r\n", k);
+  CHECK(zero.status == 200);
+  CHECK(zero.body.empty());
+  Response some = answer("GET /bytes?n=37 HTTP/1.1\r\nHost: x\r\n\r\n", k);
+  CHECK(some.status == 200);
+  CHECK(some.body == "0123456789abcdef0123456789abcdef01234");
+  CHECK_FALSE(some.close);
+  Response most = answer("GET /bytes?n=16777216 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", k);
+  CHECK(most.status == 200);
+  CHECK(most.body.size() == 16777216);
+  CHECK(most.body.substr(most.body.size() - 16) == "0123456789abcdef");
+  CHECK(most.close);
+  std::string out;
+  serialize(answer("GET /bytes?n=3 HTTP/1.1\r\nHost: x\r\n\r\n", k), out);
+  CHECK(out == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\n012");
+  for (const char* target : {"/bytes?n=16777217", "/bytes?n=-1", "/bytes?n=-0", "/bytes?n=abc",
+                             "/bytes?n=", "/bytes", "/bytes?m=3", "/bytes?n=99999999999999999999"}) {
+    INFO("target " << target);
+    CHECK(answer(std::string("GET ") + target + " HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 400);
+  }
+  CHECK(k.spent == Nanos(0));
+}
+
+TEST_CASE("reason phrases name 408 and 413 and keep the others") {
+  CHECK(std::string(reason_phrase(200)) == "OK");
+  CHECK(std::string(reason_phrase(400)) == "Bad Request");
+  CHECK(std::string(reason_phrase(404)) == "Not Found");
+  CHECK(std::string(reason_phrase(405)) == "Method Not Allowed");
+  CHECK(std::string(reason_phrase(408)) == "Request Timeout");
+  CHECK(std::string(reason_phrase(413)) == "Content Too Large");
+  CHECK(std::string(reason_phrase(431)) == "Request Header Fields Too Large");
+  CHECK(std::string(reason_phrase(503)) == "Service Unavailable");
 }
