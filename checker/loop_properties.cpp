@@ -214,6 +214,25 @@ class ShutdownScan {
     } else if (auto* p = std::get_if<ev::PassEnd>(&event)) {
       bool owed = p->accept_owed || p->handoff_owed;
       if (owed && closed(p->worker)) breach(i, owed_passes_);
+    } else if (auto* e = std::get_if<ev::Established>(&event)) {
+      queued_.insert(e->client);
+    } else if (auto* r = std::get_if<ev::Refused>(&event)) {
+      // R5: a connection the listener had queued, reset by its close: its client had sent its
+      // request and believed it was connected. Excused when the shutdown's drain of the queue
+      // was stopped by the kernel (out of descriptors or memory): it cannot be accepted.
+      // So is one for each accept that ECONNABORTED: the kernel consumed that connection.
+      bool queued = queued_.erase(r->client) > 0;
+      if (queued && any_closed_ && r->error == ECONNRESET && !drain_starved_) {
+        if (aborted_ > 0) {
+          --aborted_;
+        } else {
+          breach(i, queued_resets_);
+        }
+      }
+    } else if (auto* b = std::get_if<ev::BatchEnd>(&event)) {
+      bool draining = b->door == Door::listener && workers_[b->worker].began && !closed(b->worker);
+      bool kernel = b->stop == BatchStop::emfile || b->stop == BatchStop::enfile || b->stop == BatchStop::enobufs;
+      if (draining && kernel) drain_starved_ = true;
     }
   }
   // Judges what the scan saw, and run_end's state.
@@ -225,6 +244,8 @@ class ShutdownScan {
     return it != workers_.end() && it->second.closed.has_value();
   }
   void accept(std::size_t i, const ev::Accept& a) {
+    if (a.door == Door::listener && a.result >= 0) queued_.erase(a.client);
+    if (a.door == Door::listener && a.result == -ECONNABORTED) ++aborted_;
     if (a.door == Door::handoff && a.result >= 0) {  // admitted: the hand-off is done
       auto it = handed_.find(std::pair(a.worker, a.client));
       if (it != handed_.end()) handed_.erase(it);
@@ -241,7 +262,10 @@ class ShutdownScan {
   // Hand-offs not yet admitted: (to, client) -> the handoff event.
   std::multimap<std::pair<int, sim::ClientIndex>, std::size_t> handed_;
   bool any_closed_ = false;
-  std::int64_t late_accepts_ = 0, owed_passes_ = 0;
+  std::set<sim::ClientIndex> queued_;  // established, not yet accepted
+  bool drain_starved_ = false;          // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
+  std::int64_t aborted_ = 0;            // accepts that failed ECONNABORTED, each consuming one
+  std::int64_t late_accepts_ = 0, owed_passes_ = 0, queued_resets_ = 0;
   std::optional<std::size_t> first_;
 };
 
@@ -281,6 +305,8 @@ void ShutdownScan::judge(const Trace& trace, Verdict& v) const {
   found.add(late_accepts_, std::to_string(late_accepts_) + " accept(s) on a closed listener");
   found.add(owed_passes_,
             std::to_string(owed_passes_) + " pass(es) ended owed after the listener closed");
+  found.add(queued_resets_, std::to_string(queued_resets_) +
+                                " queued connection(s) reset when the listener closed, never accepted");
   auto end_at = run_end_index(trace);
   for (const auto& [worker, w] : workers_) judge_worker(worker, w, end_at, v, found);
   const ev::RunEnd* end = end_at ? &std::get<ev::RunEnd>(trace.events[*end_at]) : nullptr;
@@ -340,7 +366,9 @@ class BatchScan {
   void accept(std::size_t i, const ev::Accept& a) {
     ++accepted;
     BatchState& w = workers_[a.worker];
-    if (a.door == Door::handoff && w.admitting) return;
+    // R5: a shutdown admits every hand-off and the listener's whole queue before the close,
+    // past the batch: those accepts are the drain, not a batch.
+    if (w.admitting) return;
     std::int64_t n = ++w.accepts[a.door];
     if (n > bound_ && !first_over) first_over = i;
     if (n <= most) return;

@@ -377,6 +377,21 @@ TEST_CASE("shutdown_clean fails when connections, hand-offs or a loop are left a
         "open at the end");
 }
 
+TEST_CASE("shutdown_clean fails on a queued connection that the listener's close reset") {
+  Trace t = shut_down(false);
+  // Client 2 completed its handshake before the shutdown and was never accepted: the close of
+  // the listener resets it. Client 3, refused after the close, never connected: no breach.
+  t.events.insert(t.events.begin() + 1, ev::Established{0ms, 2});
+  t.events.insert(t.events.end() - 1, ev::Refused{2ms, 2, ECONNRESET});
+  t.events.insert(t.events.end() - 1, ev::Refused{2ms, 3, ECONNREFUSED});
+  Verdict v = shutdown_clean(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 1);
+  REQUIRE(v.first_bad);
+  CHECK(std::get<ev::Refused>(t.events[*v.first_bad]).client == 2);
+  CHECK(v.detail == "1 queued connection(s) reset when the listener closed, never accepted");
+}
+
 TEST_CASE("shutdown_clean fails on a hand-off that a shutdown dropped instead of admitting") {
   Trace t = shut_down(false);
   t.events.insert(t.events.begin(), ev::Handoff{0ms, 1, 0, 1});  // worker 0 admits it at shutdown

@@ -277,7 +277,9 @@ Verdict answered(const Trace& trace) {
   v.unit = Unit::count;
   std::vector<std::int32_t> answers(trace.clients.size(), 0);
   std::vector<std::optional<std::size_t>> first_event(trace.clients.size());
+  std::vector<bool> withdrew(trace.clients.size(), false);  // reset by a fault: asks no more
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    if (auto* r = std::get_if<ev::Reset>(&trace.events[i])) withdrew[std::size_t(r->client)] = true;
     if (auto* a = std::get_if<ev::Answer>(&trace.events[i])) {
       if (++answers[std::size_t(a->client)] > trace.clients[std::size_t(a->client)].requests) {
         v.first_bad = v.first_bad.value_or(i);  // an answer nobody asked for: a duplicate
@@ -288,9 +290,10 @@ Verdict answered(const Trace& trace) {
   std::int64_t lost = 0, duplicated = 0;
   for (std::size_t c = 0; c < trace.clients.size(); ++c) {
     std::int32_t want = trace.clients[c].requests;
-    lost += std::max(0, want - answers[c]);
+    if (!withdrew[c]) lost += std::max(0, want - answers[c]);
     duplicated += std::max(0, answers[c] - want);
-    if (answers[c] < want && first_event[c] && (!v.first_bad || *first_event[c] < *v.first_bad)) {
+    if (!withdrew[c] && answers[c] < want && first_event[c] &&
+        (!v.first_bad || *first_event[c] < *v.first_bad)) {
       v.first_bad = first_event[c];
     }
   }

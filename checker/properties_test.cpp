@@ -69,6 +69,18 @@ TEST_CASE("answered fails on a request answered twice") {
   CHECK(v.first_bad == t.events.size() - 1);
 }
 
+TEST_CASE("answered forgives a client that reset, not one answered twice") {
+  Trace t = two_groups();
+  for (ClientIndex c = 0; c < 3; ++c) answer(t, 10ms, c);
+  t.events.push_back(ev::Reset{15ms, 3});  // withdrew its request
+  CHECK(answered(t).held);
+  answer(t, 20ms, 3);
+  answer(t, 20ms, 3);  // and yet two answers reached it: the second was someone else's
+  Verdict v = answered(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.first_bad == t.events.size() - 1);
+}
+
 TEST_CASE("no_stranded_backlog fails when connections are still queued at the end") {
   Trace t = two_groups();
   t.events.push_back(ev::RunEnd{20s, 0, 0, 0, 0});

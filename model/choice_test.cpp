@@ -4,7 +4,7 @@
 
 using namespace loopsim::model;
 
-TEST_CASE("a chooser rebuilt from its portable text decides the same; text that is not one is refused") {
+TEST_CASE("a chooser rebuilt from its portable text decides the same, and text that is not one is refused") {
   ReplayChooser original({Choice{ChoiceKind::order, 3, 2}, Choice{ChoiceKind::slack, 2, 1}});
   auto rebuilt = rebuild_chooser(original.portable());
   REQUIRE(rebuilt != nullptr);

@@ -1308,7 +1308,7 @@ TEST_CASE("differential: a pipe's level-triggered reader, and a writer whose rea
               .write("w0", "y"));
 }
 
-TEST_CASE("differential: a half-close delivers the bytes, then the end; the server still reads") {
+TEST_CASE("differential: a half-close delivers the bytes, then the end, and the server still reads") {
   compare(Script{}
               .connect(0)
               .accept()

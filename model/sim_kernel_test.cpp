@@ -193,7 +193,7 @@ TEST_CASE("K3 each data arrival wakes an edge-triggered socket, a partial read d
   CHECK(fds_of(f.poll(p)) == std::vector<int>{s});
 }
 
-TEST_CASE("K4 an item no longer ready at harvest is dropped silently; level items requeue") {
+TEST_CASE("K4 an item no longer ready at harvest is dropped silently, and level items requeue") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));
   Fixture f(flavoured(flavour));
@@ -503,7 +503,7 @@ TEST_CASE("K11 a reset shows as an error event, ECONNRESET once, then EOF and EP
   CHECK(f.kernel.write(s, std::string_view("x")) == -EPIPE);
 }
 
-TEST_CASE("K11 a reset while queued is accepted as usual; the first write says ECONNRESET") {
+TEST_CASE("K11 a reset while queued is accepted as usual, and the first write says ECONNRESET") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));
   Fixture f(flavoured(flavour));
@@ -516,7 +516,7 @@ TEST_CASE("K11 a reset while queued is accepted as usual; the first write says E
   CHECK(f.kernel.write(s, std::string_view("x")) == -EPIPE);
 }
 
-TEST_CASE("K11 writes are short when the send buffer fills; draining it is a writable edge") {
+TEST_CASE("K11 writes are short when the send buffer fills, and draining it is a writable edge") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));
   SimKernelConfig config = flavoured(flavour);
@@ -635,7 +635,7 @@ TEST_CASE("K13 a full pipe refuses small writes whole, takes part of a large one
   CHECK(f.kernel.write(ends[1], std::string_view("w")) == -EPIPE);
 }
 
-TEST_CASE("K14 a half-close sends the end after the written bytes; the server still reads and may not write") {
+TEST_CASE("K14 a half-close sends the end after the written bytes, and the server still reads and may not write") {
   Fixture f;
   int l = f.listener();
   ConnId c = f.connect();

@@ -44,12 +44,13 @@ int Loop::take_batch(Door door) {
     accept_blocked_ = retry_now_ = false;
   }
   // R5: shutdown admits every hand-off, whatever the loop holds.
-  bool admitting = door == Door::handoff && shutting_down_ && !listener_closed_ &&
-                   config_.shutdown_admits_past_capacity;
+  bool admitting = (door == Door::handoff && shutting_down_ && !listener_closed_ &&
+                    config_.shutdown_admits_past_capacity) ||
+                   draining_;  // R5: and the listener's whole queue, once, before the close
   int accepted = 0;
   BatchStop why = BatchStop::again;
   for (;;) {
-    if (config_.accept_batch > 0 && accepted == config_.accept_batch) {
+    if (!draining_ && config_.accept_batch > 0 && accepted == config_.accept_batch) {
       why = BatchStop::count;
       break;
     }
@@ -113,7 +114,7 @@ void Loop::note_accept_error(BatchStop) {
 
 // R9 and R10: refuse when the table is full; otherwise keep the connection or hand it over.
 void Loop::place(int fd) {
-  if (table_full()) {  // only with on_full = refuse: back-pressure stopped the batch before
+  if (table_full() && !draining_) {  // only with on_full = refuse: back-pressure stopped the batch before
     observer_.refused(worker_, fd);
     kernel_.abort(fd);
     return;

@@ -99,6 +99,36 @@ struct LoopConfig {
   int max_connections = 1024;
   // Largest request head accepted (431 beyond it).
   int max_request_head = 8192;
+
+  // R5: shutdown first admits every connection already in the listener's accept queue (its
+  // clients have sent their requests and believe they are connected), past accept_batch and
+  // max_connections, and only then closes the listener; false (sabotage, the loop before the
+  // live build's graceful stop): the close resets them.
+  bool shutdown_drains_backlog = true;
+  // R5: a shutdown that has not finished within drain_timeout resets what is left and exits;
+  // the loop reports how many it reset. 0: no bound.
+  Nanos drain_timeout = std::chrono::seconds(30);
+
+  // R12: timeouts. Each bounds how long a connection may hold its descriptor without the
+  // progress named; 0 turns it off (the sabotage: a slow or silent client holds its slot
+  // forever, and at max_connections locks every new client out).
+  // head: from a request's first byte (or the connection's admission) to the end of its head;
+  // answered 408 and closed (closed without a word when nothing at all was sent).
+  Nanos head_timeout = std::chrono::seconds(10);
+  // body: from the end of a head to the end of the body its Content-Length announced; 408.
+  Nanos body_timeout = std::chrono::seconds(30);
+  // keep-alive: an answered connection with nothing more to do; closed.
+  Nanos keepalive_timeout = std::chrono::seconds(60);
+  // write: output waiting while the peer takes none of it; reset.
+  Nanos write_timeout = std::chrono::seconds(60);
+
+  // R13: bounded buffers. A connection buffers at most max_input bytes of requests not yet
+  // served; past it, it is not read (the kernel's buffer fills and TCP pushes back on the
+  // client). Requests are not served while max_output bytes of answers wait to be written.
+  // A request that cannot fit max_input is answered 413. 0: no bound (sabotage: a client that
+  // pipelines without reading grows the server without bound).
+  int max_input = 64 * 1024;
+  int max_output = 64 * 1024;
 };
 
 }  // namespace loopsim

@@ -1,5 +1,8 @@
-// Serving connections: the eager read, requests in order, R8's yield batch, R11's pool.
+// Serving connections: the eager read, requests in order, R8's yield batch, R11's pool, R13's
+// bounded buffers.
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 #include "realloop/assert.hpp"
 #include "realloop/http.hpp"
@@ -10,7 +13,15 @@ namespace loopsim {
 
 namespace {
 constexpr std::size_t read_chunk = 16 * 1024;
+
+// The buffer holds a whole request head: an empty line ends one, whatever its line ends.
+bool head_complete(std::string_view input) {
+  std::size_t start = input.find_first_not_of("\r\n");  // empty lines before a request are skipped
+  if (start == std::string_view::npos) return false;
+  input.remove_prefix(start);
+  return input.find("\n\r\n") != std::string_view::npos || input.find("\n\n") != std::string_view::npos;
 }
+}  // namespace
 
 int Loop::fd_of(const Connection& c) const { return int(&c - connections_.data()); }
 
@@ -20,12 +31,22 @@ Loop::Connection* Loop::connection(int fd) {
   return c.open ? &c : nullptr;
 }
 
+std::size_t Loop::buffered(int fd) {
+  Connection* c = connection(fd);
+  return c == nullptr ? 0 : c->input.size() + c->output.size();
+}
+
 void Loop::admit(int fd) {
   if (std::size_t(fd) >= connections_.size()) connections_.resize(std::size_t(fd) + 1);
   Connection& c = connections_[std::size_t(fd)];
   LOOPSIM_ASSERT(!c.open);
+  // The generation survives: R11 tells an answer for the descriptor's previous connection
+  // from one for this one by it.
+  const std::uint64_t generation = c.generation;
   c = Connection{};
+  c.generation = generation;
   c.open = true;
+  c.head_since = kernel_.now();  // R12: a connection that never sends is timed out as a head
   ++connection_count_;
   if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
@@ -37,22 +58,40 @@ void Loop::admit(int fd) {
 void Loop::serve(int fd) {
   Connection* c = connection(fd);
   LOOPSIM_ASSERT(c != nullptr);
-  Input input = read_input(*c);
-  if (input == Input::reset) {
-    close_connection(fd);
-    return;
+  for (;;) {
+    Input input = read_input(*c);
+    if (input == Input::reset) {
+      close_connection(fd);
+      return;
+    }
+    if (!c->owed_turn) answer_requests(fd, *c);  // an owed connection waits for its turn
+    // A peer that half-closed after its requests still gets their answers, then the close.
+    if (input == Input::ended) c->closing = true;
+    flush(fd, *c);
+    if (connection(fd) == nullptr) return;
+    // R13: the read stopped at max_input with bytes left in the kernel, which will announce
+    // nothing more (edge-triggered). Read on while answering made room; otherwise the next
+    // writable edge, or the owed turn, comes back here.
+    bool room = c->input.size() < input_limit() && !output_full(*c);
+    if (input != Input::full || !room || c->owed_turn || c->in_pool || c->closing) return;
   }
-  if (!c->owed_turn) answer_requests(fd, *c);  // an owed connection waits for its turn
-  // A peer that half-closed after its requests still gets their answers, then the close.
-  if (input == Input::ended) c->closing = true;
-  flush(fd, *c);
 }
 
-// Edge-triggered: read until EAGAIN or the end, or the next wake-up will never come.
+// Edge-triggered: read until EAGAIN or the end, or the next wake-up will never come; or, R13,
+// until max_input is buffered (Input::full: the caller must come back for the rest).
 Loop::Input Loop::read_input(Connection& c) {
   char buffer[read_chunk];
+  c.input_full = false;
   for (;;) {
-    std::int64_t n = kernel_.read(fd_of(c), buffer);
+    std::size_t want = sizeof buffer;
+    if (!c.closing) {  // a closing connection's input is read only to be discarded
+      want = std::min(want, input_limit() - std::min(input_limit(), c.input.size()));
+      if (want == 0) {
+        c.input_full = true;
+        return Input::full;
+      }
+    }
+    std::int64_t n = kernel_.read(fd_of(c), std::span(buffer, want));
     if (n == -EAGAIN) return Input::open;
     if (n == 0) return Input::ended;
     if (n < 0) return Input::reset;
@@ -61,33 +100,65 @@ Loop::Input Loop::read_input(Connection& c) {
   }
 }
 
+std::size_t Loop::input_limit() const {
+  return config_.max_input > 0 ? std::size_t(config_.max_input) : SIZE_MAX;
+}
+
+bool Loop::output_full(const Connection& c) const {
+  return config_.max_output > 0 && c.output.size() >= std::size_t(config_.max_output);
+}
+
 // Serves complete requests in order: at most yield_batch this turn (R8); with a pool, one at a
-// time, each answered by a post (R11).
+// time, each answered by a post (R11); none while max_output bytes wait to be written (R13).
 void Loop::answer_requests(int fd, Connection& c) {
   // Parsed requests are cut from the input once, on the way out: a pipelined burst costs
   // linear time, not a copy of the rest of the buffer per request.
   std::size_t consumed = 0;
   serve_parsed(fd, c, consumed);
   if (consumed > 0) c.input.erase(0, consumed);
+  note_phase(c);
+}
+
+// R12: which phase the connection is in now that its complete requests are answered.
+void Loop::note_phase(Connection& c) {
+  const Nanos now = kernel_.now();
+  if (c.input.empty()) {
+    c.body_since = Nanos(-1);
+    if (c.answered) c.head_since = Nanos(-1);  // a fresh connection's head began at admission
+    return;
+  }
+  c.idle_since = Nanos(-1);
+  if (head_complete(c.input)) {
+    c.head_since = Nanos(-1);
+    if (c.body_since.count() < 0) c.body_since = now;
+  } else if (c.head_since.count() < 0) {
+    c.head_since = now;
+  }
 }
 
 void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
   int served = 0;
-  while (!c.closing && !c.in_pool) {
+  while (!c.closing && !c.in_pool && !output_full(c)) {
     http::Request request;
     const std::string_view rest = std::string_view(c.input).substr(consumed);
     auto parsed = http::parse_request(rest, std::size_t(config_.max_request_head), request);
-    if (parsed == http::Parse::incomplete) return;
+    if (parsed == http::Parse::incomplete && rest.size() < input_limit()) return;
     if (config_.yield_batch > 0 && served == config_.yield_batch) {
       c.owed_turn = true;  // R8: the rest waits for the next pass; no edge will announce it
       owed_turns_.push_back(fd);
       return;
     }
     ++served;
+    // This request is done: the next one's clock starts, and the connection is busy, not idle
+    // (flush starts the idle clock again once the answer is written).
+    c.head_since = c.body_since = c.idle_since = Nanos(-1);
     if (parsed != http::Parse::complete) {
       observer_.request_begin(worker_, fd, "");
       consumed = c.input.size();
-      respond(fd, c, http::reject(parsed));
+      // R13: a request that cannot fit max_input is refused rather than buffered.
+      respond(fd, c,
+              parsed == http::Parse::incomplete ? http::Response{413, "request too large\n", true}
+                                                : http::reject(parsed));
       return;
     }
     std::string text(rest.substr(0, request.length));
@@ -108,6 +179,7 @@ void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
 void Loop::respond(int fd, Connection& c, const http::Response& response) {
   http::serialize(response, c.output);
   c.closing = c.closing || response.close;
+  c.answered = true;
   observer_.request_end(worker_, fd, response.status);
 }
 
@@ -118,11 +190,16 @@ void Loop::pool_answer(int fd, std::uint64_t generation, const http::Response& r
   if (c == nullptr || c->generation != generation) return;
   c->in_pool = false;
   respond(fd, *c, response);
+  if (c->input_full) {  // R13: the kernel holds more of this connection's requests
+    serve(fd);
+    return;
+  }
   answer_requests(fd, *c);  // the next pipelined request, if any
   if (connection(fd) != nullptr) flush(fd, *c);
 }
 
 void Loop::flush(int fd, Connection& c) {
+  bool progress = false;
   while (!c.output.empty()) {
     std::int64_t n = kernel_.write(fd, c.output);
     if (n == -EAGAIN) break;
@@ -131,28 +208,51 @@ void Loop::flush(int fd, Connection& c) {
       return;
     }
     c.output.erase(0, std::size_t(n));
+    progress = progress || n > 0;
   }
   if (c.output.empty() && c.closing && !c.in_pool) {
     close_connection(fd);
     return;
   }
+  // R12: a write stalls from its last progress; a connection with nothing left to do is idle.
+  if (c.output.empty()) {
+    c.write_since = Nanos(-1);
+    bool idle = c.answered && c.input.empty() && !c.in_pool && !c.owed_turn;
+    if (idle && c.idle_since.count() < 0) c.idle_since = kernel_.now();
+  } else if (progress || c.write_since.count() < 0) {
+    c.write_since = kernel_.now();
+    c.idle_since = Nanos(-1);
+  }
   bool want_write = !c.output.empty();
   if (want_write != c.want_write) {
     c.want_write = want_write;
     auto interest = io::readable | (want_write ? io::writable : 0u);
-    if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) close_connection(fd);
+    if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) {
+      close_connection(fd);
+      return;
+    }
   }
+  arm_timer(fd, c);
 }
 
-void Loop::close_connection(int fd) {
+void Loop::close_connection(int fd) { release(fd, false); }
+
+void Loop::reset_connection(int fd) { release(fd, true); }
+
+void Loop::release(int fd, bool abortive) {
   Connection* c = connection(fd);
   LOOPSIM_ASSERT(c != nullptr);
+  drop_timer(fd, *c);
   std::uint64_t generation = c->generation;
-  *c = Connection{};
+  *c = Connection{};  // gives the buffers back
   c->generation = generation + 1;
   --connection_count_;
   observer_.closed(worker_, fd);
-  kernel_.close(fd);
+  if (abortive) {
+    kernel_.abort(fd);
+  } else {
+    kernel_.close(fd);
+  }
   if (accept_blocked_) retry_now_ = true;  // R4: a descriptor was freed
   if (backpressured_) {  // R9, max_connections: room again; the doors are owed their batch
     backpressured_ = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "realloop/assert.hpp"
 #include "realloop/pool.hpp"
@@ -67,6 +68,10 @@ int Loop::attach(int listener) {
   if (config_.handle_policy == HandlePolicy::fixed) handle_capacity_ = std::size_t(config_.max_handles / 2);
   if (config_.handle_policy == HandlePolicy::rlimit) {
     handle_capacity_ = std::size_t(std::max(1, kernel_.descriptor_limit()));
+  }
+  if (listener_ < 0) {  // no listener: this worker is served by hand-offs alone (R10)
+    listener_closed_ = true;
+    return 0;
   }
   return kernel_.watch(poller_, listener_, io::readable, Trigger::edge);
 }
@@ -141,11 +146,21 @@ Nanos Loop::wait_timeout() {
   bool owed = accept_owed_ || handoff_owed_;
   if (owed && config_.nonblocking_wait_when_owed) return Nanos(0);
   if (!owed_turns_.empty()) return Nanos(0);
+  Nanos timeout = config_.idle_timeout;
   if (accept_blocked_ && config_.emfile_retry) {
     if (retry_now_) return Nanos(0);
-    return std::clamp(retry_at_ - kernel_.now(), Nanos(0), config_.idle_timeout);
+    timeout = std::clamp(retry_at_ - kernel_.now(), Nanos(0), config_.idle_timeout);
   }
-  return config_.idle_timeout;
+  // R12 and R5: the next deadline, whether a connection's or the drain's.
+  std::optional<Nanos> next;
+  if (!timers_.empty()) next = Nanos(timers_.begin()->first);
+  if (shutting_down_ && config_.drain_timeout.count() > 0) {
+    Nanos drain_end = shutdown_at_ + config_.drain_timeout;
+    next = std::min(next.value_or(drain_end), drain_end);
+  }
+  if (!next) return timeout;
+  Nanos until = std::max(*next - kernel_.now(), Nanos(0));
+  return timeout < Nanos(0) ? until : std::min(timeout, until);
 }
 
 void Loop::run_pass() {
@@ -171,6 +186,7 @@ void Loop::run_pass() {
     }
   }
   serve_owed_turns();
+  expire_timers();  // R12: before the batches, so that the slots they free are taken at once
   take_batches();
   check_finished();
   pass_started_ns_.store(-1, std::memory_order_release);
@@ -216,6 +232,10 @@ void Loop::serve_owed_turns() {
     Connection* c = connection(fd);
     if (c == nullptr || !c->owed_turn) continue;
     c->owed_turn = false;
+    if (c->input_full) {  // R13: the kernel holds more of its requests: read them too
+      serve(fd);
+      continue;
+    }
     answer_requests(fd, *c);
     if (connection(fd) != nullptr) flush(fd, *c);
   }
@@ -238,11 +258,23 @@ void Loop::take_batches() {
   if (handoff_owed_) take_batch(Door::handoff);
 }
 
-// R5: admit what siblings handed over, close the listener, clear the owed flags, then answer
-// what was admitted and finish.
+// R5: admit what siblings handed over and what the listener has queued, close the listener,
+// clear the owed flags, then answer what was admitted and finish.
 void Loop::begin_shutdown() {
-  shutting_down_ = true;
+  {
+    std::lock_guard lock(mailbox_);  // offer() reads it from siblings' threads
+    shutting_down_ = true;
+  }
+  shutdown_at_ = kernel_.now();
   observer_.shutdown_begin(worker_);
+  // Queued connections have sent their requests and believe they are connected: the close
+  // would reset them. Taken whole, past accept_batch and max_connections; only descriptors
+  // (EMFILE) stop it.
+  if (config_.shutdown_drains_backlog && owns_listener_ && !listener_closed_) {
+    draining_ = true;
+    take_batch(Door::listener);
+    draining_ = false;
+  }
   if (config_.shutdown_admits_handoffs) {
     // A batch that takes nothing (held back by capacity) ends it: retrying would never end.
     while (handoffs_pending() > 0 && take_batch(Door::handoff) > 0) {
@@ -252,8 +284,8 @@ void Loop::begin_shutdown() {
     for (int fd : handoffs_) kernel_.close(fd);
     handoffs_.clear();
   }
-  kernel_.unwatch(poller_, listener_);
-  if (owns_listener_) kernel_.close(listener_);
+  if (listener_ >= 0 && !listener_closed_) kernel_.unwatch(poller_, listener_);
+  if (owns_listener_ && !listener_closed_) kernel_.close(listener_);
   listener_closed_ = true;
   observer_.listener_closed(worker_);
   if (config_.shutdown_clears_owed) {
@@ -266,13 +298,15 @@ void Loop::begin_shutdown() {
 // left and nothing is owed.
 void Loop::check_finished() {
   if (!shutting_down_) return;
+  expire_drain();
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
     Connection& c = connections_[fd];
     if (c.open && c.output.empty() && !c.owed_turn && !c.in_pool) close_connection(int(fd));
   }
   if (connection_count_ == 0 && !accept_owed_ && !handoff_owed_ && handoffs_pending() == 0) {
     finished_ = true;
-    observer_.loop_exit(worker_, int(connection_count_));
+    // What the drain had to reset counts as left open: the shutdown did not finish them.
+    observer_.loop_exit(worker_, int(connection_count_) + drain_resets_);
   }
 }
 

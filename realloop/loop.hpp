@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ class WorkerGroup {
 
  private:
   std::vector<Loop*> loops_;
-  std::size_t next_ = 0;
+  std::atomic<std::size_t> next_{0};  // every worker's thread picks
 };
 
 class Loop {
@@ -48,7 +49,8 @@ class Loop {
 
   // Opens the poller and a listener of its own. Returns 0 or -errno.
   int open(const ListenSpec& spec);
-  // Opens the poller and watches a sibling's listener (R10). Returns 0 or -errno.
+  // Opens the poller and watches a sibling's listener (R10); -1: none, the worker takes only
+  // hand-offs. Returns 0 or -errno.
   int attach(int listener);
   void join(WorkerGroup& group) { group_ = &group; }
   void use_pool(HandlerPool& pool) { pool_ = &pool; }
@@ -87,6 +89,10 @@ class Loop {
   std::size_t connections() const { return connection_count_; }
   std::size_t handoffs_pending();
   std::uint64_t passes() const { return pass_; }
+  // R5: connections reset because the drain outlasted drain_timeout.
+  int drain_resets() const { return drain_resets_; }
+  // R13: the bytes buffered by the connection on `fd` (input and output), for tests.
+  std::size_t buffered(int fd);
 
  private:
   struct Connection {
@@ -95,14 +101,26 @@ class Loop {
     bool want_write = false;  // registered for writability
     bool owed_turn = false;   // R8: complete requests wait for its next turn
     bool in_pool = false;     // R11: a request is with the handler pool
+    bool answered = false;    // R12: has answered a request (idle since is keep-alive, not head)
+    bool input_full = false;  // R13: the last read stopped at max_input, bytes left unread
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     std::string output;
-    static constexpr state::Fields<8> state_fields{state::value, state::value, state::value,
-                                                   state::value, state::value, state::value,
-                                                   state::value, state::value};
+    // R12: when each phase began (-1: not in it), and the deadline this connection's entry in
+    // timers_ was filed under (-1: none). The digest skips timer_at: where the entry is filed
+    // is bookkeeping; the phases' start times say when the connection times out.
+    Nanos head_since{-1};   // a request's first byte, or the admission
+    Nanos body_since{-1};   // its head's end
+    Nanos idle_since{-1};   // the last answer written, nothing since
+    Nanos write_since{-1};  // output waiting: the last progress
+    Nanos timer_at{-1};
+    static constexpr state::Fields<15> state_fields{
+        state::value, state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::value,
+        state::since, state::since, state::since, state::since, state::skip};
   };
-  enum class Input : std::uint8_t { open, ended, reset };
+  enum class Input : std::uint8_t { open, ended, reset, full };
+  enum class Timeout : std::uint8_t { head, body, keepalive, write };
 
   // loop.cpp: the pass
   Nanos wait_timeout();
@@ -128,7 +146,23 @@ class Loop {
   void respond(int fd, Connection& connection, const http::Response& response);
   void flush(int fd, Connection& connection);
   void close_connection(int fd);
+  void reset_connection(int fd);  // abortive: the peer sees a reset
+  void release(int fd, bool abortive);
+  void note_phase(Connection& connection);
+  std::size_t input_limit() const;
+  bool output_full(const Connection& connection) const;
   Connection* connection(int fd);
+  // timers.cpp: R12
+  struct Deadline {
+    Nanos at;
+    Timeout why;
+  };
+  std::optional<Deadline> deadline_of(const Connection& connection) const;
+  void arm_timer(int fd, Connection& connection);
+  void drop_timer(int fd, Connection& connection);
+  void expire_timers();
+  void expire(int fd, Connection& connection, Timeout why);
+  void expire_drain();
   int fd_of(const Connection& connection) const;
 
   Kernel& kernel_;
@@ -151,6 +185,7 @@ class Loop {
   std::deque<int> handoffs_;
 
   bool stopping_ = false;
+  // Written by this loop's thread under mailbox_ (offer reads it there, from siblings').
   bool shutting_down_ = false;
   bool finished_ = false;
   bool listener_ready_ = false;  // the listener announced itself in this pass
@@ -160,6 +195,7 @@ class Loop {
   bool retry_now_ = false;       // R4: a descriptor was freed since
   Nanos retry_at_{0};            // R4: the back-off's end
   bool backpressured_ = false;   // R9: accepting held back until room frees
+  bool draining_ = false;        // R5: the shutdown is taking the whole accept queue
   std::uint64_t pass_ = 0;
   std::size_t connection_count_ = 0;
   std::size_t handle_capacity_ = 0;  // R9, in connections (two handles each); 0: unbounded
@@ -167,19 +203,26 @@ class Loop {
   std::vector<Connection> connections_;  // indexed by descriptor
   std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
+  // R12: at most one entry per connection, (deadline, descriptor), earliest first. Filed
+  // lazily: an entry may be earlier than the connection's deadline now; it is then filed again.
+  std::set<std::pair<std::int64_t, int>> timers_;
+  Nanos shutdown_at_{-1};  // R5: when the shutdown began, for drain_timeout
+  int drain_resets_ = 0;   // R5: connections reset because the drain ran out of time
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
   // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, the pass
   // counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
-  // wait before it is read). Posts are callbacks: counted, not looked into.
-  static constexpr state::Fields<34> state_fields{
+  // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
+  // callbacks: counted, not looked into.
+  static constexpr state::Fields<38> state_fields{
       state::skip,  state::skip,  state::skip,  state::value, state::skip,  state::skip,
       state::value, state::value, state::value, state::value, state::value, state::value,
       state::value, state::since, state::skip,  state::size,  state::value, state::value,
       state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::until, state::value, state::skip,  state::value, state::value,
-      state::value, state::value, state::value, state::skip};
+      state::value, state::until, state::value, state::value, state::skip,  state::value,
+      state::value, state::value, state::value, state::value, state::skip,  state::skip,
+      state::since, state::value};
   friend struct state::Access;
 };
 

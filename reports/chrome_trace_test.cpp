@@ -68,7 +68,7 @@ TEST_CASE("each request is one async span from its send to its answer, ids uniqu
   CHECK(spans == 122);
 }
 
-TEST_CASE("accepts and batch ends are instant events; the process and worker are named") {
+TEST_CASE("accepts and batch ends are instant events, and the process and worker are named") {
   auto doc = accept_burst_chrome_trace();
   int accepts = 0, batch_ends = 0, thread_names = 0;
   for (const auto& e : doc["traceEvents"]) {

@@ -11,10 +11,14 @@ namespace {
 
 constexpr std::string_view content_length = "Content-Length: ";
 
-std::string request_text(const std::string& path, bool close) {
+std::string request_text(const std::string& path, bool close, ClientGroup::Stall stall) {
   std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
   if (close) text += "Connection: close\r\n";
-  text += "\r\n";
+  switch (stall) {
+    case ClientGroup::Stall::none: text += "\r\n"; break;
+    case ClientGroup::Stall::head: break;  // the head's end never comes
+    case ClientGroup::Stall::body: text += "Content-Length: 64\r\n\r\n0123456789abcdef"; break;
+  }
   return text;
 }
 
@@ -138,6 +142,7 @@ void Clients::start(ClientIndex client) {
   if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
   by_conn_[conn] = client;
   clients_[std::size_t(client)].conn = conn;
+  if (!clients_[std::size_t(client)].group->reads) kernel_.set_client_reading(conn, false);
 }
 
 void Clients::request_due(ClientIndex client) {
@@ -152,7 +157,7 @@ void Clients::send_due(ClientIndex client) {
   while (c.next_request < c.due) {
     const std::string& path = requests[c.next_request].path;
     bool last = c.next_request + 1 == requests.size();
-    kernel_.send(c.conn, request_text(path, last && !c.group->keep_alive));
+    kernel_.send(c.conn, request_text(path, last && !c.group->keep_alive, c.group->stall));
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
     c.sent.push_back(path);
     ++c.next_request;

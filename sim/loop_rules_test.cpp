@@ -58,7 +58,7 @@ TEST_CASE("R7 drain-chunk: post latencies of 0.44, 2.36 and 40.76 ms for chunks 
   CHECK(verdict(run_arm("drain-chunk", "kqueue"), "post_latency").measured == Nanos(440us).count());
 }
 
-TEST_CASE("R9 handle-ceiling: 4,096 fixed handles hold exactly 2,048; rlimit sizing holds 10,000") {
+TEST_CASE("R9 handle-ceiling: 4,096 fixed handles hold exactly 2,048, and rlimit sizing holds 10,000") {
   auto fixed = run_arm("handle-ceiling", "fixed-refuse");
   CHECK(verdict(fixed, "capacity").measured == 2048);
   CHECK(fixed.stats.refused == 10000 - 2048);
@@ -68,7 +68,7 @@ TEST_CASE("R9 handle-ceiling: 4,096 fixed handles hold exactly 2,048; rlimit siz
   CHECK(verdict(run_arm("handle-ceiling", "base"), "capacity").measured == 10000);
 }
 
-TEST_CASE("R4 emfile: without the retry the burst strands; with it every request is answered") {
+TEST_CASE("R4 emfile: without the retry the burst strands, and with it every request is answered") {
   CHECK(run_arm("emfile", "base").stats.answered == 38);
   auto stranded = run_arm("emfile", "no-retry");
   CHECK(stranded.stats.answered == 18);
@@ -77,7 +77,7 @@ TEST_CASE("R4 emfile: without the retry the burst strands; with it every request
   CHECK_FALSE(verdict(spin, "no_spin").held);
 }
 
-TEST_CASE("R6 inverted: owed passes run inside the callback; one pass a call waits for the tick") {
+TEST_CASE("R6 inverted: owed passes run inside the callback, and one pass a call waits for the tick") {
   auto inverted = run_arm("accept-burst", "base", {{"loop.inverted", "true"}});
   CHECK(inverted.judgement.held);
   CHECK(verdict(inverted, "latency").measured == Nanos(150ms).count());
@@ -86,7 +86,7 @@ TEST_CASE("R6 inverted: owed passes run inside the callback; one pass a call wai
   CHECK_FALSE(verdict(one_pass, "max_gap").held);
 }
 
-TEST_CASE("R8 a pipelining client is served a yield batch per turn; others are not held up") {
+TEST_CASE("R8 a pipelining client is served a yield batch per turn, and others are not held up") {
   std::string text = R"(
 horizon = "1s"
 [[clients]]

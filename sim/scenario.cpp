@@ -366,12 +366,16 @@ const Field<RequestSpec> request_fields[] = {
 const Section<RequestSpec> request_section{
     "clients.requests", "a request", request_fields, {}, "path"};
 
+constexpr std::string_view stall_names[] = {"none", "head", "body"};
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
     {"count", [](C c, N n, K k, auto& g) { g.count = int(read_integer(c, n, k, 1, clients_max)); }},
     {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = read_duration(c, n, k); }},
     {"rate", [](C c, N n, K k, auto& g) { g.rate = read_rate(c, n, k); }},
     {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = read_bool(c, n, k); }},
+    {"stall",
+     [](C c, N n, K k, auto& g) { g.stall = ClientGroup::Stall(read_choice(c, n, k, stall_names)); }},
+    {"reads", [](C c, N n, K k, auto& g) { g.reads = read_bool(c, n, k); }},
     {"requests", [](C c, N n, K k, auto& g) { g.requests = read_each(c, n, k, request_section); }},
 };
 const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name"};
@@ -571,6 +575,18 @@ const Field<Scenario> loop_fields[] = {
     {"on_full",
      [](C c, N n, K k, auto& s) { s.loop.on_full = OnFull(read_choice(c, n, k, on_full_names)); }},
     {"accept_share", [](C c, N n, K k, auto& s) { s.loop.accept_share = read_bool(c, n, k); }},
+    {"shutdown_drains_backlog",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_drains_backlog = read_bool(c, n, k); }},
+    {"drain_timeout", [](C c, N n, K k, auto& s) { s.loop.drain_timeout = read_duration(c, n, k); }},
+    {"head_timeout", [](C c, N n, K k, auto& s) { s.loop.head_timeout = read_duration(c, n, k); }},
+    {"body_timeout", [](C c, N n, K k, auto& s) { s.loop.body_timeout = read_duration(c, n, k); }},
+    {"keepalive_timeout",
+     [](C c, N n, K k, auto& s) { s.loop.keepalive_timeout = read_duration(c, n, k); }},
+    {"write_timeout", [](C c, N n, K k, auto& s) { s.loop.write_timeout = read_duration(c, n, k); }},
+    {"max_input",
+     [](C c, N n, K k, auto& s) { s.loop.max_input = int(read_integer(c, n, k, 0, buffer_max)); }},
+    {"max_output",
+     [](C c, N n, K k, auto& s) { s.loop.max_output = int(read_integer(c, n, k, 0, buffer_max)); }},
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
 

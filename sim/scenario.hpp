@@ -39,6 +39,12 @@ struct ClientGroup {
   Nanos connect_at{0};
   double rate = 0;  // connections per second; 0: all at connect_at
   bool keep_alive = false;
+  // Misbehaving clients (R12, R13). stall: each request is sent cut short and never finished:
+  // `head` stops before the head's last empty line, `body` sends a head that announces a
+  // 64-byte body and then 16 bytes of it. reads = false: the client never reads its answers.
+  enum class Stall : std::uint8_t { none, head, body };
+  Stall stall = Stall::none;
+  bool reads = true;
   std::vector<RequestSpec> requests;
 };
 
