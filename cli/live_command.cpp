@@ -12,8 +12,17 @@ namespace loopsim::cli {
 
 namespace {
 
+// A live drain that could not finish: it reset connections past --drain-timeout, or a second
+// signal cut it short.
+constexpr int exit_drain_unfinished = 4;
+
 struct LiveArgs {
   std::string listen = "127.0.0.1:8080";
+  int workers = 0;  // 0: as the configuration says (loop.workers, 1 by default)
+  std::string drain_timeout;
+  bool reuse_port = false;
+  std::string config;
+  std::vector<std::string> set;
   live::LiveOptions options;
 };
 
@@ -35,13 +44,33 @@ void parse_listen(const std::string& listen, live::LiveOptions& options) {
   options.port = std::uint16_t(std::stoi(port));
 }
 
+// The loop's configuration, checked exactly as a scenario's: --config's [kernel] and [loop]
+// (its clients and the rest are checked too, and not used), then --workers, --drain-timeout
+// and every --set on top. Of [kernel], only listen_backlog applies live (511 when unset): the
+// rest describes a simulated kernel, and Linux is the kernel here.
+void configure(LiveArgs& args) {
+  std::vector<sim::Override> overrides;
+  if (args.workers > 0) overrides.push_back({"loop.workers", std::to_string(args.workers)});
+  if (!args.drain_timeout.empty()) {
+    option_duration("--drain-timeout", args.drain_timeout);  // its own error, at its option
+    overrides.push_back({"loop.drain_timeout", "\"" + args.drain_timeout + "\""});
+  }
+  for (auto& o : parse_overrides(args.set)) overrides.push_back(std::move(o));
+  const sim::Scenario scenario = args.config.empty()
+                                     ? sim::parse_scenario("name = \"live\"\n", "live", overrides)
+                                     : sim::load_scenario(args.config, overrides);
+  args.options.loop = scenario.loop;
+  args.options.workers = scenario.workers;
+  args.options.reuse_port = args.reuse_port;
+  // Unset, the backlog is nginx's 511 rather than the simulation's 128: a live server meets
+  // bursts of real SYNs.
+  args.options.backlog = scenario.where.count("kernel.listen_backlog") ? scenario.kernel.listen_backlog : 511;
+}
+
 int live(LiveArgs& args) {
   try {
     parse_listen(args.listen, args.options);
-    if (args.options.workers != 1) {
-      throw sim::ScenarioError("--workers:1:1: " + std::to_string(args.options.workers) + " workers: loopsim live runs 1 for now",
-                               "leave --workers out; several workers come later");
-    }
+    configure(args);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
   }
@@ -49,12 +78,18 @@ int live(LiveArgs& args) {
     std::cerr << "warning: --listen " << args.listen << " is not a loopback address: loopsim live will serve "
               << (args.options.address == "0.0.0.0" ? "every interface" : "that interface") << "\n";
   }
-  const int rc = live::serve_live(args.options);
-  if (rc < 0) {
-    return report_error("--listen:1:1: cannot listen on " + args.listen + ": " + std::strerror(-rc),
-                        -rc == EADDRINUSE ? "another server holds that port; pick another, or 0 for any free one"
-                                          : "check the address is one of this machine's");
+  const live::LiveResult result = live::serve_live(args.options);
+  if (result.error < 0) {
+    return report_error("--listen:1:1: cannot listen on " + args.listen + ": " + std::strerror(-result.error),
+                        -result.error == EADDRINUSE ? "another server holds that port; pick another, or 0 for any free one"
+                                                    : "check the address is one of this machine's");
   }
+  if (result.unfinished > 0 || result.forced) {
+    std::cerr << "loopsim live: stopped " << (result.forced ? "by a second signal" : "at --drain-timeout")
+              << " with " << result.unfinished << " connection(s) unfinished\n";
+    return exit_drain_unfinished;
+  }
+  std::cerr << "loopsim live: stopped: every connection drained\n";
   return exit_held;
 }
 
@@ -65,10 +100,25 @@ void add_live(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand("live", "Serve the app on real sockets with the same loop (epoll)");
   cmd->add_option("--listen", args->listen, "Address and port; port 0 picks a free one")
       ->capture_default_str();
-  cmd->add_option("--workers", args->options.workers, "Worker loops")->capture_default_str();
+  cmd->add_option("--workers", args->workers,
+                  "Worker loops on threads of their own (loop.workers); worker 0 accepts and hands connections over")
+      ->check(CLI::Range(1, 256));
+  cmd->add_flag("--reuse-port", args->reuse_port,
+                "With several workers, give each a listener of its own (SO_REUSEPORT) instead of hand-offs");
+  cmd->add_option("--drain-timeout", args->drain_timeout,
+                  "How long the drain after SIGTERM/SIGINT may last (loop.drain_timeout; default 30s, 0s: no bound)")
+      ->check(non_empty);
+  cmd->add_option("--config", args->config,
+                  "A scenario file whose [kernel] and [loop] configure the loop; checked as `loopsim run` checks it")
+      ->check(non_empty);
+  cmd->add_option("--set", args->set, "Override one key, as for run: --set loop.mode=pool (repeatable)");
   cmd->footer(
-      "Routes: /fast, /hello, /slow?ms=N, /slow?us=N. Prints \"listening on ADDR:PORT\" first;\n"
-      "stops cleanly on SIGINT or SIGTERM.");
+      "Routes: /fast, /hello, /slow?ms=N, /slow?us=N, /bytes?n=N. Prints \"listening on ADDR:PORT\" first.\n"
+      "The first SIGTERM or SIGINT drains (R5): queued connections are admitted, the listener closes,\n"
+      "what is in flight is answered, then idle connections close. A second signal stops at once.\n"
+      "Every loop rule's knob applies live, so each arm can be run live: --set loop.head_timeout=0s.\n"
+      "Exit status: 0 after a clean drain; 2 bad input or no listener; 4 the drain reset connections\n"
+      "past --drain-timeout, or a second signal cut it short (the count is on stderr).");
   cmd->callback([args, &status] { status = live(*args); });
 }
 

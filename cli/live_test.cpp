@@ -12,9 +12,14 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #ifndef LOOPSIM_BINARY
 #error "LOOPSIM_BINARY must name the loopsim executable"
@@ -185,4 +190,227 @@ TEST_CASE("live serves /fast and /slow over real loopback sockets and stops clea
   child.pid = -1;  // reaped
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+namespace {
+
+// `loopsim live` started with `extra` arguments on a free port.
+struct Live {
+  Child child;
+  int port = 0;
+  explicit Live(std::initializer_list<const char*> extra) {
+    std::vector<const char*> argv{LOOPSIM_BINARY, "live", "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(nullptr);
+    spawn(child, argv.data());
+    std::string line = read_line(child.stdout_fd);
+    const std::string prefix = "listening on 127.0.0.1:";
+    INFO("first line on the stdout of " LOOPSIM_BINARY ": '" << line << "'");
+    REQUIRE(line.rfind(prefix, 0) == 0);
+    port = std::stoi(line.substr(prefix.size()));
+  }
+  void signal() { REQUIRE(::kill(child.pid, SIGTERM) == 0); }
+  // The exit status, or a failure if it does not exit in time.
+  int exit_code(std::chrono::milliseconds within = std::chrono::milliseconds(5000)) {
+    int status = exit_status_before(child.pid, Clock::now() + within);
+    if (status == -1) FAIL("loopsim live did not exit in time; killed");
+    child.pid = -1;
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+  }
+};
+
+void send_all(int fd, const std::string& text) {
+  REQUIRE(::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == ssize_t(text.size()));
+}
+
+// Everything the server sends until it closes (or the deadline).
+std::string read_to_end(int fd) {
+  std::string text;
+  auto deadline = Clock::now() + read_deadline;
+  while (read_some(fd, text, deadline) > 0) {
+  }
+  return text;
+}
+
+
+bool connect_refused(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(std::uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  int error = errno;
+  ::close(fd);
+  return rc != 0 && error == ECONNREFUSED;
+}
+
+long rss_kib(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  REQUIRE(f != nullptr);
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::atol(line + 6);
+  }
+  std::fclose(f);
+  return kib;
+}
+
+}  // namespace
+
+TEST_CASE("live SIGTERM drains: requests in flight are answered, then new connections are refused") {
+  Live live({"--set", "loop.mode=pool", "--set", "loop.pool_threads=4"});
+  std::vector<std::unique_ptr<Socket>> slow;
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<Socket>(connect_to(live.port)));
+    send_all(slow.back()->fd, "GET /slow?ms=600 HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  Socket idle{connect_to(live.port)};  // a keep-alive with nothing in flight: closed by the drain
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  live.signal();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  CHECK(connect_refused(live.port));  // the listener closed at once, while the drain goes on
+  for (auto& s : slow) {
+    std::string text = read_to_end(s->fd);
+    CHECK(text.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(text.find("slow\n") != std::string::npos);
+  }
+  CHECK(read_to_end(idle.fd).empty());  // closed without a word
+  CHECK(live.exit_code() == 0);
+}
+
+TEST_CASE("live: past --drain-timeout the rest is reset and the exit status says so, and a second signal stops at once") {
+  SECTION("drain timeout") {
+    Live live({"--set", "loop.mode=pool", "--drain-timeout", "200ms"});
+    Socket s{connect_to(live.port)};
+    send_all(s.fd, "GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto signalled = Clock::now();
+    live.signal();
+    CHECK(live.exit_code() == 4);
+    CHECK(Clock::now() - signalled < std::chrono::milliseconds(3000));  // well before /slow ends
+  }
+  SECTION("second signal") {
+    Live live({"--set", "loop.mode=pool"});
+    Socket s{connect_to(live.port)};
+    send_all(s.fd, "GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto signalled = Clock::now();
+    live.signal();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    live.signal();
+    CHECK(live.exit_code() == 4);
+    CHECK(Clock::now() - signalled < std::chrono::milliseconds(2500));
+  }
+}
+
+TEST_CASE("live pool mode: a slow handler does not park the loop, and several workers serve") {
+  SECTION("pool") {
+    Live live({"--set", "loop.mode=pool"});
+    Socket slow{connect_to(live.port)};
+    send_all(slow.fd, "GET /slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Socket fast{connect_to(live.port)};
+    auto asked = Clock::now();
+    Answer a = exchange(fast.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", false);
+    CHECK(a.body == "fast\n");
+    CHECK(Clock::now() - asked < std::chrono::milliseconds(500));
+    live.signal();
+    CHECK(read_to_end(slow.fd).find("slow\n") != std::string::npos);
+    CHECK(live.exit_code() == 0);
+  }
+  SECTION("workers") {
+    Live live({"--workers", "3"});
+    std::vector<std::unique_ptr<Socket>> clients;
+    for (int i = 0; i < 12; ++i) {
+      clients.push_back(std::make_unique<Socket>(connect_to(live.port)));
+      Answer a = exchange(clients.back()->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", false);
+      CHECK(a.body == "Hello, world!\n");
+    }
+    live.signal();
+    CHECK(live.exit_code() == 0);
+  }
+}
+
+TEST_CASE("live timeouts: a head that never ends gets 408, an idle keep-alive is closed") {
+  Live live({"--set", "loop.head_timeout=200ms", "--set", "loop.keepalive_timeout=300ms"});
+  Socket loris{connect_to(live.port)};
+  send_all(loris.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n");  // no empty line, ever
+  Socket idle{connect_to(live.port)};
+  Answer a = exchange(idle.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", false);
+  CHECK(a.body == "fast\n");
+  auto began = Clock::now();
+  std::string text = read_to_end(loris.fd);
+  CHECK(text.rfind("HTTP/1.1 408", 0) == 0);
+  CHECK(read_to_end(idle.fd).empty());
+  CHECK(Clock::now() - began < std::chrono::milliseconds(2000));
+  live.signal();
+  CHECK(live.exit_code() == 0);
+}
+
+TEST_CASE("live back-pressure: a client pipelining without reading does not grow the server") {
+  // The client sends as fast as the server takes it, for a second, reading nothing. Bounded,
+  // the server stops reading once its buffers are full and the kernel's fill: the client's
+  // sends stall. Unbounded (the sabotage), the server buffers everything it is sent.
+  auto pushed = [](Live& live) {
+    Socket s{connect_to(live.port)};
+    int small = 64 * 1024;
+    ::setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    ::fcntl(s.fd, F_SETFL, O_NONBLOCK);
+    std::string burst;
+    for (int i = 0; i < 4096; ++i) burst += "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n";
+    long before = rss_kib(live.child.pid);
+    std::size_t sent = 0;
+    auto until = Clock::now() + std::chrono::seconds(1);
+    while (Clock::now() < until && sent < (std::size_t(96) << 20)) {
+      ssize_t n = ::send(s.fd, burst.data(), burst.size(), MSG_NOSIGNAL);
+      if (n > 0) sent += std::size_t(n);
+      if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    long grown = rss_kib(live.child.pid) - before;
+    live.signal();
+    return std::pair(sent, grown);
+  };
+  // Under ASan, freed memory waits in a quarantine (256 MiB by default) and stays resident: the
+  // server would seem to grow with what it served, not with what it holds.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan != nullptr ? asan : "";
+  ::setenv("ASAN_OPTIONS", (saved + (saved.empty() ? "" : ":") + "quarantine_size_mb=1").c_str(), 1);
+  struct Restore {
+    std::string value;
+    bool had;
+    ~Restore() { had ? ::setenv("ASAN_OPTIONS", value.c_str(), 1) : ::unsetenv("ASAN_OPTIONS"); }
+  } restore{saved, asan != nullptr};
+  SECTION("bounded") {
+    Live live({});
+    auto [sent, grown_kib] = pushed(live);
+    INFO("sent " << sent << " bytes; the server grew " << grown_kib << " KiB");
+    CHECK(sent < (std::size_t(32) << 20));  // the kernel's buffers and the loop's, no more
+    CHECK(grown_kib < 8 * 1024);
+    live.exit_code();
+  }
+  SECTION("unbounded, the sabotage") {
+    Live live({"--set", "loop.max_input=0", "--set", "loop.max_output=0"});
+    auto [sent, grown_kib] = pushed(live);
+    INFO("sent " << sent << " bytes; the server grew " << grown_kib << " KiB");
+    CHECK(grown_kib > 32 * 1024);
+    live.exit_code();
+  }
+}
+
+TEST_CASE("live --config takes a scenario's [loop], and --set still wins") {
+  // idle-crowd sets keepalive_timeout = 2s; --set shortens it again.
+  const std::string config = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/idle-crowd.toml";
+  Live live({"--config", config.c_str(), "--set", "loop.keepalive_timeout=300ms"});
+  Socket idle{connect_to(live.port)};
+  Answer a = exchange(idle.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", false);
+  CHECK(a.body == "fast\n");
+  auto answered = Clock::now();
+  CHECK(read_to_end(idle.fd).empty());  // closed by the keep-alive timeout
+  CHECK(Clock::now() - answered < std::chrono::milliseconds(1500));
+  live.signal();
+  CHECK(live.exit_code() == 0);
 }

@@ -55,6 +55,7 @@ struct ListenSpec {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  // 0: any free port (live); ignored in simulation
   int backlog = 128;
+  bool reuse_port = false;  // live: SO_REUSEPORT, so that each worker may have a listener
 };
 
 class Kernel {

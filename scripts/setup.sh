@@ -9,6 +9,7 @@ packages=(
   spin
   clang libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes (fuzz/), symbolized stacks
   libuv1-dev libevent-dev nginx-light  # the example targets (examples/), run on the seam
+  dpkg-dev file systemd man-db  # the package stage: dpkg-shlibdeps, CPack's ELF check, systemd-analyze, man
 )
 
 missing=()

@@ -12,6 +12,14 @@ ctest --test-dir build --output-on-failure -j 2
 echo "== example targets: unmodified programs on the simulated kernel (loopsim check examples/)"
 ./build/loopsim check examples/
 
+echo "== package: the .deb built, checked, installed, served from, purged (docs/deploy.md)"
+bash scripts/package_test.sh build
+
+echo "== threads (ThreadSanitizer): the live build's workers, hand-offs, pool and drain"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOPSIM_TSAN=ON >/dev/null
+cmake --build build-tsan -j 2
+TSAN_OPTIONS=halt_on_error=1 ./build-tsan/loopsim_tsan_tests "[threads]"
+
 echo "== sanitize build (ASan + UBSan)"
 bash scripts/build.sh sanitize
 echo "== tests (ASan + UBSan)"

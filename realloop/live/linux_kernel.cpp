@@ -1,5 +1,7 @@
 #include "realloop/live/linux_kernel.hpp"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <fcntl.h>
@@ -92,12 +94,19 @@ LinuxKernel::LinuxKernel() : origin_(monotonic()) {}
 Nanos LinuxKernel::now() { return Nanos(to_ns(monotonic()) - to_ns(origin_)); }
 
 void LinuxKernel::spend(Nanos duration) {
-  if (duration <= Nanos(0)) return;
-  timespec left{time_t(duration.count() / ns_per_s), long(duration.count() % ns_per_s)};
-  while (::nanosleep(&left, &left) != 0) {
-    LOOPSIM_ASSERT_OP(errno, ==, EINTR);
+  // In slices, so that a stop that will not wait (cancel_spending) ends it within one.
+  constexpr Nanos slice = std::chrono::milliseconds(10);
+  const Nanos end = now() + duration;
+  for (Nanos left = duration; left > Nanos(0) && !cancelled_.load(std::memory_order_acquire); left = end - now()) {
+    Nanos step = std::min(left, slice);
+    timespec rest{time_t(step.count() / ns_per_s), long(step.count() % ns_per_s)};
+    while (::nanosleep(&rest, &rest) != 0) {
+      LOOPSIM_ASSERT_OP(errno, ==, EINTR);
+    }
   }
 }
+
+void LinuxKernel::cancel_spending() { cancelled_.store(true, std::memory_order_release); }
 
 int LinuxKernel::listen(const ListenSpec& spec) {
   sockaddr_in address{};
@@ -109,6 +118,8 @@ int LinuxKernel::listen(const ListenSpec& spec) {
   if (fd < 0) return -errno;
   int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0) return fail_and_close(fd);
+  if (spec.reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+    return fail_and_close(fd);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return fail_and_close(fd);
   if (::listen(fd, spec.backlog) != 0) return fail_and_close(fd);

@@ -5,6 +5,7 @@
 // may serve several loops on several threads.
 #pragma once
 
+#include <atomic>
 #include <ctime>
 
 #include "realloop/kernel.hpp"
@@ -17,10 +18,15 @@ class LinuxKernel final : public Kernel {
 
   // CLOCK_MONOTONIC, relative to construction. Never blocks.
   Nanos now() override;
-  // Sleeps for `duration`, resuming after signal handlers until the whole duration has passed.
+  // Sleeps for `duration`, resuming after signal handlers until the whole duration has passed,
+  // or until cancel_spending.
   void spend(Nanos duration) override;
+  // Ends every spend under way, and every later one, at once: a stop that does not wait for
+  // handlers. Async-signal-safe.
+  void cancel_spending();
 
-  // SO_REUSEADDR, bound to spec.address (dotted IPv4; -EINVAL otherwise) and spec.port.
+  // SO_REUSEADDR (and SO_REUSEPORT when asked), bound to spec.address (dotted IPv4; -EINVAL
+  // otherwise) and spec.port.
   int listen(const ListenSpec& spec) override;
   int local_port(int listener) override;
   // Pending network errors that Linux passes on from accept are folded into -ECONNABORTED:
@@ -56,6 +62,7 @@ class LinuxKernel final : public Kernel {
 
  private:
   timespec origin_{};
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace loopsim::live

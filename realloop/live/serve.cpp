@@ -2,26 +2,41 @@
 
 #include <signal.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "realloop/assert.hpp"
 #include "realloop/live/linux_kernel.hpp"
 #include "realloop/loop.hpp"
 #include "realloop/observer.hpp"
+#include "realloop/pool.hpp"
 
 namespace loopsim::live {
 namespace {
 
-// The only global: a signal handler has no other way to reach the running loop.
-std::atomic<Loop*> stop_target{nullptr};
+// The only globals: a signal handler has no other way to reach the running loops.
+constexpr std::size_t max_targets = 256;
+std::array<std::atomic<Loop*>, max_targets> targets{};
+std::atomic<int> signals_seen{0};
+std::atomic<LinuxKernel*> kernel_target{nullptr};  // a second signal ends handlers' spending
 static_assert(std::atomic<Loop*>::is_always_lock_free, "read from a signal handler");
+static_assert(std::atomic<int>::is_always_lock_free, "changed in a signal handler");
 
 extern "C" void on_stop_signal(int) {
-  // Loop::stop is an atomic store and an eventfd write: async-signal-safe.
-  if (Loop* loop = stop_target.load()) loop->stop();
+  // The first signal begins the drain, a second stops at once. Loop::shutdown and Loop::stop
+  // are an atomic store and an eventfd write: async-signal-safe.
+  const bool first = signals_seen.fetch_add(1) == 0;
+  if (LinuxKernel* kernel = kernel_target.load(); kernel != nullptr && !first) kernel->cancel_spending();
+  for (auto& target : targets) {
+    if (Loop* loop = target.load()) first ? loop->shutdown() : loop->stop();
+  }
 }
 
 void set_action(int signal, void (*handler)(int), struct sigaction* previous) {
@@ -33,12 +48,17 @@ void set_action(int signal, void (*handler)(int), struct sigaction* previous) {
   LOOPSIM_ASSERT_OP(rc, ==, 0);
 }
 
-// SIGINT and SIGTERM stop `loop` while this object lives.
+// SIGINT and SIGTERM reach `loops` while this object lives.
 class StopSignals {
  public:
-  explicit StopSignals(Loop& loop) {
-    LOOPSIM_ASSERT(stop_target.load() == nullptr);
-    stop_target.store(&loop);
+  StopSignals(LinuxKernel& kernel, const std::vector<std::unique_ptr<Loop>>& loops) {
+    LOOPSIM_ASSERT_OP(loops.size(), <=, max_targets);
+    signals_seen.store(0);
+    kernel_target.store(&kernel);
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+      LOOPSIM_ASSERT(targets[i].load() == nullptr);  // one call at a time
+      targets[i].store(loops[i].get());
+    }
     set_action(SIGINT, on_stop_signal, &previous_int_);
     set_action(SIGTERM, on_stop_signal, &previous_term_);
   }
@@ -47,7 +67,8 @@ class StopSignals {
   ~StopSignals() {
     ::sigaction(SIGINT, &previous_int_, nullptr);
     ::sigaction(SIGTERM, &previous_term_, nullptr);
-    stop_target.store(nullptr);
+    for (auto& target : targets) target.store(nullptr);
+    kernel_target.store(nullptr);
   }
 
  private:
@@ -59,28 +80,78 @@ class StopSignals {
 void announce(Kernel& kernel, const Loop& loop, const LiveOptions& options) {
   int port = kernel.local_port(loop.listener());
   LOOPSIM_ASSERT_OP(port, >, 0);
+  if (options.on_listening) {
+    options.on_listening(port);
+    return;
+  }
   std::printf("listening on %s:%d\n", options.address.c_str(), port);
   std::fflush(stdout);
 }
 
+// Opens every worker's poller and listener: worker 0 listens; its siblings either listen on
+// the same port with SO_REUSEPORT, or take only what worker 0 hands them (R10), so that no
+// two threads accept on one listener that one of them may close. Returns 0 or -errno.
+int open_workers(Kernel& kernel, const LiveOptions& options, std::vector<std::unique_ptr<Loop>>& loops) {
+  ListenSpec spec{options.address, options.port, options.backlog, options.reuse_port};
+  for (std::size_t w = 0; w < loops.size(); ++w) {
+    int rc = w == 0 || options.reuse_port ? loops[w]->open(spec) : loops[w]->attach(-1);
+    if (rc < 0) return rc;
+    if (w == 0) spec.port = std::uint16_t(kernel.local_port(loops[0]->listener()));  // port 0
+  }
+  return 0;
+}
+
 }  // namespace
 
-int serve_live(const LiveOptions& options) {
-  LOOPSIM_ASSERT_OP(options.workers, ==, 1);  // the command line refuses more, for now
+LiveResult serve_live(const LiveOptions& options) {
+  LOOPSIM_ASSERT_OP(options.workers, >=, 1);
   set_action(SIGPIPE, SIG_IGN, nullptr);
 
   LinuxKernel kernel;
   LoopObserver quiet;
-  Loop loop(kernel, options.loop, quiet);
-  if (int rc = loop.open(ListenSpec{options.address, options.port}); rc < 0) return rc;
+  std::unique_ptr<HandlerPool> pool;
+  if (options.loop.mode == HandlerMode::pool) {
+    try {
+      pool = std::make_unique<HandlerPool>(kernel, options.loop.pool_threads);
+    } catch (const std::system_error& e) {
+      return LiveResult{-e.code().value()};
+    }
+  }
+  WorkerGroup group;
+  std::vector<std::unique_ptr<Loop>> loops;
+  for (int w = 0; w < options.workers; ++w) {
+    loops.push_back(std::make_unique<Loop>(kernel, options.loop, quiet, w));
+    group.add(*loops.back());
+    if (pool) loops.back()->use_pool(*pool);
+  }
+  if (options.workers > 1 && !options.reuse_port) {
+    for (auto& loop : loops) loop->join(group);
+  }
+  if (int rc = open_workers(kernel, options, loops); rc < 0) return LiveResult{rc};
+
+  std::vector<std::thread> pool_threads;
+  for (int i = 0; pool && i < pool->threads(); ++i) {
+    pool_threads.emplace_back([&pool, i] { pool->run_thread(i); });
+  }
   {
     // Installed before the announcement: whoever reads it may signal at once.
-    StopSignals signals(loop);
-    announce(kernel, loop, options);
-    loop.run();
+    StopSignals signals(kernel, loops);
+    announce(kernel, *loops.front(), options);
+    std::vector<std::thread> siblings;
+    for (std::size_t w = 1; w < loops.size(); ++w) siblings.emplace_back([&loops, w] { loops[w]->run(); });
+    loops.front()->run();
+    for (auto& sibling : siblings) sibling.join();
   }
-  std::fprintf(stderr, "stopped\n");
-  return 0;
+  if (pool) pool->stop();
+  for (auto& thread : pool_threads) thread.join();
+
+  LiveResult result;
+  result.forced = signals_seen.load() > 1;
+  for (const auto& loop : loops) {
+    result.unfinished += loop->drain_resets();
+    if (!loop->finished()) result.unfinished += int(loop->connections() + loop->handoffs_pending());
+  }
+  return result;
 }
 
 }  // namespace loopsim::live

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "realloop/config.hpp"
@@ -11,16 +12,33 @@ namespace loopsim::live {
 struct LiveOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;  // 0: any free port; the bound one is printed
+  // R10 on threads: worker 0 accepts and hands connections to its siblings; with reuse_port,
+  // each worker has a listener of its own (SO_REUSEPORT) and the kernel spreads connections.
   int workers = 1;
-  LoopConfig loop;
+  bool reuse_port = false;
+  int backlog = 511;  // listen(2)'s; `loopsim live` takes a scenario's kernel.listen_backlog
+  LoopConfig loop;  // with loop.mode = pool, handlers run on loop.pool_threads threads (R11)
+  // Told the bound port once the listeners are open; unset: "listening on ADDR:PORT" is
+  // printed on stdout and flushed.
+  std::function<void(int port)> on_listening;
 };
 
-// Serves the app until SIGINT or SIGTERM. Prints "listening on ADDR:PORT" (the bound port, also
-// when port 0 was asked) as the first line on stdout and flushes it. Returns 0 after a clean
-// stop, or -errno when the listener cannot be opened (nothing printed: the caller says why).
-// One worker only, for now.
+struct LiveResult {
+  int error = 0;  // -errno when the listener could not be opened (nothing printed)
+  // Connections the stop did not finish: reset when the drain outlasted drain_timeout, or left
+  // open by a second signal. 0 after a clean stop.
+  int unfinished = 0;
+  bool forced = false;  // a second signal stopped the drain
+};
+
+// Serves the app until a signal. Prints "listening on ADDR:PORT" (the bound port, also when
+// port 0 was asked) as the first line on stdout and flushes it.
+//
+// The first SIGINT or SIGTERM begins R5's shutdown in every worker: the listener's queue is
+// admitted, the listener closed, what is in flight answered, idle connections closed, for at
+// most loop.drain_timeout. A second signal stops at once.
 // Installs handlers for SIGINT and SIGTERM while it runs (the previous ones come back when it
 // returns) and ignores SIGPIPE for good. One call at a time per process.
-int serve_live(const LiveOptions& options);
+LiveResult serve_live(const LiveOptions& options);
 
 }  // namespace loopsim::live

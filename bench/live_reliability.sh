@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# `loopsim live` under hostile and heavy clients, on 127.0.0.1 only: prints a Markdown table of
+# case | figure | target | verdict, one row per target, PASS or MISSED (never hidden).
+#
+#   bench/live_reliability.sh
+#   LOOPSIM=build-bench/loopsim CASES="b d" bench/live_reliability.sh
+#
+# Cases (CASES picks some, default all: "a b c d e f"):
+#   a  wrk -t1 -c1000 -d30s on /fast: 0 errors (connect, read, write, timeout, non-2xx); req/s.
+#   b  slowloris: 500 connections each send one byte of a request head per second, never
+#      ending it. Each should be closed by the server once the head timeout (10 s) passes:
+#      0 still open 15 s after its connect. /fast probes at 2, 5 and 8 s must be answered.
+#   c  EMFILE: the server under `ulimit -n 64`; 500 clients connect at once and hold their
+#      request 2.5 s (the server's descriptors run out: the blocked phase, where its CPU is
+#      sampled over 1 s), then each sends one `Connection: close` /fast and waits up to 10 s,
+#      never retrying. All 500 answered; ~0% CPU while blocked (<= 2%); recovery = release to
+#      last answer.
+#   d  SIGTERM with 20 in flight: 20 keep-alive GET /slow?ms=2000 at once (handlers on a pool
+#      of 20 threads, `--set loop.mode=pool --set loop.pool_threads=20`, where the build takes
+#      --set), SIGTERM 200 ms after they are written, a new connection 100 ms later. 20 of 20
+#      answered; exit status 0; the new connection refused or answered (accepted then reset is
+#      a failure); time from SIGTERM to exit.
+#   e  8 connections each write up to 100 MiB of pipelined GET /fast without reading (at most
+#      20 s; stopped early if the server's RSS passes PIPELINE_RSS_CAP_MIB, default 1024),
+#      while a ninth client times 200 sequential /fast. Server RSS sampled every 50 ms: peak
+#      <= 64 MiB; /fast p50 <= 10 ms; RSS 2 s after the 8 close <= start + 8 MiB.
+#   f  20,000 fuzzed requests (flipped bytes, cut lines, huge headers, garbage, pipelined
+#      mixes; seed FUZZ_SEED, printed) over 64 connections at a time, against the sanitizer
+#      build LOOPSIM_SANITIZE_BIN (default build-sanitize/loopsim; skipped, saying so, if
+#      absent). Then the server must be alive, answer /fast, and its stderr hold no
+#      "ERROR: AddressSanitizer", "ERROR: LeakSanitizer" or "runtime error": 0 crashes.
+#
+# Environment: LOOPSIM (default build/loopsim), LOOPSIM_SANITIZE_BIN, CASES, A_SECONDS (30),
+# A_CONNECTIONS (1000), FUZZ_SEED (20240917), FUZZ_REQUESTS (20000), PIPELINE_RSS_CAP_MIB.
+# Relative binary paths are taken from the current directory, else from the repository root.
+# The load clients of b-f are bench/live_tools/liveclient.cpp, compiled here with g++ into a
+# temporary directory. wrk and g++ are installed with apt-get when missing (as root).
+# About 2 minutes with every case (1 min 45 s on a 2-core machine). Exits 0 when the table
+# was printed, whatever the verdicts; 2 when it could not run.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+resolve() {  # a binary path: as given, else under the repository root
+  case "$1" in /*) echo "$1" ;; *) if [ -e "$1" ]; then echo "$PWD/$1"; else echo "$root/$1"; fi ;; esac
+}
+LOOPSIM=$(resolve "${LOOPSIM:-build/loopsim}")
+LOOPSIM_SANITIZE_BIN=$(resolve "${LOOPSIM_SANITIZE_BIN:-build-sanitize/loopsim}")
+CASES=${CASES:-a b c d e f}
+A_SECONDS=${A_SECONDS:-30}
+A_CONNECTIONS=${A_CONNECTIONS:-1000}
+FUZZ_SEED=${FUZZ_SEED:-20240917}
+FUZZ_REQUESTS=${FUZZ_REQUESTS:-20000}
+PIPELINE_RSS_CAP_MIB=${PIPELINE_RSS_CAP_MIB:-1024}
+
+die() { echo "live_reliability: $*" >&2; exit 2; }
+[ -x "$LOOPSIM" ] || die "no loopsim at $LOOPSIM (build it, or set LOOPSIM)"
+for c in $CASES; do case "$c" in a|b|c|d|e|f) ;; *) die "unknown case '$c' in CASES (a b c d e f)" ;; esac; done
+wants() { [[ " $CASES " == *" $1 "* ]]; }
+
+need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
+  command -v "$1" >/dev/null && return 0
+  [ "$(id -u)" = 0 ] || die "$1 is missing: apt-get install -y $2"
+  echo "installing $2 (for $1)" >&2
+  apt-get install -y "$2" >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y "$2" >/dev/null 2>&1; } ||
+    die "could not install $2"
+}
+need g++ g++
+wants a && need wrk wrk
+
+# 1000 wrk connections, 500 slowloris sockets, and the server's side of each, in one session.
+ulimit -Sn 4096 2>/dev/null || ulimit -Sn "$(ulimit -Hn)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/live_reliability.XXXXXX")
+servers=()  # pids of the servers still running
+cleanup() {
+  local pid
+  for pid in "${servers[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${servers[@]}"; do
+    for _ in $(seq 40); do alive "$pid" || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+alive() {  # running, not a zombie
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  s=${s##*) }
+  [ "${s:0:1}" != Z ]
+}
+untrack() {
+  local keep=() p
+  for p in "${servers[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  servers=("${keep[@]+"${keep[@]}"}")
+}
+
+# start_server NAME BINARY NOFILE [ARGS...]: sets srv_pid, srv_port, srv_err. NOFILE empty
+# keeps this shell's limit. Returns 1 (srv_err says why) if it never said "listening on".
+start_server() {
+  local name=$1 bin=$2 nofile=$3 line
+  shift 3
+  srv_err=$tmp/$name.err
+  local out=$tmp/$name.out
+  if [ -n "$nofile" ]; then
+    ( ulimit -n "$nofile" && exec "$bin" live --listen 127.0.0.1:0 "$@" ) >"$out" 2>"$srv_err" &
+  else
+    "$bin" live --listen 127.0.0.1:0 "$@" >"$out" 2>"$srv_err" &
+  fi
+  srv_pid=$!
+  servers+=("$srv_pid")
+  local deadline=$((SECONDS + 10))
+  while :; do
+    line=$(head -n1 "$out" 2>/dev/null || true)
+    if [[ $line =~ ^listening\ on\ 127\.0\.0\.1:([0-9]+)$ ]]; then
+      srv_port=${BASH_REMATCH[1]}
+      return 0
+    fi
+    if ! alive "$srv_pid" || ((SECONDS >= deadline)); then
+      stop_server "$srv_pid" 0
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# stop_server PID GRACE: SIGTERM, up to GRACE s, then SIGKILL; sets stop_rc, the exit status
+# (128 + signal when killed). Not in $(...): only this shell can wait for its children.
+stop_server() {
+  local pid=$1 grace=$2 i
+  stop_rc=0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 20; i++)); do alive "$pid" || break; sleep 0.05; done
+  if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  wait "$pid" 2>/dev/null || stop_rc=$?
+  untrack "$pid"
+}
+
+# others FILE: the outcomes other than answered, e.g. "timeout 13, reset 2" (empty if none).
+others() { awk -F'[_=]' '/^outcome_/ && $2 != "answered" { printf "%s%s %s", sep, $2, $3; sep = ", " }' "$1"; }
+field() { sed -n "s/^$1=//p" "$2" | head -n1; }  # field KEY FILE: a key=value figure
+verdict() { if [ "${1:-0}" = 1 ]; then echo PASS; else echo MISSED; fi; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }  # a <= b, decimals
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+# run_client OUT SUBCOMMAND ARGS...: liveclient's figures into $tmp/OUT; on failure a MISSED row
+# for the case (named by client_case) and status 1.
+client_case=""
+run_client() {
+  local out=$1
+  shift
+  if ! "$liveclient" "$@" >"$tmp/$out" 2>"$tmp/$out.err"; then
+    row "$client_case" "liveclient $1 failed: $(head -c 200 "$tmp/$out.err")" "—" MISSED
+    return 1
+  fi
+}
+
+rows=()
+row() { rows+=("| $1 | $2 | $3 | $4 |"); }
+
+help=$("$LOOPSIM" live --help 2>&1 || true)
+supports() { [[ $help == *"$1"* ]]; }
+notes=()
+for flag in --set --drain-timeout --config; do
+  supports "$flag" || notes+=("not supported by this build: $flag")
+done
+
+estimate=15  # compiling liveclient
+for c in $CASES; do
+  case "$c" in a) estimate=$((estimate + A_SECONDS + 2)) ;; b) estimate=$((estimate + 17)) ;; c) estimate=$((estimate + 14)) ;;
+    d) estimate=$((estimate + 16)) ;; e) estimate=$((estimate + 25)) ;; f) estimate=$((estimate + 50)) ;; esac
+done
+echo "live_reliability: $LOOPSIM, cases: $CASES; at most about $estimate s (cases end sooner when the server does well)"
+for n in "${notes[@]+"${notes[@]}"}"; do echo "$n"; done
+
+echo "compiling bench/live_tools/liveclient.cpp" >&2
+g++ -std=c++17 -O2 -o "$tmp/liveclient" "$root/bench/live_tools/liveclient.cpp" || die "liveclient did not compile"
+liveclient=$tmp/liveclient
+started=$SECONDS
+
+case_a() {
+  start_server a "$LOOPSIM" "" || { row "a. wrk -c$A_CONNECTIONS ${A_SECONDS}s" "server did not start: $(head -c 200 "$srv_err")" "0 errors" MISSED; return; }
+  wrk -t1 -c"$A_CONNECTIONS" -d"${A_SECONDS}s" --latency "http://127.0.0.1:$srv_port/fast" >"$tmp/a.wrk" 2>&1 || true
+  stop_server "$srv_pid" 5
+  local rc=$stop_rc
+  local rps errors non2xx requests
+  rps=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$tmp/a.wrk")
+  requests=$(awk '/requests in/ { print $1 }' "$tmp/a.wrk")
+  # "Socket errors: connect 0, read 0, write 0, timeout 0" appears only when one is not 0.
+  errors=$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' "$tmp/a.wrk")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $5 }' "$tmp/a.wrk")
+  local sock_line
+  sock_line=$(grep -o 'Socket errors:.*' "$tmp/a.wrk" || echo "Socket errors: none")
+  errors=${errors:-0}
+  non2xx=${non2xx:-0}
+  local total=$((errors + non2xx))
+  local ok=0
+  [ -n "$rps" ] && [ "$total" = 0 ] && ok=1
+  row "a. wrk -t1 -c$A_CONNECTIONS -d${A_SECONDS}s /fast" \
+    "$total errors ($sock_line; non-2xx $non2xx); ${rps:-?} req/s, ${requests:-?} requests; exit $rc" "0 errors" "$(verdict $ok)"
+}
+
+case_b() {
+  start_server b "$LOOPSIM" "" || { row "b. slowloris 500" "server did not start: $(head -c 200 "$srv_err")" "0 open" MISSED; return; }
+  client_case="b. slowloris 500"
+  run_client b.out slowloris --port "$srv_port" --conns 500 --seconds 15 --probes-at 2,5,8 || { stop_server "$srv_pid" 5; return; }
+  local still_alive=1
+  alive "$srv_pid" || still_alive=0
+  stop_server "$srv_pid" 5
+  local open closed connected pmin p50 pmax probes ok_probes pmaxms
+  open=$(field still_open "$tmp/b.out")
+  closed=$(field closed_by_server "$tmp/b.out")
+  connected=$(field connected "$tmp/b.out")
+  pmin=$(field close_after_s_min "$tmp/b.out")
+  p50=$(field close_after_s_p50 "$tmp/b.out")
+  pmax=$(field close_after_s_max "$tmp/b.out")
+  probes=$(field probes "$tmp/b.out")
+  ok_probes=$(field probes_ok "$tmp/b.out")
+  pmaxms=$(field probe_max_ms "$tmp/b.out")
+  local closes=""
+  [ "${closed:-0}" -gt 0 ] && closes=", after ${pmin}-${pmax} s (p50 ${p50} s)"
+  row "b. slowloris 500, 1 byte/s" \
+    "$open of $connected still open 15 s after connect; $closed closed by the server$closes" \
+    "0 open after head timeout + 5 s" "$(verdict $([ "$open" = 0 ] && echo 1))"
+  row "b. /fast during slowloris" "$ok_probes of $probes probes answered (slowest ${pmaxms} ms); server alive: $([ $still_alive = 1 ] && echo yes || echo no)" \
+    "all answered" "$(verdict $([ "$ok_probes" = "$probes" ] && [ $still_alive = 1 ] && echo 1))"
+}
+
+case_c() {
+  start_server c "$LOOPSIM" 64 || { row "c. EMFILE" "server did not start under ulimit -n 64: $(head -c 200 "$srv_err")" "500 answered" MISSED; return; }
+  client_case="c. EMFILE"
+  run_client c.out burst --port "$srv_port" --clients 500 --hold-ms 2500 --timeout-s 10 --pid "$srv_pid" || { stop_server "$srv_pid" 5; return; }
+  local probe_ok=0
+  "$liveclient" get --port "$srv_port" --timeout-ms 2000 >"$tmp/c.probe" && probe_ok=1
+  stop_server "$srv_pid" 5
+  local answered cpu fds rec lost
+  answered=$(field answered_2xx "$tmp/c.out")
+  cpu=$(field cpu_pct_blocked "$tmp/c.out")
+  fds=$(field server_sockets_blocked "$tmp/c.out")
+  rec=$(field recovery_ms "$tmp/c.out")
+  lost=$(others "$tmp/c.out")
+  row "c. EMFILE (ulimit -n 64), 500 clients" \
+    "$answered of 500 answered${lost:+ (lost: $lost)}; last answer ${rec} ms after release; /fast after: $([ $probe_ok = 1 ] && echo answered || echo NOT answered)" \
+    "500 answered, 0 lost" "$(verdict $([ "$answered" = 500 ] && [ $probe_ok = 1 ] && echo 1))"
+  row "c. CPU while blocked" "${cpu:-?}% over 1 s (the server held ${fds:-?} sockets; descriptor limit 64)" "~0% (<= 2%)" \
+    "$(verdict $([ -n "$cpu" ] && le "$cpu" 2 && echo 1))"
+}
+
+case_d() {
+  # 20 handlers of 2 s at once need 20 handler threads; on the loop's thread they take 40 s.
+  local started_d=0 mode
+  if supports --set; then
+    mode="handlers on a pool of 20 threads"
+    start_server d "$LOOPSIM" "" --set loop.mode=pool --set loop.pool_threads=20 && started_d=1
+    if [ $started_d = 0 ]; then
+      echo "not supported by this build: --set loop.pool_threads ($(head -n1 "$srv_err"))"
+      mode="handlers on the pool's default threads (this build refused loop.pool_threads=20)"
+      start_server d "$LOOPSIM" "" --set loop.mode=pool && started_d=1
+    fi
+  fi
+  if [ $started_d = 0 ]; then
+    mode="handlers on the loop's thread, one after another (this build has no --set loop.mode=pool)"
+    start_server d "$LOOPSIM" "" && started_d=1
+  fi
+  [ $started_d = 1 ] ||
+    { row "d. SIGTERM, 20 in flight" "server did not start: $(head -c 200 "$srv_err")" "20 of 20" MISSED; return; }
+  local pid=$srv_pid
+  client_case="d. SIGTERM, 20 in flight"
+  run_client d.out inflight --port "$srv_port" --pid "$pid" --count 20 --path '/slow?ms=2000' \
+    --signal-after-ms 200 --probe-after-ms 100 --wait-s 15 || { stop_server "$pid" 5; return; }
+  local exited=1
+  alive "$pid" && exited=0
+  stop_server "$pid" 0  # already gone, or killed now: it outlived the 15 s bound
+  local rc=$stop_rc
+  local answered probe exit_ms closed_after lost
+  answered=$(field answered_200 "$tmp/d.out")
+  probe=$(field probe "$tmp/d.out")
+  exit_ms=$(field exit_after_signal_ms "$tmp/d.out")
+  closed_after=$(field closed_after_answer "$tmp/d.out")
+  lost=$(others "$tmp/d.out")
+  row "d. SIGTERM, 20 × /slow?ms=2000 in flight" \
+    "$answered of 20 answered${lost:+ (others, 15 s after SIGTERM: $lost)}; $closed_after keep-alives closed by the server after their answer; $mode" \
+    "20 of 20" "$(verdict $([ "$answered" = 20 ] && echo 1))"
+  local exit_text="exit status $rc, ${exit_ms} ms after SIGTERM"
+  [ $exited = 0 ] && exit_text="still running 15 s after SIGTERM, killed (status $rc)"
+  row "d. exit after SIGTERM" "$exit_text" "status 0" "$(verdict $([ $exited = 1 ] && [ "$rc" = 0 ] && echo 1))"
+  local probe_ok=0
+  [[ $probe == refused || $probe == answered-200 ]] && probe_ok=1
+  row "d. new connection 100 ms after SIGTERM" "$probe" "refused, or answered" "$(verdict $probe_ok)"
+}
+
+case_e() {
+  start_server e "$LOOPSIM" "" || { row "e. 8 × 100 MiB pipelined" "server did not start: $(head -c 200 "$srv_err")" "<= 64 MiB" MISSED; return; }
+  client_case="e. 8 × 100 MiB pipelined"
+  run_client e.out pipeline --port "$srv_port" --pid "$srv_pid" --conns 8 --bytes $((100 << 20)) --seconds 20 \
+    --probes 200 --rss-cap-mib "$PIPELINE_RSS_CAP_MIB" || { stop_server "$srv_pid" 5; return; }
+  stop_server "$srv_pid" 5
+  local start peak after written flood capped p50 p99 okp tmo fail hwm closed
+  start=$(field rss_start_kib "$tmp/e.out")
+  peak=$(field rss_peak_kib "$tmp/e.out")
+  hwm=$(field vmhwm_kib "$tmp/e.out")
+  after=$(field rss_after_kib "$tmp/e.out")
+  written=$(field written_mib "$tmp/e.out")
+  flood=$(field flood_s "$tmp/e.out")
+  capped=$(field rss_capped "$tmp/e.out")
+  closed=$(field closed_by_server "$tmp/e.out")
+  p50=$(field probe_p50_ms "$tmp/e.out")
+  p99=$(field probe_p99_ms "$tmp/e.out")
+  okp=$(field probes_ok "$tmp/e.out")
+  tmo=$(field probe_timeouts "$tmp/e.out")
+  fail=$(field probe_failures "$tmp/e.out")
+  local cap_note=""
+  [ "$capped" = 1 ] && cap_note="; writing stopped at the ${PIPELINE_RSS_CAP_MIB} MiB safety cap"
+  row "e. 8 × 100 MiB pipelined, unread: RSS" \
+    "start $(mib "$start") MiB, peak $(mib "$peak") MiB (VmHWM $(mib "$hwm")); $written MiB written in $flood s, $closed connections closed by the server$cap_note" \
+    "<= 64 MiB" "$(verdict $([ "$peak" -le $((64 * 1024)) ] && echo 1))"
+  row "e. /fast latency meanwhile" "p50 $p50 ms, p99 $p99 ms ($okp answered, $tmo timed out, $fail failed)" \
+    "p50 <= 10 ms" "$(verdict $([ "$okp" -gt 0 ] && le "$p50" 10 && echo 1))"
+  row "e. RSS 2 s after the 8 close" "$(mib "$after") MiB (start $(mib "$start") MiB)" "<= start + 8 MiB" \
+    "$(verdict $([ "$after" -ge 0 ] && [ "$after" -le $((start + 8 * 1024)) ] && echo 1))"
+}
+
+case_f() {
+  local name="f. $FUZZ_REQUESTS fuzzed requests, seed $FUZZ_SEED"
+  if [ ! -x "$LOOPSIM_SANITIZE_BIN" ]; then
+    row "$name" "skipped: no sanitizer build at $LOOPSIM_SANITIZE_BIN (set LOOPSIM_SANITIZE_BIN)" "0 crashes" SKIPPED
+    return
+  fi
+  # Reports go to stderr and the process goes on where it can: all of them are counted.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=0:detect_leaks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=0}
+  start_server f "$LOOPSIM_SANITIZE_BIN" "" || { row "$name" "server did not start: $(head -c 200 "$srv_err")" "0 crashes" MISSED; return; }
+  local pid=$srv_pid err=$srv_err
+  client_case=$name
+  run_client f.out fuzz --port "$srv_port" --requests "$FUZZ_REQUESTS" --seed "$FUZZ_SEED" --conns 64 --seconds 90 || { stop_server "$pid" 5; return; }
+  local survived=0 probe_ok=0
+  alive "$pid" && survived=1
+  "$liveclient" get --port "$srv_port" --timeout-ms 3000 >"$tmp/f.probe" 2>&1 && probe_ok=1
+  stop_server "$pid" 10
+  local rc=$stop_rc
+  local reports
+  reports=$(grep -cE 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error' "$err" || true)
+  local sent responses resets timeouts c2 c4 c5 elapsed
+  sent=$(field requests "$tmp/f.out")
+  responses=$(field responses "$tmp/f.out")
+  resets=$(field resets "$tmp/f.out")
+  timeouts=$(field timeouts "$tmp/f.out")
+  c2=$(field responses_2xx "$tmp/f.out")
+  c4=$(field responses_4xx "$tmp/f.out")
+  c5=$(field responses_5xx "$tmp/f.out")
+  elapsed=$(field elapsed_s "$tmp/f.out")
+  local crashes=$((reports + (1 - survived)))
+  row "$name" \
+    "$crashes crashes: alive after $(field connections "$tmp/f.out") connections: $([ $survived = 1 ] && echo yes || echo NO), /fast after: $([ $probe_ok = 1 ] && echo answered || echo NOT answered), sanitizer reports: $reports, exit status on SIGTERM $rc; $responses responses (2xx ${c2:-0}, 4xx ${c4:-0}, 5xx ${c5:-0}), $resets resets, $timeouts client timeouts, ${elapsed} s" \
+    "0 crashes" "$(verdict $([ $crashes = 0 ] && [ $probe_ok = 1 ] && echo 1))"
+  if [ "$reports" -gt 0 ] || [ $survived = 0 ]; then
+    echo "--- sanitizer build stderr (first 40 lines) ---" >&2
+    head -n 40 "$err" >&2
+  fi
+}
+
+for c in $CASES; do
+  echo "case $c ..." >&2
+  t=$SECONDS
+  "case_$c"
+  echo "case $c: $((SECONDS - t)) s" >&2
+done
+
+echo
+echo "## loopsim live reliability ($(basename "$LOOPSIM"), $(nproc) cores, cases $CASES)"
+echo
+echo "| case | figure | target | verdict |"
+echo "| --- | --- | --- | --- |"
+printf '%s\n' "${rows[@]}"
+for n in "${notes[@]+"${notes[@]}"}"; do echo; echo "$n"; done
+echo
+echo "wall time: $((SECONDS - started)) s"

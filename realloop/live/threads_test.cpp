@@ -1,0 +1,132 @@
+// The live build on real threads: several workers handing connections over (R10), a handler
+// pool answering by posts (R11), and the drain after a signal (R5). CI also builds these with
+// ThreadSanitizer (LOOPSIM_TSAN), which is what they are for: the loop's cross-thread state
+// (the mailbox, the shutdown flag, the round robin) is exercised while clients come and go.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "realloop/live/serve.hpp"
+
+using namespace loopsim;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One request and its answer over a fresh connection; the status line's code, or -1.
+int fetch(int port, const std::string& path, std::string* body = nullptr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(std::uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != ssize_t(request.size())) {
+    ::close(fd);
+    return -1;
+  }
+  std::string text;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  char buffer[4096];
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, std::size_t(n));
+  }
+  ::close(fd);
+  if (text.rfind("HTTP/1.1 ", 0) != 0 || text.size() < 12) return -1;
+  if (body != nullptr) *body = text.substr(text.find("\r\n\r\n") + 4);
+  return std::stoi(text.substr(9, 3));
+}
+
+// serve_live on a thread of its own, stopped by a SIGTERM to this process.
+struct Server {
+  std::atomic<int> port{0};
+  live::LiveResult result;
+  std::thread thread;
+  explicit Server(live::LiveOptions options) {
+    options.port = 0;
+    options.on_listening = [this](int p) { port.store(p); };
+    thread = std::thread([this, options] { result = live::serve_live(options); });
+    auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (port.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(port.load() > 0);
+  }
+  live::LiveResult stop() {
+    ::kill(::getpid(), SIGTERM);  // serve_live's handler is installed while it runs
+    thread.join();
+    return result;
+  }
+};
+
+// Clients on `threads` threads, each fetching `each` paths in turn; the count answered 200.
+int crowd(int port, int threads, int each, const std::vector<std::string>& paths) {
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < each; ++i) {
+        if (fetch(port, paths[std::size_t(t + i) % paths.size()]) == 200) ok.fetch_add(1);
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  return ok.load();
+}
+
+}  // namespace
+
+TEST_CASE("threads: three workers share accepts by hand-offs and drain on SIGTERM", "[threads]") {
+  live::LiveOptions options;
+  options.workers = 3;
+  Server server(options);
+  CHECK(crowd(server.port, 6, 20, {"/fast", "/hello", "/slow?us=200"}) == 120);
+  live::LiveResult result = server.stop();
+  CHECK(result.error == 0);
+  CHECK(result.unfinished == 0);
+  CHECK_FALSE(result.forced);
+}
+
+TEST_CASE("threads: workers with listeners of their own (SO_REUSEPORT)", "[threads]") {
+  live::LiveOptions options;
+  options.workers = 2;
+  options.reuse_port = true;
+  Server server(options);
+  CHECK(crowd(server.port, 4, 20, {"/fast", "/hello"}) == 80);
+  CHECK(server.stop().unfinished == 0);
+}
+
+TEST_CASE("threads: pool mode answers by posts from the pool's threads, with several workers", "[threads]") {
+  live::LiveOptions options;
+  options.workers = 2;
+  options.loop.mode = HandlerMode::pool;
+  options.loop.pool_threads = 3;
+  Server server(options);
+  CHECK(crowd(server.port, 6, 10, {"/slow?ms=2", "/fast", "/bytes?n=100000"}) == 60);
+  // A drain with handlers still in the pool: their answers come back before the exit.
+  std::atomic<int> late{-1};
+  std::thread slow([&] { late = fetch(server.port, "/slow?ms=300"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  live::LiveResult result = server.stop();
+  slow.join();
+  CHECK(late.load() == 200);
+  CHECK(result.unfinished == 0);
+}
