@@ -22,11 +22,16 @@ T median(std::vector<T> values) {
   return values[values.size() / 2];
 }
 
-// The time of the last answer any client received: the part of the run with work in it.
-loopsim::Nanos last_answer(const loopsim::sim::Trace& trace) {
+// The time of the last answer any client received (the part of the run with work in it), and
+// how many answers there were.
+loopsim::Nanos last_answer(const loopsim::sim::Trace& trace, std::size_t& answers) {
   loopsim::Nanos last{0};
+  answers = 0;
   for (const auto& event : trace.events) {
-    if (std::holds_alternative<loopsim::sim::ev::Answer>(event)) last = loopsim::sim::time_of(event);
+    if (std::holds_alternative<loopsim::sim::ev::Answer>(event)) {
+      last = loopsim::sim::time_of(event);
+      ++answers;
+    }
   }
   return last;
 }
@@ -43,8 +48,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
-  std::vector<double> wall_ms, to_horizon, to_last_answer;
-  std::size_t events = 0;
+  std::vector<double> wall_ms, to_horizon, to_last_answer, answers_per_s;
+  std::size_t events = 0, answers = 0;
   for (int i = 0; i < runs; ++i) {
     auto start = Clock::now();
     auto result = loopsim::sim::run(scenario);
@@ -52,7 +57,8 @@ int main(int argc, char** argv) {
     events = result.trace.events.size();
     wall_ms.push_back(wall_ns / 1e6);
     to_horizon.push_back(double(scenario.horizon.count()) / wall_ns);
-    to_last_answer.push_back(double(last_answer(result.trace).count()) / wall_ns);
+    to_last_answer.push_back(double(last_answer(result.trace, answers).count()) / wall_ns);
+    answers_per_s.push_back(double(answers) * 1e9 / wall_ns);
   }
   std::printf("scenario            %s (base arm, %zu trace events a run)\n", path.c_str(), events);
   std::printf("runs                %d\n", runs);
@@ -62,5 +68,7 @@ int main(int argc, char** argv) {
   std::printf("virtual / wall      %.0fx to the horizon (%.1f s virtual), median\n",
               median(to_horizon), double(scenario.horizon.count()) / 1e9);
   std::printf("                    %.0fx to the last answer, median\n", median(to_last_answer));
+  std::printf("requests / wall s   %.0f (%zu answered a run, trace recorded), median\n",
+              median(answers_per_s), answers);
   return 0;
 }

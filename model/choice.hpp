@@ -42,6 +42,10 @@ class Chooser {
 // The chooser a portable() text describes; null for text that describes none.
 std::unique_ptr<Chooser> rebuild_chooser(const std::string& text);
 
+// SplitMix64: advances `state` and returns the next 64 bits. Every random draw in loopsim
+// (choices, and the workloads' arrivals and path mixes) comes from it, seeded by the scenario.
+std::uint64_t splitmix64(std::uint64_t& state);
+
 // Uniform picks from SplitMix64 seeded with the scenario's seed. No other source of randomness.
 class SeededChooser final : public Chooser {
  public:

@@ -11,11 +11,18 @@ namespace {
 
 constexpr std::string_view content_length = "Content-Length: ";
 
-std::string request_text(const std::string& path, bool close, ClientGroup::Stall stall) {
+std::string request_text(const std::string& path, bool close, const ClientGroup& group) {
   std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
   if (close) text += "Connection: close\r\n";
-  switch (stall) {
-    case ClientGroup::Stall::none: text += "\r\n"; break;
+  switch (group.stall) {
+    case ClientGroup::Stall::none:
+      if (group.body > 0) {
+        text += "Content-Length: " + std::to_string(group.body) + "\r\n\r\n";
+        text.append(std::size_t(group.body), 'b');
+      } else {
+        text += "\r\n";
+      }
+      break;
     case ClientGroup::Stall::head: break;  // the head's end never comes
     case ClientGroup::Stall::body: text += "Content-Length: 64\r\n\r\n0123456789abcdef"; break;
   }
@@ -39,16 +46,40 @@ std::size_t parse_answer(std::string_view input, int& status) {
 
 model::Tag tag(model::Happening what, ClientIndex client) { return {what, std::uint32_t(client)}; }
 
-Nanos connect_time(const ClientGroup& group, int member) {
-  if (group.rate <= 0) return group.connect_at;
-  return group.connect_at + Nanos(std::llround(double(member) * 1e9 / group.rate));
+// A uniform draw in [0, 1) from 53 bits of SplitMix64.
+double unit_draw(std::uint64_t& state) { return double(model::splitmix64(state) >> 11) * 0x1p-53; }
+
+// The connection times of a group's members, in order: evenly spaced at `rate`, or a Poisson
+// process at `rate` (exponential gaps), both from connect_at, where the first member connects.
+class Arrivals {
+ public:
+  Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)
+      : group_(group), state_(seed ^ (0xa0761d6478bd642full * std::uint64_t(group_index + 1))) {}
+  Nanos next(int member) {
+    if (group_.rate <= 0) return group_.connect_at;
+    if (group_.arrivals == ClientGroup::Arrivals::uniform)
+      return group_.connect_at + Nanos(std::llround(double(member) * 1e9 / group_.rate));
+    if (member > 0) elapsed_ += -std::log1p(-unit_draw(state_)) * 1e9 / group_.rate;
+    return group_.connect_at + Nanos(std::llround(elapsed_));
+  }
+
+ private:
+  const ClientGroup& group_;
+  std::uint64_t state_;
+  double elapsed_ = 0;  // nanoseconds since connect_at
+};
+
+// A closed loop's limit on the requests it sends; scripted clients send their list.
+std::size_t request_limit(const ClientGroup& group) {
+  if (!group.closed_loop()) return group.requests.size();
+  return group.closed_requests > 0 ? std::size_t(group.closed_requests) : SIZE_MAX;
 }
 
 }  // namespace
 
 Clients::Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
-                 std::uint16_t port)
-    : scheduler_(scheduler), kernel_(kernel), trace_(trace), port_(port) {
+                 std::uint16_t port, std::uint64_t seed)
+    : scheduler_(scheduler), kernel_(kernel), trace_(trace), port_(port), seed_(seed) {
   kernel_.set_client_sink(this);
 }
 
@@ -57,15 +88,22 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
     auto group_index = std::int32_t(trace_.groups.size());
     trace_.groups.push_back(group.name);
     trace_.group_sizes.push_back(group.count);
+    Arrivals arrivals(group, seed_, group_index);
+    // A closed loop bounded by time alone means what it has sent: its label counts up.
+    const std::size_t meant = group.duration > Nanos{0} ? 0 : request_limit(group);
     for (int member = 0; member < group.count; ++member) {
       auto client = ClientIndex(clients_.size());
+      Nanos connect_at = arrivals.next(member);
       Client c;
       c.group = &group;
       c.group_index = group_index;
+      if (group.closed_loop()) {
+        c.due = std::min(std::size_t(group.pipeline), request_limit(group));
+        if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
+        if (group.paths.size() > 1) c.draws = seed_ ^ (0xe7037ed1a0b428dbull * std::uint64_t(client + 1));
+      }
       clients_.push_back(std::move(c));
-      trace_.clients.push_back(
-          ClientLabel{group_index, member, std::int32_t(group.requests.size())});
-      Nanos connect_at = connect_time(group, member);
+      trace_.clients.push_back(ClientLabel{group_index, member, std::int32_t(meant)});
       scheduler_.at(connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
       for (const RequestSpec& request : group.requests) {
         // A request due by the time the client connects goes out with the handshake's
@@ -153,15 +191,61 @@ void Clients::request_due(ClientIndex client) {
 void Clients::send_due(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (!c.established || c.done) return;
-  const auto& requests = c.group->requests;
+  const ClientGroup& group = *c.group;
+  const std::size_t limit = request_limit(group);
+  // Only a count tells a request that it is the last; a closed loop bounded by time closes
+  // its connection itself when it is done (answered_closed).
+  const bool counted = group.duration == Nanos{0};
   while (c.next_request < c.due) {
-    const std::string& path = requests[c.next_request].path;
-    bool last = c.next_request + 1 == requests.size();
-    kernel_.send(c.conn, request_text(path, last && !c.group->keep_alive, c.group->stall));
+    if (group.closed_loop() && !closed_sending(c)) {
+      c.due = c.next_request;
+      close_when_done(client);
+      return;
+    }
+    const std::string& path = group.closed_loop() ? next_path(c) : group.requests[c.next_request].path;
+    bool last = counted && c.next_request + 1 == limit;
+    kernel_.send(c.conn, request_text(path, last && !group.keep_alive, group));
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
-    c.sent.push_back(path);
+    c.unanswered.push_back(path);
     ++c.next_request;
+    if (!counted) ++trace_.clients[std::size_t(client)].requests;
   }
+}
+
+bool Clients::closed_sending(const Client& c) const {
+  if (c.next_request >= request_limit(*c.group)) return false;
+  return c.deadline == Nanos{0} || scheduler_.now() < c.deadline;
+}
+
+const std::string& Clients::next_path(Client& c) {
+  const ClientGroup& group = *c.group;
+  if (group.paths.empty()) return group.path;
+  if (group.paths.size() == 1) return group.paths.front().path;
+  std::int64_t total = 0;
+  for (const auto& p : group.paths) total += p.weight;
+  auto pick = std::int64_t(model::splitmix64(c.draws) % std::uint64_t(total));
+  for (const auto& p : group.paths) {
+    if (pick < p.weight) return p.path;
+    pick -= p.weight;
+  }
+  return group.paths.back().path;
+}
+
+// One more request for each answer, after `think`.
+void Clients::answered_closed(ClientIndex client) {
+  Client& c = clients_[std::size_t(client)];
+  if (c.done) return;
+  if (!closed_sending(c)) return close_when_done(client);
+  if (c.group->think == Nanos{0}) return request_due(client);
+  scheduler_.at(scheduler_.now() + c.group->think, [this, client] { request_due(client); },
+                tag(model::Happening::request_due, client));
+}
+
+// A closed loop bounded by time that has stopped sending and has every answer closes its
+// connection, unless it keeps it alive. (Bounded by a count, its last request said close.)
+void Clients::close_when_done(ClientIndex client) {
+  const Client& c = clients_[std::size_t(client)];
+  if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) finish(client);
 }
 
 void Clients::established(model::ConnId conn) {
@@ -194,9 +278,14 @@ void Clients::read_answers(ClientIndex client) {
   std::size_t consumed = 0;  // erased once at the end: a pipelined burst costs linear time
   while (std::size_t length = parse_answer(std::string_view(c.input).substr(consumed), status)) {
     consumed += length;
-    std::string path = c.answered < c.sent.size() ? c.sent[c.answered] : std::string("?");
+    std::string path = "?";  // an answer to nothing it asked
+    if (!c.unanswered.empty()) {
+      path = std::move(c.unanswered.front());
+      c.unanswered.pop_front();
+    }
     ++c.answered;
     trace_.events.push_back(ev::Answer{scheduler_.now(), client, std::move(path), status});
+    if (c.group->closed_loop()) answered_closed(client);
   }
   c.input.erase(0, consumed);
 }

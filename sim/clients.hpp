@@ -2,6 +2,7 @@
 // read the answers and record what they saw. They are callbacks in virtual time, not threads.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,10 @@ namespace loopsim::sim {
 
 class Clients final : public model::ClientSink {
  public:
+  // `seed` draws the workloads' randomness (Poisson arrivals, path mixes), apart from the
+  // choices, so that every explored schedule runs the same workload.
   Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
-          std::uint16_t port);
+          std::uint16_t port, std::uint64_t seed = 1);
 
   // Schedules every connection and request of the groups, and labels them in the trace.
   void schedule(const std::vector<ClientGroup>& groups);
@@ -44,20 +47,29 @@ class Clients final : public model::ClientSink {
     model::ConnId conn = model::no_conn;
     std::size_t next_request = 0;    // the next of group->requests to send
     std::size_t due = 0;             // requests whose time has come
-    std::vector<std::string> sent;  // paths sent, in order; sent[answered] is the next answer's
+    std::deque<std::string> unanswered;  // paths sent and not answered yet, the next answer's first
     std::size_t answered = 0;
     std::string input;
     bool established = false;
     bool done = false;  // closed or refused
+    // A closed loop's: when it stops sending (connect time + duration; 0: never), and its
+    // path mix's draws (0 without a mix, so that twins stay twins).
+    Nanos deadline{0};
+    std::uint64_t draws = 0;
     // Skipped: group (a pointer into the scenario; group_index names it).
-    static constexpr state::Fields<10> state_fields{
-        state::skip,  state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value};
+    static constexpr state::Fields<12> state_fields{
+        state::skip,  state::value, state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::until, state::value};
   };
 
   void start(ClientIndex client);
   void request_due(ClientIndex client);
   void send_due(ClientIndex client);
+  // A closed loop: what an answer lets it send next, and whether it has finished.
+  void answered_closed(ClientIndex client);
+  void close_when_done(ClientIndex client);
+  bool closed_sending(const Client& c) const;
+  const std::string& next_path(Client& c);
   void read_answers(ClientIndex client);
   void finish(ClientIndex client);
   ClientIndex client_of_conn(model::ConnId conn) const;
@@ -66,15 +78,17 @@ class Clients final : public model::ClientSink {
   model::SimKernel& kernel_;
   Trace& trace_;
   std::uint16_t port_;
+  std::uint64_t seed_;
   std::vector<Client> clients_;
   std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
   mutable model::Digest twin_scratch_;  // twin_class's buffer, reused from call to call
 
  public:
-  // Skipped: the scheduler, the kernel and the trace (collaborators), and twin_class's scratch.
-  static constexpr state::Fields<7> state_fields{state::skip,  state::skip,  state::skip,
-                                                 state::value, state::value, state::value,
-                                                 state::skip};
+  // Skipped: the scheduler, the kernel and the trace (collaborators), the seed (constant), and
+  // twin_class's scratch.
+  static constexpr state::Fields<8> state_fields{state::skip,  state::skip,  state::skip,
+                                                 state::value, state::skip,  state::value,
+                                                 state::value, state::skip};
   friend struct state::Access;
 };
 

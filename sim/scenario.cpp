@@ -36,6 +36,9 @@ constexpr std::int64_t clients_max = 1'000'000;
 // Over all groups: each request leaves at least two events in the trace (its send and its answer).
 constexpr std::int64_t total_clients_max = 1'000'000;
 constexpr std::int64_t total_requests_max = 5'000'000;
+constexpr std::int64_t pipeline_max = 1024;
+constexpr std::int64_t weight_max = 1'000'000;
+constexpr std::int64_t body_max = 1 << 20;  // the loop's Content-Length ceiling (docs/http.md)
 // The events one wait may return: the loop holds a buffer of this many (16 bytes each).
 constexpr std::int64_t max_events_max = 1 << 20;
 constexpr std::int64_t workers_max = 256;
@@ -366,6 +369,47 @@ const Field<RequestSpec> request_fields[] = {
 const Section<RequestSpec> request_section{
     "clients.requests", "a request", request_fields, {}, "path"};
 
+const Field<ClientGroup::WeightedPath> weighted_path_fields[] = {
+    {"path", [](C c, N n, K k, auto& w) { w.path = read_path(c, n, k); }},
+    {"weight", [](C c, N n, K k, auto& w) { w.weight = read_integer(c, n, k, 1, weight_max); }},
+};
+const Section<ClientGroup::WeightedPath> weighted_path_section{
+    "clients.paths", "a weighted path", weighted_path_fields, {}, "path"};
+
+// requests: a list of timed requests (a script), or how many a closed loop sends.
+void read_requests(C c, N n, K k, ClientGroup& g) {
+  if (n.is_integer()) {
+    g.closed_requests = read_integer(c, n, k, 1, total_requests_max);
+    return;
+  }
+  if (!n.is_array())
+    c.fail(n.source(), cat(k, " must be a list of requests or a whole number"),
+           R"(requests = [{ at = "100ms", path = "/fast" }] scripts them; requests = 1000 runs a closed loop)");
+  g.requests = read_each(c, n, k, request_section);
+}
+
+// What a group's keys must agree on, reported at the key that breaks it.
+void finish_group(const Context& c, const toml::table& table, ClientGroup& g) {
+  auto at = [&table](const char* key) { return table.get(key)->source(); };
+  if (!g.closed_loop()) {
+    for (const char* key : {"think", "pipeline", "path", "paths"}) {
+      if (table.contains(key))
+        c.fail(at(key), cat("clients.", key, " belongs to a closed loop, and \"", g.name, "\" is not one"),
+               "set requests = N (how many each connection sends) or duration = \"10s\"");
+    }
+  } else if (table.contains("requests") && table.get("requests")->is_array()) {
+    c.fail(at("duration"), cat("clients.duration runs a closed loop, and \"", g.name, "\" scripts its requests"),
+           "drop the list and write requests = N, or drop duration");
+  }
+  if (table.contains("path") && table.contains("paths"))
+    c.fail(at("paths"), "clients.paths and clients.path are both set", "keep one: path for one path, paths for a mix");
+  if (g.body > 0 && g.stall == ClientGroup::Stall::body)
+    c.fail(at("body"), "clients.body and stall = \"body\" both say what the body is", "keep one of them");
+  if (g.arrivals == ClientGroup::Arrivals::poisson && g.rate <= 0)
+    c.fail(at("arrivals"), "clients.arrivals = \"poisson\" needs a rate", "add rate = 100 (connections per second)");
+}
+
+constexpr std::string_view arrivals_names[] = {"uniform", "poisson"};
 constexpr std::string_view stall_names[] = {"none", "head", "body"};
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
@@ -376,9 +420,17 @@ const Field<ClientGroup> client_fields[] = {
     {"stall",
      [](C c, N n, K k, auto& g) { g.stall = ClientGroup::Stall(read_choice(c, n, k, stall_names)); }},
     {"reads", [](C c, N n, K k, auto& g) { g.reads = read_bool(c, n, k); }},
-    {"requests", [](C c, N n, K k, auto& g) { g.requests = read_each(c, n, k, request_section); }},
+    {"requests", read_requests},
+    {"duration", [](C c, N n, K k, auto& g) { g.duration = read_duration(c, n, k, true); }},
+    {"think", [](C c, N n, K k, auto& g) { g.think = read_duration(c, n, k); }},
+    {"pipeline", [](C c, N n, K k, auto& g) { g.pipeline = int(read_integer(c, n, k, 1, pipeline_max)); }},
+    {"path", [](C c, N n, K k, auto& g) { g.path = read_path(c, n, k); }},
+    {"paths", [](C c, N n, K k, auto& g) { g.paths = read_each(c, n, k, weighted_path_section); }},
+    {"body", [](C c, N n, K k, auto& g) { g.body = read_integer(c, n, k, 0, body_max); }},
+    {"arrivals",
+     [](C c, N n, K k, auto& g) { g.arrivals = ClientGroup::Arrivals(read_choice(c, n, k, arrivals_names)); }},
 };
-const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name"};
+const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name", finish_group};
 
 const Field<Expectation> expect_fields[] = {
     {"property",
@@ -839,7 +891,7 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
     const ClientGroup& g = s.clients[i];
     const toml::table& table = *groups->get(i)->as_table();
     clients += g.count;
-    requests += std::int64_t(g.count) * std::int64_t(g.requests.size());
+    requests += std::int64_t(g.count) * std::int64_t(g.closed_requests > 0 ? g.closed_requests : std::int64_t(g.requests.size()));
     const toml::node* count = table.get("count");
     // The last member connects at connect_at + (count - 1) / rate: it must be a time too.
     const double last_ns = g.rate > 0 ? double(g.connect_at.count()) + double(g.count - 1) * 1e9 / g.rate : 0;

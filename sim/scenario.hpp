@@ -45,7 +45,31 @@ struct ClientGroup {
   enum class Stall : std::uint8_t { none, head, body };
   Stall stall = Stall::none;
   bool reads = true;
+  // Scripted: each request at its own time.
   std::vector<RequestSpec> requests;
+
+  // Closed loop (wrk's shape), instead of a script: a connection sends its first `pipeline`
+  // requests once connected and one more for each answer, `think` after it, until it has sent
+  // `closed_requests` (requests = N; 0: no count) or `duration` has passed since it connected
+  // (0: no time bound). Each request's path is `path`, or drawn from `paths` by weight.
+  std::int64_t closed_requests = 0;
+  Nanos duration{0};
+  Nanos think{0};
+  int pipeline = 1;
+  std::string path = "/fast";
+  struct WeightedPath {
+    std::string path;
+    std::int64_t weight = 1;
+  };
+  std::vector<WeightedPath> paths;
+  bool closed_loop() const { return closed_requests > 0 || duration > Nanos{0}; }
+
+  // Every request carries a body of this many bytes, with its Content-Length.
+  std::int64_t body = 0;
+  // How connections arrive at `rate`: evenly spaced, or a Poisson process (exponential gaps
+  // drawn from the scenario's seed).
+  enum class Arrivals : std::uint8_t { uniform, poisson };
+  Arrivals arrivals = Arrivals::uniform;
 };
 
 // A bound in the units the scenario wrote it in. "requests" and "batches" are multiples of the

@@ -543,3 +543,62 @@ TEST_CASE("a key nested past any scenario's need is refused before the TOML pars
   CHECK(parse_scenario("description = '''\n" + dots + "\n'''\n" + group, "t.toml").description.size() == 1001);
   CHECK_THROWS_WITH(parse_override("loop.x={" + deep + "a=1}"), Catch::StartsWith("--set:1:"));
 }
+
+TEST_CASE("Workload keys load: a closed loop, its mix, bodies and Poisson arrivals") {
+  const Scenario s = parse_scenario(R"toml([[clients]]
+name = "wrk"
+count = 4
+requests = 100
+think = "1ms"
+pipeline = 2
+paths = [{ path = "/fast", weight = 9 }, { path = "/slow?us=10" }]
+body = 64
+rate = 100
+arrivals = "poisson"
+
+[[clients]]
+name = "timed"
+duration = "2s"
+)toml", "t.toml");
+  const ClientGroup& wrk = s.clients.at(0);
+  CHECK(wrk.closed_loop());
+  CHECK(wrk.closed_requests == 100);
+  CHECK(wrk.think == 1ms);
+  CHECK(wrk.pipeline == 2);
+  REQUIRE(wrk.paths.size() == 2);
+  CHECK(wrk.paths[0].weight == 9);
+  CHECK(wrk.paths[1].weight == 1);
+  CHECK(wrk.body == 64);
+  CHECK(wrk.arrivals == ClientGroup::Arrivals::poisson);
+  const ClientGroup& timed = s.clients.at(1);
+  CHECK(timed.closed_loop());
+  CHECK(timed.duration == 2s);
+  CHECK(timed.path == "/fast");
+  CHECK(!s.clients.empty());
+}
+
+TEST_CASE("Workload keys that do not fit together are errors at the key that breaks it") {
+  const std::string head = "[[clients]]\nname = \"a\"\n";
+  CHECK_THAT(error_for(head + "think = \"1ms\"\n").what(),
+             Catch::Equals("t.toml:3:9: clients.think belongs to a closed loop, and \"a\" is not one"));
+  CHECK_THAT(error_for(head + "requests = [{ at = \"0s\", path = \"/fast\" }]\nduration = \"1s\"\n").what(),
+             Catch::Equals("t.toml:4:12: clients.duration runs a closed loop, and \"a\" scripts its requests"));
+  CHECK_THAT(error_for(head + "requests = 3\npath = \"/fast\"\npaths = [{ path = \"/fast\" }]\n").what(),
+             Catch::StartsWith("t.toml:5:9: clients.paths and clients.path are both set"));
+  CHECK_THAT(error_for(head + "requests = 3\npaths = [{ path = \"fast\" }]\n").what(),
+             Catch::Contains("clients.paths.path must start with '/'"));
+  CHECK_THAT(error_for(head + "requests = 3\npaths = [{ path = \"/fast\", weight = 0 }]\n").what(),
+             Catch::Contains("clients.paths.weight must be at least 1"));
+  CHECK_THAT(error_for(head + "requests = 0\n").what(), Catch::Contains("clients.requests must be at least 1"));
+  CHECK_THAT(error_for(head + "requests = \"many\"\n").what(),
+             Catch::Equals("t.toml:3:12: clients.requests must be a list of requests or a whole number"));
+  CHECK_THAT(error_for(head + "requests = 3\npipeline = 0\n").what(), Catch::Contains("clients.pipeline must be at least 1"));
+  CHECK_THAT(error_for(head + "duration = \"0s\"\n").what(), Catch::Contains("clients.duration must be longer than zero"));
+  CHECK_THAT(error_for(head + "body = 2000000\n").what(), Catch::Contains("clients.body must be at most 1048576"));
+  CHECK_THAT(error_for(head + "body = 8\nstall = \"body\"\n").what(), Catch::StartsWith("t.toml:3:8: clients.body and stall"));
+  CHECK_THAT(error_for(head + "arrivals = \"poisson\"\n").what(),
+             Catch::Equals("t.toml:3:12: clients.arrivals = \"poisson\" needs a rate"));
+  CHECK_THAT(error_for(head + "arrivals = \"bursty\"\n").what(), Catch::Contains("unknown value \"bursty\""));
+  CHECK_THAT(error_for(head + "count = 100\nrequests = 100000\n").what(),
+             Catch::Contains("past 5000000 requests in all"));
+}

@@ -361,7 +361,7 @@ struct World::Impl {
         seeded(scenario.seed),
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
         kernel(scheduler, kernel_config(scenario.kernel)),
-        clients(scheduler, kernel, result.trace, port_of(scenario)),
+        clients(scheduler, kernel, result.trace, port_of(scenario), scenario.seed),
         recorder(scheduler, result.trace, clients) {
     Trace& trace = result.trace;
     trace.scenario = scenario.name;
