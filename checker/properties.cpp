@@ -271,17 +271,20 @@ std::int64_t resolve(const sim::Bound& bound, const Costs& costs) {
   return 0;
 }
 
-Verdict answered(const Trace& trace) {
+Verdict answered(const Trace& trace, const std::string& of) {
   Verdict v;
   v.property = "answered";
+  v.of = of;
   v.unit = Unit::count;
+  auto counted = [&](std::size_t client) { return of.empty() || trace.group_of(sim::ClientIndex(client)) == of; };
   std::vector<std::int32_t> answers(trace.clients.size(), 0);
   std::vector<std::optional<std::size_t>> first_event(trace.clients.size());
   std::vector<bool> withdrew(trace.clients.size(), false);  // reset by a fault: asks no more
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     if (auto* r = std::get_if<ev::Reset>(&trace.events[i])) withdrew[std::size_t(r->client)] = true;
     if (auto* a = std::get_if<ev::Answer>(&trace.events[i])) {
-      if (++answers[std::size_t(a->client)] > trace.clients[std::size_t(a->client)].requests) {
+      if (++answers[std::size_t(a->client)] > trace.clients[std::size_t(a->client)].requests &&
+          counted(std::size_t(a->client))) {
         v.first_bad = v.first_bad.value_or(i);  // an answer nobody asked for: a duplicate
       }
     }
@@ -289,6 +292,7 @@ Verdict answered(const Trace& trace) {
   }
   std::int64_t lost = 0, duplicated = 0;
   for (std::size_t c = 0; c < trace.clients.size(); ++c) {
+    if (!counted(c)) continue;
     std::int32_t want = trace.clients[c].requests;
     if (!withdrew[c]) lost += std::max(0, want - answers[c]);
     duplicated += std::max(0, answers[c] - want);
@@ -441,7 +445,7 @@ std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expecta
   if (costs.request == Nanos(0)) costs.request = request_cost(trace);
   std::vector<Verdict> verdicts;
   for (const sim::Expectation& e : expect) {
-    if (e.property == "answered") verdicts.push_back(answered(trace));
+    if (e.property == "answered") verdicts.push_back(answered(trace, e.of));
     else if (e.property == "no_stranded_backlog") verdicts.push_back(no_stranded_backlog(trace, e, costs));
     else if (e.property == "latency") verdicts.push_back(latency(trace, e, costs));
     else if (e.property == "max_gap") verdicts.push_back(max_gap(trace, e, costs));

@@ -44,7 +44,9 @@ Verdict bounded_by_max(const std::string& property, const sim::Expectation& expe
 std::string ms_text(Nanos t);
 
 // Every request answered exactly once: none lost, none duplicated.
-Verdict answered(const sim::Trace& trace);
+// `of` (optional): only that group's requests count, as when a flood is shed by the kernel
+// (abort_on_overflow) while a held client must still be answered.
+Verdict answered(const sim::Trace& trace, const std::string& of = {});
 // At the end (run_end) nothing waits in the listener's backlog or in a hand-off channel; with
 // `max`, no connection waited longer than that at either door while every loop sat blocked in
 // its wait. A trace without run_end is a violation: what was left is unknown.

@@ -60,6 +60,22 @@ TEST_CASE("answered holds when every request has one answer, fails on a lost one
   CHECK(*v.first_bad == 3);  // the connect of the client never answered
 }
 
+TEST_CASE("answered of one group judges that group alone: its loss fails, another's does not") {
+  Trace t = two_groups();
+  answer(t, 10ms, 0);  // "a" answered; "b" lost all three (shed by the kernel, say)
+  CHECK(answered(t, "a").held);
+  CHECK(answered(t, "a").of == "a");
+  Verdict b = answered(t, "b");
+  CHECK_FALSE(b.held);
+  CHECK(b.measured == 3);
+  CHECK(*b.first_bad == 1);  // b's first client's connect
+  CHECK_FALSE(answered(t).held);
+  Trace lost_a = two_groups();
+  for (ClientIndex c = 1; c < 4; ++c) answer(lost_a, 10ms, c);
+  CHECK_FALSE(answered(lost_a, "a").held);
+  CHECK(answered(lost_a, "b").held);
+}
+
 TEST_CASE("answered fails on a request answered twice") {
   Trace t = two_groups();
   for (ClientIndex c = 0; c < 4; ++c) answer(t, 10ms, c);
