@@ -24,6 +24,7 @@ void add_check(CLI::App& app, int& status);
 void add_seeds(CLI::App& app, int& status);
 void add_explore(CLI::App& app, int& status);
 void add_generate(CLI::App& app, int& status);
+void add_probe(CLI::App& app, int& status);
 
 // Shared by the verbs.
 std::int64_t wall_ns();

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   add_seeds(app, status);
   add_explore(app, status);
   add_generate(app, status);
+  add_probe(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

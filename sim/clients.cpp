@@ -1,79 +1,13 @@
 #include "sim/clients.hpp"
 
-#include <charconv>
-#include <cmath>
-
 #include "realloop/assert.hpp"
+#include "sim/workload.hpp"
 
 namespace loopsim::sim {
 
 namespace {
 
-constexpr std::string_view content_length = "Content-Length: ";
-
-std::string request_text(const std::string& path, bool close, const ClientGroup& group) {
-  std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
-  if (close) text += "Connection: close\r\n";
-  switch (group.stall) {
-    case ClientGroup::Stall::none:
-      if (group.body > 0) {
-        text += "Content-Length: " + std::to_string(group.body) + "\r\n\r\n";
-        text.append(std::size_t(group.body), 'b');
-      } else {
-        text += "\r\n";
-      }
-      break;
-    case ClientGroup::Stall::head: break;  // the head's end never comes
-    case ClientGroup::Stall::body: text += "Content-Length: 64\r\n\r\n0123456789abcdef"; break;
-  }
-  return text;
-}
-
-// Parses one answer at the front of `input`: its status and its length, or 0 if incomplete.
-std::size_t parse_answer(std::string_view input, int& status) {
-  auto head_end = input.find("\r\n\r\n");
-  if (head_end == std::string_view::npos || input.size() < 12) return 0;
-  std::from_chars(input.data() + 9, input.data() + 12, status);
-  auto head = input.substr(0, head_end);
-  std::size_t body = 0;
-  if (auto at = head.find(content_length); at != std::string_view::npos) {
-    auto digits = head.substr(at + content_length.size());
-    std::from_chars(digits.data(), digits.data() + digits.size(), body);
-  }
-  std::size_t total = head_end + 4 + body;
-  return input.size() >= total ? total : 0;
-}
-
 model::Tag tag(model::Happening what, ClientIndex client) { return {what, std::uint32_t(client)}; }
-
-// A uniform draw in [0, 1) from 53 bits of SplitMix64.
-double unit_draw(std::uint64_t& state) { return double(model::splitmix64(state) >> 11) * 0x1p-53; }
-
-// The connection times of a group's members, in order: evenly spaced at `rate`, or a Poisson
-// process at `rate` (exponential gaps), both from connect_at, where the first member connects.
-class Arrivals {
- public:
-  Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)
-      : group_(group), state_(seed ^ (0xa0761d6478bd642full * std::uint64_t(group_index + 1))) {}
-  Nanos next(int member) {
-    if (group_.rate <= 0) return group_.connect_at;
-    if (group_.arrivals == ClientGroup::Arrivals::uniform)
-      return group_.connect_at + Nanos(std::llround(double(member) * 1e9 / group_.rate));
-    if (member > 0) elapsed_ += -std::log1p(-unit_draw(state_)) * 1e9 / group_.rate;
-    return group_.connect_at + Nanos(std::llround(elapsed_));
-  }
-
- private:
-  const ClientGroup& group_;
-  std::uint64_t state_;
-  double elapsed_ = 0;  // nanoseconds since connect_at
-};
-
-// A closed loop's limit on the requests it sends; scripted clients send their list.
-std::size_t request_limit(const ClientGroup& group) {
-  if (!group.closed_loop()) return group.requests.size();
-  return group.closed_requests > 0 ? std::size_t(group.closed_requests) : SIZE_MAX;
-}
 
 }  // namespace
 
@@ -100,7 +34,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
       if (group.closed_loop()) {
         c.due = std::min(std::size_t(group.pipeline), request_limit(group));
         if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
-        if (group.paths.size() > 1) c.draws = seed_ ^ (0xe7037ed1a0b428dbull * std::uint64_t(client + 1));
+        c.draws = path_draws(group, seed_, client);
       }
       clients_.push_back(std::move(c));
       trace_.clients.push_back(ClientLabel{group_index, member, std::int32_t(meant)});
@@ -190,7 +124,7 @@ void Clients::request_due(ClientIndex client) {
 
 void Clients::send_due(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
-  if (!c.established || c.done) return;
+  if (!c.established || c.done || c.held_back) return;
   const ClientGroup& group = *c.group;
   const std::size_t limit = request_limit(group);
   // Only a count tells a request that it is the last; a closed loop bounded by time closes
@@ -202,7 +136,7 @@ void Clients::send_due(ClientIndex client) {
       close_when_done(client);
       return;
     }
-    const std::string& path = group.closed_loop() ? next_path(c) : group.requests[c.next_request].path;
+    const std::string& path = group.closed_loop() ? next_path(group, c.draws) : group.requests[c.next_request].path;
     bool last = counted && c.next_request + 1 == limit;
     kernel_.send(c.conn, request_text(path, last && !group.keep_alive, group));
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
@@ -215,20 +149,6 @@ void Clients::send_due(ClientIndex client) {
 bool Clients::closed_sending(const Client& c) const {
   if (c.next_request >= request_limit(*c.group)) return false;
   return c.deadline == Nanos{0} || scheduler_.now() < c.deadline;
-}
-
-const std::string& Clients::next_path(Client& c) {
-  const ClientGroup& group = *c.group;
-  if (group.paths.empty()) return group.path;
-  if (group.paths.size() == 1) return group.paths.front().path;
-  std::int64_t total = 0;
-  for (const auto& p : group.paths) total += p.weight;
-  auto pick = std::int64_t(model::splitmix64(c.draws) % std::uint64_t(total));
-  for (const auto& p : group.paths) {
-    if (pick < p.weight) return p.path;
-    pick -= p.weight;
-  }
-  return group.paths.back().path;
 }
 
 // One more request for each answer, after `think`.
@@ -252,7 +172,21 @@ void Clients::established(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   LOOPSIM_ASSERT(client != no_client);
   trace_.events.push_back(ev::Established{scheduler_.now(), client});
-  clients_[std::size_t(client)].established = true;
+  Client& c = clients_[std::size_t(client)];
+  c.established = true;
+  if (const auto& gap = c.group->send_after_connect) {
+    // Scheduled before the kernel wakes the loop for this handshake: the natural order (the
+    // first scheduled) is the same as without a gap, and the other is the explorer's to try.
+    c.held_back = true;
+    scheduler_.at(scheduler_.now() + *gap, [this, client] { release(client); },
+                  tag(model::Happening::request_due, client));
+    return;
+  }
+  send_due(client);
+}
+
+void Clients::release(ClientIndex client) {
+  clients_[std::size_t(client)].held_back = false;
   send_due(client);
 }
 

@@ -56,20 +56,22 @@ class Clients final : public model::ClientSink {
     // path mix's draws (0 without a mix, so that twins stay twins).
     Nanos deadline{0};
     std::uint64_t draws = 0;
+    bool held_back = false;  // established, and waiting out send_after_connect
     // Skipped: group (a pointer into the scenario; group_index names it).
-    static constexpr state::Fields<12> state_fields{
-        state::skip,  state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::until, state::value};
+    static constexpr state::Fields<13> state_fields{
+        state::skip,  state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::value,
+        state::until, state::value, state::value};
   };
 
   void start(ClientIndex client);
   void request_due(ClientIndex client);
   void send_due(ClientIndex client);
+  void release(ClientIndex client);  // send_after_connect has passed
   // A closed loop: what an answer lets it send next, and whether it has finished.
   void answered_closed(ClientIndex client);
   void close_when_done(ClientIndex client);
   bool closed_sending(const Client& c) const;
-  const std::string& next_path(Client& c);
   void read_answers(ClientIndex client);
   void finish(ClientIndex client);
   ClientIndex client_of_conn(model::ConnId conn) const;

@@ -427,6 +427,7 @@ const Field<ClientGroup> client_fields[] = {
     {"path", [](C c, N n, K k, auto& g) { g.path = read_path(c, n, k); }},
     {"paths", [](C c, N n, K k, auto& g) { g.paths = read_each(c, n, k, weighted_path_section); }},
     {"body", [](C c, N n, K k, auto& g) { g.body = read_integer(c, n, k, 0, body_max); }},
+    {"send_after_connect", [](C c, N n, K k, auto& g) { g.send_after_connect = read_duration(c, n, k); }},
     {"arrivals",
      [](C c, N n, K k, auto& g) { g.arrivals = ClientGroup::Arrivals(read_choice(c, n, k, arrivals_names)); }},
 };

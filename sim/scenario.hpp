@@ -64,6 +64,12 @@ struct ClientGroup {
   std::vector<WeightedPath> paths;
   bool closed_loop() const { return closed_requests > 0 || duration > Nanos{0}; }
 
+  // When a connection's first requests leave, once its handshake completes. Unset: with the
+  // handshake's completion, in the same step, so the loop finds them as soon as it accepts.
+  // 0: at that instant, as a happening of its own, so the order of "the bytes arrive" against
+  // "the loop accepts" is a choice point (the explorer tries both). More: that much later.
+  std::optional<Nanos> send_after_connect;
+
   // Every request carries a body of this many bytes, with its Content-Length.
   std::int64_t body = 0;
   // How connections arrive at `rate`: evenly spaced, or a Poisson process (exponential gaps

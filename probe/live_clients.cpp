@@ -1,0 +1,397 @@
+#include "probe/live_clients.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <queue>
+
+#include "sim/workload.hpp"
+
+namespace loopsim::probe {
+
+namespace {
+
+using sim::ClientGroup;
+using sim::ClientIndex;
+namespace ev = sim::ev;
+
+struct Client {
+  const ClientGroup* group = nullptr;
+  int fd = -1;
+  bool connecting = false;
+  bool established = false;
+  bool done = false;  // closed, refused or reset
+  std::size_t next_request = 0;
+  std::size_t due = 0;
+  std::deque<std::string> unanswered;
+  std::string input;
+  std::string output;  // bytes not yet taken by the socket
+  Nanos deadline{0};
+  std::uint64_t draws = 0;
+  bool held_back = false;  // waiting out send_after_connect
+};
+
+enum class Todo : std::uint8_t { connect, request_due, release, reset };
+
+struct Pending {
+  Nanos at;
+  std::uint64_t seq;
+  Todo what;
+  std::int64_t subject;  // a client, or a fault's index
+  bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+class Driver {
+ public:
+  Driver(const sim::Scenario& scenario, const LiveOptions& options, LiveRun& run)
+      : scenario_(scenario), options_(options), run_(run), trace_(run.trace) {}
+
+  void go() {
+    if (!prepare()) return;
+    start_ = std::chrono::steady_clock::now();
+    const Nanos stop = std::min(scenario_.horizon, options_.time_limit);
+    std::vector<epoll_event> ready(256);
+    for (;;) {
+      Nanos t = now();
+      if (t >= stop) {
+        run_.end = stop < scenario_.horizon ? LiveRun::End::time_limit : LiveRun::End::horizon;
+        if (run_.end == LiveRun::End::time_limit && quiet()) run_.end = LiveRun::End::quiet;
+        break;
+      }
+      while (!pending_.empty() && pending_.top().at <= t) {
+        Pending p = pending_.top();
+        pending_.pop();
+        act(p);
+      }
+      if (quiet()) {
+        run_.end = LiveRun::End::quiet;
+        break;
+      }
+      Nanos next = pending_.empty() ? stop : std::min(stop, pending_.top().at);
+      auto wait_ms = std::max<std::int64_t>(0, (next - now()).count() / 1'000'000);
+      int n = ::epoll_wait(epoll_, ready.data(), int(ready.size()), int(std::min<std::int64_t>(wait_ms, 100)));
+      for (int i = 0; i < n; ++i) handle(ClientIndex(ready[std::size_t(i)].data.u32), ready[std::size_t(i)].events);
+    }
+    run_.ran = now();
+    for (Client& c : clients_) {
+      if (c.fd >= 0) ::close(c.fd);
+    }
+    ::close(epoll_);
+  }
+
+ private:
+  Nanos now() const { return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now() - start_); }
+
+  bool prepare() {
+    std::int64_t total = 0;
+    for (const ClientGroup& g : scenario_.clients) total += g.count;
+    if (total > live_clients_max) {
+      run_.error = "limit: " + std::to_string(total) + " clients; the probe runs at most " +
+                   std::to_string(live_clients_max) + " live";
+      return false;
+    }
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    if (limit.rlim_cur < limit.rlim_max) {
+      limit.rlim_cur = limit.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    if (std::int64_t(limit.rlim_cur) < total + 64) {
+      run_.error = "limit: " + std::to_string(total) + " clients need as many descriptors; this process may open " +
+                   std::to_string(limit.rlim_cur) + " (ulimit -n)";
+      return false;
+    }
+    if (::inet_pton(AF_INET, options_.address.c_str(), &address_.sin_addr) != 1) {
+      run_.error = "\"" + options_.address + "\" is not an IPv4 address";
+      return false;
+    }
+    address_.sin_family = AF_INET;
+    address_.sin_port = htons(options_.port);
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_ < 0) {
+      run_.error = std::string("epoll_create1: ") + std::strerror(errno);
+      return false;
+    }
+    label();
+    for (std::size_t f = 0; f < scenario_.faults.size(); ++f) {
+      const sim::FaultSpec& fault = scenario_.faults[f];
+      if (fault.kind == sim::FaultSpec::Kind::reset && fault.arms.empty()) {
+        push(fault.at, Todo::reset, std::int64_t(f));
+      } else {
+        run_.not_applied.push_back(fault.kind == sim::FaultSpec::Kind::reset ? "a reset scoped to arms"
+                                                                              : "a server-side fault ([[faults]])");
+      }
+    }
+    if (!scenario_.actions.empty()) run_.not_applied.push_back("[[actions]] (the server's shutdown)");
+    if (!scenario_.posters.empty()) run_.not_applied.push_back("[[posters]] (the server's foreign threads)");
+    return true;
+  }
+
+  // The trace's header and labels as the simulation writes them, and every connection and
+  // scripted request scheduled.
+  void label() {
+    trace_.scenario = scenario_.name;
+    trace_.arm = "live";
+    trace_.seed = scenario_.seed;
+    trace_.horizon = scenario_.horizon;
+    trace_.accept_batch = scenario_.loop.accept_batch;
+    trace_.max_connections = scenario_.loop.max_connections;
+    trace_.workers = scenario_.workers;
+    for (const ClientGroup& group : scenario_.clients) {
+      auto group_index = std::int32_t(trace_.groups.size());
+      trace_.groups.push_back(group.name);
+      trace_.group_sizes.push_back(group.count);
+      sim::Arrivals arrivals(group, scenario_.seed, group_index);
+      const std::size_t meant = group.duration > Nanos{0} ? 0 : sim::request_limit(group);
+      for (int member = 0; member < group.count; ++member) {
+        auto client = ClientIndex(clients_.size());
+        Nanos connect_at = arrivals.next(member);
+        Client c;
+        c.group = &group;
+        if (group.closed_loop()) {
+          c.due = std::min(std::size_t(group.pipeline), sim::request_limit(group));
+          if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
+          c.draws = sim::path_draws(group, scenario_.seed, client);
+        }
+        for (const sim::RequestSpec& request : group.requests) {
+          if (request.at <= connect_at) {
+            ++c.due;
+          } else {
+            push(request.at, Todo::request_due, client);
+          }
+        }
+        clients_.push_back(std::move(c));
+        trace_.clients.push_back(sim::ClientLabel{group_index, member, std::int32_t(meant)});
+        push(connect_at, Todo::connect, client);
+      }
+    }
+  }
+
+  void push(Nanos at, Todo what, std::int64_t subject) { pending_.push(Pending{at, seq_++, what, subject}); }
+
+  // Nothing is due and nothing is on its way: every client is done, or idle with every answer in.
+  bool quiet() const {
+    if (!pending_.empty()) return false;
+    for (const Client& c : clients_) {
+      if (c.done) continue;
+      if (c.connecting || c.held_back || !c.unanswered.empty() || c.next_request < c.due) return false;
+    }
+    return true;
+  }
+
+  void act(const Pending& p) {
+    switch (p.what) {
+      case Todo::connect: return connect(ClientIndex(p.subject));
+      case Todo::request_due: return request_due(ClientIndex(p.subject));
+      case Todo::release:
+        clients_[std::size_t(p.subject)].held_back = false;
+        return send_due(ClientIndex(p.subject));
+      case Todo::reset: return reset(scenario_.faults[std::size_t(p.subject)]);
+    }
+  }
+
+  void connect(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    trace_.events.push_back(ev::Connect{now(), client});
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c.fd < 0) return refused(client, errno);
+    int one = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&address_), sizeof address_);
+    if (rc < 0 && errno != EINPROGRESS) return refused(client, errno);
+    epoll_event e{};
+    e.events = EPOLLOUT;
+    e.data.u32 = std::uint32_t(client);
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, c.fd, &e);
+    c.connecting = true;
+  }
+
+  void refused(ClientIndex client, int error) {
+    Client& c = clients_[std::size_t(client)];
+    trace_.events.push_back(ev::Refused{now(), client, error});
+    close_client(c);
+  }
+
+  void close_client(Client& c) {
+    if (c.fd >= 0) ::close(c.fd);  // closing removes it from the epoll set
+    c.fd = -1;
+    c.done = true;
+    c.connecting = false;
+  }
+
+  void interest(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    epoll_event e{};
+    e.events = (c.group->reads ? EPOLLIN : 0u) | (c.output.empty() ? 0u : EPOLLOUT);
+    e.data.u32 = std::uint32_t(client);
+    ::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &e);
+  }
+
+  void handle(ClientIndex client, std::uint32_t events) {
+    Client& c = clients_[std::size_t(client)];
+    if (c.done) return;
+    if (c.connecting) {
+      int error = 0;
+      socklen_t size = sizeof error;
+      ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &size);
+      if (error != 0) return refused(client, error);
+      c.connecting = false;
+      c.established = true;
+      trace_.events.push_back(ev::Established{now(), client});
+      // A gap of 0 is what a real client does, and the race it opens is the real one.
+      if (c.group->send_after_connect && *c.group->send_after_connect > Nanos{0}) {
+        c.held_back = true;
+        push(now() + *c.group->send_after_connect, Todo::release, client);
+      }
+      send_due(client);
+      if (!c.done) interest(client);
+      return;
+    }
+    if (!c.group->reads && (events & (EPOLLHUP | EPOLLERR))) {  // gone, and it never reads to hear it
+      trace_.events.push_back(ev::PeerClosed{now(), client});
+      return close_client(c);
+    }
+    if (events & EPOLLOUT) flush(client);
+    if (!c.done && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.group->reads) read(client);
+  }
+
+  void flush(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    while (!c.output.empty()) {
+      ssize_t n = ::send(c.fd, c.output.data(), c.output.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EAGAIN) break;
+      if (n < 0) return refused(client, errno);
+      c.output.erase(0, std::size_t(n));
+    }
+    interest(client);
+  }
+
+  void read(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    char buffer[65536];
+    for (;;) {
+      ssize_t n = ::recv(c.fd, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        c.input.append(buffer, std::size_t(n));
+        answers(client);
+        if (c.done) return;
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) return;
+      if (n < 0) return refused(client, errno);  // ECONNRESET, as the simulation records it
+      trace_.events.push_back(ev::PeerClosed{now(), client});
+      return close_client(c);
+    }
+  }
+
+  void answers(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    int status = 0;
+    std::size_t consumed = 0;
+    while (std::size_t length = sim::parse_answer(std::string_view(c.input).substr(consumed), status)) {
+      consumed += length;
+      std::string path = "?";
+      if (!c.unanswered.empty()) {
+        path = std::move(c.unanswered.front());
+        c.unanswered.pop_front();
+      }
+      trace_.events.push_back(ev::Answer{now(), client, std::move(path), status});
+      if (c.group->closed_loop()) answered_closed(client);
+      if (c.done) return;
+    }
+    c.input.erase(0, consumed);
+  }
+
+  bool closed_sending(const Client& c) const {
+    if (c.next_request >= sim::request_limit(*c.group)) return false;
+    return c.deadline == Nanos{0} || now() < c.deadline;
+  }
+
+  void request_due(ClientIndex client) {
+    ++clients_[std::size_t(client)].due;
+    send_due(client);
+  }
+
+  void send_due(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    if (!c.established || c.done || c.held_back) return;
+    const ClientGroup& group = *c.group;
+    const std::size_t limit = sim::request_limit(group);
+    const bool counted = group.duration == Nanos{0};
+    bool sent = false;
+    while (c.next_request < c.due) {
+      if (group.closed_loop() && !closed_sending(c)) {
+        c.due = c.next_request;
+        close_when_done(client);
+        break;
+      }
+      const std::string& path = group.closed_loop() ? sim::next_path(group, c.draws) : group.requests[c.next_request].path;
+      bool last = counted && c.next_request + 1 == limit;
+      c.output += sim::request_text(path, last && !group.keep_alive, group);
+      trace_.events.push_back(ev::Send{now(), client, path});
+      c.unanswered.push_back(path);
+      ++c.next_request;
+      if (!counted) ++trace_.clients[std::size_t(client)].requests;
+      sent = true;
+    }
+    if (sent && !c.done) flush(client);
+  }
+
+  void answered_closed(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    if (!closed_sending(c)) return close_when_done(client);
+    if (c.group->think == Nanos{0}) return request_due(client);
+    push(now() + c.group->think, Todo::request_due, client);
+  }
+
+  void close_when_done(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) close_client(c);
+  }
+
+  // An abortive close (SO_LINGER 0), as the simulation's reset fault.
+  void reset(const sim::FaultSpec& fault) {
+    int done = 0;
+    for (std::size_t i = 0; i < clients_.size() && (fault.count == 0 || done < fault.count); ++i) {
+      Client& c = clients_[i];
+      if (c.group->name != fault.of || !c.established || c.done) continue;
+      linger l{1, 0};
+      ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      trace_.events.push_back(ev::Reset{now(), ClientIndex(i)});
+      close_client(c);
+      ++done;
+    }
+  }
+
+  const sim::Scenario& scenario_;
+  const LiveOptions& options_;
+  LiveRun& run_;
+  sim::Trace& trace_;
+  std::vector<Client> clients_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
+  std::uint64_t seq_ = 0;
+  sockaddr_in address_{};
+  int epoll_ = -1;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+LiveRun drive_live(const sim::Scenario& scenario, const LiveOptions& options) {
+  LiveRun run;
+  Driver(scenario, options, run).go();
+  return run;
+}
+
+}  // namespace loopsim::probe
