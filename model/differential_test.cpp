@@ -164,6 +164,7 @@ enum class Op : std::uint8_t {
   send,          // client i sends bytes
   client_close,  // client i closes (FIN)
   client_reset,  // client i resets (SO_LINGER {1, 0}, then close)
+  client_shut,   // client i half-closes (shutdown(SHUT_WR)) and keeps reading (K14)
   receive,       // what client i has received
   accept,
   read,
@@ -197,6 +198,7 @@ struct Script {
   }
   Script& client_close(int c) { return add(Op::client_close, [&](Step& s) { s.client = c; }); }
   Script& client_reset(int c) { return add(Op::client_reset, [&](Step& s) { s.client = c; }); }
+  Script& client_shut(int c) { return add(Op::client_shut, [&](Step& s) { s.client = c; }); }
   Script& receive(int c) { return add(Op::receive, [&](Step& s) { s.client = c; }); }
   Script& accept() { return add(Op::accept, [](Step&) {}); }
   Script& read(std::string fd, std::size_t max = 64) {
@@ -253,6 +255,7 @@ class Driver {
   virtual void send(int client, std::string_view bytes) = 0;
   virtual void close(int client) = 0;
   virtual void reset(int client) = 0;
+  virtual void half_close(int client) = 0;
   virtual std::string receive(int client) = 0;
   // A descriptor just accepted: which client it is (-1: unknown). Called before it is watched.
   virtual int accepted(int fd) = 0;
@@ -289,6 +292,10 @@ class SimDriver final : public Driver, private loopsim::model::ClientSink {
   }
   void reset(int c) override {
     kernel_.client_reset(conn(c));
+    settle();
+  }
+  void half_close(int c) override {
+    kernel_.client_shutdown(conn(c));
     settle();
   }
   std::string receive(int c) override {
@@ -484,6 +491,17 @@ class LinuxDriver final : public Driver {
     drain(client);
     ::close(client.fd);
     client.fd = -1;
+  }
+
+  void half_close(int c) override {
+    Client& client = open_client(c);
+    drain_probe();
+    if (::shutdown(client.fd, SHUT_WR) != 0) fail("client shutdown");
+    if (client.server >= 0) await("the end of stream's wake-up", {}, client.server, EPOLLRDHUP);
+    await("the FIN acknowledged", [&] {
+      int s = state(client.fd);
+      return s == TCP_FIN_WAIT2 || s == TCP_TIME_WAIT || s == TCP_CLOSE;
+    });
   }
 
   void reset(int c) override {
@@ -747,6 +765,10 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
         case Op::client_reset:
           driver.reset(step.client);
           out.push_back(client_line(step, "resets"));
+          break;
+        case Op::client_shut:
+          driver.half_close(step.client);
+          out.push_back(client_line(step, "half-closes"));
           break;
         case Op::receive:
           out.push_back(client_line(step, "received ") + driver.receive(step.client));
@@ -1231,6 +1253,21 @@ TEST_CASE("differential: bytes sent before a reset") {
               .read("c0", 64)
               .read("c0", 64)
               .read("c0", 64)
+              .wait());
+}
+
+TEST_CASE("differential: a client's half-close (K14): its bytes, then the end, and the server still writes to it") {
+  compare(Script{}
+              .connect(0)
+              .accept()
+              .watch("c0", Trigger::edge)
+              .send(0, "GET")
+              .client_shut(0)
+              .wait()
+              .read("c0", 64)
+              .read("c0", 64)
+              .write("c0", "answer")
+              .receive(0)
               .wait());
 }
 

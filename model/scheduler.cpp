@@ -163,6 +163,7 @@ const char* happening_name(Happening what) {
     case Happening::post: return "post";
     case Happening::shutdown: return "shutdown";
     case Happening::scripted: return "scripted";
+    case Happening::client_read: return "client_read";
   }
   return "?";
 }

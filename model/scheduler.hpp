@@ -36,6 +36,7 @@ enum class Happening : std::uint8_t {
   post,         // poster: a foreign thread posts to a loop
   shutdown,     // action: the process begins its graceful shutdown
   scripted,     // a test's own callback
+  client_read,  // client: a slow reader takes its next share of what waits for it
 };
 const char* happening_name(Happening what);
 

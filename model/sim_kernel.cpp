@@ -223,6 +223,7 @@ void SimKernel::try_handshake(ConnId id) {
 void SimKernel::send(ConnId id, std::string_view bytes) {
   Conn& conn = conns_.at(id);
   LOOPSIM_ASSERT(conn.established && !conn.client_closed);
+  LOOPSIM_ASSERT(!conn.fin);  // nothing after a half-close
   if (conn.server_closed || conn.reset) return;  // the server is gone
   conn.client_pending.append(bytes);
   pump(id);
@@ -273,6 +274,19 @@ void SimKernel::client_close(ConnId id) {
   if (conn.server_fd >= 0) notify(conn.server_fd);
 }
 
+void SimKernel::set_client_read_budget(ConnId id, std::int64_t bytes) {
+  Conn& conn = conns_.at(id);
+  conn.read_budget = bytes;
+  if (conn.client_reading && !conn.to_client.empty()) schedule_delivery(id);
+}
+
+void SimKernel::client_shutdown(ConnId id) {
+  Conn& conn = conns_.at(id);
+  if (conn.client_closed || conn.fin) return;
+  conn.fin = true;
+  if (conn.server_fd >= 0) notify(conn.server_fd);
+}
+
 void SimKernel::release_client_file(Conn& conn) {
   if (!conn.client_file) return;
   conn.client_file = false;
@@ -296,14 +310,28 @@ void SimKernel::deliver(ConnId id) {
     return;
   }
   if (!conn.client_reading) return;
-  std::string bytes = std::move(conn.to_client);
-  conn.to_client.clear();
-  if (conn.send_was_full && conn.server_fd >= 0) {
+  std::string bytes;
+  if (conn.read_budget < 0 || std::size_t(conn.read_budget) >= conn.to_client.size()) {
+    bytes = std::move(conn.to_client);
+    conn.to_client.clear();
+  } else {
+    bytes = conn.to_client.substr(0, std::size_t(conn.read_budget));
+    conn.to_client.erase(0, bytes.size());
+  }
+  if (conn.read_budget >= 0) conn.read_budget -= std::int64_t(bytes.size());
+  if (conn.send_was_full && conn.server_fd >= 0 && !bytes.empty()) {
     conn.send_was_full = false;
     notify(conn.server_fd);  // room again: a writable edge
   }
   if (sink_ == nullptr) return;
   if (!bytes.empty()) sink_->received(id, bytes);
+  // An RST overtakes what a slow reader has not read yet (Linux purges the receive queue);
+  // a FIN waits behind it.
+  if (!conn.to_client.empty() && !(conn.server_closed && conn.reset_client)) {
+    sink_->read_waiting(id);
+    return;
+  }
+  conn.to_client.clear();
   if (conn.server_closed && conn.reset_client) {
     sink_->peer_reset(id);
   } else if ((conn.server_closed || conn.server_shut) && !conn.eof_sent) {

@@ -75,6 +75,8 @@ class ClientSink {
   virtual void received(ConnId, std::string_view /*bytes*/) {}
   virtual void peer_closed(ConnId) {}  // the server closed its end
   virtual void peer_reset(ConnId) {}
+  // Bytes wait for a client whose read budget is spent (set_client_read_budget).
+  virtual void read_waiting(ConnId) {}
 };
 
 class SimKernel final : public Kernel {
@@ -120,9 +122,16 @@ class SimKernel final : public Kernel {
   // once (then reads see the end and writes EPIPE), as Linux does. A connection still queued
   // stays queued and is accepted as usual.
   void client_reset(ConnId conn);
+  // K14, the client's side: a half-close (shutdown(SHUT_WR)). The server reads the client's
+  // bytes, then the end; the client still reads what the server writes.
+  void client_shutdown(ConnId conn);
   // A client that stops reading (a slow reader) leaves the server's answers in the send
   // buffer; when it reads again, the buffer drains and the server's socket turns writable.
   void set_client_reading(ConnId conn, bool reading);
+  // K11, a reader slower than the server: the client takes at most `bytes` more of what waits
+  // for it, then leaves the rest in the server's send buffer and hears read_waiting; -1 (the
+  // default) takes everything. Setting it again grants a new share.
+  void set_client_read_budget(ConnId conn, std::int64_t bytes);
 
   void add_accept_fault(const AcceptFault& fault) { accept_faults_.push_back({fault}); }
 
@@ -174,11 +183,12 @@ class SimKernel final : public Kernel {
     bool delivery_pending = false;
     bool server_shut = false;  // K14: the server half-closed; the client reads the end
     bool eof_sent = false;     // ...and has been told
-    static constexpr state::Fields<19> state_fields{
+    std::int64_t read_budget = -1;  // bytes the client will still take; -1: all
+    static constexpr state::Fields<20> state_fields{
         state::value, state::value, state::value, state::value, state::value, state::value,
         state::value, state::value, state::value, state::value, state::value, state::value,
         state::value, state::value, state::value, state::value, state::value, state::value,
-        state::value};
+        state::value, state::value};
   };
   struct Interest {
     std::uint32_t events = 0;

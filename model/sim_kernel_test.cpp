@@ -661,6 +661,61 @@ TEST_CASE("K14 a half-close sends the end after the written bytes, and the serve
   CHECK(f.kernel.shutdown_write(99) == -EBADF);
 }
 
+TEST_CASE("K14 a client's half-close: the server reads its bytes, then the end, and still writes to it") {
+  Fixture f;
+  int l = f.listener();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  REQUIRE(s >= 0);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  f.kernel.send(c, "GET");
+  f.kernel.client_shutdown(c);
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK((events[0].ready & io::read_hangup) != 0);  // EPOLLRDHUP with the bytes
+  char buffer[16];
+  CHECK(f.kernel.read(s, buffer) == 3);
+  CHECK(f.kernel.read(s, buffer) == 0);  // then the end
+  CHECK(f.kernel.write(s, std::string_view("answer")) == 6);  // its reading side is open
+  f.settle();
+  CHECK(f.sink.received_bytes == "answer");
+  f.kernel.client_shutdown(c);  // a second shutdown changes nothing
+  CHECK(f.kernel.read(s, buffer) == 0);
+}
+
+TEST_CASE("K11 a client with a read budget takes that much, leaves the rest in the send buffer, and is told") {
+  struct Waiting : Recorder {
+    int waits = 0;
+    void read_waiting(ConnId) override { ++waits; }
+  };
+  SimKernelConfig config;
+  config.send_buffer = 8;
+  Fixture f(config);
+  Waiting sink;
+  f.kernel.set_client_sink(&sink);
+  int l = f.listener();
+  ConnId c = f.connect();
+  SimKernel& kernel = f.kernel;
+  Scheduler& scheduler = f.scheduler;
+  int s = kernel.accept(l);
+  REQUIRE(s >= 0);
+  kernel.set_client_read_budget(c, 3);
+  CHECK(kernel.write(s, std::string_view("abcdefgh")) == 8);
+  CHECK(kernel.write(s, std::string_view("i")) == -EAGAIN);  // full
+  scheduler.run_until(scheduler.now() + 1ns);
+  CHECK(sink.received_bytes == "abc");
+  CHECK(sink.waits == 1);
+  CHECK(kernel.write(s, std::string_view("ijk")) == 3);  // three bytes of room again
+  CHECK(kernel.close(s) == 0);
+  scheduler.run_until(scheduler.now() + 1ns);
+  CHECK(std::count(sink.log.begin(), sink.log.end(), std::string("closed 0")) == 0);  // the FIN waits
+  kernel.set_client_read_budget(c, -1);  // reads everything now
+  scheduler.run_until(scheduler.now() + 1ns);
+  CHECK(sink.received_bytes == "abcdefghijk");
+  CHECK(std::count(sink.log.begin(), sink.log.end(), std::string("closed 0")) == 1);  // after the bytes
+}
+
 TEST_CASE("K2 a foreign file's descriptor takes the lowest number and counts toward the limit") {
   SimKernelConfig config;
   config.rlimit_nofile = 5;

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <queue>
 
 #include "sim/workload.hpp"
@@ -33,15 +32,17 @@ struct Client {
   bool done = false;  // closed, refused or reset
   std::size_t next_request = 0;
   std::size_t due = 0;
-  std::deque<std::string> unanswered;
+  sim::PathQueue unanswered;
   std::string input;
   std::string output;  // bytes not yet taken by the socket
   Nanos deadline{0};
   std::uint64_t draws = 0;
   bool held_back = false;  // waiting out send_after_connect
+  bool shut = false;       // half-closed
+  std::int64_t read_budget = -1;  // a slow reader's bytes left this tick; -1: no limit
 };
 
-enum class Todo : std::uint8_t { connect, request_due, release, reset };
+enum class Todo : std::uint8_t { connect, request_due, release, read_grant, reset };
 
 struct Pending {
   Nanos at;
@@ -194,6 +195,10 @@ class Driver {
     switch (p.what) {
       case Todo::connect: return connect(ClientIndex(p.subject));
       case Todo::request_due: return request_due(ClientIndex(p.subject));
+      case Todo::read_grant:
+        clients_[std::size_t(p.subject)].read_budget = sim::read_share(*clients_[std::size_t(p.subject)].group);
+        if (!clients_[std::size_t(p.subject)].done) interest(ClientIndex(p.subject));
+        return;
       case Todo::release:
         clients_[std::size_t(p.subject)].held_back = false;
         return send_due(ClientIndex(p.subject));
@@ -215,6 +220,7 @@ class Driver {
     e.data.u32 = std::uint32_t(client);
     ::epoll_ctl(epoll_, EPOLL_CTL_ADD, c.fd, &e);
     c.connecting = true;
+    if (c.group->read_rate > 0) c.read_budget = sim::read_share(*c.group);
   }
 
   void refused(ClientIndex client, int error) {
@@ -233,7 +239,8 @@ class Driver {
   void interest(ClientIndex client) {
     Client& c = clients_[std::size_t(client)];
     epoll_event e{};
-    e.events = (c.group->reads ? EPOLLIN : 0u) | (c.output.empty() ? 0u : EPOLLOUT);
+    const bool reading = c.group->reads && c.read_budget != 0;
+    e.events = (reading ? EPOLLIN : 0u) | (c.output.empty() ? 0u : EPOLLOUT);
     e.data.u32 = std::uint32_t(client);
     ::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &e);
   }
@@ -275,14 +282,21 @@ class Driver {
       c.output.erase(0, std::size_t(n));
     }
     interest(client);
+    if (c.output.empty()) half_close_when_sent(client);
   }
 
   void read(ClientIndex client) {
     Client& c = clients_[std::size_t(client)];
     char buffer[65536];
     for (;;) {
-      ssize_t n = ::recv(c.fd, buffer, sizeof buffer, 0);
+      if (c.read_budget == 0) {  // a slow reader: the rest waits for the next share
+        push(now() + sim::read_tick, Todo::read_grant, client);
+        return interest(client);
+      }
+      std::size_t want = c.read_budget < 0 ? sizeof buffer : std::min<std::size_t>(sizeof buffer, std::size_t(c.read_budget));
+      ssize_t n = ::recv(c.fd, buffer, want, 0);
       if (n > 0) {
+        if (c.read_budget > 0) c.read_budget -= n;
         c.input.append(buffer, std::size_t(n));
         answers(client);
         if (c.done) return;
@@ -301,11 +315,7 @@ class Driver {
     std::size_t consumed = 0;
     while (std::size_t length = sim::parse_answer(std::string_view(c.input).substr(consumed), status)) {
       consumed += length;
-      std::string path = "?";
-      if (!c.unanswered.empty()) {
-        path = std::move(c.unanswered.front());
-        c.unanswered.pop_front();
-      }
+      std::string path = c.unanswered.pop();
       trace_.events.push_back(ev::Answer{now(), client, std::move(path), status});
       if (c.group->closed_loop()) answered_closed(client);
       if (c.done) return;
@@ -340,12 +350,23 @@ class Driver {
       bool last = counted && c.next_request + 1 == limit;
       c.output += sim::request_text(path, last && !group.keep_alive, group);
       trace_.events.push_back(ev::Send{now(), client, path});
-      c.unanswered.push_back(path);
+      c.unanswered.push(path);
       ++c.next_request;
       if (!counted) ++trace_.clients[std::size_t(client)].requests;
       sent = true;
     }
     if (sent && !c.done) flush(client);
+    half_close_when_sent(client);
+  }
+
+  // After its last request, once its bytes have left: shutdown(SHUT_WR).
+  void half_close_when_sent(ClientIndex client) {
+    Client& c = clients_[std::size_t(client)];
+    if (!c.group->half_close || c.shut || c.done || !c.output.empty() || !c.established) return;
+    bool all_sent = c.group->closed_loop() ? !closed_sending(c) : c.next_request >= c.group->requests.size();
+    if (!all_sent) return;
+    c.shut = true;
+    ::shutdown(c.fd, SHUT_WR);
   }
 
   void answered_closed(ClientIndex client) {
@@ -356,6 +377,7 @@ class Driver {
   }
 
   void close_when_done(ClientIndex client) {
+    half_close_when_sent(client);
     Client& c = clients_[std::size_t(client)];
     if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) close_client(c);
   }

@@ -114,7 +114,9 @@ void Clients::start(ClientIndex client) {
   if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
   by_conn_[conn] = client;
   clients_[std::size_t(client)].conn = conn;
-  if (!clients_[std::size_t(client)].group->reads) kernel_.set_client_reading(conn, false);
+  const ClientGroup& group = *clients_[std::size_t(client)].group;
+  if (!group.reads) kernel_.set_client_reading(conn, false);
+  if (group.read_rate > 0) kernel_.set_client_read_budget(conn, read_share(group));
 }
 
 void Clients::request_due(ClientIndex client) {
@@ -133,6 +135,7 @@ void Clients::send_due(ClientIndex client) {
   while (c.next_request < c.due) {
     if (group.closed_loop() && !closed_sending(c)) {
       c.due = c.next_request;
+      half_close_when_sent(client);
       close_when_done(client);
       return;
     }
@@ -140,10 +143,21 @@ void Clients::send_due(ClientIndex client) {
     bool last = counted && c.next_request + 1 == limit;
     kernel_.send(c.conn, request_text(path, last && !group.keep_alive, group));
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
-    c.unanswered.push_back(path);
+    c.unanswered.push(path);
     ++c.next_request;
     if (!counted) ++trace_.clients[std::size_t(client)].requests;
   }
+  half_close_when_sent(client);
+}
+
+// After its last request: a script's last, a count's last, or a time-bound loop's deadline.
+void Clients::half_close_when_sent(ClientIndex client) {
+  Client& c = clients_[std::size_t(client)];
+  if (!c.group->half_close || c.shut || c.done) return;
+  bool all_sent = c.group->closed_loop() ? !closed_sending(c) : c.next_request >= c.group->requests.size();
+  if (!all_sent) return;
+  c.shut = true;
+  kernel_.client_shutdown(c.conn);
 }
 
 bool Clients::closed_sending(const Client& c) const {
@@ -164,6 +178,7 @@ void Clients::answered_closed(ClientIndex client) {
 // A closed loop bounded by time that has stopped sending and has every answer closes its
 // connection, unless it keeps it alive. (Bounded by a count, its last request said close.)
 void Clients::close_when_done(ClientIndex client) {
+  half_close_when_sent(client);
   const Client& c = clients_[std::size_t(client)];
   if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) finish(client);
 }
@@ -212,11 +227,7 @@ void Clients::read_answers(ClientIndex client) {
   std::size_t consumed = 0;  // erased once at the end: a pipelined burst costs linear time
   while (std::size_t length = parse_answer(std::string_view(c.input).substr(consumed), status)) {
     consumed += length;
-    std::string path = "?";  // an answer to nothing it asked
-    if (!c.unanswered.empty()) {
-      path = std::move(c.unanswered.front());
-      c.unanswered.pop_front();
-    }
+    std::string path = c.unanswered.pop();
     ++c.answered;
     trace_.events.push_back(ev::Answer{scheduler_.now(), client, std::move(path), status});
     if (c.group->closed_loop()) answered_closed(client);
@@ -234,6 +245,18 @@ void Clients::peer_reset(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   trace_.events.push_back(ev::Refused{scheduler_.now(), client, ECONNRESET});
   clients_[std::size_t(client)].done = true;
+}
+
+void Clients::read_waiting(model::ConnId conn) {
+  ClientIndex client = client_of_conn(conn);
+  Client& c = clients_[std::size_t(client)];
+  if (c.read_tick || c.group->read_rate == 0) return;
+  c.read_tick = true;
+  scheduler_.at(scheduler_.now() + read_tick, [this, client] {
+    Client& reader = clients_[std::size_t(client)];
+    reader.read_tick = false;
+    if (!reader.done) kernel_.set_client_read_budget(reader.conn, read_share(*reader.group));
+  }, tag(model::Happening::client_read, client));
 }
 
 // After the server's close, the client closes its end too, as a real client does.

@@ -2,7 +2,6 @@
 // read the answers and record what they saw. They are callbacks in virtual time, not threads.
 #pragma once
 
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "model/sim_kernel.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
+#include "sim/workload.hpp"
 
 namespace loopsim::sim {
 
@@ -39,6 +39,7 @@ class Clients final : public model::ClientSink {
   void received(model::ConnId conn, std::string_view bytes) override;
   void peer_closed(model::ConnId conn) override;
   void peer_reset(model::ConnId conn) override;
+  void read_waiting(model::ConnId conn) override;
 
  private:
   struct Client {
@@ -47,7 +48,7 @@ class Clients final : public model::ClientSink {
     model::ConnId conn = model::no_conn;
     std::size_t next_request = 0;    // the next of group->requests to send
     std::size_t due = 0;             // requests whose time has come
-    std::deque<std::string> unanswered;  // paths sent and not answered yet, the next answer's first
+    PathQueue unanswered;  // paths sent and not answered yet
     std::size_t answered = 0;
     std::string input;
     bool established = false;
@@ -57,11 +58,13 @@ class Clients final : public model::ClientSink {
     Nanos deadline{0};
     std::uint64_t draws = 0;
     bool held_back = false;  // established, and waiting out send_after_connect
+    bool shut = false;       // half-closed: it sends nothing more
+    bool read_tick = false;  // a slow reader's next share is on its way
     // Skipped: group (a pointer into the scenario; group_index names it).
-    static constexpr state::Fields<13> state_fields{
+    static constexpr state::Fields<15> state_fields{
         state::skip,  state::value, state::value, state::value, state::value,
         state::value, state::value, state::value, state::value, state::value,
-        state::until, state::value, state::value};
+        state::until, state::value, state::value, state::value, state::value};
   };
 
   void start(ClientIndex client);
@@ -71,6 +74,7 @@ class Clients final : public model::ClientSink {
   // A closed loop: what an answer lets it send next, and whether it has finished.
   void answered_closed(ClientIndex client);
   void close_when_done(ClientIndex client);
+  void half_close_when_sent(ClientIndex client);
   bool closed_sending(const Client& c) const;
   void read_answers(ClientIndex client);
   void finish(ClientIndex client);

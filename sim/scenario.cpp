@@ -405,6 +405,9 @@ void finish_group(const Context& c, const toml::table& table, ClientGroup& g) {
     c.fail(at("paths"), "clients.paths and clients.path are both set", "keep one: path for one path, paths for a mix");
   if (g.body > 0 && g.stall == ClientGroup::Stall::body)
     c.fail(at("body"), "clients.body and stall = \"body\" both say what the body is", "keep one of them");
+  if (g.read_rate > 0 && !g.reads)
+    c.fail(at("read_rate"), "clients.read_rate is how fast a client reads, and reads = false says it never does",
+           "keep one of them");
   if (g.arrivals == ClientGroup::Arrivals::poisson && g.rate <= 0)
     c.fail(at("arrivals"), "clients.arrivals = \"poisson\" needs a rate", "add rate = 100 (connections per second)");
 }
@@ -427,6 +430,8 @@ const Field<ClientGroup> client_fields[] = {
     {"path", [](C c, N n, K k, auto& g) { g.path = read_path(c, n, k); }},
     {"paths", [](C c, N n, K k, auto& g) { g.paths = read_each(c, n, k, weighted_path_section); }},
     {"body", [](C c, N n, K k, auto& g) { g.body = read_integer(c, n, k, 0, body_max); }},
+    {"read_rate", [](C c, N n, K k, auto& g) { g.read_rate = read_integer(c, n, k, 0, INT64_MAX); }},
+    {"half_close", [](C c, N n, K k, auto& g) { g.half_close = read_bool(c, n, k); }},
     {"send_after_connect", [](C c, N n, K k, auto& g) { g.send_after_connect = read_duration(c, n, k); }},
     {"arrivals",
      [](C c, N n, K k, auto& g) { g.arrivals = ClientGroup::Arrivals(read_choice(c, n, k, arrivals_names)); }},

@@ -70,6 +70,14 @@ struct ClientGroup {
   // "the loop accepts" is a choice point (the explorer tries both). More: that much later.
   std::optional<Nanos> send_after_connect;
 
+  // Once it has sent its last request, the client shuts its writing side (shutdown(SHUT_WR)):
+  // the server reads the end after the requests, and the client still reads the answers.
+  bool half_close = false;
+  // A slow reader: bytes per second it reads of its answers (0: as fast as they come). It takes
+  // read_rate / 100 bytes every 10 ms while bytes wait for it; the rest stays in the server's
+  // send buffer, whose writes then stall.
+  std::int64_t read_rate = 0;
+
   // Every request carries a body of this many bytes, with its Content-Length.
   std::int64_t body = 0;
   // How connections arrive at `rate`: evenly spaced, or a Poisson process (exponential gaps

@@ -599,6 +599,9 @@ TEST_CASE("Workload keys that do not fit together are errors at the key that bre
   CHECK_THAT(error_for(head + "arrivals = \"poisson\"\n").what(),
              Catch::Equals("t.toml:3:12: clients.arrivals = \"poisson\" needs a rate"));
   CHECK_THAT(error_for(head + "arrivals = \"bursty\"\n").what(), Catch::Contains("unknown value \"bursty\""));
+  CHECK_THAT(error_for(head + "reads = false\nread_rate = 100\n").what(),
+             Catch::StartsWith("t.toml:4:13: clients.read_rate is how fast a client reads"));
+  CHECK_THAT(error_for(head + "read_rate = -1\n").what(), Catch::Contains("clients.read_rate must be at least 0"));
   CHECK_THAT(error_for(head + "count = 100\nrequests = 100000\n").what(),
              Catch::Contains("past 5000000 requests in all"));
 }

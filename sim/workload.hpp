@@ -4,13 +4,46 @@
 // workload in both, draw for draw.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "realloop/state.hpp"
 #include "sim/scenario.hpp"
 
 namespace loopsim::sim {
+
+// The paths a client sent and has no answer to yet, oldest first. A vector and the index of its
+// head, compacted once everything is answered (or the answered part is most of it): a std::deque
+// would allocate 576 bytes for every client, even one that never sends.
+class PathQueue {
+ public:
+  void push(const std::string& path) { items_.push_back(path); }
+  bool empty() const { return head_ == items_.size(); }
+  // The oldest, taken off ("?" when there is none: an answer to nothing asked).
+  std::string pop() {
+    if (empty()) return "?";
+    std::string path = std::move(items_[head_++]);
+    if (empty()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 32 && head_ * 2 >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + std::ptrdiff_t(head_));
+      head_ = 0;
+    }
+    return path;
+  }
+
+ private:
+  std::vector<std::string> items_;
+  std::size_t head_ = 0;
+
+ public:
+  static constexpr state::Fields<2> state_fields{state::value, state::value};
+  friend struct state::Access;
+};
 
 // One request of `group` for `path`, as bytes; `close` asks Connection: close.
 std::string request_text(const std::string& path, bool close, const ClientGroup& group);
@@ -36,6 +69,10 @@ class Arrivals {
 // The requests a client of `group` sends at most: its script's, or a closed loop's count
 // (SIZE_MAX when only a duration bounds it).
 std::size_t request_limit(const ClientGroup& group);
+
+// A slow reader's share every read_tick: read_rate / 100 bytes, at least one.
+inline constexpr Nanos read_tick = std::chrono::milliseconds(10);
+inline std::int64_t read_share(const ClientGroup& group) { return std::max<std::int64_t>(1, group.read_rate / 100); }
 
 // The state of client `client`'s path draws (0 when its group has no mix to draw from).
 std::uint64_t path_draws(const ClientGroup& group, std::uint64_t seed, std::int32_t client);

@@ -245,3 +245,38 @@ TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes; 0 
   model::ReplayChooser other(flipped);
   CHECK(fast_after_blocker(sim::run(zero, "base", &other).trace) == 0);
 }
+
+TEST_CASE("a half-closing keep-alive client has every pipelined request answered, then the loop closes") {
+  auto trace = run_text(R"toml(horizon = "1s"
+[[clients]]
+name = "h"
+keep_alive = true
+half_close = true
+requests = [{ at = "0s", path = "/slow?ms=10" }, { at = "0s", path = "/fast" }]
+)toml");
+  auto answers = all<sim::ev::Answer>(trace);
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[1].path == "/fast");
+  CHECK(all<sim::ev::PeerClosed>(trace).size() == 1);  // the loop read the end and closed
+  CHECK(answered(trace).held);
+}
+
+TEST_CASE("a slow reader takes its answer at read_rate, and a writer's stall does not hold up another client") {
+  auto trace = run_text(R"toml(horizon = "30s"
+[[clients]]
+name = "slow"
+read_rate = 10000
+requests = [{ at = "0s", path = "/bytes?n=100000" }]
+[[clients]]
+name = "fast"
+keep_alive = true
+requests = [{ at = "1s", path = "/fast" }, { at = "5s", path = "/fast" }]
+)toml");
+  auto slow = all<sim::ev::Answer>(trace, 0);
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].t == 10s);  // 100,000 bytes at 10,000 a second
+  auto fast = all<sim::ev::Answer>(trace, 1);
+  REQUIRE(fast.size() == 2);
+  CHECK(fast[0].t == 1s);
+  CHECK(fast[1].t == 5s);
+}
