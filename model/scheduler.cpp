@@ -164,6 +164,7 @@ const char* happening_name(Happening what) {
     case Happening::shutdown: return "shutdown";
     case Happening::scripted: return "scripted";
     case Happening::client_read: return "client_read";
+    case Happening::network: return "network";
   }
   return "?";
 }

@@ -37,6 +37,7 @@ enum class Happening : std::uint8_t {
   shutdown,     // action: the process begins its graceful shutdown
   scripted,     // a test's own callback
   client_read,  // client: a slow reader takes its next share of what waits for it
+  network,      // client: something on its way across a delaying network arrives
 };
 const char* happening_name(Happening what);
 

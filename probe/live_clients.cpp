@@ -135,6 +135,11 @@ class Driver {
       }
     }
     if (!scenario_.actions.empty()) run_.not_applied.push_back("[[actions]] (the server's shutdown)");
+    for (const ClientGroup& g : scenario_.clients) {
+      if (g.rtt > Nanos{0} || g.jitter > Nanos{0}) {
+        run_.not_applied.push_back("rtt and jitter (of \"" + g.name + "\": loopback adds no delay of its own)");
+      }
+    }
     if (!scenario_.posters.empty()) run_.not_applied.push_back("[[posters]] (the server's foreign threads)");
     return true;
   }

@@ -9,6 +9,8 @@ namespace {
 
 model::Tag tag(model::Happening what, ClientIndex client) { return {what, std::uint32_t(client)}; }
 
+bool delayed(const ClientGroup& group) { return group.rtt > Nanos{0} || group.jitter > Nanos{0}; }
+
 }  // namespace
 
 Clients::Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
@@ -36,6 +38,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
         if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
         c.draws = path_draws(group, seed_, client);
       }
+      if (group.jitter > Nanos{0}) c.net_draws = seed_ ^ (0x8ebc6af09c88c6e3ull * std::uint64_t(client + 1));
       clients_.push_back(std::move(c));
       trace_.clients.push_back(ClientLabel{group_index, member, std::int32_t(meant)});
       scheduler_.at(connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
@@ -101,7 +104,7 @@ void Clients::reset_group(const std::string& group, int count) {
     if (i == no_client) continue;
     Client& c = clients_[std::size_t(i)];
     if (c.group->name != group || !c.established || c.done) continue;
-    kernel_.client_reset(c.conn);
+    up(i, [this, conn = c.conn] { kernel_.client_reset(conn); });
     trace_.events.push_back(ev::Reset{scheduler_.now(), i});
     c.done = true;
     ++done;
@@ -110,6 +113,31 @@ void Clients::reset_group(const std::string& group, int count) {
 
 void Clients::start(ClientIndex client) {
   trace_.events.push_back(ev::Connect{scheduler_.now(), client});
+  up(client, [this, client] { open(client); });
+}
+
+Nanos Clients::arrival(Client& c, Nanos& last) {
+  Nanos way = c.group->rtt / 2;
+  if (c.group->jitter > Nanos{0}) {
+    way += Nanos(std::int64_t(model::splitmix64(c.net_draws) % std::uint64_t(c.group->jitter.count() + 1)));
+  }
+  last = std::max(last, scheduler_.now() + way);
+  return last;
+}
+
+void Clients::up(ClientIndex client, std::function<void()> act) {
+  Client& c = clients_[std::size_t(client)];
+  if (!delayed(*c.group)) return act();
+  scheduler_.at(arrival(c, c.up_at), std::move(act), tag(model::Happening::network, client));
+}
+
+void Clients::down(ClientIndex client, std::function<void()> act) {
+  Client& c = clients_[std::size_t(client)];
+  if (!delayed(*c.group)) return act();
+  scheduler_.at(arrival(c, c.down_at), std::move(act), tag(model::Happening::network, client));
+}
+
+void Clients::open(ClientIndex client) {
   model::ConnId conn = kernel_.connect(port_);
   if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
   by_conn_[conn] = client;
@@ -141,7 +169,9 @@ void Clients::send_due(ClientIndex client) {
     }
     const std::string& path = group.closed_loop() ? next_path(group, c.draws) : group.requests[c.next_request].path;
     bool last = counted && c.next_request + 1 == limit;
-    kernel_.send(c.conn, request_text(path, last && !group.keep_alive, group));
+    up(client, [this, conn = c.conn, text = request_text(path, last && !group.keep_alive, group)] {
+      kernel_.send(conn, text);
+    });
     trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
@@ -157,7 +187,7 @@ void Clients::half_close_when_sent(ClientIndex client) {
   bool all_sent = c.group->closed_loop() ? !closed_sending(c) : c.next_request >= c.group->requests.size();
   if (!all_sent) return;
   c.shut = true;
-  kernel_.client_shutdown(c.conn);
+  up(client, [this, conn = c.conn] { kernel_.client_shutdown(conn); });
 }
 
 bool Clients::closed_sending(const Client& c) const {
@@ -186,6 +216,10 @@ void Clients::close_when_done(ClientIndex client) {
 void Clients::established(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   LOOPSIM_ASSERT(client != no_client);
+  down(client, [this, client] { arrive_established(client); });
+}
+
+void Clients::arrive_established(ClientIndex client) {
   trace_.events.push_back(ev::Established{scheduler_.now(), client});
   Client& c = clients_[std::size_t(client)];
   c.established = true;
@@ -211,14 +245,18 @@ void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
 
 void Clients::refused(model::ConnId conn, int error) {
   ClientIndex client = client_of_conn(conn);
-  trace_.events.push_back(ev::Refused{scheduler_.now(), client, error});
-  clients_[std::size_t(client)].done = true;
+  down(client, [this, client, error] {
+    trace_.events.push_back(ev::Refused{scheduler_.now(), client, error});
+    clients_[std::size_t(client)].done = true;
+  });
 }
 
 void Clients::received(model::ConnId conn, std::string_view bytes) {
   ClientIndex client = client_of_conn(conn);
-  clients_[std::size_t(client)].input.append(bytes);
-  read_answers(client);
+  down(client, [this, client, text = std::string(bytes)] {
+    clients_[std::size_t(client)].input.append(text);
+    read_answers(client);
+  });
 }
 
 void Clients::read_answers(ClientIndex client) {
@@ -237,14 +275,18 @@ void Clients::read_answers(ClientIndex client) {
 
 void Clients::peer_closed(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
-  trace_.events.push_back(ev::PeerClosed{scheduler_.now(), client});
-  finish(client);
+  down(client, [this, client] {
+    trace_.events.push_back(ev::PeerClosed{scheduler_.now(), client});
+    finish(client);
+  });
 }
 
 void Clients::peer_reset(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
-  trace_.events.push_back(ev::Refused{scheduler_.now(), client, ECONNRESET});
-  clients_[std::size_t(client)].done = true;
+  down(client, [this, client] {
+    trace_.events.push_back(ev::Refused{scheduler_.now(), client, ECONNRESET});
+    clients_[std::size_t(client)].done = true;
+  });
 }
 
 void Clients::read_waiting(model::ConnId conn) {
@@ -264,7 +306,7 @@ void Clients::finish(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (c.done) return;
   c.done = true;
-  kernel_.client_close(c.conn);
+  up(client, [this, conn = c.conn] { kernel_.client_close(conn); });
 }
 
 }  // namespace loopsim::sim

@@ -60,17 +60,29 @@ class Clients final : public model::ClientSink {
     bool held_back = false;  // established, and waiting out send_after_connect
     bool shut = false;       // half-closed: it sends nothing more
     bool read_tick = false;  // a slow reader's next share is on its way
+    // A delaying network (rtt, jitter): when the last thing sent each way arrives (nothing
+    // overtakes it), and the jitter's draws.
+    Nanos up_at{0};
+    Nanos down_at{0};
+    std::uint64_t net_draws = 0;
     // Skipped: group (a pointer into the scenario; group_index names it).
-    static constexpr state::Fields<15> state_fields{
-        state::skip,  state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value,
-        state::until, state::value, state::value, state::value, state::value};
+    static constexpr state::Fields<18> state_fields{
+        state::skip,  state::value, state::value, state::value, state::value, state::value,
+        state::value, state::value, state::value, state::value, state::until, state::value,
+        state::value, state::value, state::value, state::until, state::until, state::value};
   };
 
   void start(ClientIndex client);
   void request_due(ClientIndex client);
   void send_due(ClientIndex client);
   void release(ClientIndex client);  // send_after_connect has passed
+  // A delaying network: `act` happens when a message sent now toward the server (up) or the
+  // client (down) arrives; at once without rtt or jitter.
+  void up(ClientIndex client, std::function<void()> act);
+  void down(ClientIndex client, std::function<void()> act);
+  Nanos arrival(Client& c, Nanos& last);
+  void open(ClientIndex client);  // the SYN leaves (after up's delay)
+  void arrive_established(ClientIndex client);
   // A closed loop: what an answer lets it send next, and whether it has finished.
   void answered_closed(ClientIndex client);
   void close_when_done(ClientIndex client);

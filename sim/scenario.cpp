@@ -431,6 +431,8 @@ const Field<ClientGroup> client_fields[] = {
     {"paths", [](C c, N n, K k, auto& g) { g.paths = read_each(c, n, k, weighted_path_section); }},
     {"body", [](C c, N n, K k, auto& g) { g.body = read_integer(c, n, k, 0, body_max); }},
     {"read_rate", [](C c, N n, K k, auto& g) { g.read_rate = read_integer(c, n, k, 0, INT64_MAX); }},
+    {"rtt", [](C c, N n, K k, auto& g) { g.rtt = read_duration(c, n, k); }},
+    {"jitter", [](C c, N n, K k, auto& g) { g.jitter = read_duration(c, n, k); }},
     {"half_close", [](C c, N n, K k, auto& g) { g.half_close = read_bool(c, n, k); }},
     {"send_after_connect", [](C c, N n, K k, auto& g) { g.send_after_connect = read_duration(c, n, k); }},
     {"arrivals",

@@ -78,6 +78,12 @@ struct ClientGroup {
   // send buffer, whose writes then stall.
   std::int64_t read_rate = 0;
 
+  // Network delay: each way takes rtt / 2, plus a draw from [0, jitter] (from the seed) that
+  // never reorders a connection's bytes. The handshake costs a round trip before the client
+  // may send. Bandwidth is not modelled: bytes in flight take no room in the socket buffers.
+  Nanos rtt{0};
+  Nanos jitter{0};
+
   // Every request carries a body of this many bytes, with its Content-Length.
   std::int64_t body = 0;
   // How connections arrive at `rate`: evenly spaced, or a Poisson process (exponential gaps

@@ -2,6 +2,7 @@
 // pipelining), path mixes, request bodies and Poisson arrivals. Each test reads what the
 // clients did from the trace, and the judge's verdicts where a property is the point.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -279,4 +280,60 @@ requests = [{ at = "1s", path = "/fast" }, { at = "5s", path = "/fast" }]
   REQUIRE(fast.size() == 2);
   CHECK(fast[0].t == 1s);
   CHECK(fast[1].t == 5s);
+}
+
+TEST_CASE("rtt: the handshake costs a round trip before the first send, and each answer another") {
+  auto trace = run_text(R"toml(horizon = "1s"
+[[clients]]
+name = "far"
+keep_alive = true
+rtt = "20ms"
+requests = [{ at = "0s", path = "/fast" }, { at = "100ms", path = "/fast" }]
+)toml");
+  auto established = all<sim::ev::Established>(trace);
+  REQUIRE(established.size() == 1);
+  CHECK(established[0].t == 20ms);  // the SYN's way and the SYN-ACK's
+  auto sends = all<sim::ev::Send>(trace);
+  auto answers = all<sim::ev::Answer>(trace);
+  REQUIRE(answers.size() == 2);
+  CHECK(sends[0].t == 20ms);
+  CHECK(answers[0].t == 40ms);  // /fast costs nothing: the round trip is all of it
+  CHECK(answers[1].t - sends[1].t == 20ms);
+  auto accepts = all<sim::ev::Accept>(trace);
+  REQUIRE(!accepts.empty());
+  CHECK(accepts[0].result >= 0);
+  CHECK(accepts[0].t == 10ms);  // the server sees the connection half a round trip in
+}
+
+TEST_CASE("jitter varies each way's delay from the seed and never reorders a connection's bytes") {
+  const std::string text = R"toml(horizon = "10s"
+[[clients]]
+name = "far"
+count = 20
+keep_alive = true
+rtt = "10ms"
+jitter = "8ms"
+requests = 5
+pipeline = 5
+paths = [{ path = "/fast" }, { path = "/hello" }]
+)toml";
+  auto trace = run_text(text, 1);
+  CHECK(answered(trace).held);  // every answer matched its request, in order
+  std::vector<Nanos> round_trips;
+  for (sim::ClientIndex c = 0; c < 20; ++c) {
+    auto sends = all<sim::ev::Send>(trace, c);
+    auto answers = all<sim::ev::Answer>(trace, c);
+    REQUIRE(answers.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CHECK(answers[i].path == sends[i].path);
+      round_trips.push_back(answers[i].t - sends[i].t);
+    }
+  }
+  auto [low, high] = std::minmax_element(round_trips.begin(), round_trips.end());
+  CHECK(*low >= 10ms);
+  CHECK(*high <= 26ms);
+  CHECK(*low != *high);
+  auto again = run_text(text, 1);
+  CHECK(all<sim::ev::Answer>(again).size() == all<sim::ev::Answer>(trace).size());
+  CHECK(all<sim::ev::Answer>(again).back().t == all<sim::ev::Answer>(trace).back().t);
 }
