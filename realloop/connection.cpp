@@ -66,7 +66,7 @@ void Loop::serve(int fd) {
     }
     if (!c->owed_turn) answer_requests(fd, *c);  // an owed connection waits for its turn
     // A peer that half-closed after its requests still gets their answers, then the close.
-    if (input == Input::ended) c->closing = true;
+    if (input == Input::ended) c->peer_ended = true;
     flush(fd, *c);
     if (connection(fd) == nullptr) return;
     // R13: the read stopped at max_input with bytes left in the kernel, which will announce
@@ -102,6 +102,13 @@ Loop::Input Loop::read_input(Connection& c) {
 
 std::size_t Loop::input_limit() const {
   return config_.max_input > 0 ? std::size_t(config_.max_input) : SIZE_MAX;
+}
+
+bool Loop::finished_with(const Connection& c) const {
+  if (c.closing) return true;
+  if (!c.peer_ended || c.owed_turn) return false;
+  http::Request request;
+  return http::parse_request(c.input, std::size_t(config_.max_request_head), request) == http::Parse::incomplete;
 }
 
 bool Loop::output_full(const Connection& c) const {
@@ -210,7 +217,7 @@ void Loop::flush(int fd, Connection& c) {
     c.output.erase(0, std::size_t(n));
     progress = progress || n > 0;
   }
-  if (c.output.empty() && c.closing && !c.in_pool) {
+  if (c.output.empty() && !c.in_pool && finished_with(c)) {
     close_connection(fd);
     return;
   }

@@ -295,13 +295,18 @@ void Loop::begin_shutdown() {
 }
 
 // During shutdown a connection with nothing in flight is closed; the loop is done when none is
-// left and nothing is owed.
+// left and nothing is owed. A request the kernel has already received is in flight too (its
+// readable edge may still be on its way to this pass): the connection is read once more, and
+// what came is answered, before the close; a close with it unread would reset the client.
 void Loop::check_finished() {
   if (!shutting_down_) return;
   expire_drain();
+  auto quiet = [](const Connection& c) { return c.open && c.output.empty() && !c.owed_turn && !c.in_pool; };
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
-    Connection& c = connections_[fd];
-    if (c.open && c.output.empty() && !c.owed_turn && !c.in_pool) close_connection(int(fd));
+    if (!quiet(connections_[fd])) continue;
+    serve(int(fd));
+    const Connection* c = connection(int(fd));
+    if (c != nullptr && quiet(*c)) close_connection(int(fd));
   }
   if (connection_count_ == 0 && !accept_owed_ && !handoff_owed_ && handoffs_pending() == 0) {
     finished_ = true;

@@ -103,6 +103,9 @@ class Loop {
     bool in_pool = false;     // R11: a request is with the handler pool
     bool answered = false;    // R12: has answered a request (idle since is keep-alive, not head)
     bool input_full = false;  // R13: the last read stopped at max_input, bytes left unread
+    // The peer half-closed: no more input comes. Unlike `closing`, the complete requests it sent
+    // before are still answered (their turns, R8, and the pool, R11, included), then it closes.
+    bool peer_ended = false;
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     std::string output;
@@ -114,10 +117,10 @@ class Loop {
     Nanos idle_since{-1};   // the last answer written, nothing since
     Nanos write_since{-1};  // output waiting: the last progress
     Nanos timer_at{-1};
-    static constexpr state::Fields<15> state_fields{
+    static constexpr state::Fields<16> state_fields{
         state::value, state::value, state::value, state::value, state::value,
         state::value, state::value, state::value, state::value, state::value,
-        state::since, state::since, state::since, state::since, state::skip};
+        state::value, state::since, state::since, state::since, state::since, state::skip};
   };
   enum class Input : std::uint8_t { open, ended, reset, full };
   enum class Timeout : std::uint8_t { head, body, keepalive, write };
@@ -151,6 +154,8 @@ class Loop {
   void note_phase(Connection& connection);
   std::size_t input_limit() const;
   bool output_full(const Connection& connection) const;
+  // Nothing left to answer: closing, or the peer ended with no complete request waiting.
+  bool finished_with(const Connection& connection) const;
   Connection* connection(int fd);
   // timers.cpp: R12
   struct Deadline {
