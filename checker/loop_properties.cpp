@@ -215,7 +215,9 @@ class ShutdownScan {
       bool owed = p->accept_owed || p->handoff_owed;
       if (owed && closed(p->worker)) breach(i, owed_passes_);
     } else if (auto* e = std::get_if<ev::Established>(&event)) {
-      queued_.insert(e->client);
+      // Over a delaying network (rtt, jitter) the client hears of its handshake after the
+      // server may have accepted it: then it was never waiting in the queue.
+      if (!accepted_.count(e->client)) queued_.insert(e->client);
     } else if (auto* r = std::get_if<ev::Refused>(&event)) {
       // R5: a connection the listener had queued, reset by its close: its client had sent its
       // request and believed it was connected. Excused when the shutdown's drain of the queue
@@ -244,7 +246,10 @@ class ShutdownScan {
     return it != workers_.end() && it->second.closed.has_value();
   }
   void accept(std::size_t i, const ev::Accept& a) {
-    if (a.door == Door::listener && a.result >= 0) queued_.erase(a.client);
+    if (a.door == Door::listener && a.result >= 0) {
+      queued_.erase(a.client);
+      accepted_.insert(a.client);
+    }
     if (a.door == Door::listener && a.result == -ECONNABORTED) ++aborted_;
     if (a.door == Door::handoff && a.result >= 0) {  // admitted: the hand-off is done
       auto it = handed_.find(std::pair(a.worker, a.client));
@@ -263,6 +268,7 @@ class ShutdownScan {
   std::multimap<std::pair<int, sim::ClientIndex>, std::size_t> handed_;
   bool any_closed_ = false;
   std::set<sim::ClientIndex> queued_;  // established, not yet accepted
+  std::set<sim::ClientIndex> accepted_;
   bool drain_starved_ = false;          // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
   std::int64_t aborted_ = 0;            // accepts that failed ECONNABORTED, each consuming one
   std::int64_t late_accepts_ = 0, owed_passes_ = 0, queued_resets_ = 0;

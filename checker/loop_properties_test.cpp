@@ -392,6 +392,21 @@ TEST_CASE("shutdown_clean fails on a queued connection that the listener's close
   CHECK(v.detail == "1 queued connection(s) reset when the listener closed, never accepted");
 }
 
+TEST_CASE("shutdown_clean: a client that hears of its handshake after its accept was never queued") {
+  Trace t = shut_down(false);
+  // Over a delaying network, client 0 learns it is connected after the loop accepted it; a
+  // reset it meets later is the loop's close, not the listener's (answered judges that).
+  t.events.insert(t.events.begin() + 4, ev::Established{500us, 0});
+  t.events.insert(t.events.end() - 1, ev::Refused{3ms, 0, ECONNRESET});
+  Verdict v = shutdown_clean(t);
+  CHECK(v.held);
+  // The same client queued before its accept and reset by the listener's close still counts.
+  Trace queued = shut_down(false);
+  queued.events.insert(queued.events.begin() + 1, ev::Established{0ms, 2});
+  queued.events.insert(queued.events.end() - 1, ev::Refused{2ms, 2, ECONNRESET});
+  CHECK_FALSE(shutdown_clean(queued).held);
+}
+
 TEST_CASE("shutdown_clean fails on a hand-off that a shutdown dropped instead of admitting") {
   Trace t = shut_down(false);
   t.events.insert(t.events.begin(), ev::Handoff{0ms, 1, 0, 1});  // worker 0 admits it at shutdown

@@ -64,16 +64,26 @@ rc::Gen<GenRequest> request_gen() {
                   });
 }
 
+// Mostly a plain client on a plain network; each twist is drawn apart and shrinks away.
+rc::Gen<GenWire> wire_gen() {
+  return gen::map(gen::tuple(rare(3), pick({0, 0, 0, 1, 20}), pick({0, 0, 5}), rare(4), pick({0, 0, 0, 100}),
+                             pick({0, 0, 0, 2000})),
+                  [](const std::tuple<bool, int, int, bool, int, int>& t) {
+                    auto [poisson, rtt_ms, jitter_ms, half_close, body, read_rate] = t;
+                    return GenWire{poisson, rtt_ms, jitter_ms, half_close, body, read_rate};
+                  });
+}
+
 rc::Gen<GenGroup> group_gen() {
   // Up to 3 requests; none is a holder that connects and stays.
   auto requests = some(pick({1, 1, 2, 3, 0}), 3, request_gen());
   return gen::map(gen::tuple(gen::inRange(1, 16), pick({0, 0, 10, 50, 100, 300, 700}),
-                             pick({0, 0, 100, 1000, 20000}), gen::arbitrary<bool>(), requests),
-                  [](const std::tuple<int, int, int, bool, std::vector<GenRequest>>& t) {
-                    auto [count, connect_ms, rate, keep_alive, requests] = t;
+                             pick({0, 0, 100, 1000, 20000}), gen::arbitrary<bool>(), requests, wire_gen()),
+                  [](const std::tuple<int, int, int, bool, std::vector<GenRequest>, GenWire>& t) {
+                    auto [count, connect_ms, rate, keep_alive, requests, wire] = t;
                     int at = connect_ms;
                     for (GenRequest& r : requests) at = r.at_ms = at + r.at_ms;
-                    return GenGroup{count, connect_ms, rate, keep_alive, requests};
+                    return GenGroup{count, connect_ms, rate, keep_alive, requests, wire};
                   });
 }
 
@@ -182,7 +192,7 @@ std::string route_path(const GenRequest& r) {
   return "/fast";
 }
 
-bool stays(const GenGroup& g) { return g.keep_alive || g.requests.empty(); }
+bool stays(const GenGroup& g) { return (g.keep_alive && !g.wire.half_close) || g.requests.empty(); }
 
 std::string group_name(const Description& d, std::size_t i) {
   return (stays(d.groups[i]) ? "stay" : "leave") + std::to_string(i + 1);
@@ -273,6 +283,13 @@ void write_groups(std::ostringstream& out, const Description& d) {
     if (g.connect_ms != 0) out << "connect_at = " << ms_text(g.connect_ms) << '\n';
     if (g.rate != 0) out << "rate = " << g.rate << '\n';
     if (g.keep_alive) out << "keep_alive = true\n";
+    const GenWire& w = g.wire;
+    if (w.poisson && g.rate != 0) out << "arrivals = \"poisson\"\n";
+    if (w.rtt_ms != 0) out << "rtt = " << ms_text(w.rtt_ms) << '\n';
+    if (w.jitter_ms != 0) out << "jitter = " << ms_text(w.jitter_ms) << '\n';
+    if (w.half_close) out << "half_close = true\n";
+    if (w.body != 0) out << "body = " << w.body << '\n';
+    if (w.read_rate != 0) out << "read_rate = " << w.read_rate << '\n';
     out << "requests = [";
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
       out << (r ? ", " : "") << "{ at = " << ms_text(g.requests[r].at_ms)
@@ -378,10 +395,17 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
   std::int64_t last = 0, work_us = 0;
   for (const sim::ClientGroup& g : s.clients) {
     double spread_s = g.rate > 0 ? double(g.count - 1) / g.rate : 0;
+    // Poisson gaps: their sum's mean is the even spread, and it is rarely past twice it.
+    if (g.arrivals == sim::ClientGroup::Arrivals::poisson) spread_s = 2 * spread_s + 1;
     last = std::max(last, to_ms(g.connect_at) + std::int64_t(spread_s * 1000) + 1);
+    // A round trip for the handshake, and each way of every request, with its jitter.
+    const std::int64_t trip_ms = to_ms(g.rtt) + 2 * to_ms(g.jitter) + 1;
+    last += g.rtt > Nanos{0} || g.jitter > Nanos{0} ? trip_ms * std::int64_t(g.requests.size() + 1) : 0;
     for (const sim::RequestSpec& r : g.requests) {
       last = std::max(last, to_ms(r.at));
       std::int64_t cost_us = 1000;  // the handler's own work, generously
+      // A slow reader takes an answer (a few hundred bytes) at read_rate.
+      if (g.read_rate > 0) cost_us += 1'000'000 * 1024 / g.read_rate;
       if (r.path.rfind("/slow?ms=", 0) == 0) cost_us += 1000 * std::stoll(r.path.substr(9));
       if (r.path.rfind("/slow?us=", 0) == 0) cost_us += std::stoll(r.path.substr(9));
       work_us += cost_us * g.count;
@@ -431,7 +455,7 @@ Allowance allowance_of(const sim::Scenario& s) {
   Allowance a;
   for (const sim::ClientGroup& g : s.clients) {
     a.clients += g.count;
-    if (g.keep_alive || g.requests.empty()) a.stayers += g.count;
+    if ((g.keep_alive && !g.half_close) || g.requests.empty()) a.stayers += g.count;
   }
   if (s.loop.handle_policy == HandlePolicy::fixed) a.table = s.loop.max_handles / 2;
   if (s.loop.handle_policy == HandlePolicy::rlimit) a.table = s.kernel.rlimit_nofile;

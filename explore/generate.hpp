@@ -31,12 +31,23 @@ struct GenRequest {
   int amount = 0;  // the N of /slow?ms=N or /slow?us=N
 };
 
+// How a group's clients meet the network and the server, beyond their requests.
+struct GenWire {
+  bool poisson = false;  // arrivals = "poisson" (with a rate)
+  int rtt_ms = 0;
+  int jitter_ms = 0;
+  bool half_close = false;
+  int body = 0;        // bytes with every request
+  int read_rate = 0;   // bytes per second; 0: reads at once
+};
+
 struct GenGroup {
   int count = 1;
   int connect_ms = 0;
   int rate = 0;  // connections per second; 0: all at connect_ms
   bool keep_alive = false;
   std::vector<GenRequest> requests;
+  GenWire wire;
 };
 
 struct GenFault {
