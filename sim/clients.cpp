@@ -121,7 +121,9 @@ Nanos Clients::arrival(Client& c, Nanos& last) {
   if (c.group->jitter > Nanos{0}) {
     way += Nanos(std::int64_t(model::splitmix64(c.net_draws) % std::uint64_t(c.group->jitter.count() + 1)));
   }
-  last = std::max(last, scheduler_.now() + way);
+  // Strictly after the one before: same-instant happenings are a choice of order, and a
+  // connection's bytes are not reordered by it.
+  last = std::max(last + Nanos(1), scheduler_.now() + way);
   return last;
 }
 
