@@ -130,15 +130,25 @@ std::string command(const Row& row) {
 
 }  // namespace
 
-void write_seed_tables(const std::string& scenario_dir, std::ostream& out) {
+void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const LiveFigure& live) {
   out << "# The seed notes' tables, regenerated in simulation\n\n"
-      << "Written by `loopsim seeds --out docs/seed-tables.md`. The seed column quotes the design\n"
+      << "Written by `loopsim seeds" << (live ? " --live" : "") << " --out docs/seed-tables.md`. The seed column quotes the design\n"
       << "notes in `shared/seeds/`; every figure in the loopsim column comes from running the\n"
       << "scenario and arm beside it (seed 1). Rerun the command to check them.\n";
+  if (live) {
+    out << "\nThe loopsim live column is one run of the same scenario and arm: its clients on real\n"
+        << "sockets against `loopsim live --config` with the arm's settings, on loopback, judged by the\n"
+        << "same property (`loopsim probe`). It varies from run to run, as the notes' own figures did;\n"
+        << "properties only the server's side shows (post_latency, capacity) are not measured live.\n"
+        << "On a loaded machine the loop can accept a connection before its request's bytes arrive;\n"
+        << "the accept-burst rows then show /fast first, near 0 ms (the other branch of the choice\n"
+        << "`send_after_connect = \"0s\"` opens, docs/design-notes.md).\n";
+  }
   std::map<std::string, checker::SuiteResult> runs;  // one run of each scenario, all arms
   for (const Table& table : tables()) {
     out << "\n## " << table.title << "\n\nFrom `" << table.source << "`.\n\n"
-        << "| row | seed | loopsim | command | why they differ |\n|---|---|---|---|---|\n";
+        << (live ? "| row | seed | loopsim | loopsim live | command | why they differ |\n|---|---|---|---|---|---|\n"
+                 : "| row | seed | loopsim | command | why they differ |\n|---|---|---|---|---|\n");
     for (const Row& row : table.rows) {
       std::string path = scenario_dir + "/" + row.scenario;
       if (!runs.count(path)) runs.emplace(path, checker::run_suite(path, checker::SuiteOptions{}));
@@ -147,8 +157,13 @@ void write_seed_tables(const std::string& scenario_dir, std::ostream& out) {
       for (std::size_t i = 0; i < suite.report.arms.size(); ++i) {
         if (suite.report.arms[i].name == row.arm) value = figure(row, suite.report.arms[i], suite.traces[i]);
       }
-      out << "| " << row.what << " | " << row.seed << " | " << value << " | `" << command(row)
-          << "` | " << row.note << " |\n";
+      out << "| " << row.what << " | " << row.seed << " | " << value << " | ";
+      if (live) {
+        out << live(LiveAsk{path, row.arm, row.property, row.read == Read::answered_group,
+                            row.read == Read::measured_ms})
+            << " | ";
+      }
+      out << "`" << command(row) << "` | " << row.note << " |\n";
     }
   }
 }
