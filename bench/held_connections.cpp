@@ -22,7 +22,10 @@
 // Memory is measured on one run (the first; the simulation is deterministic, so every run
 // allocates the same). The timed runs come after it with the counting switched off.
 //
-//   bench_held_connections [CONNECTIONS] [RUNS]     (defaults: 100000, 5; RUNS at least 5)
+//   bench_held_connections [CONNECTIONS] [RUNS] [full|verdicts]
+//       (defaults: 100000, 5, full; RUNS at least 5). verdicts: the trace keeps what answered and
+//       no_stranded_backlog read (loopsim run --trace-level verdicts), as a run judged by them
+//       would.
 //
 // Exit status: 0 all held (targets met or not: the table says which), 1 not every connection
 // was accepted and held, 2 bad arguments or a scenario that does not load.
@@ -45,6 +48,7 @@
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
 #include "realloop/loop.hpp"
+#include "checker/properties.hpp"
 #include "sim/clients.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
@@ -349,13 +353,20 @@ std::string event_kinds(const sim::Trace& trace, int connections) {
 int main(int argc, char** argv) {
   const int connections = argc > 1 ? std::atoi(argv[1]) : target_connections;
   const int runs = argc > 2 ? std::max(5, std::atoi(argv[2])) : 5;
-  if (connections < 1 || connections > 1'000'000) {
-    std::fprintf(stderr, "usage: bench_held_connections [CONNECTIONS 1..1000000] [RUNS >= 5]\n");
+  const std::string level = argc > 3 ? argv[3] : "full";
+  if (connections < 1 || connections > 1'000'000 || (level != "full" && level != "verdicts")) {
+    std::fprintf(stderr, "usage: bench_held_connections [CONNECTIONS 1..1000000] [RUNS >= 5] [full|verdicts]\n");
     return 2;
   }
   sim::Scenario scenario;
   try {
     scenario = sim::parse_scenario(scenario_text(connections), "held-connections.toml");
+    if (level == "verdicts") {
+      std::vector<sim::Expectation> judged(2);
+      judged[0].property = "answered";
+      judged[1].property = "no_stranded_backlog";
+      scenario.trace_keep = checker::events_needed(judged);
+    }
   } catch (const sim::ScenarioError& e) {
     std::fprintf(stderr, "error: %s (%s)\n", e.what(), e.hint.c_str());
     return 2;

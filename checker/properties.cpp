@@ -407,6 +407,34 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
   return v;
 }
 
+sim::EventMask events_needed(const sim::Expectation& e) {
+  using sim::event_bit;
+  const sim::EventMask requests = event_bit<ev::Connect>() | event_bit<ev::Send>() | event_bit<ev::Answer>();
+  sim::EventMask needed = sim::all_events;
+  if (e.property == "answered") needed = event_bit<ev::Connect>() | event_bit<ev::Answer>() | event_bit<ev::Reset>();
+  if (e.property == "latency" || e.property == "max_gap") needed = requests;
+  if (e.property == "liveness") needed = event_bit<ev::Lasso>();
+  if (e.property == "no_stranded_backlog") {
+    needed = event_bit<ev::RunEnd>();
+    if (e.max) {  // the longest idle wait at a door
+      needed |= event_bit<ev::PassBegin>() | event_bit<ev::Events>() | event_bit<ev::Established>() |
+                event_bit<ev::Handoff>() | event_bit<ev::Accept>();
+    }
+  }
+  // Bounds in "requests" and "batches" are multiples of the measured cost of a request.
+  for (const auto& bound : {e.max, e.min}) {
+    bool costed = bound && (bound->unit == sim::Bound::Unit::requests || bound->unit == sim::Bound::Unit::batches);
+    if (costed) needed |= event_bit<ev::RequestBegin>() | event_bit<ev::RequestEnd>();
+  }
+  return needed;
+}
+
+sim::EventMask events_needed(const std::vector<sim::Expectation>& expect) {
+  sim::EventMask needed = sim::event_bit<ev::RunEnd>();
+  for (const sim::Expectation& e : expect) needed |= events_needed(e);
+  return needed;
+}
+
 Verdict liveness(const Trace& trace) {
   Verdict v;
   v.property = "liveness";

@@ -69,6 +69,12 @@ Verdict max_gap(const sim::Trace& trace, const sim::Expectation& expect, const C
 // a `lasso` event when the scenario expects this property).
 Verdict liveness(const sim::Trace& trace);
 
+// The kinds of event `expect`'s property reads, so that a run at --trace-level verdicts keeps
+// those and no others. The loop rules' properties read the passes whole: all of it.
+sim::EventMask events_needed(const sim::Expectation& expect);
+// What a run judged by `expect` must record: every property's needs, and the run's end.
+sim::EventMask events_needed(const std::vector<sim::Expectation>& expect);
+
 bool known_property(const std::string& name);
 const std::vector<std::string>& property_names();
 

@@ -43,6 +43,9 @@ struct SuiteOptions {
   std::optional<std::vector<model::Choice>> replay;
   // Reads a wall clock for the report's wall_ns; the engine itself never does.
   std::function<std::int64_t()> wall_ns;
+  // --trace-level verdicts: each arm's trace keeps only what its expectations read
+  // (events_needed); false: all of it.
+  bool verdicts_only = false;
 };
 
 struct SuiteResult {

@@ -26,6 +26,7 @@ struct RunArgs {
   std::string timeline;      // --timeline F.svg|.png|.dot
   std::string chrome_trace;  // --chrome-trace F.json
   std::string replay;
+  std::string trace_level = "full";
   bool json = false;
 };
 
@@ -47,6 +48,15 @@ void apply_replay(const std::string& path, const std::string& file, checker::Sui
 // --trace, --timeline and --chrome-trace: checked before the run, so that a typo costs no run.
 void check_outputs(const RunArgs& args) {
   using namespace reports;
+  // A timeline and a Chrome trace draw the passes and the requests: the whole trace.
+  if (args.trace_level == "verdicts") {
+    for (const auto& [option, path] : {std::pair{"--timeline", args.timeline}, std::pair{"--chrome-trace", args.chrome_trace}}) {
+      if (!path.empty()) {
+        throw sim::ScenarioError(std::string(option) + ":1:1: " + option + " draws the whole trace, and --trace-level verdicts keeps only what the properties read",
+                                 "drop --trace-level verdicts, or the picture");
+      }
+    }
+  }
   for (const auto& [option, path, kinds] :
        {std::tuple{"--timeline", args.timeline, picture_kinds},
         std::tuple{"--chrome-trace", args.chrome_trace, std::vector{OutputKind::chrome_json}}}) {
@@ -87,6 +97,7 @@ int run(const RunArgs& args) {
     options.seed = args.seed;
     if (!args.arm.empty()) options.only_arm = args.arm;
     options.wall_ns = wall_ns;
+    options.verdicts_only = args.trace_level == "verdicts";
     if (!args.replay.empty()) apply_replay(args.replay, args.file, options);
     if (!args.trace.empty()) {  // a target's own output goes beside the trace
       std::filesystem::path trace(args.trace);
@@ -142,6 +153,12 @@ void add_run(CLI::App& app, int& status) {
   cmd->add_option("--replay", args->replay,
                   "Repeat a recorded run from its trace's choices (its arm and seed too)")
       ->check(non_empty);
+  cmd->add_option("--trace-level", args->trace_level,
+                  "full: every event; verdicts: only what the expected properties read (answered, latency, max_gap "
+                  "and no_stranded_backlog read the clients' events and the run's end; the loop rules' properties "
+                  "need the whole trace), for runs whose full trace would not fit")
+      ->check(CLI::IsMember({"full", "verdicts"}))
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"

@@ -154,3 +154,21 @@ property = "shutdown_clean"
   CHECK(s.output.find(" -1 ") == std::string::npos);
   CHECK(s.output.find("none") != std::string::npos);
 }
+
+TEST_CASE("run --trace-level verdicts: the same table, a trace of what answered reads, no pictures") {
+  const std::string steady = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/keepalive-active.toml";
+  const std::string path = loopsim::testing::temp_path("verdicts.jsonl");
+  Outcome full = run_cli("run " + steady);
+  Outcome verdicts = run_cli("run " + steady + " --trace-level verdicts --trace " + path);
+  CHECK(verdicts.status == full.status);
+  CHECK(verdicts.output == full.output);  // every figure, the passes and accepts counted all the same
+  std::ifstream in(path);
+  std::string line, kinds;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) kinds += nlohmann::json::parse(line)["ev"].get<std::string>() + " ";
+  CHECK(kinds == "connect answer answer answer run_end ");
+  Outcome picture = run_cli("run " + scenario + " --trace-level verdicts --timeline x.svg");
+  CHECK(picture.status == 2);
+  CHECK(picture.output.find("--timeline draws the whole trace") != std::string::npos);
+  CHECK(run_cli("run " + scenario + " --trace-level some").status == 2);
+}

@@ -105,14 +105,14 @@ void Clients::reset_group(const std::string& group, int count) {
     Client& c = clients_[std::size_t(i)];
     if (c.group->name != group || !c.established || c.done) continue;
     up(i, [this, conn = c.conn] { kernel_.client_reset(conn); });
-    trace_.events.push_back(ev::Reset{scheduler_.now(), i});
+    trace_.add(ev::Reset{scheduler_.now(), i});
     c.done = true;
     ++done;
   }
 }
 
 void Clients::start(ClientIndex client) {
-  trace_.events.push_back(ev::Connect{scheduler_.now(), client});
+  trace_.add(ev::Connect{scheduler_.now(), client});
   up(client, [this, client] { open(client); });
 }
 
@@ -174,7 +174,7 @@ void Clients::send_due(ClientIndex client) {
     up(client, [this, conn = c.conn, text = request_text(path, last && !group.keep_alive, group)] {
       kernel_.send(conn, text);
     });
-    trace_.events.push_back(ev::Send{scheduler_.now(), client, path});
+    trace_.add(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
     if (!counted) ++trace_.clients[std::size_t(client)].requests;
@@ -222,7 +222,7 @@ void Clients::established(model::ConnId conn) {
 }
 
 void Clients::arrive_established(ClientIndex client) {
-  trace_.events.push_back(ev::Established{scheduler_.now(), client});
+  trace_.add(ev::Established{scheduler_.now(), client});
   Client& c = clients_[std::size_t(client)];
   c.established = true;
   if (const auto& gap = c.group->send_after_connect) {
@@ -242,13 +242,13 @@ void Clients::release(ClientIndex client) {
 }
 
 void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
-  trace_.events.push_back(ev::SynDropped{scheduler_.now(), client_of_conn(conn), retry_at});
+  trace_.add(ev::SynDropped{scheduler_.now(), client_of_conn(conn), retry_at});
 }
 
 void Clients::refused(model::ConnId conn, int error) {
   ClientIndex client = client_of_conn(conn);
   down(client, [this, client, error] {
-    trace_.events.push_back(ev::Refused{scheduler_.now(), client, error});
+    trace_.add(ev::Refused{scheduler_.now(), client, error});
     clients_[std::size_t(client)].done = true;
   });
 }
@@ -269,7 +269,7 @@ void Clients::read_answers(ClientIndex client) {
     consumed += length;
     std::string path = c.unanswered.pop();
     ++c.answered;
-    trace_.events.push_back(ev::Answer{scheduler_.now(), client, std::move(path), status});
+    trace_.add(ev::Answer{scheduler_.now(), client, std::move(path), status});
     if (c.group->closed_loop()) answered_closed(client);
   }
   c.input.erase(0, consumed);
@@ -278,7 +278,7 @@ void Clients::read_answers(ClientIndex client) {
 void Clients::peer_closed(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   down(client, [this, client] {
-    trace_.events.push_back(ev::PeerClosed{scheduler_.now(), client});
+    trace_.add(ev::PeerClosed{scheduler_.now(), client});
     finish(client);
   });
 }
@@ -286,7 +286,7 @@ void Clients::peer_closed(model::ConnId conn) {
 void Clients::peer_reset(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   down(client, [this, client] {
-    trace_.events.push_back(ev::Refused{scheduler_.now(), client, ECONNRESET});
+    trace_.add(ev::Refused{scheduler_.now(), client, ECONNRESET});
     clients_[std::size_t(client)].done = true;
   });
 }

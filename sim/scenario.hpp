@@ -187,6 +187,9 @@ struct Scenario {
   std::vector<ActionSpec> actions;
   std::vector<Expectation> expect;
   std::vector<Arm> arms;
+  // Not a key of the file: what a run's trace keeps (sim::EventMask; all of it unless the
+  // command line asks for --trace-level verdicts).
+  std::uint64_t trace_keep = ~std::uint64_t(0);
   // Pinned choices (a counterexample): the run takes these instead of the seed's.
   std::vector<model::Choice> choices;
   std::optional<TargetSpec> target;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -81,6 +83,19 @@ using TraceEvent =
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
                  ev::Handoff, ev::Lasso, ev::RunEnd>;
 
+// Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
+// --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
+using EventMask = std::uint64_t;
+inline constexpr EventMask all_events = ~EventMask(0);
+static_assert(std::variant_size_v<TraceEvent> <= 64);
+
+template <class E>
+constexpr EventMask event_bit() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return ((std::is_same_v<E, std::variant_alternative_t<I, TraceEvent>> ? EventMask(1) << I : 0) | ...);
+  }(std::make_index_sequence<std::variant_size_v<TraceEvent>>{});
+}
+
 struct ClientLabel {
   std::int32_t group;  // index into Trace::groups
   std::int32_t member;
@@ -100,6 +115,14 @@ struct Trace {
   std::vector<std::int32_t> group_sizes;  // members per group
   std::vector<ClientLabel> clients;
   std::vector<TraceEvent> events;
+  // What this trace records (all of it unless a run was asked for less), and the one way a
+  // run adds an event: one of a kind the mask leaves out is dropped.
+  EventMask keep = all_events;
+  template <class E>
+  bool keeps() const { return (keep & event_bit<E>()) != 0; }
+  void add(TraceEvent event) {
+    if ((keep >> event.index()) & 1) events.push_back(std::move(event));
+  }
 
   std::string client_name(ClientIndex client) const;  // "burst#3", or "fast" for a group of one
   const std::string& group_of(ClientIndex client) const;

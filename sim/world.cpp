@@ -34,6 +34,7 @@ class Recorder final : public LoopObserver {
     record(ev::PassBegin{now(), worker, pass, timeout});
   }
   void events(int worker, std::uint64_t pass, std::span<const PollEvent> events) override {
+    if (!trace_.keeps<ev::Events>()) return;
     ev::Events e{now(), worker, pass, {}};
     e.fds.reserve(events.size());
     for (const PollEvent& event : events) e.fds.push_back(event.fd);
@@ -78,7 +79,7 @@ class Recorder final : public LoopObserver {
 
  private:
   Nanos now() const { return scheduler_.now(); }
-  void record(TraceEvent event) { trace_.events.push_back(std::move(event)); }
+  void record(TraceEvent event) { trace_.add(std::move(event)); }
 
  public:
   std::uint64_t accepts() const { return accepts_; }
@@ -97,7 +98,7 @@ class RecordingChooser final : public model::Chooser {
       : inner_(inner), scheduler_(scheduler), trace_(trace) {}
   std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
     std::uint32_t pick = inner_.choose(kind, options);
-    trace_.events.push_back(ev::Choice{scheduler_.now(), std::uint8_t(kind), options, pick});
+    trace_.add(ev::Choice{scheduler_.now(), std::uint8_t(kind), options, pick});
     return pick;
   }
 
@@ -118,7 +119,7 @@ void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
       case FaultSpec::Kind::rlimit:
         scheduler.at(f.at, [&scheduler, &kernel, &trace, value = f.value] {
           kernel.set_rlimit_nofile(value);
-          trace.events.push_back(ev::Rlimit{scheduler.now(), value});
+          trace.add(ev::Rlimit{scheduler.now(), value});
         }, model::Tag{model::Happening::rlimit, i});
         break;
       case FaultSpec::Kind::reset:
@@ -336,9 +337,9 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
     for (int i = 0; i < poster.count; ++i) {
       scheduler.at(poster.at + poster.every * i, [&, poster, next_id] {
         std::int64_t id = (*next_id)++;
-        trace.events.push_back(ev::Post{scheduler.now(), id, poster.name});
+        trace.add(ev::Post{scheduler.now(), id, poster.name});
         process.loop(poster.worker).post([&, id, poster] {
-          trace.events.push_back(ev::PostRun{scheduler.now(), poster.worker, id});
+          trace.add(ev::PostRun{scheduler.now(), poster.worker, id});
           kernel.spend(poster.cost);
         });
       }, model::Tag{model::Happening::post, p});
@@ -364,6 +365,7 @@ struct World::Impl {
         clients(scheduler, kernel, result.trace, port_of(scenario), scenario.seed),
         recorder(scheduler, result.trace, clients) {
     Trace& trace = result.trace;
+    trace.keep = scenario.trace_keep;
     trace.scenario = scenario.name;
     trace.arm = arm;
     trace.seed = scenario.seed;
@@ -469,9 +471,11 @@ std::size_t World::trace_events() const { return impl_->result.trace.events.size
 RunResult World::finish() {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
-  if (w.lasso) w.result.trace.events.push_back(*w.lasso);
-  w.result.trace.events.push_back(w.process->end_state());
+  if (w.lasso) w.result.trace.add(*w.lasso);
+  w.result.trace.add(w.process->end_state());
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
+  // A trace that keeps less may lack the accepts: the loop's observer counted them anyway.
+  if (!w.result.trace.keeps<ev::Accept>()) w.result.stats.accepted = w.recorder.accepts();
   w.finished = true;
   if (!w.process->unwinds()) {
     // Its process ends after the trace is out: nothing unwinds the target's C frames.
