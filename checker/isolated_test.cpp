@@ -44,3 +44,24 @@ TEST_CASE("an outcome survives the trip from a child process unchanged") {
         reports::encode_outcome(error));
   CHECK_THROWS_AS(reports::decode_outcome("{\"file\": 3}"), std::invalid_argument);
 }
+
+TEST_CASE("isolated work, several at once: each result reaches its own index, a crash its own row") {
+  std::vector<std::string> got(6);
+  std::vector<int> calls(6, 0);
+  checker::run_isolated_all(
+      6, 3,
+      [](std::size_t i) -> std::string {
+        if (i == 4) std::abort();
+        return std::string(i == 2 ? 300000 : 10, char('a' + i));  // one more than a pipe holds
+      },
+      [&](std::size_t i, std::variant<std::string, checker::Crashed> result) {
+        ++calls[i];
+        if (auto* bytes = std::get_if<std::string>(&result)) got[i] = *bytes;
+        else got[i] = "crashed: " + std::get<checker::Crashed>(result).how;
+      });
+  for (int c : calls) CHECK(c == 1);
+  CHECK(got[0] == std::string(10, 'a'));
+  CHECK(got[2] == std::string(300000, 'c'));
+  CHECK(got[4].rfind("crashed: died of signal 6", 0) == 0);
+  CHECK(got[5] == std::string(10, 'f'));
+}

@@ -1,15 +1,13 @@
 // loopsim check PATH...: every scenario (*.toml) under the paths, each with its arms; a table
-// (or --json), and JUnit XML for CI (--junit F). Scenarios run on --jobs threads; each
-// simulation is self-contained and single-threaded, and the report keeps the sorted order.
+// (or --json), and JUnit XML for CI (--junit F). Scenarios run --jobs at once, each in a child
+// process of its own, and the report keeps the sorted order.
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
-#include <thread>
 
 #include "checker/isolated.hpp"
 #include "checker/suite.hpp"
@@ -73,9 +71,7 @@ ScenarioOutcome check_in_process(const std::string& file, const checker::SuiteOp
 
 // Each scenario in a child process of its own: one that brings loopsim down (an assertion, a
 // segfault, memory exhausted) is an error in its row, and the rest still run.
-ScenarioOutcome check_one(const std::string& file, const checker::SuiteOptions& options) {
-  auto result = checker::run_isolated(
-      [&] { return reports::encode_outcome(check_in_process(file, options)); });
+ScenarioOutcome outcome_of(const std::string& file, std::variant<std::string, checker::Crashed> result) {
   if (const auto* crash = std::get_if<checker::Crashed>(&result)) {
     return {file, std::nullopt, file + ":1:1: loopsim " + crash->how + " while running this scenario",
             "a loopsim bug: please report it with this scenario; the other scenarios still ran"};
@@ -108,23 +104,19 @@ class Progress {
   bool shown_;
 };
 
-// Runs every file on `jobs` threads; outcome i is file i's, whatever order they finish in.
+// Runs every file in a child of its own, `jobs` at once; outcome i is file i's, whatever order
+// they finish in.
 std::vector<ScenarioOutcome> check_all(const std::vector<std::string>& files,
                                        const checker::SuiteOptions& options, int jobs) {
   std::vector<ScenarioOutcome> outcomes(files.size());
-  std::atomic<std::size_t> next{0};
   Progress progress(files.size());
-  auto work = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++) {
-      outcomes[i] = check_one(files[i], options);
-      progress.finished(files[i]);
-    }
-  };
-  std::size_t threads = std::min<std::size_t>(std::size_t(jobs), files.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  checker::run_isolated_all(
+      files.size(), std::size_t(jobs),
+      [&](std::size_t i) { return reports::encode_outcome(check_in_process(files[i], options)); },
+      [&](std::size_t i, std::variant<std::string, checker::Crashed> result) {
+        outcomes[i] = outcome_of(files[i], std::move(result));
+        progress.finished(files[i]);
+      });
   return outcomes;
 }
 
@@ -173,7 +165,7 @@ void add_check(CLI::App& app, int& status) {
   auto args = std::make_shared<CheckArgs>();
   auto* cmd = app.add_subcommand("check", "Run every scenario under the paths, each with its arms");
   cmd->add_option("paths", args->paths, "Scenario files or directories (searched for *.toml)")->required();
-  cmd->add_option("--jobs,-j", args->jobs, "Scenarios run at once, on threads")->check(CLI::Range(1, 256));
+  cmd->add_option("--jobs,-j", args->jobs, "Scenarios run at once, each in a process of its own")->check(CLI::Range(1, 256));
   cmd->add_option("--junit", args->junit, "Write JUnit XML here")->check(non_empty);
   cmd->add_option("--set", args->set, "Override a key in every scenario, e.g. --set loop.accept_batch=0")
       ->take_all();
