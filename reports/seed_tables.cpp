@@ -140,9 +140,9 @@ void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const
         << "sockets against `loopsim live --config` with the arm's settings, on loopback, judged by the\n"
         << "same property (`loopsim probe`). It varies from run to run, as the notes' own figures did;\n"
         << "properties only the server's side shows (post_latency, capacity) are not measured live.\n"
-        << "On a loaded machine the loop can accept a connection before its request's bytes arrive;\n"
-        << "the accept-burst rows then show /fast first, near 0 ms (the other branch of the choice\n"
-        << "`send_after_connect = \"0s\"` opens, docs/design-notes.md).\n";
+        << "Live, the loop can accept a connection before its request's bytes arrive (some runs here\n"
+        << "did, more of them on a loaded machine); the accept-burst rows then show /fast first, near\n"
+        << "0 ms: the other branch of the choice `send_after_connect = \"0s\"` opens (docs/design-notes.md).\n";
   }
   std::map<std::string, checker::SuiteResult> runs;  // one run of each scenario, all arms
   for (const Table& table : tables()) {
