@@ -24,31 +24,30 @@ std::pair<double, double> property_row(const std::string& output, const std::str
 
 }  // namespace
 
-TEST_CASE("probe accept-burst against its own loopsim live: the batch shape agrees within 10 percent") {
-  // Live, the blocker's request nearly always reaches the server with its handshake, as
-  // simulated (12 runs of 12 here); on a loaded machine the loop can accept first (the other
-  // branch of send_after_connect's choice, /fast then first). So: up to three tries.
-  testing::Outcome o;
-  double sim = -1, live = -1;
-  for (int attempt = 0; attempt < 3 && !(live > 135.0 && live < 165.0); ++attempt) {
-    o = run_loopsim("probe " + accept_burst + " --live self", true);
-    std::tie(sim, live) = property_row(o.output, "latency +fast after blocker");
-  }
+TEST_CASE("probe accept-burst against its own loopsim live: the batch shape agrees within 10 percent, or the choice is named") {
+  // Live, the blocker's request usually reaches the server with its handshake, as simulated
+  // (23 probe runs of 23 on a quiet machine). Loaded (a sanitizer build, a busy CI machine),
+  // the loop often accepts first and finds nothing to read: /fast then goes first, and the
+  // probe must say which choice point explains it.
+  testing::Outcome o = run_loopsim("probe " + accept_burst + " --live self", true);
   INFO(o.output);
   CHECK(o.status == 0);
   CHECK(o.output.find("loopsim live --config") != std::string::npos);
   CHECK(std::regex_search(o.output, std::regex("\nburst +120/120 ")));
+  auto [sim, live] = property_row(o.output, "latency +fast after blocker");
   CHECK(sim == 150.0);
-  CHECK(live > 135.0);  // within 10 %: the loop's batch, live; the machine adds a few ms
-  CHECK(live < 165.0);
+  const bool agrees = live > 135.0 && live < 165.0;
+  const bool named = live < 10.0 && o.output.find("latency of fast after blocker") != std::string::npos &&
+                     o.output.find("send_after_connect = \"0s\"") != std::string::npos;
+  CHECK((agrees || named));
   CHECK(o.output.find("not judged live") != std::string::npos);  // no_stranded_backlog is the server's
 }
 
-TEST_CASE("probe with the blocker's request a millisecond after its connect: /fast goes first in both") {
+TEST_CASE("probe with the blocker's request 20 ms after its connect: /fast goes first in both") {
   std::ifstream in(accept_burst);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string blocker = "path = \"/slow?ms=600\" }]\n";
-  text.insert(text.find(blocker) + blocker.size(), "send_after_connect = \"1ms\"\n");
+  text.insert(text.find(blocker) + blocker.size(), "send_after_connect = \"20ms\"\n");
   const std::string file = temp_path("gap.toml");
   std::ofstream(file) << text;
   auto o = run_loopsim("probe " + file + " --live self", true);
@@ -56,7 +55,7 @@ TEST_CASE("probe with the blocker's request a millisecond after its connect: /fa
   CHECK(o.status == 0);
   auto [sim, live] = property_row(o.output, "latency +fast after blocker");
   CHECK(sim == 0.0);
-  CHECK(live < 10.0);  // a millisecond is long enough for the loop to accept first, loaded or not
+  CHECK(live < 10.0);  // 20 ms is long enough for the loop to accept first, however loaded
 }
 
 TEST_CASE("probe against a port nobody listens on: every client refused, answered violated live") {
