@@ -329,8 +329,7 @@ class Driver {
   }
 
   bool closed_sending(const Client& c) const {
-    if (c.next_request >= sim::request_limit(*c.group)) return false;
-    return c.deadline == Nanos{0} || now() < c.deadline;
+    return sim::sends_more(*c.group, c.next_request, c.deadline, now());
   }
 
   void request_due(ClientIndex client) {
@@ -368,8 +367,7 @@ class Driver {
   void half_close_when_sent(ClientIndex client) {
     Client& c = clients_[std::size_t(client)];
     if (!c.group->half_close || c.shut || c.done || !c.output.empty() || !c.established) return;
-    bool all_sent = c.group->closed_loop() ? !closed_sending(c) : c.next_request >= c.group->requests.size();
-    if (!all_sent) return;
+    if (closed_sending(c)) return;  // not all sent yet
     c.shut = true;
     ::shutdown(c.fd, SHUT_WR);
   }

@@ -186,15 +186,13 @@ void Clients::send_due(ClientIndex client) {
 void Clients::half_close_when_sent(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (!c.group->half_close || c.shut || c.done) return;
-  bool all_sent = c.group->closed_loop() ? !closed_sending(c) : c.next_request >= c.group->requests.size();
-  if (!all_sent) return;
+  if (closed_sending(c)) return;  // not all sent yet
   c.shut = true;
   up(client, [this, conn = c.conn] { kernel_.client_shutdown(conn); });
 }
 
 bool Clients::closed_sending(const Client& c) const {
-  if (c.next_request >= request_limit(*c.group)) return false;
-  return c.deadline == Nanos{0} || scheduler_.now() < c.deadline;
+  return sends_more(*c.group, c.next_request, c.deadline, scheduler_.now());
 }
 
 // One more request for each answer, after `think`.

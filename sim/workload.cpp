@@ -64,6 +64,11 @@ std::size_t request_limit(const ClientGroup& group) {
   return group.closed_requests > 0 ? std::size_t(group.closed_requests) : SIZE_MAX;
 }
 
+bool sends_more(const ClientGroup& group, std::size_t sent, Nanos deadline, Nanos now) {
+  if (sent >= request_limit(group)) return false;
+  return !group.closed_loop() || deadline == Nanos{0} || now < deadline;
+}
+
 std::uint64_t path_draws(const ClientGroup& group, std::uint64_t seed, std::int32_t client) {
   if (!group.closed_loop() || group.paths.size() < 2) return 0;
   return seed ^ (0xe7037ed1a0b428dbull * std::uint64_t(client + 1));

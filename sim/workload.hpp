@@ -74,6 +74,10 @@ std::size_t request_limit(const ClientGroup& group);
 inline constexpr Nanos read_tick = std::chrono::milliseconds(10);
 inline std::int64_t read_share(const ClientGroup& group) { return std::max<std::int64_t>(1, group.read_rate / 100); }
 
+// Whether a client of `group` that has sent `sent` requests sends another at `now`: a closed
+// loop while under its count and before its deadline (0: none); a script, while its list lasts.
+bool sends_more(const ClientGroup& group, std::size_t sent, Nanos deadline, Nanos now);
+
 // The state of client `client`'s path draws (0 when its group has no mix to draw from).
 std::uint64_t path_draws(const ClientGroup& group, std::uint64_t seed, std::int32_t client);
 
