@@ -24,11 +24,10 @@ std::pair<double, double> property_row(const std::string& output, const std::str
 
 }  // namespace
 
-TEST_CASE("probe accept-burst against its own loopsim live: the batch shape agrees within 10 percent, or the choice is named") {
-  // Live, the blocker's request usually reaches the server with its handshake, as simulated
-  // (23 probe runs of 23 on a quiet machine). Loaded (a sanitizer build, a busy CI machine),
-  // the loop often accepts first and finds nothing to read: /fast then goes first, and the
-  // probe must say which choice point explains it.
+TEST_CASE("probe accept-burst against its own loopsim live: the batch shape, or the other order with its choice named") {
+  // Which order the live run takes is a race, and how long live sleeps overshoot depends on the
+  // machine: this asserts the shape and what the probe says, not a timing. (On a quiet machine
+  // the batch order agreed within 10 % in 23 probe runs of 23: docs/design-notes.md.)
   testing::Outcome o = run_loopsim("probe " + accept_burst + " --live self", true);
   INFO(o.output);
   CHECK(o.status == 0);
@@ -36,10 +35,15 @@ TEST_CASE("probe accept-burst against its own loopsim live: the batch shape agre
   CHECK(std::regex_search(o.output, std::regex("\nburst +120/120 ")));
   auto [sim, live] = property_row(o.output, "latency +fast after blocker");
   CHECK(sim == 150.0);
-  const bool agrees = live > 135.0 && live < 165.0;
-  const bool named = live < 10.0 && o.output.find("latency of fast after blocker") != std::string::npos &&
-                     o.output.find("send_after_connect = \"0s\"") != std::string::npos;
-  CHECK((agrees || named));
+  const bool apart = o.output.find("latency of fast after blocker") != std::string::npos;
+  if (live >= 145.0) {  // the batch order: a batch of the burst's 10 ms sleeps, which never undershoot
+    const bool within = live <= 165.0;
+    CHECK((within || (apart && o.output.find("kernel.timer_slack") != std::string::npos)));
+  } else {  // the loop accepted before the bytes: /fast first
+    CHECK(live < 10.0);
+    CHECK(apart);
+    CHECK(o.output.find("send_after_connect = \"0s\"") != std::string::npos);
+  }
   CHECK(o.output.find("not judged live") != std::string::npos);  // no_stranded_backlog is the server's
 }
 
