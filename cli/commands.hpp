@@ -25,6 +25,7 @@ void add_seeds(CLI::App& app, int& status);
 void add_explore(CLI::App& app, int& status);
 void add_generate(CLI::App& app, int& status);
 void add_probe(CLI::App& app, int& status);
+void add_merge(CLI::App& app, int& status);
 
 // Shared by the verbs.
 std::int64_t wall_ns();
@@ -67,6 +68,13 @@ inline Nanos option_duration(const std::string& name, const std::string& text) {
     throw sim::ScenarioError(name + ":1:1: " + e.what(), "e.g. " + name + " 30s");
   }
 }
+
+// "A..B" (sep "..") or "I/N" (sep "/"): two whole numbers, or a ScenarioError at --`what`.
+std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, const std::string& sep,
+                                                   const std::string& what);
+// --shard I/N: this run's share of a search, I < N, N at most shards_max.
+inline constexpr std::uint32_t shards_max = 65536;
+std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text);
 
 // A command-line value that must not be empty ("--arm ''").
 inline const CLI::Validator non_empty(

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -80,6 +81,31 @@ void write_output_file(const std::string& option, const std::string& path,
     throw sim::ScenarioError(option + ":1:1: cannot write " + path + why,
                              "check that its folder exists, is writable and has room");
   }
+}
+
+std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, const std::string& sep,
+                                                   const std::string& what) {
+  auto at = text.find(sep);
+  // Whole numbers only, each fitting: no sign (stoull wraps "-1"), no third part ("0/1/2").
+  auto number = [](const std::string& part) {
+    return !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (at != std::string::npos) {
+    std::string first = text.substr(0, at), second = text.substr(at + sep.size());
+    if (number(first) && number(second)) return {std::stoull(first), std::stoull(second)};
+  }
+  throw sim::ScenarioError("--" + what + ":1:1: cannot read \"" + text + "\"",
+                           what == "seeds" ? "e.g. --seeds 1..100" : "e.g. --" + what + " 0/4");
+}
+
+std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text) {
+  auto [shard, shards] = parse_pair(text, "/", "shard");
+  if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
+  if (shards > shards_max) {
+    throw sim::ScenarioError("--shard:1:1: at most " + std::to_string(shards_max) + " shards, not " + std::to_string(shards),
+                             "e.g. --shard 0/64");
+  }
+  return {std::uint32_t(shard), std::uint32_t(shards)};
 }
 
 }  // namespace loopsim::cli

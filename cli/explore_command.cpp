@@ -42,24 +42,6 @@ struct ExploreArgs {
   bool json = false;
 };
 
-std::pair<std::uint64_t, std::uint64_t> parse_pair(const std::string& text, const std::string& sep,
-                                                   const std::string& what) {
-  auto at = text.find(sep);
-  // Whole numbers only, each fitting: no sign (stoull wraps "-1"), no third part ("0/1/2").
-  auto number = [](const std::string& part) {
-    return !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  try {
-    if (at == std::string::npos) throw std::invalid_argument("");
-    std::string first = text.substr(0, at), second = text.substr(at + sep.size());
-    if (!number(first) || !number(second)) throw std::invalid_argument("");
-    return {std::stoull(first), std::stoull(second)};
-  } catch (const std::exception&) {
-    throw sim::ScenarioError("--" + what + ":1:1: cannot read \"" + text + "\"",
-                             what == "seeds" ? "e.g. --seeds 1..100" : "e.g. --shard 0/4");
-  }
-}
-
 // Each accept in the run may fail, within the budget: where they land is a choice point. The
 // budget goes into the scenario's text, so that a counterexample file carries it too.
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
@@ -127,10 +109,7 @@ int explore_file(const ExploreArgs& args) {
   if (options.seed_first > options.seed_last) {
     throw sim::ScenarioError("--seeds:1:1: " + args.seeds + " is an empty range", "the first seed comes first: --seeds 1..100");
   }
-  auto [shard, shards] = parse_pair(args.shard, "/", "shard");
-  if (shards == 0 || shard >= shards) throw sim::ScenarioError("--shard:1:1: I/N needs I < N", "e.g. --shard 0/4");
-  options.shard = std::uint32_t(shard);
-  options.shards = std::uint32_t(shards);
+  std::tie(options.shard, options.shards) = parse_shard(args.shard);
   options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
   if (!args.maximize.empty()) {
     auto colon = args.maximize.find(':');
@@ -247,11 +226,22 @@ int explore_file(const ExploreArgs& args) {
     doc["choices_not_natural"] = result.counterexample->choices.size() - natural;
     if (args.shrink) doc["shrunk"] = removed;
   }
+  doc["command"] = "explore";
+  doc["shard"] = {{"index", options.shard}, {"count", options.shards}};
+  // What every shard of one search must share, so that `loopsim merge` can refuse a mix.
+  doc["search"] = {{"file", args.file},           {"arm", args.arm},         {"strategy", args.strategy},
+                   {"depth", args.depth},         {"faults", args.faults},   {"fault_errno", args.fault_errno},
+                   {"seeds", args.seeds},         {"prune", !args.no_prune}, {"cut", !args.no_cut},
+                   {"symmetry", !args.no_symmetry}, {"max_executions", args.max_executions},
+                   {"maximize", args.maximize},   {"shrink", args.shrink},   {"set", args.set}};
   if (args.json) {
     std::cout << doc.dump(2) << '\n';
   } else {
     std::cout << "explore " << scenario.name << " (" << args.file << ")\n";
-    for (auto& [key, value] : doc.items()) std::cout << "  " << key << ": " << value.dump() << '\n';
+    for (auto& [key, value] : doc.items()) {
+      if (key == "command" || key == "search" || (key == "shard" && options.shards == 1)) continue;
+      std::cout << "  " << key << ": " << value.dump() << '\n';
+    }
     if (result.counterexample) std::cout << "replay: loopsim run " << cex_path << '\n';
     if (result.worst) std::cout << "worst case: loopsim run " << worst_path << '\n';
   }
@@ -286,7 +276,10 @@ void add_explore(CLI::App& app, int& status) {
           "", "errno"))
       ->capture_default_str();
   cmd->add_option("--seeds", args->seeds, "Seeds A..B for the random strategy")->capture_default_str();
-  cmd->add_option("--shard", args->shard, "I/N: this run's share of the search")->capture_default_str();
+  cmd->add_option("--shard", args->shard,
+                  "I/N: this run's share of the search (DFS: of the first execution's alternatives, dealt\n"
+                  "round robin; random: every Nth seed from the Ith); loopsim merge combines the shards' --json")
+      ->capture_default_str();
   cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time (0s: no limit)")->capture_default_str();
   cmd->add_option("--max-executions", args->max_executions, "Stop after this many runs")
       ->check(whole_number(1))

@@ -22,6 +22,7 @@ struct GenerateArgs {
   std::uint64_t max_steps = explore::StepBudget{}.total;
   std::uint64_t max_steps_at_instant = explore::StepBudget{}.at_instant;
   std::uint64_t max_shrinks = explore::GenerateOptions{}.max_shrinks;
+  std::string shard = "0/1";
   bool json = false;
 };
 
@@ -29,6 +30,7 @@ struct GenerateArgs {
 std::string command_of(const GenerateArgs& args) {
   std::string command = "loopsim generate --seed " + std::to_string(args.seed) + " --runs " +
                         std::to_string(args.runs);
+  if (args.shard != "0/1") command += " --shard " + args.shard;
   for (const auto& s : args.set) command += " --set " + s;
   return command;
 }
@@ -65,6 +67,12 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
   doc["runs"] = result.runs;
   doc["runs_requested"] = args.runs;
   doc["wall_ns"] = wall;
+  auto [shard, shards] = parse_shard(args.shard);
+  doc["command"] = "generate";
+  doc["shard"] = {{"index", shard}, {"count", shards}};
+  // What every shard of one search must share, so that `loopsim merge` can refuse a mix.
+  doc["search"] = {{"seed", args.seed}, {"runs", args.runs}, {"set", args.set}, {"max_steps", args.max_steps},
+                   {"max_steps_at_instant", args.max_steps_at_instant}, {"max_shrinks", args.max_shrinks}};
   if (result.verdict != explore::GenerateResult::Verdict::found) return doc;
   const explore::Judged& j = result.judged;
   doc["failing_run"] = result.failing_run;
@@ -86,6 +94,7 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
 void print_text(const GenerateArgs& args, const explore::GenerateResult& result, const Written& written) {
   using V = explore::GenerateResult::Verdict;
   std::cout << "seed " << args.seed << '\n';
+  if (args.shard != "0/1") std::cout << "shard " << args.shard << ": the runs whose number is " << args.shard << " (I modulo N)\n";
   if (result.verdict == V::none_found) {
     std::cout << "generate: " << result.runs << " scenarios, every one held (a sample, not a proof)\n";
     return;
@@ -118,6 +127,7 @@ int generate(const GenerateArgs& args) {
   options.overrides = parse_overrides(args.set);
   options.budget = explore::StepBudget{args.max_steps_at_instant, args.max_steps};
   options.max_shrinks = args.max_shrinks;
+  std::tie(options.shard, options.shards) = parse_shard(args.shard);
   options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
   options.wall_ns = wall_ns;
   make_output_folder("--out", args.out);  // before the runs: a bad --out costs no search
@@ -174,6 +184,10 @@ void add_generate(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--max-shrinks", args->max_shrinks, "Shrink candidates tried at most")
       ->check(whole_number(0))
+      ->capture_default_str();
+  cmd->add_option("--shard", args->shard,
+                  "I/N: judge only the runs whose number is I modulo N (every shard draws the same\n"
+                  "scenarios); loopsim merge combines the shards' --json")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer(

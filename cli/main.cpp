@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_explore(app, status);
   add_generate(app, status);
   add_probe(app, status);
+  add_merge(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

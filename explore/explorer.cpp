@@ -137,7 +137,7 @@ void Explorer::take(const Report& report, std::vector<model::Choice>& made, std:
 Outcome Explorer::execute(Branch start, std::vector<model::Choice>& made) {
   Report r;
   std::unique_ptr<Runner> runner =
-      random_ ? seeded_runner(system_, options_.seed_first + result_.executions, r)
+      random_ ? seeded_runner(system_, options_.seed_first + options_.shard + result_.executions * options_.shards, r)
               : runners_->begin(start.prefix, start.base, start.base_at, snapshots_allowed(), r);
   bases_.clear();
   if (start.base) bases_.push_back(Base{start.base_at, std::move(start.base)});
@@ -257,8 +257,10 @@ ExploreResult Explorer::run() {
     forking.steps = options_.snapshot_steps;
     runners_ = options_.snapshots > 0 && system_.forkable() ? forking_runners(system_, forking) : replaying_runners(system_);
   }
-  std::uint64_t seeds = random_ && options_.seed_last >= options_.seed_first
-                            ? options_.seed_last - options_.seed_first + 1 : 0;
+  // A random search's shard takes every shards-th seed, from the shard-th.
+  std::uint64_t all_seeds = random_ && options_.seed_last >= options_.seed_first
+                                ? options_.seed_last - options_.seed_first + 1 : 0;
+  std::uint64_t seeds = all_seeds > options_.shard ? (all_seeds - options_.shard + options_.shards - 1) / options_.shards : 0;
   bool root = !random_;
   for (;;) {
     if (random_ ? result_.executions >= seeds : !root && stack_.empty()) break;
@@ -269,10 +271,19 @@ ExploreResult Explorer::run() {
     }
     Outcome outcome;
     runs_.push_back({});
+    // Every DFS shard runs the first execution, to learn the alternatives it deals out; only
+    // shard 0 counts it, so that the shards' counts add up to the unsharded search's.
+    bool counted = true;
     if (random_ || root) {
+      counted = random_ || options_.shard == 0;
       root = false;
       std::size_t stack_before = stack_.size();
+      std::uint64_t steps_before = result_.steps, replayed_before = result_.replayed_steps;
       outcome = execute(Branch{}, runs_.back());
+      if (!counted) {
+        result_.steps = steps_before;
+        result_.replayed_steps = replayed_before;
+      }
       // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
       if (!random_ && options_.shards > 1) {
         std::vector<Branch> mine;
@@ -287,7 +298,7 @@ ExploreResult Explorer::run() {
       stack_.pop_back();
       outcome = execute(std::move(next), runs_.back());
     }
-    ++result_.executions;
+    if (counted) ++result_.executions;
     report_progress(false);
     if (cut_) {
       result_.verdict = ExploreResult::Verdict::bound_reached;
@@ -295,7 +306,7 @@ ExploreResult Explorer::run() {
       break;
     }
     if (!options_.maximize.empty()) {
-      note_worst(outcome, runs_.back());
+      if (counted) note_worst(outcome, runs_.back());
       continue;  // every execution is measured; none ends the search
     }
     const std::vector<std::string>& violated = outcome.violated;

@@ -115,16 +115,43 @@ TEST_CASE("explore --shard runs add up to the unsharded run") {
   whole.prune = false;
   auto all = search(scenario, Costs{}, whole);
   REQUIRE(all.verdict == ExploreResult::Verdict::none_found);
-  std::uint64_t sum = 0;
+  std::uint64_t executions = 0, steps = 0;
   for (std::uint32_t shard = 0; shard < 3; ++shard) {
     ExploreOptions part = whole;
     part.shard = shard;
     part.shards = 3;
     auto r = search(scenario, Costs{}, part);
     CHECK(r.verdict == ExploreResult::Verdict::none_found);
-    sum += r.executions - 1;  // every shard runs the root execution
+    executions += r.executions;  // every shard runs the root execution; only shard 0 counts it
+    steps += r.steps;
   }
-  CHECK(sum + 1 == all.executions);
+  CHECK(executions == all.executions);
+  CHECK(steps == all.steps);
+}
+
+TEST_CASE("explore --shard at random deals the seeds out, each once") {
+  auto scenario = load(small(3));
+  ExploreOptions whole;
+  whole.strategy = ExploreOptions::Strategy::random;
+  whole.seed_first = 5;
+  whole.seed_last = 14;  // 10 seeds: 4, 3 and 3
+  auto all = search(scenario, Costs{}, whole);
+  std::uint64_t executions = 0, steps = 0;
+  for (std::uint32_t shard = 0; shard < 3; ++shard) {
+    ExploreOptions part = whole;
+    part.shard = shard;
+    part.shards = 3;
+    auto r = search(scenario, Costs{}, part);
+    CHECK(r.executions == (shard == 0 ? 4u : 3u));
+    executions += r.executions;
+    steps += r.steps;
+  }
+  CHECK(executions == all.executions);
+  CHECK(steps == all.steps);
+  ExploreOptions beyond = whole;  // more shards than seeds: the last have none
+  beyond.shard = 11;
+  beyond.shards = 12;
+  CHECK(search(scenario, Costs{}, beyond).executions == 0);
 }
 
 TEST_CASE("explore at random runs one execution a seed, and a sample is never a proof") {

@@ -686,10 +686,11 @@ class Search {
         return result_;
       }
       rc::Shrinkable<Description> drawn = gen(random.split(), rc::kNominalSize);
+      if (i % options_.shards != options_.shard) continue;
       std::string name = generated_name(options_.seed, i);
       std::string text = scenario_text(drawn.value(), name, options_.overrides);
       Judged judged = judge_text(text, name, options_.budget);
-      result_.runs = i + 1;
+      ++result_.runs;
       report(false);
       if (!judged.failed()) continue;
       result_.verdict = GenerateResult::Verdict::found;
@@ -746,7 +747,8 @@ class Search {
 
   void report(bool shrinking) {
     if (!options_.progress) return;
-    options_.progress(GenerateProgress{result_.runs, options_.runs, result_.shrink_tries, shrinking});
+    const std::uint64_t n = options_.shards, share = options_.runs > options_.shard ? (options_.runs - options_.shard + n - 1) / n : 0;
+    options_.progress(GenerateProgress{result_.runs, share, result_.shrink_tries, shrinking});
   }
 
   const GenerateOptions& options_;

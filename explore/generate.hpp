@@ -153,6 +153,9 @@ struct GenerateOptions {
   std::vector<sim::Override> overrides;  // --set, applied to every generated scenario
   StepBudget budget;
   std::uint64_t max_shrinks = 3000;  // shrink candidates tried at most
+  // This run's share of the draws: run i is judged when i % shards == shard. Every shard draws
+  // every scenario (drawing is cheap), so run i is the same scenario in any shard.
+  std::uint32_t shard = 0, shards = 1;
   std::int64_t time_limit_ns = 0;    // 0: none; checked between runs and shrink candidates
   std::function<std::int64_t()> wall_ns;
   std::function<void(const GenerateProgress&)> progress;
@@ -163,7 +166,7 @@ struct GenerateResult {
   // limit: the time limit cut the runs short, nothing found.
   enum class Verdict : std::uint8_t { none_found, found, limit };
   Verdict verdict = Verdict::none_found;
-  std::uint64_t runs = 0;  // scenarios generated and judged
+  std::uint64_t runs = 0;  // scenarios generated and judged (by this shard)
   std::uint64_t failing_run = 0;  // which run failed (from 0)
   std::string original;  // the failing scenario as drawn
   std::string shrunk;    // the smallest that still fails the same way
