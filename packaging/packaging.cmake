@@ -1,8 +1,8 @@
 # Install and packaging: `cmake --install` puts loopsim and its man page under the prefix;
 # `cpack` (in the build directory) makes a Debian package that adds the loopsim-live service.
-# Included at the end of the top-level CMakeLists.txt. The binary is all that is installed:
-# the POSIX seam is looked for beside the running loopsim, so it has no place in bin/ yet, and
-# headers, libraries and a CMake package are for later.
+# Included at the end of the top-level CMakeLists.txt. The package holds the binary: the POSIX
+# seam is looked for beside the running loopsim, so it has no place in bin/ yet. The libraries,
+# headers and CMake package are the dev component (library.cmake), which the .deb leaves out.
 
 # The sanitizer build is for tests: its binary needs ASan's runtime and is nothing to ship.
 if(LOOPSIM_SANITIZE)
@@ -11,6 +11,7 @@ if(LOOPSIM_SANITIZE)
 endif()
 
 include(GNUInstallDirs)
+include(${CMAKE_CURRENT_LIST_DIR}/library.cmake)
 install(TARGETS loopsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT loopsim)
 
 # The man page is the CLI's own --help, each subcommand's included, so it is rewritten whenever

@@ -15,6 +15,9 @@ echo "== example targets: unmodified programs on the simulated kernel (loopsim c
 echo "== package: the .deb built, checked, installed, served from, purged (docs/deploy.md)"
 bash scripts/package_test.sh build
 
+echo "== library: the dev component installed, examples/own-kernel-loop built out of tree against it"
+bash scripts/library_test.sh build
+
 echo "== threads (ThreadSanitizer): the live build's workers, hand-offs, pool and drain"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOPSIM_TSAN=ON >/dev/null
 cmake --build build-tsan -j 2

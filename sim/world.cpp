@@ -198,6 +198,9 @@ class Server {
   // Whether the threads' stacks may be unwound at the end. A foreign program's frames are C
   // code that no exception may cross; its process ends instead.
   virtual bool unwinds() const { return true; }
+  // A scenario's posts and shutdowns (schedule_posters, schedule_actions).
+  virtual void post(int /*worker*/, std::function<void()> /*task*/) {}
+  virtual void shutdown() {}
 };
 
 ForeignFactory& foreign_factory() {
@@ -230,6 +233,52 @@ class Foreign final : public Server {
   model::SimKernel& kernel_;
   Trace& trace_;
   const Clients& clients_;
+};
+
+OwnLoopFactory& own_factory() {
+  static OwnLoopFactory factory;
+  return factory;
+}
+
+// A loop of the user's own (install_own_loop), on one simulated thread.
+class Own final : public Server {
+ public:
+  Own(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel, LoopObserver& observer)
+      : scheduler_(scheduler), kernel_(kernel) {
+    if (scenario.workers != 1 || scenario.loop.mode == HandlerMode::pool || scenario.loop.inverted) {
+      throw ScenarioError(scenario.position_of({"loop.workers", "loop.mode", "loop.inverted"}) +
+                              ": an own loop (sim::install_own_loop) runs one worker, inline",
+                          "leave loop.workers, loop.mode and loop.inverted at their defaults");
+    }
+    loop_ = own_factory()(kernel, observer, scenario.loop);
+    if (!scenario.posters.empty() && !loop_->takes_posts()) {
+      throw ScenarioError(scenario.position_of({"posters"}) + ": this loop takes no posts (OwnLoop::takes_posts)",
+                          "leave out [[posters]], or give the loop a post()");
+    }
+    listener_ = loop_->open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog});
+    if (listener_ < 0) {
+      cannot_start(scenario, {"kernel.rlimit_nofile", "kernel.file_max"},
+                   std::string("the loop could not open its listener: ") + errno_name(-listener_));
+    }
+  }
+  void start() override { scheduler_.spawn("worker-0", [this] { loop_->run(); }); }
+  int listener() const override { return listener_; }
+  std::size_t handoffs_pending() const override { return 0; }
+  void digest(model::Digest&, Nanos) const override {}
+  ev::RunEnd end_state() override {
+    ev::RunEnd end{scheduler_.now(), std::int64_t(kernel_.backlog(listener_)), std::int64_t(loop_->connections()), 0, 0};
+    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
+    return end;
+  }
+  std::uint64_t passes() const override { return loop_->passes(); }
+  void post(int, std::function<void()> task) override { loop_->post(std::move(task)); }
+  void shutdown() override { loop_->shutdown(); }
+
+ private:
+  model::Scheduler& scheduler_;
+  model::SimKernel& kernel_;
+  std::unique_ptr<OwnLoop> loop_;
+  int listener_ = -1;
 };
 
 // The simulated process: its worker loops, its handler pool, and the threads they run on.
@@ -289,7 +338,7 @@ class Process final : public Server {
     }
   }
 
-  Loop& loop(int worker) { return *loops_.at(std::size_t(worker)); }
+  void post(int worker, std::function<void()> task) override { loops_.at(std::size_t(worker))->post(std::move(task)); }
   void digest(model::Digest& d, Nanos now) const override {
     for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
     if (pool_) state::visit([&d](std::int64_t v) { d.add(v); }, *pool_, now);
@@ -300,7 +349,7 @@ class Process final : public Server {
     for (const auto& loop : loops_) n += loop->handoffs_pending();
     return n;
   }
-  void shutdown() {
+  void shutdown() override {
     for (auto& loop : loops_) loop->shutdown();
   }
 
@@ -329,7 +378,7 @@ class Process final : public Server {
 };
 
 void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
-                      Process& process, Trace& trace) {
+                      Server& process, Trace& trace) {
   auto next_id = std::make_shared<std::int64_t>(0);
   for (std::uint32_t p = 0; p < scenario.posters.size(); ++p) {
     const PosterSpec& poster = scenario.posters[p];
@@ -338,7 +387,7 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
       scheduler.at(poster.at + poster.every * i, [&, poster, next_id] {
         std::int64_t id = (*next_id)++;
         trace.add(ev::Post{scheduler.now(), id, poster.name});
-        process.loop(poster.worker).post([&, id, poster] {
+        process.post(poster.worker, [&, id, poster] {
           trace.add(ev::PostRun{scheduler.now(), poster.worker, id});
           kernel.spend(poster.cost);
         });
@@ -347,7 +396,7 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
   }
 }
 
-void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Process& process) {
+void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Server& process) {
   for (std::uint32_t a = 0; a < scenario.actions.size(); ++a) {
     scheduler.at(scenario.actions[a].at, [&process] { process.shutdown(); },
                  model::Tag{model::Happening::shutdown, a});
@@ -388,10 +437,10 @@ struct World::Impl {
       clients.schedule(scenario.clients);
       return;
     } else {
-      auto loops = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
-      schedule_posters(scenario, scheduler, kernel, *loops, trace);
-      schedule_actions(scenario, scheduler, *loops);
-      process = std::move(loops);
+      if (own_factory()) process = std::make_unique<Own>(scenario, scheduler, kernel, recorder);
+      else process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
+      schedule_posters(scenario, scheduler, kernel, *process, trace);
+      schedule_actions(scenario, scheduler, *process);
     }
     trace.listener_fd = process->listener();
     schedule_faults(scenario, scheduler, kernel, clients, trace);
@@ -526,6 +575,7 @@ class LassoWatch {
 }  // namespace
 
 void install_foreign_server(ForeignFactory factory) { foreign_factory() = std::move(factory); }
+void install_own_loop(OwnLoopFactory factory) { own_factory() = std::move(factory); }
 
 RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
   if (scenario.target && !foreign_factory()) return run_target(scenario, arm, chooser);

@@ -9,6 +9,9 @@
 #include <functional>
 
 #include "model/choice.hpp"
+#include "realloop/config.hpp"
+#include "realloop/kernel.hpp"
+#include "realloop/observer.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
@@ -99,6 +102,35 @@ class ForeignServer {
 };
 using ForeignFactory = std::function<std::unique_ptr<ForeignServer>(const Scenario&)>;
 void install_foreign_server(ForeignFactory factory);
+
+// A loop of your own in place of the built-in one, written against loopsim::Kernel
+// (realloop/kernel.hpp) as realloop::Loop is. A run makes it with the simulated kernel, the
+// observer whose calls become the trace the properties judge (realloop/observer.hpp: report
+// passes, accepts, batches, requests and closes there), and the scenario's [loop] keys, which
+// it may honour or ignore. It runs on one simulated thread; live, the same class runs over
+// live::LinuxKernel. One worker, no pool, no inverted mode.
+class OwnLoop {
+ public:
+  virtual ~OwnLoop() = default;
+  // Opens the listener and whatever else the loop needs before its first client. Returns the
+  // listener's descriptor, or -errno: the run then cannot start, and says so.
+  virtual int open(const ListenSpec& spec) = 0;
+  // The loop itself, on its own thread, until a shutdown has run its course.
+  virtual void run() = 0;
+  // A scenario's shutdown action (R5), from outside the loop's thread, as a signal handler
+  // calls it live: set a flag and signal a wake object.
+  virtual void shutdown() = 0;
+  // Posts (a scenario's [[posters]], R7): a loop that takes them runs each task on its thread.
+  virtual bool takes_posts() const { return false; }
+  virtual void post(std::function<void()> /*task*/) {}
+  virtual std::size_t connections() const = 0;  // held now
+  virtual std::uint64_t passes() const = 0;     // waits so far
+};
+using OwnLoopFactory = std::function<std::unique_ptr<OwnLoop>(Kernel&, LoopObserver&, const LoopConfig&)>;
+// Every World made after this runs `factory`'s loop for a scenario without a [target]; an empty
+// factory brings the built-in loop back. The loop's own state is not in a World's digest: the
+// explorer sees the kernel, the clients and what is scheduled (as for a target program).
+void install_own_loop(OwnLoopFactory factory);
 
 // The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
 // more (a 1 ns idle timeout over 20 s is 2e10 passes), and is stopped there.
