@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <utility>
 
 #include "realloop/assert.hpp"
 #include "realloop/pool.hpp"
@@ -139,6 +140,9 @@ void Loop::run_pass_once() {
     run_pass();
   } while (config_.inverted_owed_passes && owed() && !finished_ &&
            inverted_accepts_ < std::uint64_t(config_.max_connections));
+  // Stopped by the cap with something still owed: the poller must read ready, or the outside
+  // scheduler waits for its next tick while connections queue (scenario inverted-cap).
+  if (config_.inverted_owed_passes && owed() && !finished_ && wake_ >= 0) kernel_.wake_signal(wake_);
 }
 
 Nanos Loop::wait_timeout() {
@@ -270,6 +274,7 @@ void Loop::begin_shutdown() {
   // Queued connections have sent their requests and believe they are connected: the close
   // would reset them. Taken whole, past accept_batch and max_connections; only descriptors
   // (EMFILE) stop it.
+  deferring_ = config_.shutdown_serves_after_close;
   if (config_.shutdown_drains_backlog && owns_listener_ && !listener_closed_) {
     draining_ = true;
     take_batch(Door::listener);
@@ -291,6 +296,11 @@ void Loop::begin_shutdown() {
   if (config_.shutdown_clears_owed) {
     accept_owed_ = handoff_owed_ = false;
     accept_blocked_ = retry_now_ = false;
+  }
+  // The eager reads of what was admitted above (scenario shutdown-handoff-slow).
+  deferring_ = false;
+  for (int fd : std::exchange(deferred_, {})) {
+    if (connection(fd) != nullptr) serve(fd);
   }
 }
 
