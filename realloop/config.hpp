@@ -45,6 +45,9 @@ struct LoopConfig {
   // listener), and drops connections handed over but not yet admitted.
   bool shutdown_clears_owed = true;
   bool shutdown_admits_handoffs = true;
+  // R5: what the shutdown admits is served after the listener's close, so that no handler's
+  // time passes between the last accept and the close; false (sabotage): served on admission.
+  bool shutdown_serves_after_close = true;
   // R5: shutdown admits what siblings handed over past max_connections and a full handle table;
   // false (sabotage) stops at them and leaves the rest waiting. (The loop before loopsim
   // generate found this retried its admission forever, inside one pass: the process hung.)

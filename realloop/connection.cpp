@@ -52,6 +52,10 @@ void Loop::admit(int fd) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
     return;
   }
+  if (deferring_) {
+    deferred_.push_back(fd);
+    return;
+  }
   serve(fd);  // the eager read: a request that came with the connection is served now
 }
 

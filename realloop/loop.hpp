@@ -201,6 +201,11 @@ class Loop {
   Nanos retry_at_{0};            // R4: the back-off's end
   bool backpressured_ = false;   // R9: accepting held back until room frees
   bool draining_ = false;        // R5: the shutdown is taking the whole accept queue
+  // R5: between the shutdown's first accept and the listener's close no handler runs, so no
+  // time passes in which connections could queue only to be reset by the close; what was
+  // admitted meanwhile is served after it (begin_shutdown).
+  bool deferring_ = false;
+  std::vector<int> deferred_;
   std::uint64_t pass_ = 0;
   std::size_t connection_count_ = 0;
   std::size_t handle_capacity_ = 0;  // R9, in connections (two handles each); 0: unbounded
@@ -220,14 +225,14 @@ class Loop {
   // counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: counted, not looked into.
-  static constexpr state::Fields<38> state_fields{
+  static constexpr state::Fields<40> state_fields{
       state::skip,  state::skip,  state::skip,  state::value, state::skip,  state::skip,
       state::value, state::value, state::value, state::value, state::value, state::value,
       state::value, state::since, state::skip,  state::size,  state::value, state::value,
       state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::until, state::value, state::value, state::skip,  state::value,
-      state::value, state::value, state::value, state::value, state::skip,  state::skip,
-      state::since, state::value};
+      state::value, state::until, state::value, state::value, state::value, state::value,
+      state::skip,  state::value, state::value, state::value, state::value, state::value,
+      state::skip,  state::skip,  state::since, state::value};
   friend struct state::Access;
 };
 

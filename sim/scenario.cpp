@@ -614,6 +614,8 @@ const Field<Scenario> loop_fields[] = {
      [](C c, N n, K k, auto& s) { s.loop.shutdown_clears_owed = read_bool(c, n, k); }},
     {"shutdown_admits_handoffs",
      [](C c, N n, K k, auto& s) { s.loop.shutdown_admits_handoffs = read_bool(c, n, k); }},
+    {"shutdown_serves_after_close",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_serves_after_close = read_bool(c, n, k); }},
     {"shutdown_admits_past_capacity",
      [](C c, N n, K k, auto& s) { s.loop.shutdown_admits_past_capacity = read_bool(c, n, k); }},
     {"shutdown_before_batches",
