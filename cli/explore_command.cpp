@@ -209,9 +209,7 @@ int explore_file(const ExploreArgs& args) {
     doc["worst_execution"] = result.worst->execution;
     doc["judged"] = result.judged;
     doc["worst_replay"] = worst_path;
-    std::size_t unnatural = 0;
-    for (const auto& c : result.worst->choices) unnatural += c.pick != 0;
-    doc["worst_choices_not_natural"] = unnatural;
+    doc["worst_choices_not_natural"] = model::not_natural(result.worst->choices);
   } else if (!args.maximize.empty()) {
     doc["maximize"] = args.maximize;
     doc["worst"] = nullptr;  // no execution measured it
@@ -220,10 +218,8 @@ int explore_file(const ExploreArgs& args) {
   if (result.counterexample) {
     doc["counterexample"] = cex_path;
     doc["violated"] = result.counterexample->violated;
-    std::size_t natural = 0;
-    for (const auto& c : result.counterexample->choices) natural += c.pick == 0;
     doc["choices"] = result.counterexample->choices.size();
-    doc["choices_not_natural"] = result.counterexample->choices.size() - natural;
+    doc["choices_not_natural"] = model::not_natural(result.counterexample->choices);
     if (args.shrink) doc["shrunk"] = removed;
   }
   doc["command"] = "explore";

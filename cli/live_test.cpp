@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "realloop/live/loopback_for_tests.hpp"
+
 #ifndef LOOPSIM_BINARY
 #error "LOOPSIM_BINARY must name the loopsim executable"
 #endif
@@ -95,15 +97,8 @@ struct Socket {
 };
 
 int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = loopsim::testing::loopback_connect(port);
   REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  if (rc != 0) ::close(fd);
-  REQUIRE(rc == 0);
   return fd;
 }
 
@@ -235,15 +230,9 @@ std::string read_to_end(int fd) {
 
 
 bool connect_refused(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  int error = errno;
-  ::close(fd);
-  return rc != 0 && error == ECONNREFUSED;
+  int fd = loopsim::testing::loopback_connect(port);
+  if (fd >= 0) ::close(fd);
+  return fd == -ECONNREFUSED;
 }
 
 long rss_kib(pid_t pid) {

@@ -58,11 +58,12 @@ class SeededChooser final : public Chooser {
   std::uint64_t state_;
 };
 
-// Always the natural alternative.
-class FirstChooser final : public Chooser {
- public:
-  std::uint32_t choose(ChoiceKind, std::uint32_t) override { return 0; }
-};
+// How many of `choices` took other than the natural alternative: what a person must follow.
+inline std::size_t not_natural(const std::vector<Choice>& choices) {
+  std::size_t n = 0;
+  for (const Choice& c : choices) n += c.pick != 0;
+  return n;
+}
 
 // Repeats recorded picks. A request that does not match the record (another kind, another
 // number of options, or past its end) means the run diverged: it is counted and answered with

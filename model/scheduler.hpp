@@ -45,6 +45,8 @@ struct Tag {
   Happening what;
   std::uint32_t subject = 0;  // the connection, client, fault, poster or action it is about
 };
+// A tag for a connection or a client by its number (which a run keeps below 2^32).
+constexpr Tag tag(Happening what, std::uint64_t subject) { return Tag{what, static_cast<std::uint32_t>(subject)}; }
 
 // Symmetry: the class of interchangeable happenings a pending callback belongs to, or 0 when it
 // has no twin. Two same-instant happenings of one class lead to states that differ only by a

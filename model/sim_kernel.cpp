@@ -16,7 +16,6 @@ constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
 constexpr std::size_t pipe_capacity = 65536;
 constexpr std::size_t pipe_atomic = 4096;
 
-constexpr Tag tag(Happening what, ConnId conn) { return Tag{what, conn}; }
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
 // close is reported too, as if every registration asked for EPOLLRDHUP (LinuxKernel does).
 constexpr std::uint32_t always_reported = io::hangup | io::error | io::read_hangup;

@@ -33,12 +33,12 @@ struct SimKernelConfig {
   // K1: added to every sleep, spend and wait timeout. With several, each sleep's is a choice
   // point (kind `slack`), index 0 being the first.
   std::vector<Nanos> timer_slack{Nanos(0)};
-  // K11: bytes a socket buffers in each direction. A server write beyond the send buffer is
-  // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
   // K1: a non-blocking wait that finds nothing, repeated on the same poller at the same instant,
   // costs this much of the caller's time (a syscall's), so that a spinning loop moves the clock
   // instead of stopping it. The first such wait at an instant is free.
   Nanos empty_wait_cost = std::chrono::microseconds(1);
+  // K11: bytes a socket buffers in each direction. A server write beyond the send buffer is
+  // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
   std::size_t send_buffer = 16384;
   std::size_t receive_buffer = 131072;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
@@ -50,8 +50,6 @@ struct SimKernelConfig {
       state::value, state::value, state::value, state::value, state::value};
 };
 
-// The client side hears what happens to its connections here. Calls come from scheduler
-// callbacks, never from inside a simulated thread's kernel call.
 // An accept fault (K10): accepts on any listener fail with `error` instead of taking a
 // connection. EMFILE, ENFILE and ENOBUFS leave the connection queued; ECONNABORTED consumes one
 // (and waits for a queued one to land on).
@@ -66,6 +64,8 @@ struct AcceptFault {
                                                  state::until, state::value};
 };
 
+// The client side hears what happens to its connections here. Calls come from scheduler
+// callbacks, never from inside a simulated thread's kernel call.
 class ClientSink {
  public:
   virtual ~ClientSink() = default;

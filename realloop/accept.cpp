@@ -90,7 +90,7 @@ int Loop::take_batch(Door door) {
   bool unfinished = why == BatchStop::count || why == BatchStop::closed;
   bool owed = unfinished && config_.owe_unfinished_batch;
   bool descriptors = why == BatchStop::emfile || why == BatchStop::enfile;
-  if (descriptors || (why == BatchStop::enobufs && config_.enobufs_retry)) note_accept_error(why);
+  if (descriptors || (why == BatchStop::enobufs && config_.enobufs_retry)) note_accept_error();
   if (descriptors) owed = config_.owe_after_emfile;
   if (why == BatchStop::handles_full) {
     backpressured_ = true;
@@ -105,7 +105,7 @@ int Loop::take_batch(Door door) {
 
 // R4: the backlog is still queued and an edge-triggered listener will not announce it again
 // (after EMFILE, ENFILE, and ENOBUFS too).
-void Loop::note_accept_error(BatchStop) {
+void Loop::note_accept_error() {
   if (!config_.emfile_retry) return;
   accept_blocked_ = true;
   retry_now_ = false;

@@ -137,7 +137,7 @@ class Loop {
   int take_batch(Door door);  // returns the connections it took
   int accept_one(Door door);
   bool table_full() const;
-  void note_accept_error(BatchStop why);
+  void note_accept_error();
   bool retry_due();
   void place(int fd);
   void admit(int fd);

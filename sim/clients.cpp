@@ -7,7 +7,7 @@ namespace loopsim::sim {
 
 namespace {
 
-model::Tag tag(model::Happening what, ClientIndex client) { return {what, std::uint32_t(client)}; }
+using model::tag;
 
 bool delayed(const ClientGroup& group) { return group.rtt > Nanos{0} || group.jitter > Nanos{0}; }
 

@@ -30,8 +30,6 @@ constexpr std::string_view bound_hint =
     R"(bounds look like "500ms", 3, "2 requests", "1.5 batches")";
 constexpr std::string_view syntax_hint =
     R"(check the TOML syntax here; strings need quotes, e.g. horizon = "20s")";
-constexpr std::string_view reserved_hint =
-    "this key is reserved for a later version of loopsim (see scenarios/README.md); remove it";
 constexpr std::int64_t clients_max = 1'000'000;
 // Over all groups: each request leaves at least two events in the trace (its send and its answer).
 constexpr std::int64_t total_clients_max = 1'000'000;
@@ -268,7 +266,6 @@ struct Section {
   std::string_view name;   // prefix of qualified keys ("loop"); empty at the top level
   std::string_view title;  // for messages ("[loop]")
   std::span<const Field<Target>> fields;
-  std::span<const std::string_view> reserved = {};
   std::string_view required = {};  // a key every such table must have
   void (*finish)(const Context&, const toml::table&, Target&) = nullptr;
 };
@@ -285,15 +282,9 @@ struct Problem {
   std::string hint;
 };
 
-// Why `key` is not readable in `section`: reserved for later, or unknown.
+// Why `key` is not readable in `section`: it is unknown there.
 template <typename Target>
 Problem key_problem(const Section<Target>& section, std::string_view key) {
-  if (contains(section.reserved, key)) {
-    // Reserved top-level keys are all arrays of tables ([[posters]]).
-    const std::string name =
-        section.name.empty() ? cat("[[", key, "]]") : cat(section.name, ".", key);
-    return {cat(name, " is not supported yet"), std::string(reserved_hint)};
-  }
   std::vector<std::string_view> known;
   for (const Field<Target>& field : section.fields) known.push_back(field.key);
   return {cat("unknown key \"", key, "\" in ", section.title),
@@ -367,14 +358,14 @@ const Field<RequestSpec> request_fields[] = {
     {"path", [](C c, N n, K k, auto& r) { r.path = read_path(c, n, k); }},
 };
 const Section<RequestSpec> request_section{
-    "clients.requests", "a request", request_fields, {}, "path"};
+    "clients.requests", "a request", request_fields, "path"};
 
 const Field<ClientGroup::WeightedPath> weighted_path_fields[] = {
     {"path", [](C c, N n, K k, auto& w) { w.path = read_path(c, n, k); }},
     {"weight", [](C c, N n, K k, auto& w) { w.weight = read_integer(c, n, k, 1, weight_max); }},
 };
 const Section<ClientGroup::WeightedPath> weighted_path_section{
-    "clients.paths", "a weighted path", weighted_path_fields, {}, "path"};
+    "clients.paths", "a weighted path", weighted_path_fields, "path"};
 
 // requests: a list of timed requests (a script), or how many a closed loop sends.
 void read_requests(C c, N n, K k, ClientGroup& g) {
@@ -438,7 +429,7 @@ const Field<ClientGroup> client_fields[] = {
     {"arrivals",
      [](C c, N n, K k, auto& g) { g.arrivals = ClientGroup::Arrivals(read_choice(c, n, k, arrivals_names)); }},
 };
-const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, {}, "name", finish_group};
+const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, "name", finish_group};
 
 const Field<Expectation> expect_fields[] = {
     {"property",
@@ -475,15 +466,14 @@ void finish_expectation(const Context& c, const toml::table& table, Expectation&
            "no run can hold between them");
   }
 }
-const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields,
-                                          {},       "property",   finish_expectation};
+const Section<Expectation> expect_section{"expect", "[[expect]]", expect_fields, "property", finish_expectation};
 
 const Field<Arm> arm_fields[] = {
     {"name", [](C c, N n, K k, auto& a) { a.name = read_arm_name(c, n, k); }},
     {"set", [](C c, N n, K k, auto& a) { a.set = read_set(c, n, k); }},
     {"expect_violated", [](C c, N n, K k, auto& a) { a.expect_violated = read_names(c, n, k); }},
 };
-const Section<Arm> arm_section{"arms", "[[arms]]", arm_fields, {}, "name"};
+const Section<Arm> arm_section{"arms", "[[arms]]", arm_fields, "name"};
 
 constexpr std::int64_t buffer_max = 1 << 30;
 constexpr std::size_t slack_choices_max = 16;
@@ -562,7 +552,7 @@ void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
       break;
   }
 }
-const Section<FaultSpec> fault_section{"faults", "[[faults]]", fault_fields, {}, "kind", check_fault};
+const Section<FaultSpec> fault_section{"faults", "[[faults]]", fault_fields, "kind", check_fault};
 
 const Field<Scenario> kernel_fields[] = {
     {"poller",
@@ -711,7 +701,7 @@ const Field<Scenario> target_fields[] = {
     {"port", [](C c, N n, K k, auto& s) { s.target->port = int(read_integer(c, n, k, 1, 65535)); }},
     {"call_cost", [](C c, N n, K k, auto& s) { s.target->call_cost = read_duration(c, n, k); }},
 };
-const Section<Scenario> target_section{"target", "[target]", target_fields, {}, {}, finish_target};
+const Section<Scenario> target_section{"target", "[target]", target_fields, {}, finish_target};
 
 const Field<PosterSpec> poster_fields[] = {
     {"name", [](C c, N n, K k, auto& p) { p.name = read_name(c, n, k); }},
@@ -721,7 +711,7 @@ const Field<PosterSpec> poster_fields[] = {
     {"every", [](C c, N n, K k, auto& p) { p.every = read_duration(c, n, k); }},
     {"worker", [](C c, N n, K k, auto& p) { p.worker = int(read_integer(c, n, k, 0, workers_max - 1)); }},
 };
-const Section<PosterSpec> poster_section{"posters", "[[posters]]", poster_fields, {}, "name"};
+const Section<PosterSpec> poster_section{"posters", "[[posters]]", poster_fields, "name"};
 
 constexpr std::string_view action_kind_names[] = {"shutdown"};
 const Field<ActionSpec> action_fields[] = {
@@ -729,7 +719,7 @@ const Field<ActionSpec> action_fields[] = {
      [](C c, N n, K k, auto& a) { a.kind = ActionSpec::Kind(read_choice(c, n, k, action_kind_names)); }},
     {"at", [](C c, N n, K k, auto& a) { a.at = read_duration(c, n, k); }},
 };
-const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, {}, "kind"};
+const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, "kind"};
 
 void read_format(C c, N n, K k) {
   const std::int64_t format = read_integer(c, n, k, 0, INT64_MAX);

@@ -211,12 +211,18 @@ std::int64_t fast_after_blocker(const sim::Trace& trace) {
   return checker::evaluate(trace, {e}, {}).at(0).measured;
 }
 
+// Always the natural alternative.
+class NaturalChooser final : public model::Chooser {
+ public:
+  std::uint32_t choose(model::ChoiceKind, std::uint32_t) override { return 0; }
+};
+
 }  // namespace
 
 TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes; 0 makes that order a choice") {
   // Without a gap the blocker's request comes with its handshake: its eager read serves it
   // inside the listen batch, and /fast waits for a batch of the burst.
-  model::FirstChooser natural;
+  NaturalChooser natural;
   auto with_handshake = sim::load_scenario(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml");
   CHECK(fast_after_blocker(sim::run(with_handshake, "base", &natural).trace) == Nanos(150ms).count());
 

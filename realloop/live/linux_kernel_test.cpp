@@ -1,6 +1,7 @@
 // LinuxKernel against real loopback sockets. Every wait is bounded (at most 1 s), so a broken
 // kernel fails a test instead of hanging it.
 #include "realloop/live/linux_kernel.hpp"
+#include "realloop/live/loopback_for_tests.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -38,15 +39,8 @@ struct Fd {
 
 // A blocking client connected to 127.0.0.1:port.
 int connect_client(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = loopsim::testing::loopback_connect(port);
   REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  if (rc != 0) ::close(fd);
-  REQUIRE(rc == 0);
   return fd;
 }
 

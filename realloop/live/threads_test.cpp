@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "realloop/live/serve.hpp"
+#include "realloop/live/loopback_for_tests.hpp"
 
 using namespace loopsim;
 
@@ -26,16 +27,8 @@ using Clock = std::chrono::steady_clock;
 
 // One request and its answer over a fresh connection; the status line's code, or -1.
 int fetch(int port, const std::string& path, std::string* body = nullptr) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = loopsim::testing::loopback_connect(port);
   if (fd < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
   const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != ssize_t(request.size())) {
     ::close(fd);
