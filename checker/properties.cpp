@@ -8,7 +8,7 @@
 #include <map>
 
 #include "checker/loop_properties.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 
 namespace loopsim::checker {
 

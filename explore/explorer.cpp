@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "explore/runner.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 
 namespace loopsim::explore {
 

@@ -9,7 +9,7 @@
 
 #include "checker/loop_properties.hpp"
 #include "checker/suite.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::explore {

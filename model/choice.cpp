@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 
 namespace loopsim::model {
 

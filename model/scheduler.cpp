@@ -6,7 +6,7 @@
 #include <array>
 
 #include "model/digest.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/state.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "model/digest.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 
 namespace loopsim::model {
 

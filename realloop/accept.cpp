@@ -1,7 +1,7 @@
 // Doors and batches: R1-R4 (batch, owed flags, errors), R9 (the handle table), R10 (sharing).
 #include <cerrno>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/loop.hpp"
 
 namespace loopsim {

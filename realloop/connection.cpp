@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/http.hpp"
 #include "realloop/loop.hpp"
 #include "realloop/pool.hpp"

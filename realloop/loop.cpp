@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/pool.hpp"
 
 namespace loopsim {

@@ -3,7 +3,7 @@
 #include <string>
 #include <system_error>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/http.hpp"
 #include "realloop/loop.hpp"
 

@@ -5,7 +5,7 @@
 // request: its entry is refiled once its deadline has moved on by more than refile_slack (or
 // when the entry comes due), and a deadline that jumps, such as the first request's head
 // timeout giving way to keep-alive's, is refiled at once, so that it wakes nobody early.
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/http.hpp"
 #include "realloop/loop.hpp"
 

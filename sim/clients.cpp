@@ -1,6 +1,6 @@
 #include "sim/clients.hpp"
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "sim/workload.hpp"
 
 namespace loopsim::sim {

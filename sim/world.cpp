@@ -9,7 +9,7 @@
 #include "model/digest.hpp"
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/loop.hpp"
 #include "realloop/pool.hpp"
 #include "sim/clients.hpp"

@@ -15,7 +15,7 @@
 #include <climits>
 #include <vector>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 
 namespace loopsim::live {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "realloop/assert.hpp"
+#include "base/assert.hpp"
 #include "realloop/live/linux_kernel.hpp"
 #include "realloop/loop.hpp"
 #include "realloop/observer.hpp"

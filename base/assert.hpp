@@ -1,3 +1,4 @@
+// The base layer: what every layer above may include. Header-only, no dependencies.
 // Assertions for programmer bugs: always on, in every build, never compiled out by NDEBUG.
 // Operating errors (EAGAIN, EMFILE, ...) are values, not assertions.
 #pragma once
