@@ -201,6 +201,7 @@ void SimKernel::try_handshake(ConnId id) {
   Listener& listener = listeners_[e->object];
   if (listener.queue.size() < listener.capacity) {
     listener.queue.push_back(id);
+    LOOPSIM_ASSERT_OP(listener.queue.size(), <=, listener.capacity);  // K9: the queue never overfills
     conn.established = true;
     if (sink_ != nullptr) sink_->established(id);
     notify(conn.listener);  // K3: every completed handshake is a wake-up

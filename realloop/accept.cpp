@@ -78,12 +78,16 @@ int Loop::take_batch(Door door) {
     }
     ++accepted;
     ++inverted_accepts_;
+    // R1: the count stopped the batch before this accept, unless the shutdown drains.
+    LOOPSIM_ASSERT(draining_ || config_.accept_batch <= 0 || accepted <= config_.accept_batch);
     if (door == Door::handoff) observer_.accepted(worker_, door, fd);
     if (door == Door::listener) {
       place(fd);
     } else {
       admit(fd);
     }
+    // The bound checked before the accept holds after it (R5's admission may pass it).
+    LOOPSIM_ASSERT(admitting || connection_count_ <= std::size_t(config_.max_connections));
   }
   // R2/R3: owed only when the count stopped the drain; R9: or back-pressure held it.
   // A batch the shutdown cut short is unfinished too; R5's shutdown then clears what it owes.
@@ -98,6 +102,11 @@ int Loop::take_batch(Door door) {
   }
   // Held back by max_connections: the next close owes the doors their batch, as back-pressure.
   if (why == BatchStop::max_connections && config_.owe_when_room) backpressured_ = true;
+  // R1: a batch takes at most accept_batch, but for the shutdown's drain (R5), which takes the
+  // whole queue. R2: only a batch that was stopped before the queue ran dry may be owed.
+  LOOPSIM_ASSERT(draining_ || config_.accept_batch <= 0 || accepted <= config_.accept_batch);
+  LOOPSIM_ASSERT(!owed || unfinished || descriptors);
+  LOOPSIM_ASSERT(!owed || why != BatchStop::again);
   (door == Door::listener ? accept_owed_ : handoff_owed_) = owed;
   observer_.batch_end(worker_, door, accepted, why, owed);
   return accepted;
