@@ -11,7 +11,7 @@
 #include "probe/figures.hpp"
 #include "probe/live_clients.hpp"
 #include "probe/self_server.hpp"
-#include "reports/seed_tables.hpp"
+#include "checker/seed_tables.hpp"
 
 namespace loopsim::cli {
 
@@ -27,7 +27,7 @@ std::string read_text(const std::string& path) {
 // One live run per scenario and arm, shared by the rows that read it.
 class LiveRuns {
  public:
-  std::string figure(const reports::LiveAsk& ask) {
+  std::string figure(const checker::LiveAsk& ask) {
     if (!ask.answers_of_group && !probe::judged_from_clients(ask.property)) return "(server side)";
     const auto key = std::pair(ask.scenario, ask.arm);
     if (!runs_.count(key)) runs_.emplace(key, run(ask));
@@ -56,7 +56,7 @@ class LiveRuns {
     std::string error;
   };
 
-  static Run run(const reports::LiveAsk& ask) {
+  static Run run(const checker::LiveAsk& ask) {
     Run r;
     const std::string text = read_text(ask.scenario);
     r.scenario = sim::parse_scenario(text, ask.scenario);
@@ -95,9 +95,11 @@ void add_seeds(CLI::App& app, int& status) {
     try {
       check_output("--out", *out);
       LiveRuns runs;
-      reports::LiveFigure figure;
-      if (*live) figure = [&runs](const reports::LiveAsk& ask) { return runs.figure(ask); };
-      write_output_file("--out", *out, [&](std::ostream& file) { reports::write_seed_tables(*dir, file, figure); });
+      checker::LiveFigure figure;
+      if (*live) figure = [&runs](const checker::LiveAsk& ask) { return runs.figure(ask); };
+      std::ostringstream text;  // whole, or not at all: a row that cannot be read writes nothing
+      checker::write_seed_tables(*dir, text, figure);
+      write_output_file("--out", *out, [&](std::ostream& file) { file << text.str(); });
       std::cout << "wrote " << *out << '\n';
       status = exit_held;
     } catch (const sim::ScenarioError& e) {

@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace loopsim::reports {
+namespace loopsim::checker {
 
 // What a row measures, for a live run of the same scenario and arm.
 struct LiveAsk {
@@ -22,7 +22,8 @@ using LiveFigure = std::function<std::string(const LiveAsk&)>;
 
 // Runs every row's scenario from `scenario_dir` and writes the Markdown document to `out`;
 // with `live`, a "loopsim live" column beside the simulated one.
-// Throws sim::ScenarioError when a scenario cannot be loaded.
+// Throws sim::ScenarioError when a scenario cannot be loaded, or a row names an arm or a
+// property its scenario lacks (then `loopsim seeds` exits 2 and writes nothing whole).
 void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const LiveFigure& live = {});
 
-}  // namespace loopsim::reports
+}  // namespace loopsim::checker

@@ -1,13 +1,14 @@
-#include "reports/seed_tables.hpp"
+#include "checker/seed_tables.hpp"
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <vector>
 
 #include "checker/suite.hpp"
 
-namespace loopsim::reports {
+namespace loopsim::checker {
 
 namespace {
 
@@ -104,7 +105,7 @@ std::string ms(std::int64_t ns) {
   return buffer;
 }
 
-std::string figure(const Row& row, const checker::ArmReport& arm, const sim::Trace& trace) {
+std::string figure(const Row& row, const ArmReport& arm, const sim::Trace& trace) {
   if (row.read == Read::answered_group) {
     std::int64_t n = 0, of = 0;
     for (const auto& event : trace.events) {
@@ -119,7 +120,9 @@ std::string figure(const Row& row, const checker::ArmReport& arm, const sim::Tra
     if (v.property != row.property) continue;
     return row.read == Read::measured_ms ? ms(v.measured) : std::to_string(v.measured);
   }
-  return "(no such property)";
+  throw sim::ScenarioError(trace.scenario + ":1:1: seed table row \"" + row.what + "\": arm " + row.arm +
+                               " judges no " + row.property,
+                           "the row reads a property the scenario expects; fix the row or the scenario");
 }
 
 std::string command(const Row& row) {
@@ -144,20 +147,25 @@ void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const
         << "did, more of them on a loaded machine); the accept-burst rows then show /fast first, near\n"
         << "0 ms: the other branch of the choice `send_after_connect = \"0s\"` opens (docs/design-notes.md).\n";
   }
-  std::map<std::string, checker::SuiteResult> runs;  // one run of each scenario, all arms
+  std::map<std::string, SuiteResult> runs;  // one run of each scenario, all arms
   for (const Table& table : tables()) {
     out << "\n## " << table.title << "\n\nFrom `" << table.source << "`.\n\n"
         << (live ? "| row | seed | loopsim | loopsim live | command | why they differ |\n|---|---|---|---|---|---|\n"
                  : "| row | seed | loopsim | command | why they differ |\n|---|---|---|---|---|\n");
     for (const Row& row : table.rows) {
       std::string path = scenario_dir + "/" + row.scenario;
-      if (!runs.count(path)) runs.emplace(path, checker::run_suite(path, checker::SuiteOptions{}));
+      if (!runs.count(path)) runs.emplace(path, run_suite(path, SuiteOptions{}));
       const auto& suite = runs.at(path);
-      std::string value = "(no such arm)";
+      std::optional<std::string> value;
       for (std::size_t i = 0; i < suite.report.arms.size(); ++i) {
         if (suite.report.arms[i].name == row.arm) value = figure(row, suite.report.arms[i], suite.traces[i]);
       }
-      out << "| " << row.what << " | " << row.seed << " | " << value << " | ";
+      if (!value) {
+        throw sim::ScenarioError(path + ":1:1: seed table row \"" + row.what + "\" names the arm " + row.arm +
+                                     ", which the scenario does not have",
+                                 "the rows are in checker/seed_tables.cpp; name an arm under [[arms]], or base");
+      }
+      out << "| " << row.what << " | " << row.seed << " | " << *value << " | ";
       if (live) {
         out << live(LiveAsk{path, row.arm, row.property, row.read == Read::answered_group,
                             row.read == Read::measured_ms})
@@ -168,4 +176,4 @@ void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const
   }
 }
 
-}  // namespace loopsim::reports
+}  // namespace loopsim::checker
