@@ -1,5 +1,9 @@
 #include "checker/properties.hpp"
 
+#include "checker/loop_properties.hpp"
+#include "sim/properties.hpp"
+#include "sim/properties.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -407,20 +411,66 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
   return v;
 }
 
+namespace {
+
+using sim::event_bit;
+
+// The loop rules' properties read the passes whole.
+sim::EventMask all_of_it(const sim::Expectation&) { return sim::all_events; }
+sim::EventMask requests_read(const sim::Expectation&) {
+  return event_bit<ev::Connect>() | event_bit<ev::Send>() | event_bit<ev::Answer>();
+}
+
+// One property: how it is judged, and the events it reads (events_needed). In the order of
+// sim::property_kinds, which names them and says what their bounds measure.
+struct Judge {
+  std::string_view name;
+  Verdict (*evaluate)(const Trace&, const sim::Expectation&, const Costs&);
+  sim::EventMask (*events)(const sim::Expectation&);
+};
+
+constexpr Judge judges[] = {
+    {"answered", [](const Trace& t, const sim::Expectation& e, const Costs&) { return answered(t, e.of); },
+     [](const sim::Expectation&) { return event_bit<ev::Connect>() | event_bit<ev::Answer>() | event_bit<ev::Reset>(); }},
+    {"no_stranded_backlog", no_stranded_backlog,
+     [](const sim::Expectation& e) {
+       sim::EventMask needed = event_bit<ev::RunEnd>();
+       if (e.max) {  // the longest idle wait at a door
+         needed |= event_bit<ev::PassBegin>() | event_bit<ev::Events>() | event_bit<ev::Established>() |
+                   event_bit<ev::Handoff>() | event_bit<ev::Accept>();
+       }
+       return needed;
+     }},
+    {"latency", latency, requests_read},
+    {"max_gap", max_gap, requests_read},
+    {"capacity", [](const Trace& t, const sim::Expectation& e, const Costs&) { return capacity(t, e); }, all_of_it},
+    {"post_latency", post_latency, all_of_it},
+    {"no_spin", [](const Trace& t, const sim::Expectation& e, const Costs&) { return no_spin(t, e); }, all_of_it},
+    {"shutdown_clean", [](const Trace& t, const sim::Expectation&, const Costs&) { return shutdown_clean(t); }, all_of_it},
+    {"batch_bound", [](const Trace& t, const sim::Expectation& e, const Costs&) { return batch_bound(t, e); }, all_of_it},
+    {"liveness", [](const Trace& t, const sim::Expectation&, const Costs&) { return liveness(t); },
+     [](const sim::Expectation&) { return event_bit<ev::Lasso>(); }},
+};
+
+constexpr bool judges_match_kinds() {
+  if (std::size(judges) != sim::property_count) return false;
+  for (std::size_t i = 0; i < sim::property_count; ++i)
+    if (judges[i].name != sim::property_kinds[i].name) return false;
+  return true;
+}
+static_assert(judges_match_kinds(), "one judge per sim::property_kinds entry, in its order");
+
+const Judge& judge_of(const std::string& property) {
+  for (const Judge& j : judges)
+    if (j.name == property) return j;
+  LOOPSIM_ASSERT(known_property(property));
+  std::abort();
+}
+
+}  // namespace
+
 sim::EventMask events_needed(const sim::Expectation& e) {
-  using sim::event_bit;
-  const sim::EventMask requests = event_bit<ev::Connect>() | event_bit<ev::Send>() | event_bit<ev::Answer>();
-  sim::EventMask needed = sim::all_events;
-  if (e.property == "answered") needed = event_bit<ev::Connect>() | event_bit<ev::Answer>() | event_bit<ev::Reset>();
-  if (e.property == "latency" || e.property == "max_gap") needed = requests;
-  if (e.property == "liveness") needed = event_bit<ev::Lasso>();
-  if (e.property == "no_stranded_backlog") {
-    needed = event_bit<ev::RunEnd>();
-    if (e.max) {  // the longest idle wait at a door
-      needed |= event_bit<ev::PassBegin>() | event_bit<ev::Events>() | event_bit<ev::Established>() |
-                event_bit<ev::Handoff>() | event_bit<ev::Accept>();
-    }
-  }
+  sim::EventMask needed = judge_of(e.property).events(e);
   // Bounds in "requests" and "batches" are multiples of the measured cost of a request.
   for (const auto& bound : {e.max, e.min}) {
     bool costed = bound && (bound->unit == sim::Bound::Unit::requests || bound->unit == sim::Bound::Unit::batches);
@@ -457,34 +507,17 @@ Verdict liveness(const Trace& trace) {
 }
 
 const std::vector<std::string>& property_names() {
-  static const std::vector<std::string> names = {
-      "answered", "no_stranded_backlog", "latency", "max_gap", "capacity", "post_latency",
-      "no_spin", "shutdown_clean", "batch_bound", "liveness"};
+  static const std::vector<std::string> names(sim::property_names.begin(), sim::property_names.end());
   return names;
 }
 
-bool known_property(const std::string& name) {
-  const auto& names = property_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
+bool known_property(const std::string& name) { return sim::property_kind(name) != nullptr; }
 
 std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expectation>& expect,
                               Costs costs) {
   if (costs.request == Nanos(0)) costs.request = request_cost(trace);
   std::vector<Verdict> verdicts;
-  for (const sim::Expectation& e : expect) {
-    if (e.property == "answered") verdicts.push_back(answered(trace, e.of));
-    else if (e.property == "no_stranded_backlog") verdicts.push_back(no_stranded_backlog(trace, e, costs));
-    else if (e.property == "latency") verdicts.push_back(latency(trace, e, costs));
-    else if (e.property == "max_gap") verdicts.push_back(max_gap(trace, e, costs));
-    else if (e.property == "capacity") verdicts.push_back(capacity(trace, e));
-    else if (e.property == "post_latency") verdicts.push_back(post_latency(trace, e, costs));
-    else if (e.property == "no_spin") verdicts.push_back(no_spin(trace, e));
-    else if (e.property == "shutdown_clean") verdicts.push_back(shutdown_clean(trace));
-    else if (e.property == "batch_bound") verdicts.push_back(batch_bound(trace, e));
-    else if (e.property == "liveness") verdicts.push_back(liveness(trace));
-    else LOOPSIM_ASSERT(known_property(e.property));
-  }
+  for (const sim::Expectation& e : expect) verdicts.push_back(judge_of(e.property).evaluate(trace, e, costs));
   return verdicts;
 }
 

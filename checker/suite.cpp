@@ -1,5 +1,7 @@
 #include "checker/suite.hpp"
 
+#include "sim/properties.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -39,34 +41,27 @@ bool is_count(const std::optional<sim::Bound>& bound) {
   return bound && bound->unit == sim::Bound::Unit::count;
 }
 
-// latency and max_gap are about a group and need a bound; post_latency needs a time bound.
-void check_group_and_max(const sim::Scenario& s, const sim::Expectation& e) {
-  bool needs_group = e.property == "latency" || e.property == "max_gap";
-  if (needs_group && e.of.empty()) {
+// What the property's kind asks of an expectation: a group, a bound, and bounds in its unit.
+void check_kind(const sim::Scenario& s, const sim::Expectation& e, const sim::PropertyKind& kind) {
+  if (kind.needs_of && e.of.empty()) {
     bad_expectation(s, e, e.property + " needs `of`", "name a client group: of = \"fast\"");
   }
-  if (needs_group && !e.max) {
-    bad_expectation(s, e, e.property + " needs `max`", "for example max = \"500ms\"");
+  if (kind.needs_max && !e.max) {
+    bad_expectation(s, e, e.property + " needs `max`",
+                    kind.measures == sim::Measures::count ? "for example max = 100" : "for example max = \"500ms\"");
   }
-  if (e.property != "post_latency") return;
-  if (!e.max) bad_expectation(s, e, "post_latency needs `max`", "for example max = \"2ms\"");
-  if (is_count(e.max)) {
-    bad_expectation(s, e, "post_latency's max is a time, not a count",
-                    "for example max = \"2ms\" or max = \"3 requests\"");
+  if (kind.needs_min && !e.min) {
+    bad_expectation(s, e, e.property + " needs `min`", "for example min = 2048");
   }
-}
-
-// capacity needs `min`; its bounds and no_spin's are counts.
-void check_counts(const sim::Scenario& s, const sim::Expectation& e) {
-  if (e.property == "capacity" && !e.min) {
-    bad_expectation(s, e, "capacity needs `min`", "the connections to hold at once: min = 2048");
-  }
-  bool counts = e.property == "capacity" || e.property == "no_spin";
   for (const auto* bound : {&e.min, &e.max}) {
-    if (counts && *bound && !is_count(*bound)) {
+    if (!*bound) continue;
+    if (kind.measures == sim::Measures::count && !is_count(*bound)) {
       bad_expectation(s, e, e.property + "'s bounds are counts, not \"" + (*bound)->text + "\"",
-                      e.property == "capacity" ? "write a whole number without quotes: min = 2048"
-                                               : "write a whole number without quotes: max = 100");
+                      "write a whole number without quotes: " + std::string(bound == &e.min ? "min = 2048" : "max = 100"));
+    }
+    if (kind.measures == sim::Measures::time && is_count(*bound)) {
+      bad_expectation(s, e, e.property + "'s " + (bound == &e.min ? "min" : "max") + " is a time, not a count",
+                      "for example max = \"2ms\" or max = \"3 requests\"");
     }
   }
 }
@@ -86,13 +81,13 @@ bool RunReport::held() const {
 
 void validate(const sim::Scenario& scenario) {
   for (const sim::Expectation& e : scenario.expect) {
-    if (!known_property(e.property)) {
+    const sim::PropertyKind* kind = sim::property_kind(e.property);
+    if (kind == nullptr) {
       std::string names;
-      for (const auto& n : property_names()) names += (names.empty() ? "" : ", ") + n;
+      for (const auto& n : sim::property_names) names += (names.empty() ? "" : ", ") + std::string(n);
       bad_expectation(scenario, e, "unknown property \"" + e.property + "\"", "known: " + names);
     }
-    check_group_and_max(scenario, e);
-    check_counts(scenario, e);
+    check_kind(scenario, e, *kind);
   }
 }
 

@@ -3,6 +3,7 @@
 // conversion, so they pass the same checks as the file; their values are parsed with a source
 // path of their own (the origin's label), which is how an error in one is traced back to it.
 #include "sim/scenario.hpp"
+#include "sim/properties.hpp"
 
 #include "sim/units.hpp"
 
@@ -349,9 +350,6 @@ constexpr std::string_view mode_names[] = {"loop-only", "pool"};
 constexpr HandlerMode mode_values[] = {HandlerMode::loop_only, HandlerMode::pool};
 constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"};  // HandlePolicy
 constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
-constexpr std::string_view property_names[] = {
-    "answered", "no_stranded_backlog", "latency",    "max_gap", "capacity", "post_latency",
-    "no_spin",  "shutdown_clean",      "batch_bound", "liveness"};
 
 const Field<RequestSpec> request_fields[] = {
     {"at", [](C c, N n, K k, auto& r) { r.at = read_duration(c, n, k); }},
@@ -444,10 +442,9 @@ const Field<Expectation> expect_fields[] = {
 // Bounds in the unit their property measures, reported at the key that has the wrong one.
 void finish_expectation(const Context& c, const toml::table& table, Expectation& e) {
   e.line = int(table.source().begin.line);
-  static constexpr std::string_view counted[] = {"capacity", "no_spin", "batch_bound"};
-  static constexpr std::string_view timed[] = {"latency", "max_gap", "no_stranded_backlog", "post_latency"};
-  bool counts = std::find(std::begin(counted), std::end(counted), e.property) != std::end(counted);
-  bool times = std::find(std::begin(timed), std::end(timed), e.property) != std::end(timed);
+  const PropertyKind* kind = property_kind(e.property);  // read_choice took a known name
+  bool counts = kind->measures == Measures::count;
+  bool times = kind->measures == Measures::time;
   for (const char* key : {"max", "min"}) {
     const std::optional<Bound>& bound = key[1] == 'a' ? e.max : e.min;
     if (!bound) continue;
