@@ -6,6 +6,7 @@
 int main(int argc, char** argv) {
   using namespace loopsim::cli;
   CLI::App app{"loopsim: deterministic simulation and model checking of event loops"};
+  app.set_version_flag("--version", std::string("loopsim ") + LOOPSIM_VERSION);
   app.require_subcommand(1);
   int status = exit_held;
   add_run(app, status);

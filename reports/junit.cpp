@@ -40,8 +40,8 @@ std::string scenario_suite(const ScenarioOutcome& o) {
   if (!o.ok()) {
     return head + attribute("tests", "1") + attribute("failures", "0") + attribute("errors", "1") +
            attribute("time", "0") + ">\n    <testcase" + attribute("classname", "loopsim." + name) +
-           attribute("name", "load") + attribute("time", "0") + ">\n      <error" +
-           attribute("message", o.error) + attribute("type", "bad input") + ">" +
+           attribute("name", o.limit ? "run" : "load") + attribute("time", "0") + ">\n      <error" +
+           attribute("message", o.error) + attribute("type", o.limit ? "limit" : "bad input") + ">" +
            xml_escape(o.error + (o.hint.empty() ? "" : "\nhint: " + o.hint)) +
            "</error>\n    </testcase>\n  </testsuite>\n";
   }
@@ -65,8 +65,9 @@ std::string junit_xml(const std::vector<ScenarioOutcome>& outcomes) {
   std::string suites;
   for (const ScenarioOutcome& o : outcomes) suites += scenario_suite(o);
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites" + attribute("name", "loopsim check") +
-         attribute("tests", std::to_string(t.arms + t.errors)) + attribute("failures", std::to_string(t.violated)) +
-         attribute("errors", std::to_string(t.errors)) + ">\n" + suites + "</testsuites>\n";
+         attribute("tests", std::to_string(t.arms + t.errors + t.limits)) +
+         attribute("failures", std::to_string(t.violated)) +
+         attribute("errors", std::to_string(t.errors + t.limits)) + ">\n" + suites + "</testsuites>\n";
 }
 
 }  // namespace loopsim::reports
