@@ -13,7 +13,7 @@ install(TARGETS ${layers} EXPORT loopsimTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/loopsim)
 foreach(dir ${layer_dirs})
   file(GLOB headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.hpp)
-  list(FILTER headers EXCLUDE REGEX "_for_tests\\.hpp$")
+  list(FILTER headers EXCLUDE REGEX "(_for_tests|_reading)\\.hpp$")
   install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/loopsim/${dir} COMPONENT dev)
 endforeach()
 

@@ -1,10 +1,12 @@
 // Scenario files (TOML, format version 1) to Scenario. Every error names file:line:column and
-// carries a one-line hint. Overrides (--set, arm `set`) are applied to the parsed TOML before
-// conversion, so they pass the same checks as the file; their values are parsed with a source
-// path of their own (the origin's label), which is how an error in one is traced back to it.
+// carries a one-line hint. The document is parsed and overridden (--set, arm `set`) first, in
+// sim/scenario_document.cpp, so that overrides pass the same checks as the file; their values
+// carry a source path of their own (the origin's label), which is how an error in one is traced
+// back to it. The pinned-choices writer is there too.
 #include "sim/scenario.hpp"
-#include "sim/properties.hpp"
 
+#include "sim/properties.hpp"
+#include "sim/scenario_reading.hpp"
 #include "sim/units.hpp"
 
 #include <toml++/toml.h>
@@ -25,12 +27,12 @@
 namespace loopsim::sim {
 namespace {
 
+using namespace reading;
+
 constexpr std::string_view duration_hint =
     R"(durations look like "600ms", "80us", "1.5s", "250ns")";
 constexpr std::string_view bound_hint =
     R"(bounds look like "500ms", 3, "2 requests", "1.5 batches")";
-constexpr std::string_view syntax_hint =
-    R"(check the TOML syntax here; strings need quotes, e.g. horizon = "20s")";
 constexpr std::int64_t clients_max = 1'000'000;
 // Over all groups: each request leaves at least two events in the trace (its send and its answer).
 constexpr std::int64_t total_clients_max = 1'000'000;
@@ -42,109 +44,8 @@ constexpr std::int64_t body_max = 1 << 20;  // the loop's Content-Length ceiling
 constexpr std::int64_t max_events_max = 1 << 20;
 constexpr std::int64_t workers_max = 256;
 
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
-// "a, b, c", or the first 20 and how many more: a hint stays one readable line.
-std::string join(std::span<const std::string_view> names) {
-  constexpr std::size_t shown = 20;
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + std::string(names[i]);
-  if (names.size() > shown) out += cat(", and ", names.size() - shown, " more");
-  return out;
-}
-
-bool contains(std::span<const std::string_view> names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::string located(const std::string& file, toml::source_position at, std::string_view message) {
-  if (at.line == 0) at = {1, 1};
-  return cat(file, ":", at.line, ":", at.column, ": ", message);
-}
-
-// Indexed by toml::node_type.
-constexpr std::string_view type_names[] = {"nothing",    "a table",    "an array",  "a string",
-                                           "an integer", "a float",    "a boolean", "a date",
-                                           "a time",     "a date-time"};
-
-std::string_view type_name(const toml::node& node) {
-  return type_names[static_cast<std::size_t>(node.type())];
-}
-
 // ---- reading typed values ----------------------------------------------------------------
 
-// Where an override's nodes came from: their TOML source path is `label`.
-struct OverrideOrigin {
-  std::string label;  // "--set loop.accept_batch", "arm \"x\" set loop.accept_batch"
-  toml::source_position where;  // of the value
-  std::string file;             // "--set" for the command line; empty for the scenario file
-  toml::source_position key_where{};  // of the key; {} for the same place as the value
-};
-
-class Context {
- public:
-  explicit Context(std::string file) : file_(std::move(file)) {}
-  const std::string& file() const { return file_; }
-  void add_origin(OverrideOrigin origin) { origins_.push_back(std::move(origin)); }
-
-  [[noreturn]] void fail(const toml::source_region& where, std::string_view message,
-                         std::string_view hint) const {
-    for (const OverrideOrigin& origin : origins_)
-      if (where.path && *where.path == origin.label) fail(origin, message, hint);
-    throw ScenarioError(located(file_, where.begin, message), std::string(hint));
-  }
-  // "file:line:column" of a node, or of the override that set it.
-  std::string position(const toml::source_region& where) const {
-    std::string text;
-    for (const OverrideOrigin& origin : origins_) {
-      if (where.path && *where.path == origin.label) {
-        text = located(origin.file.empty() ? file_ : origin.file, origin.where, origin.label);
-        return text.substr(0, text.size() - origin.label.size() - 2);
-      }
-    }
-    text = located(file_, where.begin, "");
-    return text.substr(0, text.size() - 2);
-  }
-  [[noreturn]] void fail(const OverrideOrigin& origin, std::string_view message,
-                         std::string_view hint, bool at_key = false) const {
-    const toml::source_position at = at_key && origin.key_where.line != 0 ? origin.key_where : origin.where;
-    throw ScenarioError(located(origin.file.empty() ? file_ : origin.file, at, cat(origin.label, ": ", message)),
-                        std::string(hint));
-  }
-
-  // The node as a T (a TOML value type, toml::table or toml::array), or an error naming `key`.
-  template <typename T>
-  const auto& as(const toml::node& n, std::string_view key, std::string_view what,
-                 std::string_view hint) const {
-    if (!n.is<T>()) fail(n.source(), cat(key, " must be ", what, ", not ", type_name(n)), hint);
-    if constexpr (std::is_same_v<T, toml::table> || std::is_same_v<T, toml::array>)
-      return *n.as<T>();
-    else
-      return n.as<T>()->get();
-  }
-
- private:
-  std::string file_;
-  std::vector<OverrideOrigin> origins_;
-};
-
-using C = const Context&;
-using N = const toml::node&;
-using K = std::string_view;
-
-constexpr std::string_view shape_hint = "see scenarios/README.md for the shape of this key";
-
-const toml::table& as_table(C c, N n, K k) {
-  return c.as<toml::table>(n, k, "a table", shape_hint);
-}
-const toml::array& as_array(C c, N n, K k) {
-  return c.as<toml::array>(n, k, "an array", shape_hint);
-}
 std::string read_string(C c, N n, K k) {
   return c.as<std::string>(n, k, "a string", R"(write it in double quotes, e.g. "fast")");
 }
@@ -257,42 +158,6 @@ std::vector<Entry> in_document_order(const toml::table& table) {
 }
 
 template <typename Target>
-struct Field {
-  std::string_view key;
-  void (*read)(const Context&, const toml::node&, std::string_view key, Target&);
-};
-
-template <typename Target>
-struct Section {
-  std::string_view name;   // prefix of qualified keys ("loop"); empty at the top level
-  std::string_view title;  // for messages ("[loop]")
-  std::span<const Field<Target>> fields;
-  std::string_view required = {};  // a key every such table must have
-  void (*finish)(const Context&, const toml::table&, Target&) = nullptr;
-};
-
-template <typename Target>
-const Field<Target>* find_field(const Section<Target>& section, std::string_view key) {
-  for (const Field<Target>& field : section.fields)
-    if (field.key == key) return &field;
-  return nullptr;
-}
-
-struct Problem {
-  std::string message;
-  std::string hint;
-};
-
-// Why `key` is not readable in `section`: it is unknown there.
-template <typename Target>
-Problem key_problem(const Section<Target>& section, std::string_view key) {
-  std::vector<std::string_view> known;
-  for (const Field<Target>& field : section.fields) known.push_back(field.key);
-  return {cat("unknown key \"", key, "\" in ", section.title),
-          cat("known keys in ", section.title, ": ", join(known))};
-}
-
-template <typename Target>
 void read_fields(const Context& c, const toml::table& table, const Section<Target>& section,
                  Target& target) {
   for (const auto& [key, node] : in_document_order(table)) {
@@ -318,12 +183,6 @@ std::vector<Target> read_each(const Context& c, const toml::node& n, std::string
   for (const toml::node& item : as_array(c, n, key))
     read_fields(c, as_table(c, item, key), section, out.emplace_back());
   return out;
-}
-
-std::string toml_text(const toml::node& node) {
-  std::ostringstream out;
-  out << toml::toml_formatter(node);
-  return out.str();
 }
 
 // `set = { "loop.accept_batch" = 0 }`; a dotted key written bare (loop.accept_batch = 0) is a
@@ -950,192 +809,23 @@ Scenario to_scenario(C c, const toml::table& root) {
   return s;
 }
 
-// ---- overrides ------------------------------------------------------------------------------
+}  // namespace
 
-std::vector<std::string_view> split_key(std::string_view key) {
-  std::vector<std::string_view> parts;
-  for (std::size_t start = 0;;) {
-    const auto dot = key.find('.', start);
-    parts.push_back(key.substr(start, dot - start));
-    if (dot == std::string_view::npos) return parts;
-    start = dot + 1;
-  }
-}
+namespace reading {
 
-const Section<Scenario>* section_named(std::string_view name) {
+const Section<Scenario>* override_section(std::string_view name) {
   if (name == "kernel") return &kernel_section;
   if (name == "loop") return &loop_section;
   if (name == "target") return &target_section;
   return nullptr;
 }
 
-void check_key(C c, const OverrideOrigin& origin, const Section<Scenario>& section,
-               std::string_view key) {
-  if (find_field(section, key) != nullptr) return;
-  const Problem problem = key_problem(section, key);
-  c.fail(origin, problem.message, problem.hint, true);
-}
+bool is_array_table(std::string_view name) { return contains(array_table_names, name); }
+const Section<Scenario>& root_fields() { return root_section; }
 
-// An override names a top-level key (seed) or a key in [kernel] or [loop] (loop.accept_batch).
-void check_override_key(C c, const OverrideOrigin& origin,
-                        const std::vector<std::string_view>& parts) {
-  const bool empty_part = std::find(parts.begin(), parts.end(), std::string_view{}) != parts.end();
-  if (parts.size() > 2 || empty_part)
-    c.fail(origin, "an override names a top-level key or section.key",
-           "e.g. --set seed=7 or --set loop.accept_batch=0", true);
-  if (contains(array_table_names, parts[0]))
-    c.fail(origin, cat("[[", parts[0], "]] is an array of tables; overrides cannot change it"),
-           "override single keys such as loop.accept_batch; edit the file to change [[clients]], "
-           "[[expect]] or [[arms]]", true);
-  const Section<Scenario>* section = section_named(parts[0]);
-  if (section == nullptr) check_key(c, origin, root_section, parts[0]);
-  if (section == nullptr && parts.size() == 2)
-    c.fail(origin, cat(parts[0], " is not a table"), "e.g. --set loop.accept_batch=0", true);
-  if (section != nullptr && parts.size() == 1)
-    c.fail(origin, cat("name a key inside [", parts[0], "]"),
-           cat("e.g. --set ", parts[0], ".", section->fields[0].key, "=..."), true);
-  if (section != nullptr) check_key(c, origin, *section, parts[1]);
-}
+}  // namespace reading
 
-// The override's value as a one-key document "v = ...", parsed with the origin's label as its
-// source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string.
-toml::table parse_value(C c, const std::string& value, const OverrideOrigin& origin) {
-  try {
-    toml::table doc = toml::parse("v = " + value, std::string_view{origin.label});
-    if (doc.size() == 1 && doc.contains("v")) return doc;
-  } catch (const toml::parse_error&) {
-  }
-  try {
-    return toml::parse("v = " + toml_text(toml::value<std::string>(value)),
-                       std::string_view{origin.label});
-  } catch (const toml::parse_error& e) {
-    c.fail(origin, cat("cannot read the value: ", e.description()),
-           "values are TOML: 0, false, \"10ms\", \"kqueue\"");
-  }
-}
-
-toml::table& section_table(C c, toml::table& root, std::string_view name) {
-  toml::node* node = root.get(name);
-  if (node == nullptr) return *root.insert(name, toml::table{}).first->second.as_table();
-  as_table(c, *node, name);  // fails unless it is a table
-  return *node->as_table();
-}
-
-void apply_override(Context& c, toml::table& root, const Override& o, OverrideOrigin origin) {
-  const std::vector<std::string_view> parts = split_key(o.key);
-  check_override_key(c, origin, parts);
-  toml::table doc = parse_value(c, o.value, origin);
-  toml::table& target = parts.size() == 1 ? root : section_table(c, root, parts[0]);
-  target.insert_or_assign(parts.back(), std::move(*doc.get("v")));
-  c.add_origin(std::move(origin));
-}
-
-// Where the arm's override of `key` was written: the key in its set table, else the table.
-toml::source_position arm_position(const toml::table& root, const Arm& arm, std::string_view key) {
-  const toml::array* arms = root["arms"].as_array();
-  for (std::size_t i = 0; arms != nullptr && i < arms->size(); ++i) {
-    const toml::table* table = arms->get(i)->as_table();
-    if (table == nullptr || (*table)["name"].value_or(std::string_view{}) != arm.name) continue;
-    const toml::table* set = table->get_as<toml::table>("set");
-    if (set == nullptr) return table->source().begin;
-    for (auto&& [name, value] : *set)
-      if (name.str() == key) return name.source().begin;
-    return set->source().begin;
-  }
-  return {1, 1};
-}
-
-// toml++ bounds the nesting of values (256) but not of dotted keys: a[.a]x60000 recurses until
-// the stack runs out. So a line may hold at most this many dots outside strings and comments;
-// a scenario's keys have one or two.
-constexpr int key_dots_max = 256;
-
-void check_key_depth(const std::string& text, const std::string& file) {
-  enum class In { code, basic, literal, multi_basic, multi_literal, comment } in = In::code;
-  std::uint32_t line = 1, column = 0;
-  int dots = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    ++column;
-    const bool triple = text.compare(i, 3, ch == '"' ? "\"\"\"" : "'''") == 0;
-    switch (in) {
-      case In::code:
-        if (ch == '#') in = In::comment;
-        else if (ch == '"' || ch == '\'') {
-          in = ch == '"' ? (triple ? In::multi_basic : In::basic) : (triple ? In::multi_literal : In::literal);
-          if (triple) i += 2, column += 2;
-        } else if (ch == '.' && ++dots > key_dots_max) {
-          throw ScenarioError(located(file, {line, column}, cat("more than ", key_dots_max, " dots in one line: a key nested this deep cannot be read")),
-                              "keys look like loop.accept_batch; split the line");
-        }
-        break;
-      case In::basic:
-      case In::multi_basic:
-        if (ch == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;
-        else if (ch == '"' && (in == In::basic || triple)) {
-          if (in == In::multi_basic) i += 2, column += 2;
-          in = In::code;
-        }
-        break;
-      case In::literal:
-      case In::multi_literal:
-        if (ch == '\'' && (in == In::literal || triple)) {
-          if (in == In::multi_literal) i += 2, column += 2;
-          in = In::code;
-        }
-        break;
-      case In::comment: break;
-    }
-    if (text[i] == '\n') {  // a single-line string or a comment ends at the line's end
-      ++line;
-      column = 0;
-      dots = 0;
-      if (in == In::comment || in == In::basic || in == In::literal) in = In::code;
-    }
-  }
-}
-
-toml::table parse_document(const std::string& text, const std::string& file) {
-  check_key_depth(text, file);
-  try {
-    return toml::parse(text, std::string_view{file});
-  } catch (const toml::parse_error& e) {
-    throw ScenarioError(located(file, e.source().begin, e.description()), std::string(syntax_hint));
-  }
-}
-
-// The document with the arm's overrides and then the command line's applied.
-toml::table overridden(Context& c, const std::string& text, const std::string& file, const Arm* arm,
-                       const std::vector<Override>& overrides) {
-  toml::table root = parse_document(text, file);
-  if (arm != nullptr)
-    for (const Override& o : arm->set)
-      apply_override(c, root, o,
-                     {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key), "", {}});
-  for (const Override& o : overrides) {
-    OverrideOrigin origin{cat("--set ", o.key), {1, 1}, "", {}};
-    if (o.value_column != 0) origin = {cat("--set ", o.key), {1, o.value_column}, "--set", {1, 1}};
-    apply_override(c, root, o, std::move(origin));
-  }
-  return root;
-}
-
-// The faults as `arm` runs them: those scoped to other arms left out, the scopes erased.
-void scope_faults(toml::table& root, const std::string& arm) {
-  toml::array* faults = root["faults"].as_array();
-  for (std::size_t i = faults == nullptr ? 0 : faults->size(); i-- > 0;) {
-    toml::table* fault = faults->get(i)->as_table();
-    const toml::array* arms = fault == nullptr ? nullptr : fault->get_as<toml::array>("arms");
-    if (arms == nullptr) continue;
-    bool mine = std::any_of(arms->begin(), arms->end(), [&](const toml::node& n) { return n.value_or(std::string()) == arm; });
-    if (mine) {
-      fault->erase("arms");
-    } else {
-      faults->erase(faults->begin() + std::ptrdiff_t(i));
-    }
-  }
-  if (faults != nullptr && faults->empty()) root.erase("faults");
-}
+namespace {
 
 Scenario convert(const std::string& text, const std::string& file, const Arm* arm,
                  const std::vector<Override>& overrides) {
@@ -1157,44 +847,7 @@ Scenario convert(const std::string& text, const std::string& file, const Arm* ar
   return s;
 }
 
-std::string trimmed(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return std::string(text.substr(first, text.find_last_not_of(" \t") - first + 1));
-}
-
 }  // namespace
-
-std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
-                            const std::vector<Override>& overrides,
-                            const std::vector<model::Choice>& choices,
-                            const std::map<std::string, int>& counts) {
-  Context c(name);
-  toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
-  scope_faults(root, arm.name);
-  root.erase("arms");
-  if (toml::array* clients = root["clients"].as_array()) {
-    for (std::size_t i = clients->size(); i-- > 0;) {
-      toml::table* group = clients->get(i)->as_table();
-      auto found = counts.find(std::string((*group)["name"].value_or(std::string_view{})));
-      if (found == counts.end()) continue;
-      if (found->second == 0) {
-        clients->erase(clients->begin() + std::ptrdiff_t(i));
-      } else {
-        group->insert_or_assign("count", found->second);
-      }
-    }
-  }
-  root.erase("choices");
-  toml::array pinned;
-  for (const model::Choice& choice : choices) {
-    pinned.push_back(cat(model::choice_kind_name(choice.kind), ":", choice.options, ":", choice.pick));
-  }
-  root.insert("choices", std::move(pinned));
-  std::ostringstream out;
-  out << toml::toml_formatter(root) << '\n';
-  return out.str();
-}
 
 std::string toml_strings(const std::vector<std::string>& items) {
   toml::array array;
@@ -1206,23 +859,6 @@ int file_accept_batch(const std::string& text, const std::string& name) {
   const toml::table root = parse_document(text, name);
   const std::optional<std::int64_t> batch = root["loop"]["accept_batch"].value<std::int64_t>();
   return batch && *batch > 0 && *batch <= INT32_MAX ? int(*batch) : 0;
-}
-
-Override parse_override(const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  const std::string_view value = eq == std::string::npos ? std::string_view{} : std::string_view(assignment).substr(eq + 1);
-  Override o{trimmed(std::string_view(assignment).substr(0, eq)), trimmed(value)};
-  std::size_t column = 1;  // where the missing piece belongs
-  if (eq == std::string::npos) column = assignment.size() + 1;
-  else if (!o.key.empty()) column = eq + 2;
-  if (eq == std::string::npos || o.key.empty() || o.value.empty()) {
-    const char* missing = eq == std::string::npos ? "expected key=value" : o.key.empty() ? "the key is missing" : "the value is missing";
-    throw ScenarioError(cat("--set:1:", column, ": ", missing, " in \"", assignment, "\""),
-                        "e.g. --set loop.accept_batch=0");
-  }
-  o.value_column = static_cast<std::uint32_t>(eq + 2 + value.find_first_not_of(" \t"));
-  check_key_depth(assignment, "--set");  // the value is TOML too
-  return o;
 }
 
 Scenario parse_scenario(const std::string& text, const std::string& name,

@@ -1,0 +1,260 @@
+// The scenario as a TOML document, before it becomes a Scenario: parsed with its nesting
+// bounded, overridden (--set, an arm's `set`) with every override checked like the file and
+// traced back to where it was written, scoped to one arm, and written back with the choices of
+// a run pinned (the counterexample and worst-case files of `loopsim explore`).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "sim/scenario.hpp"
+#include "sim/scenario_reading.hpp"
+
+namespace loopsim::sim {
+namespace reading {
+namespace {
+
+constexpr std::string_view syntax_hint =
+    R"(check the TOML syntax here; strings need quotes, e.g. horizon = "20s")";
+
+std::vector<std::string_view> split_key(std::string_view key) {
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string_view::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+
+void check_key(C c, const OverrideOrigin& origin, const Section<Scenario>& section,
+               std::string_view key) {
+  if (find_field(section, key) != nullptr) return;
+  const Problem problem = key_problem(section, key);
+  c.fail(origin, problem.message, problem.hint, true);
+}
+
+// An override names a top-level key (seed) or a key in [kernel] or [loop] (loop.accept_batch).
+void check_override_key(C c, const OverrideOrigin& origin,
+                        const std::vector<std::string_view>& parts) {
+  const bool empty_part = std::find(parts.begin(), parts.end(), std::string_view{}) != parts.end();
+  if (parts.size() > 2 || empty_part)
+    c.fail(origin, "an override names a top-level key or section.key",
+           "e.g. --set seed=7 or --set loop.accept_batch=0", true);
+  if (is_array_table(parts[0]))
+    c.fail(origin, cat("[[", parts[0], "]] is an array of tables; overrides cannot change it"),
+           "override single keys such as loop.accept_batch; edit the file to change [[clients]], "
+           "[[expect]] or [[arms]]", true);
+  const Section<Scenario>* section = override_section(parts[0]);
+  if (section == nullptr) check_key(c, origin, root_fields(), parts[0]);
+  if (section == nullptr && parts.size() == 2)
+    c.fail(origin, cat(parts[0], " is not a table"), "e.g. --set loop.accept_batch=0", true);
+  if (section != nullptr && parts.size() == 1)
+    c.fail(origin, cat("name a key inside [", parts[0], "]"),
+           cat("e.g. --set ", parts[0], ".", section->fields[0].key, "=..."), true);
+  if (section != nullptr) check_key(c, origin, *section, parts[1]);
+}
+
+// The override's value as a one-key document "v = ...", parsed with the origin's label as its
+// source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string.
+toml::table parse_value(C c, const std::string& value, const OverrideOrigin& origin) {
+  try {
+    toml::table doc = toml::parse("v = " + value, std::string_view{origin.label});
+    if (doc.size() == 1 && doc.contains("v")) return doc;
+  } catch (const toml::parse_error&) {
+  }
+  try {
+    return toml::parse("v = " + toml_text(toml::value<std::string>(value)),
+                       std::string_view{origin.label});
+  } catch (const toml::parse_error& e) {
+    c.fail(origin, cat("cannot read the value: ", e.description()),
+           "values are TOML: 0, false, \"10ms\", \"kqueue\"");
+  }
+}
+
+toml::table& section_table(C c, toml::table& root, std::string_view name) {
+  toml::node* node = root.get(name);
+  if (node == nullptr) return *root.insert(name, toml::table{}).first->second.as_table();
+  as_table(c, *node, name);  // fails unless it is a table
+  return *node->as_table();
+}
+
+void apply_override(Context& c, toml::table& root, const Override& o, OverrideOrigin origin) {
+  const std::vector<std::string_view> parts = split_key(o.key);
+  check_override_key(c, origin, parts);
+  toml::table doc = parse_value(c, o.value, origin);
+  toml::table& target = parts.size() == 1 ? root : section_table(c, root, parts[0]);
+  target.insert_or_assign(parts.back(), std::move(*doc.get("v")));
+  c.add_origin(std::move(origin));
+}
+
+// Where the arm's override of `key` was written: the key in its set table, else the table.
+toml::source_position arm_position(const toml::table& root, const Arm& arm, std::string_view key) {
+  const toml::array* arms = root["arms"].as_array();
+  for (std::size_t i = 0; arms != nullptr && i < arms->size(); ++i) {
+    const toml::table* table = arms->get(i)->as_table();
+    if (table == nullptr || (*table)["name"].value_or(std::string_view{}) != arm.name) continue;
+    const toml::table* set = table->get_as<toml::table>("set");
+    if (set == nullptr) return table->source().begin;
+    for (auto&& [name, value] : *set)
+      if (name.str() == key) return name.source().begin;
+    return set->source().begin;
+  }
+  return {1, 1};
+}
+
+// toml++ bounds the nesting of values (256) but not of dotted keys: a[.a]x60000 recurses until
+// the stack runs out. So a line may hold at most this many dots outside strings and comments;
+// a scenario's keys have one or two.
+constexpr int key_dots_max = 256;
+
+void check_key_depth(const std::string& text, const std::string& file) {
+  enum class In { code, basic, literal, multi_basic, multi_literal, comment } in = In::code;
+  std::uint32_t line = 1, column = 0;
+  int dots = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    ++column;
+    const bool triple = text.compare(i, 3, ch == '"' ? "\"\"\"" : "'''") == 0;
+    switch (in) {
+      case In::code:
+        if (ch == '#') in = In::comment;
+        else if (ch == '"' || ch == '\'') {
+          in = ch == '"' ? (triple ? In::multi_basic : In::basic) : (triple ? In::multi_literal : In::literal);
+          if (triple) i += 2, column += 2;
+        } else if (ch == '.' && ++dots > key_dots_max) {
+          throw ScenarioError(located(file, {line, column}, cat("more than ", key_dots_max, " dots in one line: a key nested this deep cannot be read")),
+                              "keys look like loop.accept_batch; split the line");
+        }
+        break;
+      case In::basic:
+      case In::multi_basic:
+        if (ch == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;
+        else if (ch == '"' && (in == In::basic || triple)) {
+          if (in == In::multi_basic) i += 2, column += 2;
+          in = In::code;
+        }
+        break;
+      case In::literal:
+      case In::multi_literal:
+        if (ch == '\'' && (in == In::literal || triple)) {
+          if (in == In::multi_literal) i += 2, column += 2;
+          in = In::code;
+        }
+        break;
+      case In::comment: break;
+    }
+    if (text[i] == '\n') {  // a single-line string or a comment ends at the line's end
+      ++line;
+      column = 0;
+      dots = 0;
+      if (in == In::comment || in == In::basic || in == In::literal) in = In::code;
+    }
+  }
+}
+
+std::string trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return std::string(text.substr(first, text.find_last_not_of(" \t") - first + 1));
+}
+
+
+}  // namespace
+
+toml::table parse_document(const std::string& text, const std::string& file) {
+  check_key_depth(text, file);
+  try {
+    return toml::parse(text, std::string_view{file});
+  } catch (const toml::parse_error& e) {
+    throw ScenarioError(located(file, e.source().begin, e.description()), std::string(syntax_hint));
+  }
+}
+
+// The document with the arm's overrides and then the command line's applied.
+toml::table overridden(Context& c, const std::string& text, const std::string& file, const Arm* arm,
+                       const std::vector<Override>& overrides) {
+  toml::table root = parse_document(text, file);
+  if (arm != nullptr)
+    for (const Override& o : arm->set)
+      apply_override(c, root, o,
+                     {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key), "", {}});
+  for (const Override& o : overrides) {
+    OverrideOrigin origin{cat("--set ", o.key), {1, 1}, "", {}};
+    if (o.value_column != 0) origin = {cat("--set ", o.key), {1, o.value_column}, "--set", {1, 1}};
+    apply_override(c, root, o, std::move(origin));
+  }
+  return root;
+}
+
+// The faults as `arm` runs them: those scoped to other arms left out, the scopes erased.
+void scope_faults(toml::table& root, const std::string& arm) {
+  toml::array* faults = root["faults"].as_array();
+  for (std::size_t i = faults == nullptr ? 0 : faults->size(); i-- > 0;) {
+    toml::table* fault = faults->get(i)->as_table();
+    const toml::array* arms = fault == nullptr ? nullptr : fault->get_as<toml::array>("arms");
+    if (arms == nullptr) continue;
+    bool mine = std::any_of(arms->begin(), arms->end(), [&](const toml::node& n) { return n.value_or(std::string()) == arm; });
+    if (mine) {
+      fault->erase("arms");
+    } else {
+      faults->erase(faults->begin() + std::ptrdiff_t(i));
+    }
+  }
+  if (faults != nullptr && faults->empty()) root.erase("faults");
+}
+
+
+}  // namespace reading
+
+using namespace reading;
+
+std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
+                            const std::vector<Override>& overrides,
+                            const std::vector<model::Choice>& choices,
+                            const std::map<std::string, int>& counts) {
+  Context c(name);
+  toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
+  scope_faults(root, arm.name);
+  root.erase("arms");
+  if (toml::array* clients = root["clients"].as_array()) {
+    for (std::size_t i = clients->size(); i-- > 0;) {
+      toml::table* group = clients->get(i)->as_table();
+      auto found = counts.find(std::string((*group)["name"].value_or(std::string_view{})));
+      if (found == counts.end()) continue;
+      if (found->second == 0) {
+        clients->erase(clients->begin() + std::ptrdiff_t(i));
+      } else {
+        group->insert_or_assign("count", found->second);
+      }
+    }
+  }
+  root.erase("choices");
+  toml::array pinned;
+  for (const model::Choice& choice : choices) {
+    pinned.push_back(cat(model::choice_kind_name(choice.kind), ":", choice.options, ":", choice.pick));
+  }
+  root.insert("choices", std::move(pinned));
+  std::ostringstream out;
+  out << toml::toml_formatter(root) << '\n';
+  return out.str();
+}
+
+Override parse_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const std::string_view value = eq == std::string::npos ? std::string_view{} : std::string_view(assignment).substr(eq + 1);
+  Override o{trimmed(std::string_view(assignment).substr(0, eq)), trimmed(value)};
+  std::size_t column = 1;  // where the missing piece belongs
+  if (eq == std::string::npos) column = assignment.size() + 1;
+  else if (!o.key.empty()) column = eq + 2;
+  if (eq == std::string::npos || o.key.empty() || o.value.empty()) {
+    const char* missing = eq == std::string::npos ? "expected key=value" : o.key.empty() ? "the key is missing" : "the value is missing";
+    throw ScenarioError(cat("--set:1:", column, ": ", missing, " in \"", assignment, "\""),
+                        "e.g. --set loop.accept_batch=0");
+  }
+  o.value_column = static_cast<std::uint32_t>(eq + 2 + value.find_first_not_of(" \t"));
+  check_key_depth(assignment, "--set");  // the value is TOML too
+  return o;
+}
+
+}  // namespace loopsim::sim
