@@ -122,41 +122,7 @@ Nanos time_of(const TraceEvent& event) {
   return std::visit([](const auto& e) { return e.t; }, event);
 }
 
-const char* kind_of(const TraceEvent& event) {
-  return std::visit(
-      overloaded{
-          [](const ev::PassBegin&) { return "pass_begin"; },
-          [](const ev::Events&) { return "events"; },
-          [](const ev::Accept&) { return "accept"; },
-          [](const ev::BatchEnd&) { return "batch_end"; },
-          [](const ev::RequestBegin&) { return "request_begin"; },
-          [](const ev::RequestEnd&) { return "request_end"; },
-          [](const ev::Close&) { return "close"; },
-          [](const ev::PassEnd&) { return "pass_end"; },
-          [](const ev::Connect&) { return "connect"; },
-          [](const ev::Established&) { return "established"; },
-          [](const ev::SynDropped&) { return "syn_dropped"; },
-          [](const ev::Refused&) { return "refused"; },
-          [](const ev::Send&) { return "send"; },
-          [](const ev::Answer&) { return "answer"; },
-          [](const ev::PeerClosed&) { return "peer_closed"; },
-          [](const ev::Choice&) { return "choice"; },
-          [](const ev::Rlimit&) { return "rlimit"; },
-          [](const ev::Reset&) { return "reset"; },
-          [](const ev::Post&) { return "post"; },
-          [](const ev::PostRun&) { return "post_run"; },
-          [](const ev::Drain&) { return "drain"; },
-          [](const ev::Refuse&) { return "refuse"; },
-          [](const ev::Backpressure&) { return "backpressure"; },
-          [](const ev::ShutdownBegin&) { return "shutdown_begin"; },
-          [](const ev::ListenerClosed&) { return "listener_closed"; },
-          [](const ev::LoopExit&) { return "loop_exit"; },
-          [](const ev::Handoff&) { return "handoff"; },
-          [](const ev::Lasso&) { return "lasso"; },
-          [](const ev::RunEnd&) { return "run_end"; },
-      },
-      event);
-}
+const char* kind_of(const TraceEvent& event) { return event_kinds[event.index()].data(); }
 
 std::string event_json(const Trace& trace, const TraceEvent& event) {
   Line line(time_of(event), kind_of(event));

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -130,6 +132,40 @@ struct Trace {
 
 Nanos time_of(const TraceEvent& event);
 // The event's kind as written in the trace ("pass_begin", "accept", ...).
+// The trace's schema of event kinds: the `ev` of each JSON line, by TraceEvent's alternative.
+// The writer (sim/trace.cpp) and the one reader (sim/trace_reader.cpp) both take names from here.
+inline constexpr std::string_view event_kinds[] = {
+    "pass_begin",  // ev::PassBegin
+    "events",  // ev::Events
+    "accept",  // ev::Accept
+    "batch_end",  // ev::BatchEnd
+    "request_begin",  // ev::RequestBegin
+    "request_end",  // ev::RequestEnd
+    "close",  // ev::Close
+    "pass_end",  // ev::PassEnd
+    "connect",  // ev::Connect
+    "established",  // ev::Established
+    "syn_dropped",  // ev::SynDropped
+    "refused",  // ev::Refused
+    "send",  // ev::Send
+    "answer",  // ev::Answer
+    "peer_closed",  // ev::PeerClosed
+    "choice",  // ev::Choice
+    "rlimit",  // ev::Rlimit
+    "reset",  // ev::Reset
+    "post",  // ev::Post
+    "post_run",  // ev::PostRun
+    "drain",  // ev::Drain
+    "refuse",  // ev::Refuse
+    "backpressure",  // ev::Backpressure
+    "shutdown_begin",  // ev::ShutdownBegin
+    "listener_closed",  // ev::ListenerClosed
+    "loop_exit",  // ev::LoopExit
+    "handoff",  // ev::Handoff
+    "lasso",  // ev::Lasso
+    "run_end",  // ev::RunEnd
+};
+static_assert(std::size(event_kinds) == std::variant_size_v<TraceEvent>, "a name for every kind of event");
 const char* kind_of(const TraceEvent& event);
 
 // JSON Lines: a header line, then one event a line. Byte-identical for identical traces.

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/assert.hpp"
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
 
@@ -283,6 +284,13 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   l.fail("unknown event kind \"" + kind + "\"", "kinds are listed in docs/trace.md", "ev");
 }
 
+// What a line holds is the kind it names, as the schema (sim::event_kinds) has it.
+sim::TraceEvent checked_event_of(const Line& l, ClientBook& book) {
+  sim::TraceEvent event = event_of(l, book);
+  LOOPSIM_ASSERT(l.text("ev") == sim::kind_of(event));
+  return event;
+}
+
 void read_header(const Line& l, sim::Trace& trace) {
   if (!l.has("loopsim_trace")) l.fail("not a loopsim trace: no header", "write one with loopsim run --trace F");
   if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1", "loopsim_trace");
@@ -365,7 +373,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
       header = true;
       continue;
     }
-    trace.events.push_back(event_of(line, book));
+    trace.events.push_back(checked_event_of(line, book));
     check_workers(line, trace.events.back(), trace.workers);
     // Events are written as they happen: virtual time never goes back.
     Nanos t = sim::time_of(trace.events.back());
