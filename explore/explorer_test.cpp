@@ -109,24 +109,42 @@ TEST_CASE("explore reports a bound it hit as bound_reached, never as a pass") {
   CHECK(r.bound == "depth");
 }
 
+namespace {
+
+struct Totals {
+  std::uint64_t executions = 0, steps = 0;
+};
+
+// The search run as `shards` shards, each result shown to `look`; their counts summed.
+template <typename Look>
+Totals shard_totals(const sim::Scenario& scenario, const ExploreOptions& whole, std::uint32_t shards, Look look) {
+  Totals sum;
+  for (std::uint32_t shard = 0; shard < shards; ++shard) {
+    ExploreOptions part = whole;
+    part.shard = shard;
+    part.shards = shards;
+    auto r = search(scenario, Costs{}, part);
+    look(shard, r);
+    sum.executions += r.executions;
+    sum.steps += r.steps;
+  }
+  return sum;
+}
+
+}  // namespace
+
 TEST_CASE("explore --shard runs add up to the unsharded run") {
   auto scenario = load(small(3));
   ExploreOptions whole;
   whole.prune = false;
   auto all = search(scenario, Costs{}, whole);
   REQUIRE(all.verdict == ExploreResult::Verdict::none_found);
-  std::uint64_t executions = 0, steps = 0;
-  for (std::uint32_t shard = 0; shard < 3; ++shard) {
-    ExploreOptions part = whole;
-    part.shard = shard;
-    part.shards = 3;
-    auto r = search(scenario, Costs{}, part);
+  // Every shard runs the root execution; only shard 0 counts it.
+  Totals sum = shard_totals(scenario, whole, 3, [](std::uint32_t, const ExploreResult& r) {
     CHECK(r.verdict == ExploreResult::Verdict::none_found);
-    executions += r.executions;  // every shard runs the root execution; only shard 0 counts it
-    steps += r.steps;
-  }
-  CHECK(executions == all.executions);
-  CHECK(steps == all.steps);
+  });
+  CHECK(sum.executions == all.executions);
+  CHECK(sum.steps == all.steps);
 }
 
 TEST_CASE("explore --shard at random deals the seeds out, each once") {
@@ -136,18 +154,11 @@ TEST_CASE("explore --shard at random deals the seeds out, each once") {
   whole.seed_first = 5;
   whole.seed_last = 14;  // 10 seeds: 4, 3 and 3
   auto all = search(scenario, Costs{}, whole);
-  std::uint64_t executions = 0, steps = 0;
-  for (std::uint32_t shard = 0; shard < 3; ++shard) {
-    ExploreOptions part = whole;
-    part.shard = shard;
-    part.shards = 3;
-    auto r = search(scenario, Costs{}, part);
+  Totals sum = shard_totals(scenario, whole, 3, [](std::uint32_t shard, const ExploreResult& r) {
     CHECK(r.executions == (shard == 0 ? 4u : 3u));
-    executions += r.executions;
-    steps += r.steps;
-  }
-  CHECK(executions == all.executions);
-  CHECK(steps == all.steps);
+  });
+  CHECK(sum.executions == all.executions);
+  CHECK(sum.steps == all.steps);
   ExploreOptions beyond = whole;  // more shards than seeds: the last have none
   beyond.shard = 11;
   beyond.shards = 12;
