@@ -184,6 +184,15 @@ namespace {
                       "or ask for fewer");
 }
 
+// The run's end as the kernel sees it: what waits on the listener (none before it listens), and
+// the descriptors open, less stdio; the server says what it holds.
+ev::RunEnd run_end(const model::Scheduler& scheduler, const model::SimKernel& kernel, int listener,
+                   std::int64_t open_connections, std::int64_t handoffs) {
+  ev::RunEnd end{scheduler.now(), listener < 0 ? 0 : std::int64_t(kernel.backlog(listener)), open_connections, handoffs, 0};
+  end.open_descriptors = std::int64_t(kernel.open_descriptors()) - 3;
+  return end;
+}
+
 // The server under test, as the run sees it: the built-in loop (Process, below), or a target
 // program on the far side of the POSIX seam (ForeignServer).
 class Server {
@@ -218,12 +227,7 @@ class Foreign final : public Server {
   int listener() const override { return server_->listener(); }
   std::size_t handoffs_pending() const override { return 0; }
   void digest(model::Digest& d, Nanos) const override { server_->digest(d); }
-  ev::RunEnd end_state() override {
-    int l = listener();
-    ev::RunEnd end{scheduler_.now(), l < 0 ? 0 : std::int64_t(kernel_.backlog(l)), server_->open_connections(), 0, 0};
-    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
-    return end;
-  }
+  ev::RunEnd end_state() override { return run_end(scheduler_, kernel_, listener(), server_->open_connections(), 0); }
   std::uint64_t passes() const override { return server_->passes(); }
   bool unwinds() const override { return false; }
 
@@ -266,9 +270,7 @@ class Own final : public Server {
   std::size_t handoffs_pending() const override { return 0; }
   void digest(model::Digest&, Nanos) const override {}
   ev::RunEnd end_state() override {
-    ev::RunEnd end{scheduler_.now(), std::int64_t(kernel_.backlog(listener_)), std::int64_t(loop_->connections()), 0, 0};
-    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
-    return end;
+    return run_end(scheduler_, kernel_, listener_, std::int64_t(loop_->connections()), 0);
   }
   std::uint64_t passes() const override { return loop_->passes(); }
   void post(int, std::function<void()> task) override { loop_->post(std::move(task)); }
@@ -354,13 +356,12 @@ class Process final : public Server {
   }
 
   ev::RunEnd end_state() override {
-    ev::RunEnd end{scheduler_.now(), std::int64_t(kernel_.backlog(listener())), 0, 0, 0};
+    std::int64_t open = 0, handoffs = 0;
     for (auto& loop : loops_) {
-      end.open_connections += std::int64_t(loop->connections());
-      end.handoffs += std::int64_t(loop->handoffs_pending());
+      open += std::int64_t(loop->connections());
+      handoffs += std::int64_t(loop->handoffs_pending());
     }
-    end.open_descriptors = std::int64_t(kernel_.open_descriptors()) - 3;  // less stdio
-    return end;
+    return run_end(scheduler_, kernel_, listener(), open, handoffs);
   }
   std::uint64_t passes() const override {
     std::uint64_t n = 0;
