@@ -23,19 +23,18 @@ namespace {
 struct ExploreArgs {
   std::string file;
   std::string strategy = "dfs";
-  std::uint32_t depth = 64;
+  std::uint32_t depth = explore::ExploreOptions{}.depth;
   std::uint32_t faults = 0;
   std::string fault_errno = "EMFILE";
   std::string seeds = "1..100";
   std::string shard = "0/1";
   std::string time_limit = "60s";
-  std::uint64_t max_executions = 20000;
+  std::uint64_t max_executions = explore::ExploreOptions{}.max_executions;
   std::string out = "out/explore";
   std::vector<std::string> set;
   bool no_prune = false;
   bool no_symmetry = false;
-  bool no_cut = false;
-  std::uint32_t snapshots = explore::ExploreOptions{}.snapshots;
+  std::uint64_t snapshot_mib = explore::ExploreOptions{}.snapshot_bytes >> 20;
   std::string arm = "base";
   std::string maximize;
   bool shrink = true;
@@ -103,8 +102,8 @@ int explore_file(const ExploreArgs& args) {
   options.max_executions = args.max_executions;
   options.prune = !args.no_prune;
   options.symmetry = !args.no_symmetry;
-  options.cut = !args.no_cut;
-  options.snapshots = args.snapshots;
+  options.snapshots = args.snapshot_mib > 0;
+  options.snapshot_bytes = args.snapshot_mib << 20;
   std::tie(options.seed_first, options.seed_last) = parse_pair(args.seeds, "..", "seeds");
   if (options.seed_first > options.seed_last) {
     throw sim::ScenarioError("--seeds:1:1: " + args.seeds + " is an empty range", "the first seed comes first: --seeds 1..100");
@@ -192,6 +191,9 @@ int explore_file(const ExploreArgs& args) {
   doc["scenario"] = scenario.name;
   doc["verdict"] = explore::verdict_name(result.verdict);
   if (!result.bound.empty()) doc["bound"] = result.bound;
+  if (!result.bounds.empty()) doc["bounds"] = result.bounds;
+  doc["merged"] = result.merged;
+  if (!result.merging_note.empty()) doc["merging"] = result.merging_note;
   doc["executions"] = result.executions;
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
@@ -199,6 +201,8 @@ int explore_file(const ExploreArgs& args) {
   doc["steps"] = result.steps;
   doc["replayed_steps"] = result.replayed_steps;
   doc["snapshots"] = result.snapshots;
+  doc["restores"] = result.restores;
+  doc["snapshot_bytes_peak"] = result.snapshot_bytes_peak;
   if (!args.arm.empty() && args.arm != "base") doc["arm"] = args.arm;
   if (result.worst) {
     doc["maximize"] = args.maximize;
@@ -227,7 +231,7 @@ int explore_file(const ExploreArgs& args) {
   // What every shard of one search must share, so that `loopsim merge` can refuse a mix.
   doc["search"] = {{"file", args.file},           {"arm", args.arm},         {"strategy", args.strategy},
                    {"depth", args.depth},         {"faults", args.faults},   {"fault_errno", args.fault_errno},
-                   {"seeds", args.seeds},         {"prune", !args.no_prune}, {"cut", !args.no_cut},
+                   {"seeds", args.seeds},         {"prune", !args.no_prune},
                    {"symmetry", !args.no_symmetry}, {"max_executions", args.max_executions},
                    {"maximize", args.maximize},   {"shrink", args.shrink},   {"set", args.set}};
   if (args.json) {
@@ -257,7 +261,8 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(non_empty);
   cmd->add_option("--strategy", args->strategy, "dfs (every schedule within bounds) or random (one per seed)")
       ->check(CLI::IsMember({"dfs", "random"}))->capture_default_str();
-  cmd->add_option("--depth", args->depth, "Choice points branched on, from the start")->capture_default_str();
+  cmd->add_option("--depth", args->depth, "Decisions branched on in one execution, from its start (later ones take\n"
+                  "their natural alternative, and the search says the bound cut it)")->capture_default_str();
   cmd->add_option("--faults", args->faults, "Fault budget: accepts that may fail (where is a choice)")
       ->capture_default_str();
   cmd->add_option("--fault-errno", args->fault_errno, "What those accepts fail with: EMFILE, ENFILE, ENOBUFS or ECONNABORTED")
@@ -282,14 +287,13 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
-  cmd->add_flag("--no-prune", args->no_prune, "Branch again from states seen before");
-  cmd->add_option("--snapshots", args->snapshots,
-                  "DFS: at most this many forked processes, each paused at a decision, from which its "
-                  "alternatives resume instead of replaying from time 0; 0 replays every branch in this process")
-      ->check(CLI::Range(0, 4096))
+  cmd->add_flag("--no-prune", args->no_prune, "Merge no states: explore every execution as a tree");
+  cmd->add_option("--snapshot-mib", args->snapshot_mib,
+                  "DFS: at most this many MiB of snapshots at once (a branch resumes from the snapshot of\n"
+                  "its decision, or from the nearest one before it and replays the rest); 0 replays every\n"
+                  "branch from time 0")
+      ->check(CLI::Range(std::uint64_t(0), std::uint64_t(1) << 20))
       ->capture_default_str();
-  cmd->add_flag("--no-cut", args->no_cut,
-                "Run every execution to the horizon, even past a state already explored at that instant");
   cmd->add_flag("--no-symmetry", args->no_symmetry,
                 "Try every order of interchangeable clients' same-instant happenings, not one");
   cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
@@ -302,13 +306,19 @@ void add_explore(CLI::App& app, int& status) {
       ->check(non_empty);
   cmd->footer(
       "Exit status:\n"
-      "  0  none_found: the search was exhaustive within --depth and --faults; nothing failed\n"
+      "  0  none_found: every execution within --faults and the scenario's horizon was explored,\n"
+      "     for every judged property, and none failed. What an execution may do: the order of\n"
+      "     same-instant happenings, where each windowed time (\"A..B\") lands, between any two\n"
+      "     kernel calls of the server included, where budgeted faults land, timer slack\n"
       "  1  violated: a counterexample was found, shrunk and written (replay it with loopsim run)\n"
       "  2  bad input: the scenario, an option or --set\n"
-      "  3  bound_reached: --max-executions, the state limit, --time-limit or --depth cut the\n"
-      "     search short; this proves nothing. A random search (--strategy random) samples one\n"
-      "     schedule per seed, so it ends here unless it finds something.\n"
-      "With --maximize, 0 and 3 say the same of the search; a violation does not stop it.");
+      "  3  bound_reached: --depth, --max-executions, the state limit, --time-limit or a run's\n"
+      "     step limit cut the search short (\"bounds\" names each); this proves nothing. A random\n"
+      "     search (--strategy random) samples one schedule per seed, so it ends here unless it\n"
+      "     finds something.\n"
+      "States are merged only where every judged property is decided by the state (answered,\n"
+      "no_stranded_backlog, liveness); otherwise the search is a tree, and says so (\"merging\").\n"
+      "With --maximize, 0 means the worst case is over every execution; 3 that a bound cut some.");
   cmd->callback([args, &status] {
     try {
       status = explore_file(*args);

@@ -56,7 +56,7 @@ std::string body(const std::string& path) {  // a written scenario less its comm
 }  // namespace
 
 TEST_CASE("merge: explore's DFS shards, pruning off, add up to the unsharded search") {
-  Sharded s = shard_and_merge("explore " + small + " --no-prune --no-cut", 3, "dfs");
+  Sharded s = shard_and_merge("explore " + small + " --no-prune", 3, "dfs");
   CHECK(s.whole_status == 0);
   CHECK(s.merged_status == s.whole_status);
   CHECK(s.merged["verdict"] == s.whole["verdict"]);
@@ -71,7 +71,7 @@ TEST_CASE("merge: explore's DFS shards, pruning off, add up to the unsharded sea
 
 TEST_CASE("merge: explore --maximize finds the unsharded search's worst case, which replays") {
   std::string burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
-  Sharded s = shard_and_merge("explore " + burst + " --no-prune --no-cut --depth 5 --maximize latency:fast", 2, "worst");
+  Sharded s = shard_and_merge("explore " + burst + " --no-prune --depth 5 --maximize latency:fast", 2, "worst");
   CHECK(s.merged["executions"] == s.whole["executions"]);
   CHECK(s.merged["judged"] == s.whole["judged"]);
   REQUIRE(s.whole["worst"].is_number());
@@ -132,7 +132,7 @@ TEST_CASE("merge refuses what is not one whole search, saying where") {
   };
   refused(loopsim::testing::run_loopsim("merge " + a), "1 of 2 shards missing: 1");
   refused(loopsim::testing::run_loopsim("merge " + a + " " + a + " " + b), "shard 0 again");
-  refused(loopsim::testing::run_loopsim("merge " + a + " " + other), "depth 3 against 64");
+  refused(loopsim::testing::run_loopsim("merge " + a + " " + other), "depth 3 against 1024");
   std::ofstream(dir + "/broken.json") << "{\n  \"verdict\": \n";
   refused(loopsim::testing::run_loopsim("merge " + dir + "/broken.json"), "broken.json:3:1: not JSON");
   std::ofstream(dir + "/check.json") << "{\"scenarios\": []}";

@@ -84,7 +84,7 @@ std::string measured_text(const checker::Verdict& v) {
 std::vector<std::string> sent_with_handshake(const sim::Scenario& scenario) {
   std::vector<std::string> out;
   for (const sim::ClientGroup& g : scenario.clients) {
-    bool at_connect = g.closed_loop() || (!g.requests.empty() && g.requests.front().at <= g.connect_at);
+    bool at_connect = g.closed_loop() || (!g.requests.empty() && g.requests.front().at.lo <= g.connect_at.hi);
     if (at_connect && !g.send_after_connect) out.push_back(g.name);
   }
   return out;

@@ -2,205 +2,112 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
+#include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "explore/runner.hpp"
 #include "base/assert.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim::explore {
 
 namespace {
 
-struct Node {
-  bool backlog = false;   // a connection waits in the accept queue
-  bool expanded = false;  // its alternatives were branched on
-  std::uint64_t execution = 0;  // the first execution that reached it
-  Nanos first_time{0};          // the virtual time it was first reached at
-  bool quiescent = false;       // an execution ended here with nothing left to happen
+constexpr std::uint32_t no_pick = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t no_node = std::numeric_limits<std::size_t>::max();
+
+// A state as the search merges on it (a key), and how the search first came to it: enough to
+// rebuild the decisions of a path to it.
+struct KeyNode {
+  std::size_t parent = no_node;
+  std::uint32_t via = no_pick;  // the pick taken at the parent, when the parent was a decision
+  model::ChoiceKind kind = model::ChoiceKind::order;  // this node's decision, if it is one
+  std::uint32_t options = 0;
+  std::size_t shape = 0;
 };
 
-struct Edge {
-  std::size_t from, to;
-  bool accepted;  // a connection was accepted on the way
+// A state of the graph (a shape: times relative to now, no horizon).
+struct ShapeNode {
+  bool backlog = false;
+  bool quiescent = false;   // an execution ended here with nothing left to happen
+  bool explored = false;    // every way out of it was taken (by some visit)
+  std::size_t first_key = 0;
 };
-
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
 class Explorer {
  public:
-  Explorer(const System& system, const ExploreOptions& options) : system_(system), options_(options) {}
+  Explorer(const System& system, const ExploreOptions& options)
+      : system_(system), options_(options), random_(options.strategy == ExploreOptions::Strategy::random) {}
 
   ExploreResult run();
 
  private:
-  // A prefix of decisions to take (the last one an alternative), the state its last decision is
-  // taken in (none for the first execution), and the nearest snapshot before it: taken before
-  // decision base_at (none: from time 0).
-  struct Branch {
-    std::vector<model::Choice> prefix;
-    std::optional<std::size_t> from;
-    std::shared_ptr<Snapshot> base;
-    std::size_t base_at = 0;
-  };
-  // The snapshots along the running execution's path, by the decision they precede.
-  struct Base {
-    std::size_t at;
-    std::shared_ptr<Snapshot> snapshot;
+  struct Frame {
+    std::size_t node;   // the decision's key node
+    model::ChoiceKind kind;
+    std::uint32_t options;
+    std::vector<std::uint32_t> todo;  // alternatives left; the next is at the back
+    std::size_t depth;                // its index among the execution's decisions
+    std::unique_ptr<Saved> saved;     // null: resumed from a snapshot below, or replayed
+    bool whole = true;                // every alternative is this search's (not dealt to shards)
+    std::uint64_t accepted = 0;       // connections accepted by then
   };
 
-  std::size_t intern(std::uint64_t digest, bool backlog, Nanos now);
-  // One execution from `start`: its decisions go to `made`, and how it ended is returned
-  // (nothing, if it was stopped early).
-  Outcome execute(Branch start, std::vector<model::Choice>& made);
-  // The decisions of a report's step, made in state `node`; branched on from index `lower`.
-  void take(const Report& report, std::vector<model::Choice>& made, std::size_t node, bool fresh,
-            std::size_t lower);
-  void branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to, std::size_t node);
-  std::uint32_t snapshots_allowed() const;
-  std::optional<std::string> out_of_bounds();
+  void dfs();
+  void sample();
+  // Runs the execution from where it stands to its end, or to a state reached before.
+  void descend(std::size_t previous, std::uint32_t via);
+  // Brings the execution to frame `f`'s decision, ready to be decided.
+  void resume_at(std::size_t f);
+  void replay_to(std::size_t from_depth, std::size_t to_depth);
+  std::size_t intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh);
+  void ended(const Stop& stop, std::size_t last);
+  void deal_to_shard();
+  void hit(const std::string& bound);
   bool out_of_time();
-  void find_stranding();
+  bool stopped() const { return stop_ || result_.verdict == ExploreResult::Verdict::violated; }
   void report_progress(bool force);
-  void note_worst(const Outcome& outcome, const std::vector<model::Choice>& choices);
+  void note_worst(const Outcome& outcome);
+  void find_stranding();
+  std::vector<model::Choice> path_to(std::size_t key_node) const;
 
   const System& system_;
   const ExploreOptions& options_;
-  // Declared before the branches, whose snapshots it must outlive.
-  std::unique_ptr<Runners> runners_;
+  bool random_;
+  bool merge_ = true;
   ExploreResult result_;
-  std::unordered_map<std::uint64_t, std::size_t> index_;  // digest -> node (never iterated)
-  std::vector<std::uint64_t> digests_;
-  std::vector<Node> nodes_;
+  std::unique_ptr<Execution> exec_;
+  std::optional<model::SeededChooser> seeded_;  // the random strategy's picks
+
+  std::unordered_map<std::uint64_t, std::size_t> keys_;    // key -> node (looked up, never iterated)
+  std::vector<KeyNode> key_nodes_;
+  std::unordered_map<std::uint64_t, std::size_t> shapes_;  // shape -> node (looked up, never iterated)
+  std::vector<ShapeNode> shape_nodes_;
+  struct Edge {
+    std::size_t from, to;
+    bool accepted;
+  };
   std::vector<Edge> edges_;
-  std::vector<Branch> stack_;
-  std::vector<std::vector<model::Choice>> runs_;  // each execution's decisions
-  std::vector<Base> bases_;                       // the running execution's
-  bool random_ = false;
-  bool depth_cut_ = false;
+  std::unordered_set<std::uint64_t> edge_seen_;  // (from, to, accepted), looked up, never iterated
+
+  std::vector<Frame> frames_;
+  std::vector<model::Choice> path_;  // the running execution's decisions
+  std::uint64_t saved_bytes_ = 0;
+  std::uint64_t accepted_before_ = 0;
+  bool stop_ = false;
+  bool counted_ = true;  // this execution counts (a shard's first does only in shard 0)
   std::int64_t started_ns_ = 0;
   std::int64_t last_progress_ns_ = 0;
-  std::optional<std::string> cut_;  // a limit met inside an execution
 };
 
-std::size_t Explorer::intern(std::uint64_t digest, bool backlog, Nanos now) {
-  auto [it, inserted] = index_.try_emplace(digest, nodes_.size());
-  if (inserted) {
-    digests_.push_back(digest);
-    nodes_.push_back(Node{backlog, false, result_.executions, now});
+void Explorer::hit(const std::string& bound) {
+  if (std::find(result_.bounds.begin(), result_.bounds.end(), bound) == result_.bounds.end()) {
+    result_.bounds.push_back(bound);
   }
-  return it->second;
-}
-
-// Alternatives for decisions [from, to) of this execution: each a prefix that takes another
-// pick there. Pushed last-first, so the first decision's alternatives run first.
-void Explorer::branch(const std::vector<model::Choice>& made, std::size_t from, std::size_t to,
-                      std::size_t node) {
-  for (std::size_t p = to; p-- > from;) {
-    if (p >= options_.depth) {
-      depth_cut_ = true;
-      continue;
-    }
-    // The nearest snapshot before decision p on this path.
-    auto base = std::find_if(bases_.rbegin(), bases_.rend(), [p](const Base& b) { return b.at <= p; });
-    for (std::uint32_t alt = made[p].options; alt-- > 0;) {
-      if (alt == made[p].pick) continue;
-      std::vector<model::Choice> prefix(made.begin(), made.begin() + static_cast<std::ptrdiff_t>(p) + 1);
-      prefix.back().pick = alt;
-      if (base == bases_.rend()) {
-        stack_.push_back(Branch{std::move(prefix), node, nullptr, 0});
-      } else {
-        stack_.push_back(Branch{std::move(prefix), node, base->snapshot, base->at});
-      }
-    }
-  }
-}
-
-// How many snapshots an execution may take, as long as it runs.
-std::uint32_t Explorer::snapshots_allowed() const { return runners_->room(); }
-
-void Explorer::take(const Report& report, std::vector<model::Choice>& made, std::size_t node, bool fresh,
-                    std::size_t lower) {
-  LOOPSIM_ASSERT_OP(report.first, <=, made.size());
-  made.resize(report.first);
-  made.insert(made.end(), report.decisions.begin(), report.decisions.end());
-  for (std::size_t i = 0; i < report.snapshots.size(); ++i) {
-    if (report.snapshots[i]) bases_.push_back(Base{report.first + i, report.snapshots[i]});
-  }
-  // Branch on this step's decisions if the state is new here (or pruning is off), past the
-  // prefix this execution was started with.
-  if (!random_ && (fresh || !options_.prune) && made.size() > lower) {
-    nodes_[node].expanded = true;
-    branch(made, lower, made.size(), node);
-  }
-}
-
-Outcome Explorer::execute(Branch start, std::vector<model::Choice>& made) {
-  Report r;
-  std::unique_ptr<Runner> runner =
-      random_ ? seeded_runner(system_, options_.seed_first + options_.shard + result_.executions * options_.shards, r)
-              : runners_->begin(start.prefix, start.base, start.base_at, snapshots_allowed(), r);
-  bases_.clear();
-  if (start.base) bases_.push_back(Base{start.base_at, std::move(start.base)});
-  made = start.prefix;
-  result_.steps += r.steps;
-  result_.replayed_steps += r.replayed;
-  // The first report of an execution that leaves its parent's path is the state after the step
-  // that took its prefix's last decision, in state `from`; whatever that step decided after it
-  // is branched on as the parent would have (it branched on the step, so the state was fresh).
-  std::optional<std::size_t> previous = start.from;
-  if (start.from) take(r, made, *start.from, true, start.prefix.size());
-  bool cut = options_.cut && options_.prune && options_.maximize.empty() && system_.judged_by_state();
-  for (;;) {
-    std::size_t node = intern(r.digest, r.backlog, r.now);
-    if (previous) edges_.push_back(Edge{*previous, node, r.accepted > r.accepted_before});
-    previous = node;
-    // Past the prefix, at a state an earlier execution reached at this same instant: from
-    // here on this execution is that one, and so is its verdict.
-    const Node& n = nodes_[node];
-    if (cut && start.from && n.execution < result_.executions && n.first_time == r.now) {
-      ++result_.cut;
-      return {};
-    }
-    // One execution can be long (a flood, a spin): the limits are checked inside it too.
-    if (r.steps % 1024 == 1023 && out_of_time()) {
-      cut_ = "time limit";
-      return {};
-    }
-    if (options_.max_steps > 0 && r.steps >= options_.max_steps) {
-      cut_ = "max steps";
-      return {};
-    }
-    bool fresh = !nodes_[node].expanded;
-    r = runner->step(!random_ && (fresh || !options_.prune) ? snapshots_allowed() : 0);
-    ++result_.steps;
-    if (!r.stepped) break;
-    take(r, made, node, fresh, r.first);
-  }
-  if (r.quiescent && previous) nodes_[*previous].quiescent = true;
-  return runner->finish();
-}
-
-void Explorer::note_worst(const Outcome& outcome, const std::vector<model::Choice>& choices) {
-  for (const checker::Verdict& v : outcome.verdicts) {
-    if (v.property != options_.maximize || (!options_.maximize_of.empty() && v.of != options_.maximize_of)) continue;
-    ++result_.judged;
-    if (!result_.worst || v.measured > result_.worst->measured) {
-      result_.worst = Worst{v.measured, v, choices, result_.executions};
-    }
-    return;
-  }
-}
-
-std::optional<std::string> Explorer::out_of_bounds() {
-  if (result_.executions >= options_.max_executions) return "max executions";
-  if (nodes_.size() >= options_.max_states) return "max states";
-  if (out_of_time()) return "time limit";
-  return std::nullopt;
 }
 
 bool Explorer::out_of_time() {
-  return options_.time_limit_ns > 0 && options_.wall_ns &&
-         options_.wall_ns() - started_ns_ >= options_.time_limit_ns;
+  return options_.time_limit_ns > 0 && options_.wall_ns && options_.wall_ns() - started_ns_ >= options_.time_limit_ns;
 }
 
 void Explorer::report_progress(bool force) {
@@ -208,18 +115,276 @@ void Explorer::report_progress(bool force) {
   std::int64_t now = options_.wall_ns();
   if (!force && now - last_progress_ns_ < 200'000'000) return;
   last_progress_ns_ = now;
-  options_.progress(ExploreProgress{result_.executions, nodes_.size(), edges_.size(), stack_.size()});
+  options_.progress(ExploreProgress{result_.executions, key_nodes_.size(), result_.transitions, frames_.size()});
 }
 
-// Liveness: a bottom strongly connected component (a cycle, or a dead end) in which every state
-// has a backlog and no transition accepts: once there, the backlog is never taken.
+std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh) {
+  auto [shape_it, new_shape] = shapes_.try_emplace(stop.shape, shape_nodes_.size());
+  if (new_shape) shape_nodes_.push_back(ShapeNode{stop.backlog, false, false, key_nodes_.size()});
+  std::size_t shape = shape_it->second;
+  auto [key_it, new_key] = keys_.try_emplace(stop.key, key_nodes_.size());
+  fresh = new_key;
+  if (new_key) key_nodes_.push_back(KeyNode{previous, via, stop.choice, stop.options, shape});
+  if (stop.kind == Stop::Kind::decision) {
+    key_nodes_[key_it->second].kind = stop.choice;
+    key_nodes_[key_it->second].options = stop.options;
+  }
+  if (previous != no_node) {
+    std::size_t from = key_nodes_[previous].shape;
+    bool accepted = stop.accepted > accepted_before_;
+    // A state that asks nothing has one way out, taken now.
+    if (key_nodes_[previous].options == 0) shape_nodes_[from].explored = true;
+    std::uint64_t edge = state::fold(state::fold(from, shape), accepted);
+    if (edge_seen_.insert(edge).second) edges_.push_back(Edge{from, shape, accepted});
+  }
+  accepted_before_ = stop.accepted;
+  ++result_.transitions;
+  return key_it->second;
+}
+
+void Explorer::note_worst(const Outcome& outcome) {
+  for (const checker::Verdict& v : outcome.verdicts) {
+    if (v.property != options_.maximize || (!options_.maximize_of.empty() && v.of != options_.maximize_of)) continue;
+    ++result_.judged;
+    if (!result_.worst || v.measured > result_.worst->measured) {
+      result_.worst = Worst{v.measured, v, path_, result_.executions};
+    }
+    return;
+  }
+}
+
+void Explorer::ended(const Stop& stop, std::size_t last) {
+  if (last != no_node) {
+    ShapeNode& node = shape_nodes_[key_nodes_[last].shape];
+    node.quiescent = node.quiescent || stop.quiescent;
+    if (key_nodes_[last].options == 0) node.explored = true;
+  }
+  Outcome outcome = exec_->outcome();
+  exec_->abandon();
+  if (!options_.maximize.empty()) {
+    if (counted_) note_worst(outcome);
+    return;
+  }
+  if (outcome.violated.empty()) return;
+  result_.verdict = ExploreResult::Verdict::violated;
+  std::string detail = "violated";
+  for (const std::string& name : outcome.violated) detail += " " + name;
+  result_.counterexample = Counterexample{path_, outcome.violated, detail, {}};
+}
+
+void Explorer::descend(std::size_t previous, std::uint32_t via) {
+  std::uint64_t steps_at_start = exec_->steps();
+  for (;;) {
+    Stop stop = exec_->advance();
+    if (stop.kind == Stop::Kind::end) {
+      result_.steps += exec_->steps() - steps_at_start;
+      ended(stop, previous);
+      return;
+    }
+    bool fresh = false;
+    std::size_t node = intern(stop, previous, via, fresh);
+    previous = node;
+    via = no_pick;
+    // A state reached before has the futures it had then, explored then or being explored.
+    if (merge_ && !fresh && !random_) {
+      ++result_.cut;
+      result_.steps += exec_->steps() - steps_at_start;
+      exec_->abandon();
+      return;
+    }
+    bool over_steps = options_.max_steps > 0 && exec_->steps() - steps_at_start >= options_.max_steps;
+    if (over_steps || (result_.transitions % 1024 == 1023 && out_of_time()) || key_nodes_.size() >= options_.max_states) {
+      hit(over_steps ? "max steps" : key_nodes_.size() >= options_.max_states ? "max states" : "time limit");
+      stop_ = true;
+      result_.steps += exec_->steps() - steps_at_start;
+      exec_->abandon();
+      return;
+    }
+    if (stop.kind == Stop::Kind::step) continue;
+    std::uint32_t pick = 0;
+    if (random_) {
+      pick = seeded_->choose(stop.choice, stop.options);
+    } else if (path_.size() >= options_.depth) {
+      hit("depth");
+    } else {
+      Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
+      for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
+      if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
+        frame.saved = exec_->save();
+        if (frame.saved) {
+          saved_bytes_ += frame.saved->bytes();
+          result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
+          ++result_.snapshots;
+        }
+      }
+      frames_.push_back(std::move(frame));
+    }
+    path_.push_back(model::Choice{stop.choice, stop.options, pick});
+    exec_->decide(pick);
+    via = pick;
+  }
+}
+
+// Replays the current path's decisions from index `from_depth` up to (not including) decision
+// `to_depth`, the execution standing at decision `from_depth`'s stop.
+void Explorer::replay_to(std::size_t from_depth, std::size_t to_depth) {
+  std::uint64_t steps_at_start = exec_->steps();
+  for (std::size_t d = from_depth; d < to_depth;) {
+    exec_->decide(path_[d].pick);
+    ++d;
+    for (;;) {
+      Stop stop = exec_->advance();
+      if (stop.kind == Stop::Kind::decision) break;
+      if (stop.kind == Stop::Kind::end) throw std::logic_error("explore: a replay ended before its decision");
+    }
+  }
+  result_.replayed_steps += exec_->steps() - steps_at_start;
+  result_.steps += exec_->steps() - steps_at_start;
+}
+
+void Explorer::resume_at(std::size_t f) {
+  Frame& target = frames_[f];
+  std::size_t base = f + 1;
+  for (std::size_t g = f + 1; g-- > 0;) {
+    if (frames_[g].saved) {
+      base = g;
+      break;
+    }
+  }
+  if (base <= f) {
+    exec_->restore(*frames_[base].saved);
+    ++result_.restores;
+    replay_to(frames_[base].depth, target.depth);
+    return;
+  }
+  // No snapshot below: from time 0.
+  exec_->abandon();
+  exec_ = system_.start();
+  std::uint64_t steps_at_start = 0;
+  for (;;) {
+    Stop stop = exec_->advance();
+    if (stop.kind == Stop::Kind::decision) break;
+    if (stop.kind == Stop::Kind::end) throw std::logic_error("explore: a replay ended before its decision");
+  }
+  result_.replayed_steps += exec_->steps() - steps_at_start;
+  result_.steps += exec_->steps() - steps_at_start;
+  replay_to(0, target.depth);
+}
+
+// Sharding: the alternatives the first execution left, in order from its start, dealt round
+// robin; each shard keeps its own.
+void Explorer::deal_to_shard() {
+  std::uint64_t index = 0;
+  for (Frame& frame : frames_) {
+    std::vector<std::uint32_t> mine;
+    for (std::size_t i = frame.todo.size(); i-- > 0;) {
+      if (index++ % options_.shards == options_.shard) mine.insert(mine.begin(), frame.todo[i]);
+    }
+    frame.whole = mine.size() == frame.todo.size();
+    frame.todo = std::move(mine);
+  }
+}
+
+void Explorer::dfs() {
+  exec_ = system_.start();
+  counted_ = options_.shard == 0;
+  descend(no_node, no_pick);
+  counted_ = true;
+  // Every shard runs the first execution, to learn the alternatives it deals out; only shard 0
+  // counts it, so that the shards' counts add up to the unsharded search's.
+  if (options_.shard == 0) {
+    ++result_.executions;
+  } else {
+    result_.steps = 0;
+  }
+  if (options_.shards > 1) deal_to_shard();
+  while (!frames_.empty() && !stopped()) {
+    report_progress(false);
+    Frame& frame = frames_.back();
+    if (frame.todo.empty()) {
+      if (frame.whole) shape_nodes_[key_nodes_[frame.node].shape].explored = true;
+      if (frame.saved) saved_bytes_ -= frame.saved->bytes();
+      frames_.pop_back();
+      continue;
+    }
+    if (result_.executions >= options_.max_executions) {
+      hit("max executions");
+      break;
+    }
+    if (out_of_time()) {
+      hit("time limit");
+      break;
+    }
+    std::uint32_t pick = frame.todo.back();
+    frame.todo.pop_back();
+    resume_at(frames_.size() - 1);
+    const Frame& at = frames_.back();
+    path_.resize(at.depth);
+    path_.push_back(model::Choice{at.kind, at.options, pick});
+    accepted_before_ = at.accepted;
+    exec_->decide(pick);
+    descend(at.node, pick);
+    ++result_.executions;
+  }
+  if (!frames_.empty() && !stopped()) stop_ = true;
+}
+
+void Explorer::sample() {
+  std::uint64_t all = options_.seed_last >= options_.seed_first ? options_.seed_last - options_.seed_first + 1 : 0;
+  std::unique_ptr<Saved> root;
+  for (std::uint64_t i = options_.shard; i < all && !stopped(); i += options_.shards) {
+    if (result_.executions >= options_.max_executions) {
+      hit("max executions");
+      break;
+    }
+    if (out_of_time()) {
+      hit("time limit");
+      break;
+    }
+    seeded_.emplace(options_.seed_first + i);
+    path_.clear();
+    accepted_before_ = 0;
+    if (root) {
+      exec_->restore(*root);
+      ++result_.restores;
+      descend(no_node, no_pick);
+    } else {
+      if (exec_) exec_->abandon();
+      exec_ = system_.start();
+      Stop first = exec_->advance();  // the start, before any step: saved once, restored for every seed
+      bool fresh = false;
+      std::size_t node = intern(first, no_node, no_pick, fresh);
+      if (options_.snapshots && first.kind == Stop::Kind::step) root = exec_->save();
+      if (first.kind == Stop::Kind::end) {
+        ended(first, node);
+      } else if (first.kind == Stop::Kind::decision) {
+        std::uint32_t pick = seeded_->choose(first.choice, first.options);
+        path_.push_back(model::Choice{first.choice, first.options, pick});
+        exec_->decide(pick);
+        descend(node, pick);
+      } else {
+        descend(node, no_pick);
+      }
+    }
+    ++result_.executions;
+    report_progress(false);
+  }
+  // A sample, however large, has not seen every schedule.
+  hit("seeds");
+}
+
+// Liveness: a bottom strongly connected component (a cycle, or a dead end) of the state graph in
+// which every state has a backlog and no transition accepts: once there, the backlog is never
+// taken. Only a component whose every state was explored counts: one that a bound or the
+// horizon cut short may have ways out nobody took.
 void Explorer::find_stranding() {
-  if (nodes_.empty()) return;  // a limit met before the first state
-  Graph graph(nodes_.size());
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  if (shape_nodes_.empty()) return;
+  Graph graph(shape_nodes_.size());
   for (const Edge& e : edges_) boost::add_edge(e.from, e.to, graph);
-  std::vector<std::size_t> component(nodes_.size());
+  std::vector<std::size_t> component(shape_nodes_.size());
   std::size_t count = boost::strong_components(graph, &component[0]);
-  std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false);
+  std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false), partial(count, false);
   std::vector<bool> cyclic(count, false), dead_end(count, false);
   for (const Edge& e : edges_) {
     if (component[e.from] != component[e.to]) leaves[component[e.from]] = true;
@@ -228,17 +393,17 @@ void Explorer::find_stranding() {
       if (e.accepted) accepts[component[e.from]] = true;
     }
   }
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (!nodes_[n].backlog) clear[component[n]] = true;
-    if (nodes_[n].quiescent) dead_end[component[n]] = true;
+  for (std::size_t n = 0; n < shape_nodes_.size(); ++n) {
+    const ShapeNode& node = shape_nodes_[n];
+    if (!node.backlog) clear[component[n]] = true;
+    if (node.quiescent) dead_end[component[n]] = true;
+    if (!node.explored && !node.quiescent) partial[component[n]] = true;
   }
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+  for (std::size_t n = 0; n < shape_nodes_.size(); ++n) {
     std::size_t c = component[n];
-    // A state with no way out is a failure only where the world stood still; one where an
-    // execution was stopped (the horizon, a limit) has successors nobody ran.
-    if (leaves[c] || accepts[c] || clear[c] || !(cyclic[c] || dead_end[c])) continue;
+    if (leaves[c] || accepts[c] || clear[c] || partial[c] || !(cyclic[c] || dead_end[c])) continue;
     Counterexample cex;
-    cex.choices = runs_.at(nodes_[n].execution);
+    cex.choices = path_to(shape_nodes_[n].first_key);
     cex.violated = {"liveness"};
     cex.detail = "a backlog waits in a cycle (or dead end) of states in which nothing is accepted";
     result_.counterexample = std::move(cex);
@@ -247,92 +412,43 @@ void Explorer::find_stranding() {
   }
 }
 
+std::vector<model::Choice> Explorer::path_to(std::size_t key_node) const {
+  std::vector<model::Choice> out;
+  for (std::size_t n = key_node; key_nodes_[n].parent != no_node; n = key_nodes_[n].parent) {
+    const KeyNode& node = key_nodes_[n];
+    if (node.via == no_pick) continue;
+    const KeyNode& parent = key_nodes_[node.parent];
+    out.push_back(model::Choice{parent.kind, parent.options, node.via});
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 ExploreResult Explorer::run() {
   started_ns_ = options_.wall_ns ? options_.wall_ns() : 0;
-  random_ = options_.strategy == ExploreOptions::Strategy::random;
-  if (!random_) {
-    ForkingOptions forking;
-    forking.depth = options_.depth;
-    forking.limit = options_.snapshots;
-    forking.steps = options_.snapshot_steps;
-    runners_ = options_.snapshots > 0 && system_.forkable() ? forking_runners(system_, forking) : replaying_runners(system_);
+  System::Merging merging = system_.merging();
+  merge_ = options_.prune && merging.on && options_.maximize.empty();
+  result_.merged = merge_;
+  if (!merging.on) {
+    result_.merging_note = merging.why_not;
+  } else if (!options_.maximize.empty()) {
+    result_.merging_note = "--maximize measures history that a state does not hold: no two executions are merged";
+  } else if (!options_.prune) {
+    result_.merging_note = "--no-prune: no two executions are merged";
   }
-  // A random search's shard takes every shards-th seed, from the shard-th.
-  std::uint64_t all_seeds = random_ && options_.seed_last >= options_.seed_first
-                                ? options_.seed_last - options_.seed_first + 1 : 0;
-  std::uint64_t seeds = all_seeds > options_.shard ? (all_seeds - options_.shard + options_.shards - 1) / options_.shards : 0;
-  bool root = !random_;
-  for (;;) {
-    if (random_ ? result_.executions >= seeds : !root && stack_.empty()) break;
-    if (auto bound = out_of_bounds()) {
-      result_.verdict = ExploreResult::Verdict::bound_reached;
-      result_.bound = *bound;
-      break;
-    }
-    Outcome outcome;
-    runs_.push_back({});
-    // Every DFS shard runs the first execution, to learn the alternatives it deals out; only
-    // shard 0 counts it, so that the shards' counts add up to the unsharded search's.
-    bool counted = true;
-    if (random_ || root) {
-      counted = random_ || options_.shard == 0;
-      root = false;
-      std::size_t stack_before = stack_.size();
-      std::uint64_t steps_before = result_.steps, replayed_before = result_.replayed_steps;
-      outcome = execute(Branch{}, runs_.back());
-      if (!counted) {
-        result_.steps = steps_before;
-        result_.replayed_steps = replayed_before;
-      }
-      // Sharding: the root's alternatives are dealt round robin; each shard keeps its own.
-      if (!random_ && options_.shards > 1) {
-        std::vector<Branch> mine;
-        for (std::size_t i = stack_before; i < stack_.size(); ++i) {
-          if ((i - stack_before) % options_.shards == options_.shard) mine.push_back(std::move(stack_[i]));
-        }
-        stack_.resize(stack_before);
-        for (auto& p : mine) stack_.push_back(std::move(p));
-      }
-    } else {
-      Branch next = std::move(stack_.back());
-      stack_.pop_back();
-      outcome = execute(std::move(next), runs_.back());
-    }
-    if (counted) ++result_.executions;
-    report_progress(false);
-    if (cut_) {
-      result_.verdict = ExploreResult::Verdict::bound_reached;
-      result_.bound = *cut_;
-      break;
-    }
-    if (!options_.maximize.empty()) {
-      if (counted) note_worst(outcome, runs_.back());
-      continue;  // every execution is measured; none ends the search
-    }
-    const std::vector<std::string>& violated = outcome.violated;
-    if (!violated.empty()) {
-      result_.verdict = ExploreResult::Verdict::violated;
-      // The path from the start (the execution did not digest the prefix it replayed).
-      std::string detail = "violated";
-      for (const std::string& name : violated) detail += " " + name;
-      result_.counterexample = Counterexample{runs_.back(), violated, detail, path_of(system_, runs_.back())};
-      break;
-    }
+  if (random_) {
+    sample();
+  } else {
+    dfs();
   }
   if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty()) find_stranding();
-  if (result_.verdict == ExploreResult::Verdict::none_found && depth_cut_) {
+  if (exec_) exec_->abandon();
+  frames_.clear();
+  if (result_.verdict != ExploreResult::Verdict::violated && !result_.bounds.empty()) {
     result_.verdict = ExploreResult::Verdict::bound_reached;
-    result_.bound = "depth";
   }
-  // A random search samples: however many seeds it ran, it has not seen every schedule.
-  if (result_.verdict == ExploreResult::Verdict::none_found && random_) {
-    result_.verdict = ExploreResult::Verdict::bound_reached;
-    result_.bound = "seeds";
-  }
-  result_.states = nodes_.size();
-  result_.transitions = edges_.size();
-  result_.snapshots = runners_ ? runners_->taken() : 0;
-  bases_.clear();
+  if (!result_.bounds.empty()) result_.bound = result_.bounds.front();
+  result_.states = key_nodes_.size();
   report_progress(true);
   return result_;
 }
@@ -350,12 +466,15 @@ const char* verdict_name(ExploreResult::Verdict verdict) {
 
 ExploreResult search(const System& system, const ExploreOptions& options) {
   Explorer explorer(system, options);
-  return explorer.run();
+  ExploreResult result = explorer.run();
+  if (result.counterexample && result.counterexample->path.empty()) {
+    result.counterexample->path = path_of(system, result.counterexample->choices);
+  }
+  return result;
 }
 
-ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs,
-                     const ExploreOptions& options) {
-  return search(*world_system(scenario, costs, options.symmetry), options);
+ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs, const ExploreOptions& options) {
+  return search(*world_system(scenario, costs, options.symmetry, options.snapshots), options);
 }
 
 }  // namespace loopsim::explore

@@ -1,9 +1,19 @@
-// The explorer: model-checks a system's nondeterministic choices. Depth-first (iterative,
-// with an explicit stack of choice prefixes, each resumed from a snapshot or replayed from the
-// start: explore/runner.hpp) or at random by seed. Every execution is judged by the system's properties; the states it passes through
-// (digests with times relative to now) prune revisits and form a state graph, whose strongly
-// connected components show liveness failures: a cycle or dead end in which a backlog waits
-// and nothing is ever accepted. It sees the system only through explore/system.hpp.
+// The explorer: model-checks a system's nondeterministic choices.
+//
+// Depth-first, iterative, with an explicit stack of decision points (frames). An execution runs
+// from stop to stop (explore/system.hpp); at each decision it takes the natural alternative and
+// leaves a frame holding the others and, where memory allows, a snapshot of the execution there.
+// Backtracking restores the deepest frame's snapshot (or the nearest one below it, then replays
+// the decisions in between; or replays from time 0) and takes its next alternative.
+//
+// States are merged where that is sound (System::merging): an execution that reaches a state
+// (its key: the state, the time left to the horizon, what is asked) reached before stops there,
+// since its futures are the earlier one's. Where a judged property measures history, or the
+// state does not say everything, nothing is merged and the search is a tree, which it says.
+//
+// Every execution is judged at its end. The states (shapes, with relative times) form a graph
+// whose strongly connected components show liveness failures: a cycle or dead end in which a
+// backlog waits and nothing is ever accepted. Or at random by seed: a sample, never a proof.
 #pragma once
 
 #include <cstdint>
@@ -21,36 +31,30 @@ struct ExploreProgress {
   std::uint64_t executions = 0;
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
-  std::size_t stack = 0;  // prefixes left to run
+  std::size_t stack = 0;  // decision points with alternatives left
 };
 
 struct ExploreOptions {
   enum class Strategy : std::uint8_t { dfs, random };
   Strategy strategy = Strategy::dfs;
-  std::uint32_t depth = 64;  // choice points branched on, counted from the run's start
-  std::uint64_t max_executions = 20000;
-  std::uint64_t max_states = 2000000;
+  std::uint32_t depth = 1024;  // decisions branched on, counted from the run's start
+  std::uint64_t max_executions = 1'000'000;
+  std::uint64_t max_states = 20'000'000;
   std::uint64_t seed_first = 1, seed_last = 100;  // random strategy
-  std::uint32_t shard = 0, shards = 1;  // DFS: the root's alternatives, dealt round robin
-  bool prune = true;                    // skip branching from states seen before
+  std::uint32_t shard = 0, shards = 1;  // DFS: the first execution's alternatives, dealt round robin
+  bool prune = true;                    // merge states where that is sound (false: a tree)
   bool symmetry = true;                 // interchangeable clients' orders explored once
-  // State matching within an instant: an execution past its replayed prefix that reaches a
-  // state an earlier execution reached at the same virtual time stops there, when the system's
-  // properties are judged by state (System::judged_by_state): its future, and so its verdict,
-  // is the earlier one's, whose alternatives are on the stack already.
-  bool cut = true;
-  // DFS: how many snapshots (forked processes paused at a decision) may be alive at once. A
-  // branch resumes from its decision's snapshot instead of replaying from time 0; past the
-  // limit it replays. 0: every branch replays, in this process.
-  std::uint32_t snapshots = 128;
-  // A snapshot only where it saves replaying at least this many steps (see ForkingOptions).
-  std::uint64_t snapshot_steps = 256;
+  // Resume branches from snapshots of the execution (explore/arena.hpp) instead of replaying
+  // them from time 0; at most `snapshot_bytes` of them are kept at once, past which a branch
+  // resumes from the nearest snapshot below it and replays the rest.
+  bool snapshots = true;
+  std::uint64_t snapshot_bytes = std::uint64_t(2) << 30;
   std::int64_t time_limit_ns = 0;       // 0: none; checked inside executions too
   std::uint64_t max_steps = 0;          // steps in one execution; 0: none (a livelock guard)
   std::function<std::int64_t()> wall_ns;
   std::function<void(const ExploreProgress&)> progress;
   // Worst-case mode: judge every execution, stop at none, and keep the one whose verdict on
-  // `maximize` (about group `maximize_of`, if given) measured the most.
+  // `maximize` (about group `maximize_of`, if given) measured the most. Nothing is merged.
   std::string maximize;
   std::string maximize_of;
 };
@@ -71,19 +75,24 @@ struct Counterexample {
 };
 
 struct ExploreResult {
-  // none_found: the search was exhaustive within its depth and fault bounds. bound_reached: a
-  // limit (executions, states, time, depth, or the count of seeds of a random search) cut it
-  // short, which proves nothing.
+  // none_found: the search was exhaustive within its stated bounds, for every judged property.
+  // bound_reached: a bound cut it short (each one hit is named in `bounds`), which proves
+  // nothing.
   enum class Verdict : std::uint8_t { violated, none_found, bound_reached };
   Verdict verdict = Verdict::none_found;
-  std::string bound;  // which bound was reached
+  std::string bound;                // the first bound reached
+  std::vector<std::string> bounds;  // every bound that cut something
+  bool merged = true;               // states were merged (System::merging)
+  std::string merging_note;         // why not, when they were not
   std::uint64_t executions = 0;
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
-  std::uint64_t cut = 0;  // executions stopped at a state matched within its instant
-  std::uint64_t steps = 0;           // steps run, in all executions
+  std::uint64_t cut = 0;  // executions stopped at a state reached before
+  std::uint64_t steps = 0;           // scheduler steps run, in all executions
   std::uint64_t replayed_steps = 0;  // of them, steps that retraced a prefix already explored
-  std::uint64_t snapshots = 0;       // processes forked to resume branches from (0: replays)
+  std::uint64_t snapshots = 0;       // snapshots taken
+  std::uint64_t restores = 0;        // branches resumed from one
+  std::uint64_t snapshot_bytes_peak = 0;
   std::optional<Counterexample> counterexample;
   std::optional<Worst> worst;  // worst-case mode: the largest figure measured
   std::uint64_t judged = 0;    // worst-case mode: executions that measured the property

@@ -397,12 +397,12 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
     double spread_s = g.rate > 0 ? double(g.count - 1) / g.rate : 0;
     // Poisson gaps: their sum's mean is the even spread, and it is rarely past twice it.
     if (g.arrivals == sim::ClientGroup::Arrivals::poisson) spread_s = 2 * spread_s + 1;
-    last = std::max(last, to_ms(g.connect_at) + std::int64_t(spread_s * 1000) + 1);
+    last = std::max(last, to_ms(g.connect_at.hi) + std::int64_t(spread_s * 1000) + 1);
     // A round trip for the handshake, and each way of every request, with its jitter.
     const std::int64_t trip_ms = to_ms(g.rtt) + 2 * to_ms(g.jitter) + 1;
     last += g.rtt > Nanos{0} || g.jitter > Nanos{0} ? trip_ms * std::int64_t(g.requests.size() + 1) : 0;
     for (const sim::RequestSpec& r : g.requests) {
-      last = std::max(last, to_ms(r.at));
+      last = std::max(last, to_ms(r.at.hi));
       std::int64_t cost_us = 1000;  // the handler's own work, generously
       // A slow reader takes an answer (a few hundred bytes) at read_rate.
       if (g.read_rate > 0) cost_us += 1'000'000 * 1024 / g.read_rate;
@@ -416,26 +416,29 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
   std::int64_t retry_ms = to_ms(s.loop.emfile_backoff) + (s.loop.inverted ? 1000 : 0);
   std::int64_t retries = 4;
   for (const sim::FaultSpec& f : s.faults) {
-    last = std::max({last, to_ms(f.at), to_ms(f.until)});
+    last = std::max({last, to_ms(f.at.hi), to_ms(f.until)});
     retries += f.kind == sim::FaultSpec::Kind::reset ? 0 : 1;
   }
   for (const sim::PosterSpec& p : s.posters) {
-    last = std::max(last, to_ms(p.at + p.every * (p.count - 1)));
+    last = std::max(last, to_ms(p.at.hi + p.every * (p.count - 1)));
     work_us += (std::chrono::duration_cast<std::chrono::microseconds>(p.cost).count() + 1) * p.count;
   }
-  for (const sim::ActionSpec& a : s.actions) last = std::max(last, to_ms(a.at));
+  for (const sim::ActionSpec& a : s.actions) last = std::max(last, to_ms(a.at.hi));
   return last + work_us / 1000 + retries * retry_ms + 2 * to_ms(s.loop.idle_timeout) + 2000;
 }
 
-// The descriptor limit that holds at the end: the last rlimit fault's (the lowest of those at
-// that instant, whose order is a choice), or the file's.
+// The descriptor limit that holds at the end: the last rlimit fault's (the lowest of those that
+// may come last: at one instant their order is a choice, and windows may land in any order), or
+// the file's.
 int final_rlimit(const sim::Scenario& s) {
   int value = s.kernel.rlimit_nofile;
-  std::optional<Nanos> at;
+  std::optional<Nanos> latest_start;
   for (const sim::FaultSpec& f : s.faults) {
-    if (f.kind != sim::FaultSpec::Kind::rlimit) continue;
-    if (!at || f.at > *at) value = f.value, at = f.at;
-    else if (f.at == *at) value = std::min(value, f.value);
+    if (f.kind == sim::FaultSpec::Kind::rlimit && (!latest_start || f.at.lo > *latest_start)) latest_start = f.at.lo;
+  }
+  for (const sim::FaultSpec& f : s.faults) {
+    if (f.kind != sim::FaultSpec::Kind::rlimit || f.at.hi < *latest_start) continue;
+    value = value == s.kernel.rlimit_nofile ? f.value : std::min(value, f.value);
   }
   return value;
 }
@@ -495,10 +498,10 @@ std::int64_t unreset_clients(const sim::Scenario& s) {
 bool accept_certain(const sim::Scenario& s, const Allowance& a) {
   if (a.clients == 0 || a.short_horizon) return false;
   if (a.shutdown) {
-    Nanos shutdown = s.actions.front().at;
-    for (const sim::ActionSpec& action : s.actions) shutdown = std::min(shutdown, action.at);
+    Nanos shutdown = s.actions.front().at.lo;
+    for (const sim::ActionSpec& action : s.actions) shutdown = std::min(shutdown, action.at.lo);
     bool early = std::any_of(s.clients.begin(), s.clients.end(), [&](const sim::ClientGroup& g) {
-      return g.connect_at + ms(20) <= shutdown;
+      return g.connect_at.hi + ms(20) <= shutdown;
     });
     return early && s.faults.empty() && s.kernel.rlimit_nofile - own_descriptors(s) >= 1;
   }

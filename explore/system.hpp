@@ -1,6 +1,7 @@
-// What the explorer sees of a system under test: executions that step, show their state as a
-// digest, and are judged at their end. The explorer knows nothing else of worlds, loops or
-// kernels, as a model checker's search is kept apart from the model it searches.
+// What the explorer sees of a system under test: executions that run from stop to stop, show
+// their state there as digests, take a decision where one is asked, and are judged at their
+// end. The explorer knows nothing else of worlds, loops or kernels, as a model checker's search
+// is kept apart from the model it searches.
 #pragma once
 
 #include <cstdint>
@@ -20,50 +21,77 @@ struct Outcome {
   std::vector<std::string> violated;
 };
 
-// One execution, driven a step at a time. Every nondeterministic decision of a step goes to the
-// chooser the execution was started with.
+// Where an execution stops for the explorer: after each step of its scheduler, at each
+// decision (a choice point with two or more alternatives), and at its end.
+struct Stop {
+  enum class Kind : std::uint8_t { step, decision, end };
+  Kind kind = Kind::step;
+  model::ChoiceKind choice = model::ChoiceKind::order;  // a decision's
+  std::uint32_t options = 0;                            // a decision's: pick in [0, options)
+  // The state, times relative to now, for the state graph: equal shapes have equal futures if
+  // time had no end (an idle loop's ticks are one shape).
+  std::uint64_t shape = 0;
+  // The state as a search merges on it: the shape, the time left to the horizon and, at a
+  // decision, what is asked. Equal keys have equal futures.
+  std::uint64_t key = 0;
+  bool backlog = false;       // connections wait in an accept queue or a hand-off channel
+  std::uint64_t accepted = 0;  // connections accepted so far (never decreases)
+  Nanos now{0};
+  bool quiescent = false;  // at the end: nothing at all was left to happen
+};
+
+// A saved state of an execution, to resume it from (Execution::save).
+class Saved {
+ public:
+  virtual ~Saved() = default;
+  virtual std::size_t bytes() const = 0;
+};
+
+// One execution. advance() runs it to its next stop; a decision stop waits for decide().
 class Execution {
  public:
   virtual ~Execution() = default;
-  // Runs the next happening; false once nothing is left before the horizon.
-  virtual bool step() = 0;
-  // The whole state, times relative to now: equal states give equal digests.
-  virtual std::uint64_t digest() const = 0;
-  // Connections wait in a listener's accept queue or a hand-off channel.
-  virtual bool backlog() const = 0;
-  // Connections accepted so far (never decreases).
-  virtual std::uint64_t accepted() const = 0;
-  // Virtual time.
-  virtual Nanos now() const = 0;
-  // Nothing at all is left to happen (not even a timeout): whatever waits, waits forever.
-  virtual bool quiescent() const = 0;
-  // Runs what is left to the horizon and judges the execution.
-  virtual Outcome finish() = 0;
+  virtual Stop advance() = 0;
+  // The pick for the decision advance() just stopped at.
+  virtual void decide(std::uint32_t pick) = 0;
+  // At a stop: the whole state, to resume from; null when this execution cannot be saved.
+  virtual std::unique_ptr<Saved> save() { return nullptr; }
+  // Puts the execution back at the stop `saved` was taken at (one of this execution's own).
+  virtual void restore(const Saved& /*saved*/) {}
+  // After the end stop: its judged outcome.
+  virtual Outcome outcome() = 0;
+  // Stops it where it is (its end is not wanted): it may finish quietly, or just end.
+  virtual void abandon() = 0;
+  virtual std::uint64_t steps() const = 0;  // scheduler steps run
 };
 
 class System {
  public:
   virtual ~System() = default;
-  virtual std::unique_ptr<Execution> start(model::Chooser& chooser) const = 0;
-  // Whether every property judged at an execution's end is a function of the state it reaches
-  // and of what follows, not of how it got there. Then two executions that reach one state at
-  // one instant end alike, and the later one may stop there (ExploreOptions::cut).
-  virtual bool judged_by_state() const = 0;
-  // Whether an execution may be forked with the explorer's process (explore/runner.hpp): not
-  // when it runs in a process of its own.
-  virtual bool forkable() const { return true; }
+  virtual std::unique_ptr<Execution> start() const = 0;
+  // Whether an execution's states may be merged: every judged property a function of the state
+  // reached and of what follows (not of how it got there), and a state that says everything
+  // (a server that declares its own). Otherwise `why_not` says what stands in the way, and
+  // the search is a tree.
+  struct Merging {
+    bool on = true;
+    std::string why_not;
+  };
+  virtual Merging merging() const = 0;
 };
 
-// A scenario (already resolved for one arm) on the simulated kernel with the real loop. With
-// `symmetry`, interchangeable clients' same-instant orders are explored once (sim::World).
+// A scenario (already resolved for one arm) on the simulated kernel with the real loop, or with
+// its [target]. With `symmetry`, interchangeable clients' same-instant orders and windowed
+// landings are explored once. With `snapshots`, executions run in an arena (explore/arena.hpp)
+// and are saved and restored; otherwise a branch replays from time 0.
 std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
-                                     bool symmetry = true);
+                                     bool symmetry = true, bool snapshots = true);
 
 // Judges a whole run's trace-free outcome: runs the scenario with `choices` and returns it.
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
                       const std::vector<model::Choice>& choices);
 
-// The states (digests) one execution passes through with `choices`, from the start to its end.
+// The states (shapes) one execution passes through with `choices`, from the start to its end.
 std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices);
 
 }  // namespace loopsim::explore

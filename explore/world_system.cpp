@@ -1,15 +1,20 @@
-// The explorer's view of a sim::World: the scenario on the simulated kernel with the real loop.
+// The explorer's view of a sim::World: the scenario on the simulated kernel with the real loop,
+// or a target program's run driven step by step in its own process.
 #include <algorithm>
 #include <optional>
 
+#include "explore/fiber_execution.hpp"
 #include "explore/system.hpp"
-#include "model/digest.hpp"
+#include "realloop/state.hpp"
+#include "sim/properties.hpp"
 #include "sim/target.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::explore {
 
 namespace {
+
+using state::fold;
 
 Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
   Outcome outcome;
@@ -20,85 +25,149 @@ Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const che
   return outcome;
 }
 
-class WorldExecution final : public Execution {
- public:
-  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser,
-                 bool symmetry)
-      : scenario_(scenario), costs_(costs), world_(scenario, "explore", &chooser, symmetry) {}
+// The key a search merges on: the shape, the time left to the horizon (a state nearer the end
+// has fewer futures), and at a decision what it asks.
+std::uint64_t key_of(const Stop& stop, Nanos horizon) {
+  std::uint64_t key = fold(fold(stop.shape, std::uint64_t((horizon - stop.now).count())), std::uint64_t(stop.kind));
+  if (stop.kind == Stop::Kind::decision) key = fold(fold(key, std::uint64_t(stop.choice)), stop.options);
+  return key;
+}
 
-  bool step() override { return world_.step(); }
-  std::uint64_t digest() const override { return world_.digest(); }
-  bool backlog() const override { return world_.backlog() > 0; }
-  std::uint64_t accepted() const override { return world_.accepted(); }
-  Nanos now() const override { return world_.now(); }
-  bool quiescent() const override { return world_.quiescent(); }
-  Outcome finish() override {
-    sim::RunResult run = world_.finish();
-    return judged(run.trace, scenario_, costs_);
+// The properties a run's end state decides: what every client sent and was answered (its
+// state holds both), and what waits in a backlog at the end. Liveness is the state graph's.
+// Every other property, and no_stranded_backlog with a `max`, measures times or events along
+// the way: history, which two executions that meet in one state need not share.
+std::vector<std::string> history_properties(const sim::Scenario& scenario) {
+  std::vector<std::string> out;
+  for (const sim::Expectation& e : scenario.expect) {
+    bool by_state = e.property == "answered" || e.property == "liveness" ||
+                    (e.property == "no_stranded_backlog" && !e.max);
+    if (!by_state && std::find(out.begin(), out.end(), e.property) == out.end()) out.push_back(e.property);
   }
+  return out;
+}
+
+class WorldExecution final : public FiberExecution, private model::Chooser {
+ public:
+  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots)
+      : FiberExecution(snapshots ? std::make_unique<Arena>() : nullptr),
+        scenario_(scenario),
+        costs_(costs),
+        symmetry_(symmetry),
+        snapshots_(snapshots) {}
+
+  Outcome outcome() override { return judged(result_->trace, scenario_, costs_); }
 
  private:
+  void body() override {
+    world_ = new sim::World(scenario_, "explore", this, symmetry_);
+    for (;;) {
+      pause(observe(Stop::Kind::step));
+      if (!world_->step()) break;
+      ++steps_;
+    }
+    Stop end = observe(Stop::Kind::end);
+    end.quiescent = world_->quiescent();
+    // In an arena nothing is unwound: the arena goes, or is restored, as a whole.
+    result_ = new sim::RunResult(world_->finish(!snapshots_));
+    pause(end);
+    delete result_;
+    delete world_;
+  }
+
+  std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
+    if (world_ == nullptr) return 0;  // while the world is made: nothing is asked yet
+    Stop stop = observe(Stop::Kind::decision);
+    stop.choice = kind;
+    stop.options = options;
+    stop.key = key_of(stop, scenario_.horizon);
+    return pause(stop);
+  }
+  bool explores_windows() const override { return true; }
+
+  Stop observe(Stop::Kind kind) const {
+    Stop stop;
+    stop.kind = kind;
+    stop.shape = world_->digest();
+    stop.now = world_->now();
+    stop.backlog = world_->backlog() > 0;
+    stop.accepted = world_->accepted();
+    stop.key = key_of(stop, scenario_.horizon);
+    return stop;
+  }
+
   const sim::Scenario& scenario_;
   const checker::Costs& costs_;
-  sim::World world_;
+  bool symmetry_;
+  bool snapshots_;
+  sim::World* world_ = nullptr;
+  sim::RunResult* result_ = nullptr;
 };
 
 // An execution of a target program, in its own process, driven a step at a time. Its digest
 // cannot hold the program's memory, so it holds the decisions taken so far as well: two
 // executions meet in a state only when they got there the same way, and the search is a tree.
-class TargetExecution final : public Execution, private model::Chooser {
+class TargetExecution final : public FiberExecution, private model::Chooser {
  public:
-  TargetExecution(const sim::Scenario& scenario, const checker::Costs& costs, model::Chooser& chooser)
-      : scenario_(scenario), costs_(costs), chooser_(chooser), process_(scenario, "explore", sim::TargetMode::steps) {
-    report_ = process_.begin(*this);
-  }
+  TargetExecution(const sim::Scenario& scenario, const checker::Costs& costs)
+      : FiberExecution(nullptr), scenario_(scenario), costs_(costs) {}
 
-  bool step() override {
-    report_ = process_.step(*this);
-    ++steps_;
-    return report_.stepped != 0;
-  }
-  std::uint64_t digest() const override {
-    model::Digest d;
-    d.add(std::int64_t(report_.digest));
-    d.add(std::int64_t(path_));
-    return d.value();
-  }
-  bool backlog() const override { return report_.backlog != 0; }
-  std::uint64_t accepted() const override { return report_.accepted; }
-  Nanos now() const override { return Nanos(report_.now); }
-  bool quiescent() const override { return report_.quiescent != 0; }
-  Outcome finish() override {
-    sim::RunResult run = process_.finish(*this);
-    return judged(run.trace, scenario_, costs_);
-  }
+  Outcome outcome() override { return judged(result_->trace, scenario_, costs_); }
 
  private:
+  void body() override {
+    sim::TargetProcess process(scenario_, "explore", sim::TargetMode::steps);
+    report_ = process.begin(*this);
+    for (;;) {
+      pause(observe(Stop::Kind::step));
+      report_ = process.step(*this);
+      if (report_.stepped == 0) break;
+      ++steps_;
+    }
+    Stop end = observe(Stop::Kind::end);
+    end.quiescent = report_.quiescent != 0;
+    sim::RunResult run = process.finish(*this);
+    result_ = &run;
+    pause(end);
+    result_ = nullptr;
+  }
+
   std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
-    std::uint32_t pick = chooser_.choose(kind, options);
-    model::Digest d;
-    for (std::int64_t v : {std::int64_t(path_), std::int64_t(steps_), std::int64_t(kind), std::int64_t(options), std::int64_t(pick)}) d.add(v);
-    path_ = d.value();
+    Stop stop = observe(Stop::Kind::decision);
+    stop.choice = kind;
+    stop.options = options;
+    stop.key = key_of(stop, scenario_.horizon);
+    std::uint32_t pick = pause(stop);
+    path_ = fold(fold(fold(fold(path_, steps_), std::uint64_t(kind)), options), pick);
     return pick;
+  }
+  bool explores_windows() const override { return true; }
+
+  Stop observe(Stop::Kind kind) const {
+    Stop stop;
+    stop.kind = kind;
+    stop.shape = fold(report_.digest, path_);
+    stop.now = Nanos(report_.now);
+    stop.backlog = report_.backlog != 0;
+    stop.accepted = report_.accepted;
+    stop.key = key_of(stop, scenario_.horizon);
+    return stop;
   }
 
   const sim::Scenario& scenario_;
   const checker::Costs& costs_;
-  model::Chooser& chooser_;
-  sim::TargetProcess process_;
   sim::wire::Report report_;
   std::uint64_t path_ = 0;
-  std::uint64_t steps_ = 0;
+  sim::RunResult* result_ = nullptr;
 };
 
 class TargetSystem final : public System {
  public:
   TargetSystem(const sim::Scenario& scenario, const checker::Costs& costs) : scenario_(scenario), costs_(costs) {}
-  std::unique_ptr<Execution> start(model::Chooser& chooser) const override {
-    return std::make_unique<TargetExecution>(scenario_, costs_, chooser);
+  std::unique_ptr<Execution> start() const override { return std::make_unique<TargetExecution>(scenario_, costs_); }
+  Merging merging() const override {
+    return Merging{false, "a target program's memory is not in the state: each state is the path to it"};
   }
-  bool judged_by_state() const override { return false; }  // its states are paths (above)
-  bool forkable() const override { return false; }          // its execution is another process
 
  private:
   const sim::Scenario& scenario_;
@@ -107,33 +176,44 @@ class TargetSystem final : public System {
 
 class WorldSystem final : public System {
  public:
-  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry)
-      : scenario_(scenario), costs_(costs), symmetry_(symmetry) {}
-  std::unique_ptr<Execution> start(model::Chooser& chooser) const override {
-    return std::make_unique<WorldExecution>(scenario_, costs_, chooser, symmetry_);
+  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots)
+      : scenario_(scenario), costs_(costs), symmetry_(symmetry), snapshots_(snapshots) {
+    // A search's runs keep what their properties read, as --trace-level verdicts does: the
+    // verdicts are the same, and a snapshot is smaller.
+    scenario_.trace_keep = checker::events_needed(scenario_.expect);
+    sim::World probe(scenario_, "explore", nullptr, symmetry_);
+    declares_state_ = probe.declares_state();
+    probe.abandon();
   }
-  // `answered` counts what each client sent and was answered, which its state holds; the end's
-  // backlog is the state's; liveness is the state graph's. Every other property (and
-  // no_stranded_backlog with a `max`) measures times or events along the way.
-  bool judged_by_state() const override {
-    return std::all_of(scenario_.expect.begin(), scenario_.expect.end(), [](const sim::Expectation& e) {
-      return e.property == "answered" || e.property == "liveness" ||
-             (e.property == "no_stranded_backlog" && !e.max);
-    });
+  std::unique_ptr<Execution> start() const override {
+    return std::make_unique<WorldExecution>(scenario_, costs_, symmetry_, snapshots_);
+  }
+  Merging merging() const override {
+    if (!declares_state_) {
+      return Merging{false, "the loop does not declare its state (sim::OwnLoop::declares_state): each state is the path to it"};
+    }
+    std::vector<std::string> history = history_properties(scenario_);
+    if (history.empty()) return Merging{};
+    std::string names;
+    for (const std::string& p : history) names += (names.empty() ? "" : ", ") + p;
+    return Merging{false, names + " measure" + (history.size() == 1 ? "s" : "") +
+                              " history that a state does not hold: no two executions are merged"};
   }
 
  private:
-  const sim::Scenario& scenario_;
+  sim::Scenario scenario_;
   const checker::Costs& costs_;
   bool symmetry_;
+  bool snapshots_;
+  bool declares_state_ = true;
 };
 
 }  // namespace
 
-std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
-                                     bool symmetry) {
+std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry,
+                                     bool snapshots) {
   if (scenario.target) return std::make_unique<TargetSystem>(scenario, costs);
-  return std::make_unique<WorldSystem>(scenario, costs, symmetry);
+  return std::make_unique<WorldSystem>(scenario, costs, symmetry, snapshots);
 }
 
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
@@ -144,13 +224,21 @@ Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs
 }
 
 std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices) {
-  model::ReplayChooser chooser(choices);
-  std::unique_ptr<Execution> execution = system.start(chooser);
+  std::unique_ptr<Execution> execution = system.start();
   std::vector<std::uint64_t> path;
-  do {
-    path.push_back(execution->digest());
-  } while (execution->step());
-  execution->finish();
+  std::size_t next = 0;
+  for (;;) {
+    Stop stop = execution->advance();
+    if (stop.kind == Stop::Kind::end) break;
+    if (stop.kind == Stop::Kind::step) {
+      path.push_back(stop.shape);
+      continue;
+    }
+    std::uint32_t pick = next < choices.size() && choices[next].pick < stop.options ? choices[next].pick : 0;
+    ++next;
+    execution->decide(pick);
+  }
+  execution->abandon();
   return path;
 }
 

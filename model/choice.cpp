@@ -1,5 +1,6 @@
 #include "model/choice.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/assert.hpp"
@@ -7,7 +8,7 @@
 namespace loopsim::model {
 
 namespace {
-constexpr const char* kind_names[] = {"order", "fault", "slack"};
+constexpr const char* kind_names[] = {"order", "fault", "slack", "land"};
 }
 
 const char* choice_kind_name(ChoiceKind kind) { return kind_names[std::size_t(kind)]; }
@@ -85,6 +86,10 @@ std::uint32_t ReplayChooser::choose(ChoiceKind kind, std::uint32_t options) {
               std::to_string(options);
   }
   return 0;
+}
+
+bool ReplayChooser::explores_windows() const {
+  return std::any_of(record_.begin(), record_.end(), [](const Choice& c) { return c.kind == ChoiceKind::land; });
 }
 
 std::string ReplayChooser::first_divergence() const {

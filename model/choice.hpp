@@ -16,6 +16,7 @@ enum class ChoiceKind : std::uint8_t {
   order,  // which of several same-instant happenings runs first
   fault,  // whether an injected fault lands here, within its budget
   slack,  // which timer slack this sleep gets, from the scenario's set
+  land,   // whether a windowed happening lands here, and which (model/scheduler.hpp)
 };
 
 const char* choice_kind_name(ChoiceKind kind);
@@ -37,6 +38,9 @@ class Chooser {
   // the same decisions without asking (a target's process, sim/target.hpp); empty when the
   // decisions depend on more than the calls (the explorer's).
   virtual std::string portable() const { return {}; }
+  // Whether the run offers windowed happenings every placement (choices of kind `land`) rather
+  // than drawing each one's instant from the seed.
+  virtual bool explores_windows() const { return false; }
 };
 
 // The chooser a portable() text describes; null for text that describes none.
@@ -73,6 +77,8 @@ class ReplayChooser final : public Chooser {
   explicit ReplayChooser(std::vector<Choice> record) : record_(std::move(record)) {}
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override;
   std::string portable() const override;
+  // A record that holds a landing came from a search of windows, and is replayed as one.
+  bool explores_windows() const override;
   std::size_t divergences() const { return divergences_; }
   bool exhausted() const { return next_ >= record_.size(); }
   // Where the run first left the record, for a person: "choice 7 of 12 is order:3:1, but the

@@ -1,12 +1,13 @@
 #include "model/scheduler.hpp"
 
 #include <algorithm>
-#include <boost/context/fixedsize_stack.hpp>
+#include <boost/context/stack_context.hpp>
 
 #include <array>
 
 #include "model/digest.hpp"
 #include "base/assert.hpp"
+#include "base/stack_watch.hpp"
 #include "realloop/state.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -40,20 +41,30 @@ void finish_switch([[maybe_unused]] void* fake_stack, [[maybe_unused]] StackBoun
 #endif
 }
 
-// A fixed-size stack that remembers where it is, for the sanitizer.
+// A fixed-size stack that remembers where it is, for the sanitizer, and tells a snapshotting
+// search about itself (base/stack_watch.hpp). It comes from operator new, so that it lives
+// wherever the world's memory does.
 class TrackedStack {
  public:
-  TrackedStack(StackBounds& bounds, std::size_t bytes) : stack_(bytes), bounds_(&bounds) {}
+  TrackedStack(StackBounds& bounds, std::size_t bytes) : bytes_(bytes), bounds_(&bounds) {}
   ctx::stack_context allocate() {
-    ctx::stack_context sc = stack_.allocate();
-    bounds_->bottom = static_cast<char*>(sc.sp) - sc.size;
-    bounds_->size = sc.size;
+    void* low = ::operator new(bytes_);
+    ctx::stack_context sc;
+    sc.size = bytes_;
+    sc.sp = static_cast<char*>(low) + bytes_;
+    bounds_->bottom = low;
+    bounds_->size = bytes_;
+    if (base::stack_watch != nullptr) base::stack_watch->allocated(low, bytes_);
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { stack_.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    void* low = static_cast<char*>(sc.sp) - sc.size;
+    if (base::stack_watch != nullptr) base::stack_watch->freed(low);
+    ::operator delete(low);
+  }
 
  private:
-  ctx::fixedsize_stack stack_;
+  std::size_t bytes_;
   StackBounds* bounds_;
 };
 
@@ -71,12 +82,21 @@ struct Scheduler::Thread {
   StackBounds stack;
   void* fake_stack = nullptr;  // the sanitizer's, while the thread is switched out
   bool cancelled = false;      // unwind(): the thread's next yield returns by throwing
+  // What it learnt since its last rest point (Scheduler::rest), and whether it is at one now.
+  std::uint64_t context = 0;
+  bool resting = false;
+  Nanos rest_at{0};
+  // Decisions taken inside the kernel call it is making (a fault's, a slack's), so that two in
+  // one call are two states.
+  std::uint32_t in_call = 0;
   // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
-  // its other fields and the loop's state stand for), and generation (bumped at every block, to
-  // tell stale resumptions, which the digest leaves out).
-  static constexpr loopsim::state::Fields<10> state_fields{
-      loopsim::state::skip,  loopsim::state::skip, loopsim::state::skip, loopsim::state::skip,
-      loopsim::state::value, loopsim::state::skip, loopsim::state::value, loopsim::state::skip,
+  // its context and its owner's declared state stand for), generation (bumped at every block,
+  // to tell stale resumptions, which the digest leaves out), and rest_at (the context holds
+  // times relative to it).
+  static constexpr loopsim::state::Fields<14> state_fields{
+      loopsim::state::skip,  loopsim::state::skip,  loopsim::state::skip,  loopsim::state::skip,
+      loopsim::state::value, loopsim::state::skip,  loopsim::state::value, loopsim::state::skip,
+      loopsim::state::skip,  loopsim::state::value, loopsim::state::value, loopsim::state::value,
       loopsim::state::skip,  loopsim::state::value};
 };
 
@@ -90,19 +110,53 @@ namespace {
 thread_local StackBounds scheduler_stack;  // the scheduler's own stack, learnt at the first switch
 }
 
-namespace {
-// Same-instant happenings are chosen among the first few in line: a bound on the choice (and
-// on the cost of taking one out of the middle), as everything here has one.
-constexpr std::uint32_t order_window = 64;
-}  // namespace
-
 Scheduler::Scheduler(Chooser* chooser) : chooser_(chooser) {}
+
+namespace {
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t state = a ^ (b * 0x9e3779b97f4a7c15ull);
+  return splitmix64(state);
+}
+}  // namespace
 
 std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
   if (options < 2 || chooser_ == nullptr) return 0;
   std::uint32_t pick = chooser_->choose(kind, options);
   LOOPSIM_ASSERT_OP(pick, <, options);
+  // A landing is not something the running thread learns: it learns what landed through its
+  // calls' results. Any other decision inside a call is a step of that call.
+  if (current_ != no_thread && !landing_ && kind != ChoiceKind::land) ++threads_[std::size_t(current_)]->in_call;
   return pick;
+}
+
+void Scheduler::rest(std::uint64_t site) {
+  if (current_ == no_thread || landing_) return;
+  Thread& thread = *threads_[std::size_t(current_)];
+  thread.context = mix(0x5e57, site);
+  thread.resting = true;
+  thread.rest_at = now_;
+  thread.in_call = 0;
+}
+
+void Scheduler::learn(std::uint64_t what) {
+  if (current_ == no_thread || landing_) return;
+  Thread& thread = *threads_[std::size_t(current_)];
+  thread.context = mix(mix(thread.context, what), shared_ ? shared_() : 0);
+  thread.resting = false;
+  thread.in_call = 0;
+}
+
+Nanos Scheduler::since_rest() const {
+  if (current_ == no_thread) return Nanos(0);
+  return now_ - threads_[std::size_t(current_)]->rest_at;
+}
+
+bool Scheduler::at_rest() const {
+  for (const auto& thread : threads_) {
+    if (thread->state == Thread::State::done) continue;
+    if (thread->state != Thread::State::blocked || !thread->resting) return false;
+  }
+  return true;
 }
 
 Scheduler::~Scheduler() { unwind(); }
@@ -111,6 +165,7 @@ void Scheduler::unwind() {
   LOOPSIM_ASSERT(current_ == no_thread);
   queue_.clear();
   now_batch_.clear();
+  open_.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
     Thread& thread = *threads_[std::size_t(id)];
     if (thread.state == Thread::State::done) continue;
@@ -121,6 +176,12 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
+  // Inside a call, a landing SYN's handshake completes at once: the connection is queued
+  // before the call goes on (call_point).
+  if (landing_ && entry.kind == Kind::callback && entry.when == now_ && entry.tag.what == Happening::handshake) {
+    cascade_.push_back(std::move(entry));
+    return;
+  }
   if (entry.when == now_ && !now_batch_.empty()) {
     now_batch_.push_back(std::move(entry));  // joins the instant being run
     return;
@@ -131,6 +192,9 @@ void Scheduler::push(Entry entry) {
 
 bool Scheduler::stale(const Entry& entry) const {
   if (entry.kind == Kind::callback) return false;
+  if (entry.kind == Kind::deadline) {
+    return std::none_of(open_.begin(), open_.end(), [&](const Entry& o) { return o.window == entry.window; });
+  }
   const Thread& thread = *threads_[std::size_t(entry.thread)];
   return thread.state == Thread::State::done || entry.generation != thread.generation;
 }
@@ -165,31 +229,131 @@ const char* happening_name(Happening what) {
     case Happening::scripted: return "scripted";
     case Happening::client_read: return "client_read";
     case Happening::network: return "network";
+    case Happening::accept_fault: return "accept_fault";
   }
   return "?";
 }
 
-// The alternatives are the first few in line, less the twins of one already offered: of each
-// class of interchangeable happenings only the first in line is a distinct choice.
+// The alternatives are every entry due now, less the twins of one already offered: of each
+// class of interchangeable happenings only the first in line is a distinct choice. A windowed
+// one is a twin only of those whose windows end alike.
 Scheduler::Entry Scheduler::take_next() {
-  auto window = std::uint32_t(std::min<std::size_t>(now_batch_.size(), order_window));
-  std::array<std::uint32_t, order_window> offered;
-  std::array<std::uint64_t, order_window> classes;
-  std::uint32_t options = 0;
-  for (std::uint32_t i = 0; i < window; ++i) {
-    const Entry& e = now_batch_[i];
-    std::uint64_t twin = twins_ && window > 1 && e.kind == Kind::callback ? twins_(e.tag) : 0;
-    bool seen = twin != 0 && std::find(classes.begin(), classes.begin() + options, twin) !=
-                                 classes.begin() + options;
-    if (seen) continue;
-    offered[options] = i;
-    classes[options] = twin;
-    ++options;
+  std::vector<Alternative> offered;
+  if (now_batch_.size() > 1 && chooser_ != nullptr) {
+    for (std::uint32_t i = 0; i < now_batch_.size(); ++i) {
+      const Entry& e = now_batch_[i];
+      std::uint64_t twin = twins_ && e.kind != Kind::resume ? twins_(e.tag) : 0;
+      if (twin != 0 && e.window != 0) twin = mix(twin, std::uint64_t((e.window_end - now_).count()));
+      bool seen = twin != 0 && std::any_of(offered.begin(), offered.end(), [twin](const Alternative& a) { return a.twin == twin; });
+      if (!seen) offered.push_back(Alternative{i, twin});
+    }
   }
-  std::uint32_t at = offered[choose(ChoiceKind::order, options)];
+  std::uint32_t at = offered.empty() ? 0 : offered[choose(ChoiceKind::order, std::uint32_t(offered.size()))].index;
   Entry entry = std::move(now_batch_[at]);
   now_batch_.erase(now_batch_.begin() + at);
   return entry;
+}
+
+// Of each twin class of open windows, the one that must land first: if an execution lands a
+// later-ending twin here, the one that lands the earlier-ending twin here and the other where
+// that one landed is also an execution, and ends alike.
+std::vector<Scheduler::Alternative> Scheduler::landing_alternatives() const {
+  std::vector<Alternative> out;
+  for (std::uint32_t i = 0; i < open_.size(); ++i) {
+    const Entry& e = open_[i];
+    std::uint64_t twin = twins_ ? twins_(e.tag) : 0;
+    auto same = std::find_if(out.begin(), out.end(), [twin](const Alternative& a) { return twin != 0 && a.twin == twin; });
+    if (same == out.end()) {
+      out.push_back(Alternative{i, twin});
+      continue;
+    }
+    const Entry& held = open_[same->index];
+    if (std::tie(e.window_end, e.seq) < std::tie(held.window_end, held.seq)) same->index = i;
+  }
+  return out;
+}
+
+bool Scheduler::offer_landing() {
+  if (open_.empty()) return false;
+  std::vector<Alternative> alternatives = landing_alternatives();
+  std::uint32_t pick = choose(ChoiceKind::land, std::uint32_t(alternatives.size() + 1));
+  if (pick == 0) return false;
+  Entry entry = std::move(open_[alternatives[pick - 1].index]);
+  open_.erase(open_.begin() + alternatives[pick - 1].index);
+  entry.callback();
+  return true;
+}
+
+void Scheduler::window_start(Entry& entry) {
+  if (choose(ChoiceKind::land, 2) == 0) {
+    entry.callback();
+    return;
+  }
+  Entry deadline{entry.window_end, seq_++, Kind::deadline, no_thread, 0, nullptr, entry.tag, entry.window, entry.window_end};
+  open_.push_back(std::move(entry));
+  push(std::move(deadline));
+}
+
+void Scheduler::run_entry(Entry& entry) {
+  switch (entry.kind) {
+    case Kind::callback:
+      if (entry.window != 0 && entry.window_end > now_) {
+        window_start(entry);
+      } else {
+        entry.callback();
+      }
+      return;
+    case Kind::deadline: {
+      auto it = std::find_if(open_.begin(), open_.end(), [&](const Entry& o) { return o.window == entry.window; });
+      if (it == open_.end()) return;  // it landed earlier in this instant
+      Entry landing = std::move(*it);
+      open_.erase(it);
+      landing.callback();
+      return;
+    }
+    case Kind::resume:
+      if (!stale(entry)) resume(entry.thread);  // it may have gone stale within this instant
+      return;
+  }
+}
+
+void Scheduler::call_point() {
+  if (!explore_windows_ || landing_ || current_ == no_thread) return;
+  threads_[std::size_t(current_)]->in_call = 0;
+  // Windows starting now that have not been taken yet may land here too: they open first.
+  for (std::size_t i = 0; i < now_batch_.size();) {
+    Entry& e = now_batch_[i];
+    if (e.kind != Kind::callback || e.window == 0 || e.window_end <= now_) {
+      ++i;
+      continue;
+    }
+    Entry deadline{e.window_end, seq_++, Kind::deadline, no_thread, 0, nullptr, e.tag, e.window, e.window_end};
+    open_.push_back(std::move(e));
+    now_batch_.erase(now_batch_.begin() + std::ptrdiff_t(i));
+    push(std::move(deadline));
+  }
+  while (!open_.empty()) {
+    std::vector<Alternative> alternatives = landing_alternatives();
+    std::uint32_t pick = choose(ChoiceKind::land, std::uint32_t(alternatives.size() + 1));
+    if (pick == 0) return;
+    land_inside(alternatives[pick - 1].index);
+  }
+}
+
+void Scheduler::land_inside(std::size_t index) {
+  Entry entry = std::move(open_[index]);
+  open_.erase(open_.begin() + std::ptrdiff_t(index));
+  ThreadId caller = current_;
+  current_ = no_thread;  // callbacks run as if on the scheduler's stack
+  landing_ = true;
+  entry.callback();
+  while (!cascade_.empty()) {
+    Entry next = std::move(cascade_.front());
+    cascade_.erase(cascade_.begin());
+    next.callback();
+  }
+  landing_ = false;
+  current_ = caller;
 }
 
 void Scheduler::at(Nanos when, std::function<void()> callback, Tag tag) {
@@ -197,6 +361,15 @@ void Scheduler::at(Nanos when, std::function<void()> callback, Tag tag) {
   push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag});
 }
 
+void Scheduler::at(const Window& window, Nanos drawn, std::function<void()> callback, Tag tag) {
+  LOOPSIM_ASSERT(callback != nullptr);
+  LOOPSIM_ASSERT_OP(window.lo.count(), <=, window.hi.count());
+  if (!explore_windows_ || window.fixed() || window.hi <= now_) {
+    return at(window.fixed() ? window.lo : drawn, std::move(callback), tag);
+  }
+  push(Entry{std::max(window.lo, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag,
+             ++windows_, window.hi});
+}
 ThreadId Scheduler::spawn(std::string name, std::function<void()> body, std::size_t stack_bytes) {
   auto id = ThreadId(threads_.size());
   auto thread = std::make_unique<Thread>();
@@ -225,6 +398,8 @@ bool Scheduler::finished(ThreadId thread) const {
 }
 
 void Scheduler::yield(Thread& thread) {
+  char here = 0;
+  base::note_stack_depth(&here);
   start_switch(&thread.fake_stack, scheduler_stack);
   thread.sink = std::move(thread.sink).resume();
   finish_switch(thread.fake_stack, &scheduler_stack);
@@ -265,6 +440,8 @@ void Scheduler::resume(ThreadId id) {
   LOOPSIM_ASSERT(current_ == no_thread);
   thread.state = Thread::State::runnable;
   current_ = id;
+  char here = 0;
+  base::note_stack_depth(&here);
   void* fake_stack = nullptr;
   start_switch(&fake_stack, thread.stack);
   thread.fiber = std::move(thread.fiber).resume();
@@ -274,13 +451,15 @@ void Scheduler::resume(ThreadId id) {
 
 bool Scheduler::step(Nanos until) {
   LOOPSIM_ASSERT(current_ == no_thread);
-  if (!load_next_instant(until)) return false;
-  Entry entry = take_next();
-  if (entry.kind == Kind::callback) {
-    entry.callback();
-  } else if (!stale(entry)) {  // it may have gone stale within this instant
-    resume(entry.thread);
+  // Open windows may land before anything else: at this instant, before time moves on, and at
+  // the next instant before what is due there.
+  if (offer_landing()) return true;
+  if (now_batch_.empty()) {
+    if (!load_next_instant(until)) return false;
+    if (offer_landing()) return true;
   }
+  Entry entry = take_next();
+  run_entry(entry);
   return true;
 }
 
@@ -291,22 +470,45 @@ std::uint64_t Scheduler::run_until(Nanos until) {
   return steps;
 }
 
+// What a pending entry does, with its window's end relative to now; not its number or its
+// place in line (entries due at one instant run in whatever order the chooser picks).
+std::uint64_t Scheduler::entry_digest(const Entry& e) const {
+  using loopsim::state::fold;
+  std::uint64_t v = fold(std::uint64_t(e.kind), std::uint64_t(e.thread));
+  v = fold(fold(v, std::uint64_t(e.tag.what)), std::uint64_t(e.tag.subject));
+  return fold(fold(v, e.tag.detail), std::uint64_t(e.window != 0 ? (e.window_end - now_).count() : -1));
+}
+
 void Scheduler::digest(Digest& d) const {
-  for (const Entry& e : now_batch_) {
-    d.add(std::int64_t(e.kind)).add(e.thread).add(std::int64_t(e.tag.what)).add(std::int64_t(e.tag.subject));
-  }
-  // In the order they will run (time, then the order they were scheduled in), which the heap's
-  // layout does not show.
-  std::vector<const Entry*> later;
+  struct Into final : loopsim::state::Sink {
+    explicit Into(Digest& d) : d(d) {}
+    void add(std::int64_t v) override { d.add(v); }
+    Digest& d;
+  } into(d);
+  digest_state(into, now_);
+}
+
+void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
+  std::vector<std::uint64_t> now;
+  for (const Entry& e : now_batch_) now.push_back(entry_digest(e));
+  std::sort(now.begin(), now.end());
+  d.add(std::int64_t(now.size()));
+  for (std::uint64_t v : now) d.add(std::int64_t(v));
+  std::vector<std::pair<std::int64_t, std::uint64_t>> later;
   for (const Entry& e : queue_) {
-    if (!stale(e)) later.push_back(&e);
+    if (!stale(e)) later.emplace_back((e.when - now_).count(), entry_digest(e));
   }
-  std::sort(later.begin(), later.end(), [](const Entry* a, const Entry* b) { return Later{}(*b, *a); });
+  std::sort(later.begin(), later.end());
   d.add(std::int64_t(later.size()));
-  for (const Entry* e : later) {
-    d.add(e->when - now_).add(std::int64_t(e->kind)).add(e->thread);
-    d.add(std::int64_t(e->tag.what)).add(std::int64_t(e->tag.subject));
+  for (auto [when, what] : later) {
+    d.add(when);
+    d.add(std::int64_t(what));
   }
+  std::vector<std::uint64_t> open;
+  for (const Entry& e : open_) open.push_back(entry_digest(e));
+  std::sort(open.begin(), open.end());
+  d.add(std::int64_t(open.size()));
+  for (std::uint64_t v : open) d.add(std::int64_t(v));
   for (const auto& thread : threads_) loopsim::state::visit([&d](std::int64_t v) { d.add(v); }, *thread, now_);
 }
 

@@ -5,6 +5,18 @@
 // or a callback (client agents, deliveries, timers). Time moves only when every simulated
 // thread is blocked or spending. One OS thread, no wall clock: given the same calls, the same
 // order, always.
+//
+// Windowed happenings (model/window.hpp). A run that draws its instants from the seed schedules
+// each at its drawn instant. A run whose chooser explores windows (Chooser::explores_windows)
+// offers each one every placement the server can tell apart, as choices of kind `land`:
+// - at the window's start, in its place among that instant's happenings: land now, or later;
+// - once deferred it is open, and may land before any later step of the scheduler (at any
+//   instant until the window's end: whenever something else happens, or just before time
+//   moves on) and at any kernel call a simulated thread makes (call_point), without moving
+//   virtual time;
+// - at the window's end, if it has not landed yet, it lands.
+// Interchangeable open happenings (twins, below) are one alternative: of each class the one
+// whose window ends first lands.
 #pragma once
 
 #include <boost/context/fiber.hpp>
@@ -16,7 +28,9 @@
 #include <vector>
 
 #include "model/choice.hpp"
+#include "model/window.hpp"
 #include "realloop/kernel.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim::model {
 
@@ -38,15 +52,21 @@ enum class Happening : std::uint8_t {
   scripted,     // a test's own callback
   client_read,  // client: a slow reader takes its next share of what waits for it
   network,      // client: something on its way across a delaying network arrives
+  accept_fault, // fault: an accept_error fault's window of failing accepts opens
 };
 const char* happening_name(Happening what);
 
 struct Tag {
   Happening what;
   std::uint32_t subject = 0;  // the connection, client, fault, poster or action it is about
+  // What the callback carries beyond its kind and subject (a network happening's message, a
+  // post's number): two pending happenings with equal tags do the same thing.
+  std::uint64_t detail = 0;
 };
 // A tag for a connection or a client by its number (which a run keeps below 2^32).
-constexpr Tag tag(Happening what, std::uint64_t subject) { return Tag{what, static_cast<std::uint32_t>(subject)}; }
+constexpr Tag tag(Happening what, std::uint64_t subject, std::uint64_t detail = 0) {
+  return Tag{what, static_cast<std::uint32_t>(subject), detail};
+}
 
 // Symmetry: the class of interchangeable happenings a pending callback belongs to, or 0 when it
 // has no twin. Two same-instant happenings of one class lead to states that differ only by a
@@ -70,6 +90,13 @@ class Scheduler {
   // must not block.
   // `tag` says what the callback does and to what.
   void at(Nanos when, std::function<void()> callback, Tag tag);
+  // A windowed happening: at `drawn` (an instant of `window`) unless windows are explored, in
+  // which case it is offered every placement in the window (see the top of this file).
+  void at(const Window& window, Nanos drawn, std::function<void()> callback, Tag tag);
+  // Whether windowed happenings are explored (choices of kind `land`) rather than drawn. Set
+  // before anything is scheduled.
+  void explore_windows(bool on) { explore_windows_ = on; }
+  bool windows_explored() const { return explore_windows_; }
   // With twins known, same-instant happenings of one class count as one alternative of an
   // `order` choice (its first in line runs).
   void set_twins(TwinClass twins) { twins_ = std::move(twins); }
@@ -89,6 +116,32 @@ class Scheduler {
   // Resumes a blocked thread now. A thread that is not blocked is left alone.
   void wake(ThreadId thread);
 
+  // ---- what a simulated thread knows (its context) ----
+  //
+  // A thread's state is its code's declared state (digested by its owner) plus what its stack
+  // holds: where it is and what its locals say. The stack is not digested. Instead each thread
+  // has a context: a digest of everything it learnt since its last rest point, the place where
+  // its locals hold nothing that its declared state does not. Since the thread's code is
+  // deterministic, equal declared states and equal contexts are equal threads.
+  //
+  // A rest point: the thread is at `site` (where it called from) with nothing on its stack but
+  // what its declared state says. The kernel calls it at the top of every wait.
+  void rest(std::uint64_t site);
+  // What the running thread learnt: a kernel call's result, folded into its context with what
+  // it may read that others write (shared_inputs). Ignored outside a thread and while a
+  // happening lands inside a call.
+  void learn(std::uint64_t what);
+  // Virtual time since the running thread's last rest point: how a thread learns the time.
+  Nanos since_rest() const;
+  // What the threads may read without a kernel call that others (threads, callbacks) write: a
+  // loop's mailbox, its shutdown flag. Digested into the context at every call's return.
+  void set_shared_inputs(std::function<std::uint64_t()> shared) { shared_ = std::move(shared); }
+
+  // A kernel call begins, made by the running thread: open windowed happenings may land here
+  // (choices of kind `land`). Each one runs whole, with the callbacks it schedules for now,
+  // before the call goes on, and virtual time does not move.
+  void call_point();
+
   // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
   // Returns the number of steps taken.
   std::uint64_t run_until(Nanos until);
@@ -96,19 +149,25 @@ class Scheduler {
   bool step(Nanos until);
   // Pending work, times relative to now, and each thread's state.
   void digest(class Digest& digest) const;
+  void digest_state(loopsim::state::Sink& sink, Nanos now) const;
   // True when nothing is scheduled.
-  bool idle() const { return queue_.empty() && now_batch_.empty(); }
+  bool idle() const { return queue_.empty() && now_batch_.empty() && open_.empty(); }
   // A choice point: one of `options` alternatives, 0 being the natural one. Asks the chooser
-  // only when there is something to choose.
+  // only when there is something to choose. A decision taken inside a thread is part of what
+  // the thread knows (its context).
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
   bool finished(ThreadId thread) const;
+  // Every thread not finished is blocked at a rest point: nothing lives on any stack.
+  bool at_rest() const;
+  // Windowed happenings still open (deferred past their start and not landed).
+  std::size_t open_windows() const { return open_.size(); }
   // Unwinds every thread that has not finished: its stack's destructors run now, while what
   // they refer to still exists. Nothing is resumed after it.
   void unwind();
 
  private:
   struct Thread;
-  enum class Kind : std::uint8_t { callback, resume };
+  enum class Kind : std::uint8_t { callback, resume, deadline };
   struct Entry {
     Nanos when;
     std::uint64_t seq;
@@ -117,11 +176,19 @@ class Scheduler {
     std::uint64_t generation;  // a resume is stale once the thread moved on
     std::function<void()> callback;
     Tag tag{Happening::scripted, 0};
+    // A windowed happening (0: none): its number, and its window's end.
+    std::uint64_t window = 0;
+    Nanos window_end{0};
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
       return a.when != b.when ? a.when > b.when : a.seq > b.seq;
     }
+  };
+  // The alternatives of a choice among happenings: of each twin class, one entry.
+  struct Alternative {
+    std::uint32_t index;  // into the list the alternatives were drawn from
+    std::uint64_t twin;
   };
 
   void push(Entry entry);
@@ -130,14 +197,30 @@ class Scheduler {
   bool stale(const Entry& entry) const;
   void resume(ThreadId thread);
   void yield(Thread& thread);
+  void run_entry(Entry& entry);
+  // A window entry taken at its start: lands now, or opens until its end.
+  void window_start(Entry& entry);
+  // The open windows' alternatives, one per twin class (the earliest end of each).
+  std::vector<Alternative> landing_alternatives() const;
+  // Offers the open windows a landing; true if one landed.
+  bool offer_landing();
+  // Lands open window `index` inside a call: it and what it schedules for now run at once.
+  void land_inside(std::size_t index);
+  std::uint64_t entry_digest(const Entry& e) const;
 
   Nanos now_{0};
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;
   Chooser* chooser_;
   TwinClass twins_;
+  std::function<std::uint64_t()> shared_;
+  bool explore_windows_ = false;
+  bool landing_ = false;          // a happening lands inside a call: what it schedules for now
+  std::vector<Entry> cascade_;    //   runs at once, from here
+  std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
+  std::vector<Entry> open_;       // windowed happenings deferred past their start, not landed
   std::vector<std::unique_ptr<Thread>> threads_;
 };
 

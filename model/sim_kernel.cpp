@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/digest.hpp"
+#include <xxhash.h>
 #include "base/assert.hpp"
 
 namespace loopsim::model {
@@ -28,7 +29,6 @@ SimKernel::SimKernel(Scheduler& scheduler, SimKernelConfig config)
   open_fds_ = stdio_fds;
 }
 
-Nanos SimKernel::now() { return scheduler_.now(); }
 
 Nanos SimKernel::slack() {
   const auto& set = config_.timer_slack;
@@ -37,7 +37,7 @@ Nanos SimKernel::slack() {
 }
 
 // K1: the thread is busy; others run; the clock moves only through the scheduler.
-void SimKernel::spend(Nanos duration) {
+void SimKernel::spend_now(Nanos duration) {
   LOOPSIM_ASSERT_OP(duration.count(), >=, 0);
   scheduler_.sleep_until(scheduler_.now() + with_slack(duration));
 }
@@ -91,7 +91,7 @@ ConnId SimKernel::conn_of(int fd) const {
 
 // ---- listeners and the accept queue (K9, K10) ----
 
-int SimKernel::listen(const ListenSpec& spec) {
+int SimKernel::listen_now(const ListenSpec& spec) {
   LOOPSIM_ASSERT_OP(spec.backlog, >=, 0);
   auto index = std::uint32_t(listeners_.size());
   int fd = allocate_fd(FdKind::listener, index);
@@ -119,7 +119,7 @@ std::size_t SimKernel::backlog(int fd) const {
 // K10, in Linux's order: the descriptor is allocated before the queue is looked at, so a
 // process out of descriptors sees EMFILE even when nothing is queued, and the queue is left
 // as it was.
-int SimKernel::accept(int listener_fd) {
+int SimKernel::accept_now(int listener_fd) {
   FdEntry* e = entry(listener_fd, FdKind::listener);
   if (e == nullptr) return entry(listener_fd) == nullptr ? -EBADF : -EINVAL;
   Listener& listener = listeners_[e->object];
@@ -342,7 +342,7 @@ void SimKernel::deliver(ConnId id) {
 
 // ---- sockets (K11 in part) ----
 
-std::int64_t SimKernel::read(int fd, std::span<char> into) {
+std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
   if (FdEntry* p = entry(fd, FdKind::pipe_read)) {
     Pipe& pipe = pipes_[p->object];
     if (pipe.bytes.empty()) return pipe.write_fd < 0 ? 0 : -EAGAIN;
@@ -372,7 +372,7 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
   return conn.reset ? 0 : -EAGAIN;
 }
 
-std::int64_t SimKernel::write(int fd, std::span<const char> from) {
+std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
   if (FdEntry* p = entry(fd, FdKind::pipe_write)) {
     Pipe& pipe = pipes_[p->object];
     if (pipe.read_fd < 0) return -EPIPE;  // Linux raises SIGPIPE too; loops ignore it
@@ -400,7 +400,7 @@ std::int64_t SimKernel::write(int fd, std::span<const char> from) {
   return std::int64_t(n);
 }
 
-int SimKernel::close(int fd) {
+int SimKernel::close_now(int fd) {
   const FdEntry* e = entry(fd);
   if (e == nullptr || e->kind == FdKind::stdio) return -EBADF;
   if (e->kind == FdKind::socket) {
@@ -438,12 +438,11 @@ int SimKernel::close(int fd) {
   return 0;
 }
 
-int SimKernel::abort(int fd) {
+int SimKernel::abort_now(int fd) {
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   conns_[e->object].reset_client = true;
-  int rc = close(fd);
-  return rc;
+  return close_now(fd);
 }
 
 int SimKernel::unseen_attempts(ConnId id) const {
@@ -459,7 +458,7 @@ void SimKernel::digest(Digest& d) const {
 
 // ---- pipes (K13), half-close (K14) and foreign files (K2) ----
 
-int SimKernel::pipe(int ends[2]) {
+int SimKernel::pipe_now(int ends[2]) {
   auto index = std::uint32_t(pipes_.size());
   int reader = allocate_fd(FdKind::pipe_read, index);
   if (reader < 0) return reader;
@@ -474,7 +473,7 @@ int SimKernel::pipe(int ends[2]) {
   return 0;
 }
 
-int SimKernel::shutdown_write(int fd) {
+int SimKernel::shutdown_write_now(int fd) {
   if (entry(fd, FdKind::listener) != nullptr) return 0;  // Linux: a listener has nothing to send
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -ENOTSOCK;
@@ -485,7 +484,7 @@ int SimKernel::shutdown_write(int fd) {
   return 0;
 }
 
-int SimKernel::file_open() { return allocate_fd(FdKind::file, 0); }
+int SimKernel::file_open_now() { return allocate_fd(FdKind::file, 0); }
 
 std::int64_t SimKernel::pending_bytes(int fd) const {
   const FdEntry* e = entry(fd);
@@ -497,20 +496,20 @@ std::int64_t SimKernel::pending_bytes(int fd) const {
 
 // ---- wake objects ----
 
-int SimKernel::wake_create() {
+int SimKernel::wake_create_now() {
   int fd = allocate_fd(FdKind::wake, std::uint32_t(wakes_.size()));
   if (fd >= 0) wakes_.push_back(false);
   return fd;
 }
 
-void SimKernel::wake_signal(int fd) {
+void SimKernel::wake_signal_now(int fd) {
   FdEntry* e = entry(fd, FdKind::wake);
   LOOPSIM_ASSERT(e != nullptr);
   wakes_[e->object] = true;
   notify(fd);
 }
 
-void SimKernel::wake_drain(int fd) {
+void SimKernel::wake_drain_now(int fd) {
   FdEntry* e = entry(fd, FdKind::wake);
   LOOPSIM_ASSERT(e != nullptr);
   wakes_[e->object] = false;
@@ -579,13 +578,13 @@ void SimKernel::notify(int fd) {
   }
 }
 
-int SimKernel::poller_create() {
+int SimKernel::poller_create_now() {
   int fd = allocate_fd(FdKind::poller, std::uint32_t(pollers_.size()));
   if (fd >= 0) pollers_.emplace_back().fd = fd;
   return fd;
 }
 
-int SimKernel::watch(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
+int SimKernel::watch_now(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   if (fd == poller_fd) return -EINVAL;
@@ -597,7 +596,7 @@ int SimKernel::watch(int poller_fd, int fd, std::uint32_t interest, Trigger trig
   return 0;
 }
 
-int SimKernel::rewatch(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
+int SimKernel::rewatch_now(int poller_fd, int fd, std::uint32_t interest, Trigger trigger) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   Poller& poller = pollers_[p->object];
@@ -610,7 +609,7 @@ int SimKernel::rewatch(int poller_fd, int fd, std::uint32_t interest, Trigger tr
   return 0;
 }
 
-int SimKernel::unwatch(int poller_fd, int fd) {
+int SimKernel::unwatch_now(int poller_fd, int fd) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   Poller& poller = pollers_[p->object];
@@ -667,7 +666,7 @@ int SimKernel::empty_poll(std::uint32_t index) {
   return 0;
 }
 
-int SimKernel::wait(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
+int SimKernel::wait_now(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr) return -EBADF;
   if (into.empty()) return -EINVAL;
@@ -682,6 +681,116 @@ int SimKernel::wait(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
     scheduler_.block(deadline);
     pollers_[index].waiter = no_thread;
   }
+}
+
+
+// ---- the calls a simulated thread makes (the Kernel interface) ----
+//
+// Each is a point where open windowed happenings may land (Scheduler::call_point), and what it
+// returns is what the calling thread learns (Scheduler::learn). A wait is the thread's rest
+// point, at the place it was called from. Calls from outside any thread (setting up, callbacks)
+// are neither.
+
+namespace {
+// What a call taught its caller, folded value by value.
+class Learnt {
+ public:
+  explicit Learnt(int op) : value_(std::uint64_t(op) + 1) {}
+  Learnt& add(std::int64_t v) {
+    std::uint64_t state = value_ ^ (std::uint64_t(v) * 0xff51afd7ed558ccdull);
+    value_ = splitmix64(state);
+    return *this;
+  }
+  Learnt& add(std::string_view bytes) { return add(std::int64_t(XXH3_64bits(bytes.data(), bytes.size()))); }
+  std::uint64_t value() const { return value_; }
+
+ private:
+  std::uint64_t value_;
+};
+
+enum Op : int {
+  op_now, op_spend, op_listen, op_accept, op_read, op_write, op_close, op_abort, op_poller, op_watch, op_rewatch,
+  op_unwatch, op_wait, op_wake_create, op_wake_signal, op_wake_drain, op_pipe, op_shutdown, op_file
+};
+}  // namespace
+
+template <class Body>
+auto SimKernel::call(int op, Body body) {
+  scheduler_.call_point();
+  auto result = body();
+  scheduler_.learn(Learnt(op).add(std::int64_t(result)).value());
+  return result;
+}
+
+Nanos SimKernel::now() {
+  scheduler_.learn(Learnt(op_now).add(scheduler_.since_rest().count()).value());
+  return scheduler_.now();
+}
+
+void SimKernel::spend(Nanos duration) {
+  scheduler_.call_point();
+  spend_now(duration);
+  scheduler_.learn(Learnt(op_spend).value());
+}
+
+int SimKernel::listen(const ListenSpec& spec) { return call(op_listen, [&] { return listen_now(spec); }); }
+int SimKernel::accept(int listener) { return call(op_accept, [&] { return accept_now(listener); }); }
+std::int64_t SimKernel::write(int fd, std::span<const char> from) { return call(op_write, [&] { return write_now(fd, from); }); }
+int SimKernel::close(int fd) { return call(op_close, [&] { return close_now(fd); }); }
+int SimKernel::abort(int fd) { return call(op_abort, [&] { return abort_now(fd); }); }
+int SimKernel::poller_create() { return call(op_poller, [&] { return poller_create_now(); }); }
+int SimKernel::watch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
+  return call(op_watch, [&] { return watch_now(poller, fd, interest, trigger); });
+}
+int SimKernel::rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
+  return call(op_rewatch, [&] { return rewatch_now(poller, fd, interest, trigger); });
+}
+int SimKernel::unwatch(int poller, int fd) { return call(op_unwatch, [&] { return unwatch_now(poller, fd); }); }
+int SimKernel::wake_create() { return call(op_wake_create, [&] { return wake_create_now(); }); }
+int SimKernel::shutdown_write(int fd) { return call(op_shutdown, [&] { return shutdown_write_now(fd); }); }
+int SimKernel::file_open() { return call(op_file, [&] { return file_open_now(); }); }
+
+void SimKernel::wake_signal(int wake) {
+  scheduler_.call_point();
+  wake_signal_now(wake);
+  scheduler_.learn(Learnt(op_wake_signal).value());
+}
+
+void SimKernel::wake_drain(int wake) {
+  scheduler_.call_point();
+  wake_drain_now(wake);
+  scheduler_.learn(Learnt(op_wake_drain).value());
+}
+
+std::int64_t SimKernel::read(int fd, std::span<char> into) {
+  scheduler_.call_point();
+  std::int64_t n = read_now(fd, into);
+  Learnt learnt(op_read);
+  learnt.add(n);
+  if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
+  scheduler_.learn(learnt.value());
+  return n;
+}
+
+int SimKernel::pipe(int ends[2]) {
+  scheduler_.call_point();
+  int rc = pipe_now(ends);
+  scheduler_.learn(Learnt(op_pipe).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
+  return rc;
+}
+
+[[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
+  scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
+  scheduler_.call_point();
+  int n = wait_now(poller, into, timeout);
+  Learnt learnt(op_wait);
+  learnt.add(n);
+  for (int i = 0; i < n; ++i) {
+    const PollEvent& e = into[std::size_t(i)];
+    learnt.add(e.fd).add(std::int64_t(e.ready)).add(e.data);
+  }
+  scheduler_.learn(learnt.value());
+  return n;
 }
 
 }  // namespace loopsim::model

@@ -133,7 +133,13 @@ class SimKernel final : public Kernel {
   // default) takes everything. Setting it again grants a new share.
   void set_client_read_budget(ConnId conn, std::int64_t bytes);
 
-  void add_accept_fault(const AcceptFault& fault) { accept_faults_.push_back({fault}); }
+  // Returns its index, for open_accept_fault.
+  std::size_t add_accept_fault(const AcceptFault& fault) {
+    accept_faults_.push_back({fault});
+    return accept_faults_.size() - 1;
+  }
+  // The fault's window of failing accepts opens now (a windowed start that landed).
+  void open_accept_fault(std::size_t index) { accept_faults_.at(index).fault.from = scheduler_.now(); }
 
   // Inspection, for the simulation's trace and final checks.
   ConnId conn_of(int fd) const;              // the connection behind a server descriptor
@@ -221,6 +227,28 @@ class SimKernel final : public Kernel {
     bool spent = false;
     static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
   };
+
+  // The calls' bodies, without the call point and what the caller learns (sim_kernel.cpp).
+  template <class Body>
+  auto call(int op, Body body);
+  void spend_now(Nanos duration);
+  int listen_now(const ListenSpec& spec);
+  int accept_now(int listener);
+  std::int64_t read_now(int fd, std::span<char> into);
+  std::int64_t write_now(int fd, std::span<const char> from);
+  int close_now(int fd);
+  int abort_now(int fd);
+  int poller_create_now();
+  int watch_now(int poller, int fd, std::uint32_t interest, Trigger trigger);
+  int rewatch_now(int poller, int fd, std::uint32_t interest, Trigger trigger);
+  int unwatch_now(int poller, int fd);
+  int wait_now(int poller, std::span<PollEvent> into, Nanos timeout);
+  int wake_create_now();
+  void wake_signal_now(int wake);
+  void wake_drain_now(int wake);
+  int pipe_now(int ends[2]);
+  int shutdown_write_now(int fd);
+  int file_open_now();
 
   int allocate_fd(FdKind kind, std::uint32_t object);
   void release_fd(int fd);

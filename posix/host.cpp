@@ -31,9 +31,11 @@ int (*program_main)(int, char**, char**) = nullptr;
 }
 
 // Every decision goes to loopsim, which holds the chooser (seeded, pinned or the explorer's).
+// A search (steps mode) explores windows: its chooser is asked where each lands.
 class RemoteChooser final : public model::Chooser {
  public:
-  explicit RemoteChooser(int host) : host_(host) {}
+  RemoteChooser(int host, bool searched) : host_(host), searched_(searched) {}
+  bool explores_windows() const override { return searched_; }
   std::uint32_t choose(model::ChoiceKind kind, std::uint32_t options) override {
     std::string body;
     wire::put(body, std::uint8_t(kind));
@@ -47,6 +49,7 @@ class RemoteChooser final : public model::Chooser {
 
  private:
   int host_;
+  bool searched_;
 };
 
 void fail(int host, wire::Failure failure, const std::string& message) {
@@ -123,7 +126,7 @@ int host_main(int argc, char** argv, char** envp) {
       seam = made.get();
       return made;
     });
-    RemoteChooser chooser(host);
+    RemoteChooser chooser(host, mode != "run");
     std::unique_ptr<model::Chooser> local = model::rebuild_chooser(portable);  // decides here, unasked
     if (mode == "run") {
       sim::RunResult result = sim::run(scenario, arm, local ? local.get() : &chooser);

@@ -128,7 +128,8 @@ class Driver {
     for (std::size_t f = 0; f < scenario_.faults.size(); ++f) {
       const sim::FaultSpec& fault = scenario_.faults[f];
       if (fault.kind == sim::FaultSpec::Kind::reset && fault.arms.empty()) {
-        push(fault.at, Todo::reset, std::int64_t(f));
+        push(sim::drawn_instant(fault.at, scenario_.seed, sim::draw_salt(sim::Drawn::fault, std::int64_t(f))), Todo::reset,
+             std::int64_t(f));
       } else {
         run_.not_applied.push_back(fault.kind == sim::FaultSpec::Kind::reset ? "a reset scoped to arms"
                                                                               : "a server-side fault ([[faults]])");
@@ -162,7 +163,9 @@ class Driver {
       const std::size_t meant = group.duration > Nanos{0} ? 0 : sim::request_limit(group);
       for (int member = 0; member < group.count; ++member) {
         auto client = ClientIndex(clients_.size());
-        Nanos connect_at = arrivals.next(member);
+        // The instants a simulated run draws (sim/clients.cpp), window by window.
+        Nanos connect_at = sim::drawn_instant(arrivals.next(member), scenario_.seed,
+                                              sim::draw_salt(sim::Drawn::connect, group_index, member));
         Client c;
         c.group = &group;
         if (group.closed_loop()) {
@@ -170,11 +173,13 @@ class Driver {
           if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
           c.draws = sim::path_draws(group, scenario_.seed, client);
         }
-        for (const sim::RequestSpec& request : group.requests) {
-          if (request.at <= connect_at) {
+        for (std::size_t r = 0; r < group.requests.size(); ++r) {
+          Nanos request_at = sim::drawn_instant(group.requests[r].at, scenario_.seed,
+                                                sim::draw_salt(sim::Drawn::request, group_index, member, std::int64_t(r)));
+          if (request_at <= connect_at) {
             ++c.due;
           } else {
-            push(request.at, Todo::request_due, client);
+            push(request_at, Todo::request_due, client);
           }
         }
         clients_.push_back(std::move(c));

@@ -29,9 +29,16 @@ const char* batch_stop_name(BatchStop stop) {
 
 const char* drain_point_name(DrainPoint point) { return point == DrainPoint::top ? "top" : "chunk"; }
 
+std::size_t WorkerGroup::advance() {
+  std::size_t at = next_.load(std::memory_order_relaxed);
+  while (!next_.compare_exchange_weak(at, (at + 1) % loops_.size(), std::memory_order_relaxed)) {
+  }
+  return at % loops_.size();
+}
+
 Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy) {
   for (std::size_t tried = 0; tried < loops_.size(); ++tried) {
-    Loop& candidate = *loops_[next_++ % loops_.size()];
+    Loop& candidate = *loops_[advance()];
     if (&candidate == &from || !candidate.busy(now, busy)) return candidate;
   }
   return from;
@@ -94,10 +101,10 @@ void Loop::shutdown() {
   if (wake_ >= 0) kernel_.wake_signal(wake_);
 }
 
-void Loop::post(std::function<void()> callback) {
+void Loop::post(std::function<void()> callback, std::uint64_t what) {
   {
     std::lock_guard lock(mailbox_);
-    posts_.push_back(std::move(callback));
+    posts_.push_back(Post{std::move(callback), what});
   }
   kernel_.wake_signal(wake_);
 }
@@ -217,14 +224,14 @@ void Loop::dispatch(const PollEvent& event) {
 }
 
 void Loop::drain_posts(DrainPoint point) {
-  std::deque<std::function<void()>> batch;
+  std::deque<Post> batch;
   {
     std::lock_guard lock(mailbox_);
     batch.swap(posts_);
   }
   if (batch.empty()) return;
   observer_.posts_drained(worker_, point, int(batch.size()));
-  for (auto& callback : batch) callback();
+  for (Post& post : batch) post.run();
 }
 
 // R8: each connection owed a turn gets one, in the order they were owed.

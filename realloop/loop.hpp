@@ -36,8 +36,15 @@ class WorkerGroup {
   Loop& pick(Loop& from, Nanos now, Nanos busy);
 
  private:
+  std::size_t advance();  // the next worker in turn, kept below size()
+
   std::vector<Loop*> loops_;
   std::atomic<std::size_t> next_{0};  // every worker's thread picks
+
+ public:
+  // Skipped: the loops (digested as the process's own; these are references to them).
+  static constexpr state::Fields<2> state_fields{state::skip, state::value};
+  friend struct state::Access;
 };
 
 class Loop {
@@ -70,7 +77,9 @@ class Loop {
   // Each of these is safe from another thread; stop() also from a signal handler.
   void stop();
   void shutdown();                           // R5
-  void post(std::function<void()> callback);  // R7
+  // R7. `what` describes the callback, for state digests: two posts with equal `what` do the
+  // same thing.
+  void post(std::function<void()> callback, std::uint64_t what = 0);
   bool offer(int fd);                         // R10: a sibling hands a connection over
 
   // R11: the pool's answer to a request of connection `fd`; run on this loop, as a post.
@@ -83,6 +92,12 @@ class Loop {
   // state_fields (below) does not skip.
   template <class Add>
   void visit_state(Add&& add, Nanos now) const;
+  // What of this loop other threads write or read without a kernel call: its mailbox (posts,
+  // hand-offs), its stop and shutdown requests, and what siblings read of it (whether it is
+  // shutting down, since when it is inside a pass). What one thread reads of another's state
+  // is part of what it learns (model::Scheduler::learn).
+  template <class Add>
+  void visit_shared(Add&& add, Nanos now) const;
 
   bool accept_owed() const { return accept_owed_; }
   bool handoff_owed() const { return handoff_owed_; }
@@ -186,7 +201,12 @@ class Loop {
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
   std::mutex mailbox_;  // guards posts_ and handoffs_
-  std::deque<std::function<void()>> posts_;
+  struct Post {
+    std::function<void()> run;
+    std::uint64_t what;  // what `run` does (post's argument)
+    static constexpr state::Fields<2> state_fields{state::skip, state::value};
+  };
+  std::deque<Post> posts_;
   std::deque<int> handoffs_;
 
   bool stopping_ = false;
@@ -224,11 +244,11 @@ class Loop {
   // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, the pass
   // counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
-  // callbacks: counted, not looked into.
+  // callbacks: each is digested by what it does (Post::what).
   static constexpr state::Fields<40> state_fields{
       state::skip,  state::skip,  state::skip,  state::value, state::skip,  state::skip,
       state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::since, state::skip,  state::size,  state::value, state::value,
+      state::value, state::since, state::skip,  state::value, state::value, state::value,
       state::value, state::value, state::value, state::value, state::value, state::value,
       state::value, state::until, state::value, state::value, state::value, state::value,
       state::skip,  state::value, state::value, state::value, state::value, state::value,
@@ -239,6 +259,19 @@ class Loop {
 template <class Add>
 void Loop::visit_state(Add&& add, Nanos now) const {
   state::visit(add, *this, now);
+}
+
+template <class Add>
+void Loop::visit_shared(Add&& add, Nanos now) const {
+  add(std::int64_t(posts_.size()));
+  for (const Post& post : posts_) add(std::int64_t(post.what));
+  add(std::int64_t(handoffs_.size()));
+  for (int fd : handoffs_) add(fd);
+  add(std::int64_t(stop_requested_.load(std::memory_order_acquire)));
+  add(std::int64_t(shutdown_requested_.load(std::memory_order_acquire)));
+  add(std::int64_t(shutting_down_));
+  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
+  add(started < 0 ? -1 : now.count() - started);
 }
 
 }  // namespace loopsim

@@ -78,9 +78,12 @@ void HandlerPool::run_thread(int index) {
       http::Request request;
       http::parse_request(job.request, job.request.size(), request);
       http::Response response = http::handle(request, kernel_);  // spends on this thread
+      std::uint64_t what = state::fold(state::fold(state::fold(std::uint64_t(job.fd), job.generation),
+                                                   std::uint64_t(response.status) * 2 + response.close),
+                                       response.body);
       job.loop->post([loop = job.loop, fd = job.fd, generation = job.generation, response] {
         loop->pool_answer(fd, generation, response);
-      });
+      }, what);
     }
     {
       std::lock_guard lock(mutex_);

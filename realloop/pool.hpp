@@ -29,6 +29,12 @@ class HandlerPool {
   // Safe from any thread.
   void submit(Loop& loop, int fd, std::uint64_t generation, std::string request);
   void stop();
+  // What the pool's threads read without a kernel call, that the loops write: the jobs, and
+  // whether it stops (see Loop::visit_shared).
+  template <class Add>
+  void visit_shared(Add&& add, Nanos now) const {
+    state::visit(add, *this, now);
+  }
 
  private:
   void close_all();

@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -44,6 +46,19 @@ inline constexpr Policy since = Policy::since;
 inline constexpr Policy at_now = Policy::at_now;
 inline constexpr Policy skip = Policy::skip;
 
+// Folds `value` into `into`: for describing a callback's payload in one number (a post's).
+constexpr std::uint64_t fold(std::uint64_t into, std::uint64_t value) {
+  std::uint64_t z = into ^ (value + 0x9e3779b97f4a7c15ull + (into << 6) + (into >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+inline std::uint64_t fold(std::uint64_t into, std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return fold(fold(into, bytes.size()), h);
+}
+
 // The nanoseconds of a time, atomic or not.
 template <class F>
 std::int64_t nanos_of(const F& field) {
@@ -66,6 +81,28 @@ struct Access {
 template <class T>
 concept Declared = requires { T::state_fields; };
 
+// What a type fed its state to, for a type that cannot declare its fields at compile time: an
+// interface whose implementation is chosen at run time digests itself through one.
+class Sink {
+ public:
+  virtual void add(std::int64_t value) = 0;
+
+ protected:
+  ~Sink() = default;
+};
+template <class T>
+concept SelfDigesting = requires(const T& object, Sink& sink, Nanos now) { object.digest_state(sink, now); };
+
+template <class Add>
+class SinkOf final : public Sink {
+ public:
+  explicit SinkOf(Add& add) : add_(add) {}
+  void add(std::int64_t value) override { add_(value); }
+
+ private:
+  Add& add_;
+};
+
 template <class T>
 struct is_duration : std::false_type {};
 template <class R, class P>
@@ -75,6 +112,11 @@ template <class T>
 struct is_atomic : std::false_type {};
 template <class T>
 struct is_atomic<std::atomic<T>> : std::true_type {};
+
+template <class T>
+struct is_unique_ptr : std::false_type {};
+template <class T, class D>
+struct is_unique_ptr<std::unique_ptr<T, D>> : std::true_type {};
 
 template <class T>
 struct is_pair : std::false_type {};
@@ -115,6 +157,15 @@ template <class Add, class T>
 void feed(Add& add, const T& v, Nanos now) {
   if constexpr (Declared<T>) {
     feed_fields(add, v, now, std::make_index_sequence<T::state_fields.size()>{});
+  } else if constexpr (SelfDigesting<T>) {
+    SinkOf<Add> sink(add);
+    v.digest_state(sink, now);
+  } else if constexpr (is_unique_ptr<T>::value) {
+    if (v == nullptr) {
+      add(std::int64_t(-1));
+    } else {
+      feed(add, *v, now);
+    }
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
     add(std::int64_t(v));
   } else if constexpr (is_duration<T>::value) {
@@ -138,7 +189,8 @@ void feed(Add& add, const T& v, Nanos now) {
 }
 
 // The digest's view of a declared object.
-template <class Add, Declared T>
+template <class Add, class T>
+  requires Declared<T> || SelfDigesting<T>
 void visit(Add&& add, const T& object, Nanos now) {
   feed(add, object, now);
 }

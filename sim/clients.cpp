@@ -1,5 +1,7 @@
 #include "sim/clients.hpp"
 
+#include <xxhash.h>
+
 #include "base/assert.hpp"
 #include "sim/workload.hpp"
 
@@ -29,27 +31,31 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
     const std::size_t meant = group.duration > Nanos{0} ? 0 : request_limit(group);
     for (int member = 0; member < group.count; ++member) {
       auto client = ClientIndex(clients_.size());
-      Nanos connect_at = arrivals.next(member);
+      Window connect = arrivals.next(member);
+      Nanos connect_at = drawn_instant(connect, seed_, draw_salt(Drawn::connect, group_index, member));
       Client c;
       c.group = &group;
       c.group_index = group_index;
       if (group.closed_loop()) {
         c.due = std::min(std::size_t(group.pipeline), request_limit(group));
-        if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
         c.draws = path_draws(group, seed_, client);
       }
       if (group.jitter > Nanos{0}) c.net_draws = seed_ ^ (0x8ebc6af09c88c6e3ull * std::uint64_t(client + 1));
       clients_.push_back(std::move(c));
       trace_.clients.push_back(ClientLabel{group_index, member, std::int32_t(meant)});
-      scheduler_.at(connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
-      for (const RequestSpec& request : group.requests) {
+      scheduler_.at(connect, connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
+      for (std::size_t r = 0; r < group.requests.size(); ++r) {
+        const Window& at = group.requests[r].at;
+        Nanos request_at = drawn_instant(at, seed_, draw_salt(Drawn::request, group_index, member, std::int64_t(r)));
         // A request due by the time the client connects goes out with the handshake's
         // completion, in the same step, as a client that writes right after connect() does.
-        if (request.at <= connect_at) {
+        // Searched, that is a request whose window ends before the connection's opens.
+        bool with_handshake = scheduler_.windows_explored() ? at.hi <= connect.lo : request_at <= connect_at;
+        if (with_handshake) {
           ++clients_.back().due;
           continue;
         }
-        scheduler_.at(request.at, [this, client] { request_due(client); }, tag(model::Happening::request_due, client));
+        scheduler_.at(at, request_at, [this, client] { request_due(client); }, tag(model::Happening::request_due, client));
       }
     }
   }
@@ -104,7 +110,7 @@ void Clients::reset_group(const std::string& group, int count) {
     if (i == no_client) continue;
     Client& c = clients_[std::size_t(i)];
     if (c.group->name != group || !c.established || c.done) continue;
-    up(i, [this, conn = c.conn] { kernel_.client_reset(conn); });
+    up(i, Carried::reset, [this, conn = c.conn] { kernel_.client_reset(conn); });
     trace_.add(ev::Reset{scheduler_.now(), i});
     c.done = true;
     ++done;
@@ -113,7 +119,9 @@ void Clients::reset_group(const std::string& group, int count) {
 
 void Clients::start(ClientIndex client) {
   trace_.add(ev::Connect{scheduler_.now(), client});
-  up(client, [this, client] { open(client); });
+  Client& c = clients_[std::size_t(client)];
+  if (c.group->closed_loop() && c.group->duration > Nanos{0}) c.deadline = scheduler_.now() + c.group->duration;
+  up(client, Carried::open, [this, client] { open(client); });
 }
 
 Nanos Clients::arrival(Client& c, Nanos& last) {
@@ -127,16 +135,21 @@ Nanos Clients::arrival(Client& c, Nanos& last) {
   return last;
 }
 
-void Clients::up(ClientIndex client, std::function<void()> act) {
+void Clients::up(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes) {
   Client& c = clients_[std::size_t(client)];
   if (!delayed(*c.group)) return act();
-  scheduler_.at(arrival(c, c.up_at), std::move(act), tag(model::Happening::network, client));
+  scheduler_.at(arrival(c, c.up_at), std::move(act), tag(model::Happening::network, client, carrying(what, bytes)));
 }
 
-void Clients::down(ClientIndex client, std::function<void()> act) {
+void Clients::down(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes) {
   Client& c = clients_[std::size_t(client)];
   if (!delayed(*c.group)) return act();
-  scheduler_.at(arrival(c, c.down_at), std::move(act), tag(model::Happening::network, client));
+  scheduler_.at(arrival(c, c.down_at), std::move(act), tag(model::Happening::network, client, carrying(what, bytes)));
+}
+
+std::uint64_t Clients::carrying(Carried what, std::string_view bytes) {
+  std::uint64_t state = std::uint64_t(what) ^ XXH3_64bits(bytes.data(), bytes.size());
+  return model::splitmix64(state);
 }
 
 void Clients::open(ClientIndex client) {
@@ -171,9 +184,8 @@ void Clients::send_due(ClientIndex client) {
     }
     const std::string& path = group.closed_loop() ? next_path(group, c.draws) : group.requests[c.next_request].path;
     bool last = counted && c.next_request + 1 == limit;
-    up(client, [this, conn = c.conn, text = request_text(path, last && !group.keep_alive, group)] {
-      kernel_.send(conn, text);
-    });
+    std::string text = request_text(path, last && !group.keep_alive, group);
+    up(client, Carried::send, [this, conn = c.conn, text] { kernel_.send(conn, text); }, text);
     trace_.add(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
@@ -188,7 +200,7 @@ void Clients::half_close_when_sent(ClientIndex client) {
   if (!c.group->half_close || c.shut || c.done) return;
   if (closed_sending(c)) return;  // not all sent yet
   c.shut = true;
-  up(client, [this, conn = c.conn] { kernel_.client_shutdown(conn); });
+  up(client, Carried::shutdown, [this, conn = c.conn] { kernel_.client_shutdown(conn); });
 }
 
 bool Clients::closed_sending(const Client& c) const {
@@ -202,7 +214,7 @@ void Clients::answered_closed(ClientIndex client) {
   if (!closed_sending(c)) return close_when_done(client);
   if (c.group->think == Nanos{0}) return request_due(client);
   scheduler_.at(scheduler_.now() + c.group->think, [this, client] { request_due(client); },
-                tag(model::Happening::request_due, client));
+                tag(model::Happening::request_due, client, std::uint64_t(Carried::think)));
 }
 
 // A closed loop bounded by time that has stopped sending and has every answer closes its
@@ -216,7 +228,7 @@ void Clients::close_when_done(ClientIndex client) {
 void Clients::established(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   LOOPSIM_ASSERT(client != no_client);
-  down(client, [this, client] { arrive_established(client); });
+  down(client, Carried::established, [this, client] { arrive_established(client); });
 }
 
 void Clients::arrive_established(ClientIndex client) {
@@ -228,7 +240,7 @@ void Clients::arrive_established(ClientIndex client) {
     // first scheduled) is the same as without a gap, and the other is the explorer's to try.
     c.held_back = true;
     scheduler_.at(scheduler_.now() + *gap, [this, client] { release(client); },
-                  tag(model::Happening::request_due, client));
+                  tag(model::Happening::request_due, client, std::uint64_t(Carried::release)));
     return;
   }
   send_due(client);
@@ -245,18 +257,18 @@ void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
 
 void Clients::refused(model::ConnId conn, int error) {
   ClientIndex client = client_of_conn(conn);
-  down(client, [this, client, error] {
+  down(client, Carried::refused, [this, client, error] {
     trace_.add(ev::Refused{scheduler_.now(), client, error});
     clients_[std::size_t(client)].done = true;
-  });
+  }, std::to_string(error));
 }
 
 void Clients::received(model::ConnId conn, std::string_view bytes) {
   ClientIndex client = client_of_conn(conn);
-  down(client, [this, client, text = std::string(bytes)] {
+  down(client, Carried::received, [this, client, text = std::string(bytes)] {
     clients_[std::size_t(client)].input.append(text);
     read_answers(client);
-  });
+  }, bytes);
 }
 
 void Clients::read_answers(ClientIndex client) {
@@ -275,7 +287,7 @@ void Clients::read_answers(ClientIndex client) {
 
 void Clients::peer_closed(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
-  down(client, [this, client] {
+  down(client, Carried::peer_closed, [this, client] {
     trace_.add(ev::PeerClosed{scheduler_.now(), client});
     finish(client);
   });
@@ -283,7 +295,7 @@ void Clients::peer_closed(model::ConnId conn) {
 
 void Clients::peer_reset(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
-  down(client, [this, client] {
+  down(client, Carried::peer_reset, [this, client] {
     trace_.add(ev::Refused{scheduler_.now(), client, ECONNRESET});
     clients_[std::size_t(client)].done = true;
   });
@@ -306,7 +318,7 @@ void Clients::finish(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (c.done) return;
   c.done = true;
-  up(client, [this, conn = c.conn] { kernel_.client_close(conn); });
+  up(client, Carried::close, [this, conn = c.conn] { kernel_.client_close(conn); });
 }
 
 }  // namespace loopsim::sim

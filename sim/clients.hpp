@@ -76,10 +76,18 @@ class Clients final : public model::ClientSink {
   void request_due(ClientIndex client);
   void send_due(ClientIndex client);
   void release(ClientIndex client);  // send_after_connect has passed
+  // What a pending happening of a client carries (model::Tag::detail): which message a delayed
+  // network brings, or why a request falls due.
+  enum class Carried : std::uint64_t {
+    open = 1, send, shutdown, reset, close, established, received, peer_closed, refused, peer_reset,
+    think, release,
+  };
+  // A message: its kind and its bytes' digest.
+  static std::uint64_t carrying(Carried what, std::string_view bytes);
   // A delaying network: `act` happens when a message sent now toward the server (up) or the
-  // client (down) arrives; at once without rtt or jitter.
-  void up(ClientIndex client, std::function<void()> act);
-  void down(ClientIndex client, std::function<void()> act);
+  // client (down) arrives; at once without rtt or jitter. `what` and `bytes` say what it is.
+  void up(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
+  void down(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
   Nanos arrival(Client& c, Nanos& last);
   void open(ClientIndex client);  // the SYN leaves (after up's delay)
   void arrive_established(ClientIndex client);

@@ -86,6 +86,18 @@ Nanos read_duration(C c, N n, K k, bool positive = false) {
   return value;
 }
 
+constexpr std::string_view window_hint =
+    R"(a time is a duration such as "50ms", or a window "50ms..70ms": some instant from the first to the second)";
+
+Window read_window(C c, N n, K k) {
+  const std::string& text = c.as<std::string>(n, k, "a duration string or a window", window_hint);
+  try {
+    return parse_window(text);
+  } catch (const std::invalid_argument& e) {
+    c.fail(n.source(), cat(k, ": ", e.what()), window_hint);
+  }
+}
+
 // The index of the node's value in `names`, or an error listing them.
 std::size_t read_choice(C c, N n, K k, std::span<const std::string_view> names) {
   const std::string value = read_string(c, n, k);
@@ -211,7 +223,7 @@ constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"}; 
 constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
 
 const Field<RequestSpec> request_fields[] = {
-    {"at", [](C c, N n, K k, auto& r) { r.at = read_duration(c, n, k); }},
+    {"at", [](C c, N n, K k, auto& r) { r.at = read_window(c, n, k); }},
     {"path", [](C c, N n, K k, auto& r) { r.path = read_path(c, n, k); }},
 };
 const Section<RequestSpec> request_section{
@@ -265,7 +277,7 @@ constexpr std::string_view stall_names[] = {"none", "head", "body"};
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
     {"count", [](C c, N n, K k, auto& g) { g.count = int(read_integer(c, n, k, 1, clients_max)); }},
-    {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = read_duration(c, n, k); }},
+    {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = read_window(c, n, k); }},
     {"rate", [](C c, N n, K k, auto& g) { g.rate = read_rate(c, n, k); }},
     {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = read_bool(c, n, k); }},
     {"stall",
@@ -354,7 +366,7 @@ const Field<FaultSpec> fault_fields[] = {
      [](C c, N n, K k, auto& f) {
        f.kind = FaultSpec::Kind(read_choice(c, n, k, fault_kind_names));
      }},
-    {"at", [](C c, N n, K k, auto& f) { f.at = read_duration(c, n, k); }},
+    {"at", [](C c, N n, K k, auto& f) { f.at = read_window(c, n, k); }},
     {"until", [](C c, N n, K k, auto& f) { f.until = read_duration(c, n, k, true); }},
     {"nth", [](C c, N n, K k, auto& f) { f.nth = std::uint64_t(read_integer(c, n, k, 1, INT64_MAX)); }},
     {"errno", [](C c, N n, K k, auto& f) { f.error = errno_values[read_choice(c, n, k, errno_names)]; }},
@@ -393,8 +405,9 @@ void check_fault(const Context& c, const toml::table& table, FaultSpec& f) {
         c.fail(table.source(), "an accept_error fault needs either nth or at (with until)",
                R"(e.g. nth = 3, or at = "1s" and until = "2s")");
       if (table.contains("at")) need("until", R"(until = "2s")");
-      if (table.contains("at") && f.until <= f.at)
-        c.fail(table.get("until")->source(), "until must come after at", "make the window non-empty");
+      if (table.contains("at") && f.until <= f.at.hi)
+        c.fail(table.get("until")->source(), f.at.fixed() ? "until must come after at" : "until must come after the end of at's window",
+               "make the window non-empty");
       break;
     case FaultSpec::Kind::rlimit:
       need("at", R"(at = "1s")");
@@ -561,7 +574,7 @@ const Section<Scenario> target_section{"target", "[target]", target_fields, {}, 
 
 const Field<PosterSpec> poster_fields[] = {
     {"name", [](C c, N n, K k, auto& p) { p.name = read_name(c, n, k); }},
-    {"at", [](C c, N n, K k, auto& p) { p.at = read_duration(c, n, k); }},
+    {"at", [](C c, N n, K k, auto& p) { p.at = read_window(c, n, k); }},
     {"cost", [](C c, N n, K k, auto& p) { p.cost = read_duration(c, n, k); }},
     {"count", [](C c, N n, K k, auto& p) { p.count = int(read_integer(c, n, k, 1, clients_max)); }},
     {"every", [](C c, N n, K k, auto& p) { p.every = read_duration(c, n, k); }},
@@ -573,7 +586,7 @@ constexpr std::string_view action_kind_names[] = {"shutdown"};
 const Field<ActionSpec> action_fields[] = {
     {"kind",
      [](C c, N n, K k, auto& a) { a.kind = ActionSpec::Kind(read_choice(c, n, k, action_kind_names)); }},
-    {"at", [](C c, N n, K k, auto& a) { a.at = read_duration(c, n, k); }},
+    {"at", [](C c, N n, K k, auto& a) { a.at = read_window(c, n, k); }},
 };
 const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, "kind"};
 
@@ -750,7 +763,7 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
     requests += std::int64_t(g.count) * std::int64_t(g.closed_requests > 0 ? g.closed_requests : std::int64_t(g.requests.size()));
     const toml::node* count = table.get("count");
     // The last member connects at connect_at + (count - 1) / rate: it must be a time too.
-    const double last_ns = g.rate > 0 ? double(g.connect_at.count()) + double(g.count - 1) * 1e9 / g.rate : 0;
+    const double last_ns = g.rate > 0 ? double(g.connect_at.hi.count()) + double(g.count - 1) * 1e9 / g.rate : 0;
     if (last_ns > double(duration_max.count())) {
       const toml::node* rate = table.get("rate");
       c.fail(rate != nullptr ? rate->source() : table.source(),
@@ -776,7 +789,7 @@ void check_poster_times(C c, const toml::table& root, const Scenario& s) {
   const toml::array* posters = root["posters"].as_array();
   for (std::size_t i = 0; posters != nullptr && i < s.posters.size() && i < posters->size(); ++i) {
     const PosterSpec& p = s.posters[i];
-    const double last_ns = double(p.at.count()) + double(p.every.count()) * double(p.count - 1);
+    const double last_ns = double(p.at.hi.count()) + double(p.every.count()) * double(p.count - 1);
     if (last_ns <= double(duration_max.count())) continue;
     const toml::table& table = *posters->get(i)->as_table();
     const toml::node* every = table.get("every");

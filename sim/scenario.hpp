@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/choice.hpp"
+#include "model/window.hpp"
 #include "realloop/config.hpp"
 #include "realloop/kernel.hpp"
 
@@ -28,15 +29,20 @@ struct KernelConfig {
   std::int64_t receive_buffer = 131072;
 };
 
+// Every time at which something happens (a connection, a request, a fault, a post, an action)
+// is a window (model::Window): a run draws the instant from the seed, a search tries each
+// placement the server can tell apart. Most are one instant.
+using Window = model::Window;
+
 struct RequestSpec {
-  Nanos at{0};  // absolute virtual time; sent once connected, never before
+  Window at;  // absolute virtual time; sent once connected, never before
   std::string path;
 };
 
 struct ClientGroup {
   std::string name;
   int count = 1;
-  Nanos connect_at{0};
+  Window connect_at;  // the first member's; each member's is its own, shifted by `rate`
   double rate = 0;  // connections per second; 0: all at connect_at
   bool keep_alive = false;
   // Misbehaving clients (R12, R13). stall: each request is sent cut short and never finished:
@@ -118,7 +124,7 @@ struct FaultSpec {
     reset,         // at `at`, `count` clients of group `of` (0: all) reset their connections
   };
   Kind kind = Kind::accept_error;
-  Nanos at{0};
+  Window at;        // accept_error: when its window of failing accepts opens
   Nanos until{0};
   std::uint64_t nth = 0;
   int error = 0;    // an errno value
@@ -134,7 +140,7 @@ struct FaultSpec {
 // [[posters]]: posts from a foreign thread to a loop (R7).
 struct PosterSpec {
   std::string name;
-  Nanos at{0};
+  Window at;       // the first post's; each later one's is its own, `every` after
   Nanos cost{0};   // what the post's callback spends on the loop
   int count = 1;   // posts, `every` apart
   Nanos every{0};
@@ -145,7 +151,7 @@ struct PosterSpec {
 struct ActionSpec {
   enum class Kind : std::uint8_t { shutdown };
   Kind kind = Kind::shutdown;
-  Nanos at{0};
+  Window at;
 };
 
 // [target]: a program of someone else's, run unmodified under the POSIX seam instead of the
@@ -268,5 +274,8 @@ inline constexpr double bound_cost_max = 1'000'000;
 // Parses a duration such as "600ms", "80us", "1.5s", "250ns", up to duration_max. Throws
 // std::invalid_argument.
 Nanos parse_duration(const std::string& text);
+// Parses a time, or a window of time "A..B" (two durations, B not before A): the happening occurs
+// at some instant in [A, B]. A plain duration is the window [A, A]. Throws std::invalid_argument.
+model::Window parse_window(const std::string& text);
 
 }  // namespace loopsim::sim

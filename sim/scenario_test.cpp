@@ -104,16 +104,16 @@ TEST_CASE("The DESIGN example loads with every value it states and the defaults 
   REQUIRE(s.clients.size() == 3);
   CHECK(s.clients[0].name == "fast");
   CHECK(s.clients[0].keep_alive);
-  CHECK(s.clients[0].connect_at == 0ms);
+  CHECK(s.clients[0].connect_at == Window{0ms, 0ms});
   REQUIRE(s.clients[0].requests.size() == 1);
-  CHECK(s.clients[0].requests[0].at == 100ms);
+  CHECK(s.clients[0].requests[0].at == Window{100ms, 100ms});
   CHECK(s.clients[0].requests[0].path == "/fast");
   CHECK(s.clients[1].name == "blocker");
   CHECK(s.clients[1].count == 1);
   CHECK_FALSE(s.clients[1].keep_alive);
   CHECK(s.clients[2].name == "burst");
   CHECK(s.clients[2].count == 120);
-  CHECK(s.clients[2].connect_at == 50ms);
+  CHECK(s.clients[2].connect_at == Window{50ms, 50ms});
   CHECK(s.clients[2].requests[0].path == "/slow?ms=10");
 }
 
@@ -374,10 +374,10 @@ TEST_CASE("The loop's rule knobs, posters and actions load") {
   CHECK_FALSE(s.loop.shutdown_clears_owed);
   CHECK_FALSE(s.loop.shutdown_admits_handoffs);
   REQUIRE(s.posters.size() == 1);
-  CHECK(s.posters[0].at == 100200us);
+  CHECK(s.posters[0].at == Window{100200us, 100200us});
   CHECK(s.posters[0].count == 3);
   REQUIRE(s.actions.size() == 1);
-  CHECK(s.actions[0].at == 2s);
+  CHECK(s.actions[0].at == Window{2s, 2s});
   CHECK_THAT(error_for("[loop]\nhandle_policy = \"huge\"\n").what(),
              Catch::Contains("unknown value \"huge\""));
   CHECK_THAT(error_for("[[actions]]\nkind = \"reboot\"\n").what(), Catch::Contains("unknown value"));

@@ -137,4 +137,16 @@ Nanos parse_duration(const std::string& text) {
   return value;
 }
 
+model::Window parse_window(const std::string& text) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) return model::at_instant(parse_duration(text));
+  const std::string lo = text.substr(0, dots), hi = text.substr(dots + 2);
+  if (lo.empty()) bad_duration(text, "has no start before \"..\"");
+  if (hi.empty()) bad_duration(text, "has no end after \"..\"");
+  if (hi.find("..") != std::string::npos) bad_duration(text, "has more than one \"..\"");
+  model::Window window{parse_duration(lo), parse_duration(hi)};
+  if (window.hi < window.lo) bad_duration(text, "ends before it starts");
+  return window;
+}
+
 }  // namespace loopsim::sim

@@ -51,12 +51,21 @@ std::size_t parse_answer(std::string_view input, int& status) {
 Arrivals::Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)
     : group_(group), state_(seed ^ (0xa0761d6478bd642full * std::uint64_t(group_index + 1))) {}
 
-Nanos Arrivals::next(int member) {
+Window Arrivals::next(int member) {
   if (group_.rate <= 0) return group_.connect_at;
   if (group_.arrivals == ClientGroup::Arrivals::uniform)
-    return group_.connect_at + Nanos(std::llround(double(member) * 1e9 / group_.rate));
+    return group_.connect_at.shifted(Nanos(std::llround(double(member) * 1e9 / group_.rate)));
   if (member > 0) elapsed_ += -std::log1p(-unit_draw(state_)) * 1e9 / group_.rate;
-  return group_.connect_at + Nanos(std::llround(elapsed_));
+  return group_.connect_at.shifted(Nanos(std::llround(elapsed_)));
+}
+
+std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b, std::int64_t c) {
+  std::uint64_t state = std::uint64_t(what) * 0x2545f4914f6cdd1dull;
+  for (std::int64_t v : {a, b, c}) {
+    state ^= std::uint64_t(v);
+    state = model::splitmix64(state);
+  }
+  return state;
 }
 
 std::size_t request_limit(const ClientGroup& group) {

@@ -52,19 +52,28 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
 // in `status`, or 0 while it is incomplete.
 std::size_t parse_answer(std::string_view input, int& status);
 
-// The connection times of a group's members, in member order: evenly spaced at `rate`, or a
-// Poisson process at `rate` (exponential gaps drawn from the seed), from connect_at, where the
-// first member connects.
+// The connection windows of a group's members, in member order: connect_at's window, shifted
+// evenly at `rate`, or by a Poisson process at `rate` (exponential gaps drawn from the seed).
+// The first member's is connect_at.
 class Arrivals {
  public:
   Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index);
-  Nanos next(int member);
+  Window next(int member);
 
  private:
   const ClientGroup& group_;
   std::uint64_t state_;
   double elapsed_ = 0;  // nanoseconds since connect_at
 };
+
+// Where a happening of a workload is, for its own draw from a window (model::draw_instant): a
+// member's connection, or its request number `request`.
+enum class Drawn : std::uint8_t { connect, request, fault, post, action };
+std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b = 0, std::int64_t c = 0);
+// The instant a run takes in `window` for the happening `salt` names, from the scenario's seed.
+inline Nanos drawn_instant(const Window& window, std::uint64_t seed, std::uint64_t salt) {
+  return model::draw_instant(window, seed, salt);
+}
 
 // The requests a client of `group` sends at most: its script's, or a closed loop's count
 // (SIZE_MAX when only a duration bounds it).

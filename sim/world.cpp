@@ -13,6 +13,7 @@
 #include "realloop/loop.hpp"
 #include "realloop/pool.hpp"
 #include "sim/clients.hpp"
+#include "sim/workload.hpp"
 
 namespace loopsim::sim {
 
@@ -101,6 +102,7 @@ class RecordingChooser final : public model::Chooser {
     trace_.add(ev::Choice{scheduler_.now(), std::uint8_t(kind), options, pick});
     return pick;
   }
+  bool explores_windows() const override { return inner_.explores_windows(); }
 
  private:
   model::Chooser& inner_;
@@ -112,18 +114,26 @@ void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
                      model::SimKernel& kernel, Clients& clients, Trace& trace) {
   for (std::uint32_t i = 0; i < scenario.faults.size(); ++i) {
     const FaultSpec& f = scenario.faults[i];
+    Nanos at = drawn_instant(f.at, scenario.seed, draw_salt(Drawn::fault, i));
     switch (f.kind) {
-      case FaultSpec::Kind::accept_error:
-        kernel.add_accept_fault(model::AcceptFault{f.error, f.nth, f.at, f.until, std::uint32_t(f.count)});
+      case FaultSpec::Kind::accept_error: {
+        // Searched, a window's failing accepts begin where its opening lands.
+        bool lands = scheduler.windows_explored() && !f.at.fixed() && f.nth == 0;
+        std::size_t index = kernel.add_accept_fault(model::AcceptFault{f.error, f.nth, lands ? f.until : at, f.until, std::uint32_t(f.count)});
+        if (lands) {
+          scheduler.at(f.at, at, [&kernel, index] { kernel.open_accept_fault(index); },
+                       model::Tag{model::Happening::accept_fault, i});
+        }
         break;
+      }
       case FaultSpec::Kind::rlimit:
-        scheduler.at(f.at, [&scheduler, &kernel, &trace, value = f.value] {
+        scheduler.at(f.at, at, [&scheduler, &kernel, &trace, value = f.value] {
           kernel.set_rlimit_nofile(value);
           trace.add(ev::Rlimit{scheduler.now(), value});
         }, model::Tag{model::Happening::rlimit, i});
         break;
       case FaultSpec::Kind::reset:
-        scheduler.at(f.at, [&clients, of = f.of, count = f.count] { clients.reset_group(of, count); },
+        scheduler.at(f.at, at, [&clients, of = f.of, count = f.count] { clients.reset_group(of, count); },
                      model::Tag{model::Happening::reset_group, i});
         break;
     }
@@ -201,14 +211,19 @@ class Server {
   virtual void start() = 0;
   virtual int listener() const = 0;  // the kernel's descriptor, or -1 before the server listens
   virtual std::size_t handoffs_pending() const = 0;
-  virtual void digest(model::Digest& d, Nanos now) const = 0;
+  // The server's state, times relative to now (for the world's digest). Only a server that
+  // declares its state has one: a search merges no states of one that does not.
+  virtual bool declares_state() const = 0;
+  virtual void digest_state(state::Sink& sink, Nanos now) const = 0;
+  // What its threads read without a kernel call that others write (model::Scheduler::learn).
+  virtual std::uint64_t shared_inputs(Nanos /*now*/) const { return 0; }
   virtual ev::RunEnd end_state() = 0;
   virtual std::uint64_t passes() const = 0;
   // Whether the threads' stacks may be unwound at the end. A foreign program's frames are C
   // code that no exception may cross; its process ends instead.
   virtual bool unwinds() const { return true; }
   // A scenario's posts and shutdowns (schedule_posters, schedule_actions).
-  virtual void post(int /*worker*/, std::function<void()> /*task*/) {}
+  virtual void post(int /*worker*/, std::function<void()> /*task*/, std::uint64_t /*what*/) {}
   virtual void shutdown() {}
 };
 
@@ -226,7 +241,10 @@ class Foreign final : public Server {
   bool settled() const { return server_->settled(); }
   int listener() const override { return server_->listener(); }
   std::size_t handoffs_pending() const override { return 0; }
-  void digest(model::Digest& d, Nanos) const override { server_->digest(d); }
+  // The program's memory is not in the digest: its states are told apart by the path to them
+  // (explore/world_system.cpp), never merged.
+  bool declares_state() const override { return false; }
+  void digest_state(state::Sink&, Nanos) const override {}
   ev::RunEnd end_state() override { return run_end(scheduler_, kernel_, listener(), server_->open_connections(), 0); }
   std::uint64_t passes() const override { return server_->passes(); }
   bool unwinds() const override { return false; }
@@ -268,12 +286,14 @@ class Own final : public Server {
   void start() override { scheduler_.spawn("worker-0", [this] { loop_->run(); }); }
   int listener() const override { return listener_; }
   std::size_t handoffs_pending() const override { return 0; }
-  void digest(model::Digest&, Nanos) const override {}
+  bool declares_state() const override { return loop_->declares_state(); }
+  void digest_state(state::Sink& sink, Nanos now) const override { loop_->digest_state(sink, now); }
+  std::uint64_t shared_inputs(Nanos now) const override { return loop_->shared_inputs(now); }
   ev::RunEnd end_state() override {
     return run_end(scheduler_, kernel_, listener_, std::int64_t(loop_->connections()), 0);
   }
   std::uint64_t passes() const override { return loop_->passes(); }
-  void post(int, std::function<void()> task) override { loop_->post(std::move(task)); }
+  void post(int, std::function<void()> task, std::uint64_t) override { loop_->post(std::move(task)); }
   void shutdown() override { loop_->shutdown(); }
 
  private:
@@ -340,10 +360,19 @@ class Process final : public Server {
     }
   }
 
-  void post(int worker, std::function<void()> task) override { loops_.at(std::size_t(worker))->post(std::move(task)); }
-  void digest(model::Digest& d, Nanos now) const override {
-    for (const auto& loop : loops_) loop->visit_state([&d](std::int64_t v) { d.add(v); }, now);
-    if (pool_) state::visit([&d](std::int64_t v) { d.add(v); }, *pool_, now);
+  void post(int worker, std::function<void()> task, std::uint64_t what) override {
+    loops_.at(std::size_t(worker))->post(std::move(task), what);
+  }
+  bool declares_state() const override { return true; }
+  void digest_state(state::Sink& sink, Nanos now) const override {
+    state::visit([&sink](std::int64_t v) { sink.add(v); }, *this, now);
+  }
+  std::uint64_t shared_inputs(Nanos now) const override {
+    std::uint64_t value = 0;
+    auto add = [&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); };
+    for (const auto& loop : loops_) loop->visit_shared(add, now);
+    if (pool_) pool_->visit_shared(add, now);
+    return value;
   }
   int listener() const override { return loops_.front()->listener(); }
   std::size_t handoffs_pending() const override {
@@ -376,6 +405,12 @@ class Process final : public Server {
   WorkerGroup group_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<HandlerPool> pool_;
+
+ public:
+  // Skipped: the scenario (fixed), the scheduler and kernel (the world's, digested there).
+  static constexpr state::Fields<6> state_fields{state::skip,  state::skip,  state::skip,
+                                                 state::value, state::value, state::value};
+  friend struct state::Access;
 };
 
 void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
@@ -385,13 +420,16 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
     const PosterSpec& poster = scenario.posters[p];
     LOOPSIM_ASSERT_OP(poster.worker, <, scenario.workers);
     for (int i = 0; i < poster.count; ++i) {
-      scheduler.at(poster.at + poster.every * i, [&, poster, next_id] {
+      Window at = poster.at.shifted(poster.every * i);
+      Nanos drawn = drawn_instant(at, scenario.seed, draw_salt(Drawn::post, p, i));
+      // The post's number only names it in the trace; what it does is its poster's.
+      scheduler.at(at, drawn, [&, poster, next_id, p] {
         std::int64_t id = (*next_id)++;
         trace.add(ev::Post{scheduler.now(), id, poster.name});
         process.post(poster.worker, [&, id, poster] {
           trace.add(ev::PostRun{scheduler.now(), poster.worker, id});
           kernel.spend(poster.cost);
-        });
+        }, p + 1);
       }, model::Tag{model::Happening::post, p});
     }
   }
@@ -399,7 +437,8 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
 
 void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Server& process) {
   for (std::uint32_t a = 0; a < scenario.actions.size(); ++a) {
-    scheduler.at(scenario.actions[a].at, [&process] { process.shutdown(); },
+    const Window& at = scenario.actions[a].at;
+    scheduler.at(at, drawn_instant(at, scenario.seed, draw_salt(Drawn::action, a)), [&process] { process.shutdown(); },
                  model::Tag{model::Happening::shutdown, a});
   }
 }
@@ -424,7 +463,9 @@ struct World::Impl {
     trace.max_connections = scenario.loop.max_connections;
     trace.workers = scenario.workers;
     scheduler.set_chooser(&recording);
+    scheduler.explore_windows(recording.explores_windows());
     if (symmetry) scheduler.set_twins([this](const model::Tag& tag) { return clients.twin_class(tag); });
+    scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
     if (scenario.target) {
       if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
       auto foreign = std::make_unique<Foreign>(foreign_factory()(scenario), scheduler, kernel, trace, clients);
@@ -462,6 +503,15 @@ struct World::Impl {
   bool finished = false;
   std::optional<ev::Lasso> lasso;
   mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
+
+  // The world's state is its parts' (realloop/state.hpp). Skipped: the scenario (fixed); the
+  // result, whose trace is history, not state (a search judges properties that read history
+  // without merging states: explore/world_system.cpp); the choosers and the recorder (they
+  // pass decisions and reports on); the step count, whether it finished, a liveness finding
+  // and the digest's buffer (bookkeeping).
+  static constexpr state::Fields<13> state_fields{
+      state::skip,  state::skip, state::skip,  state::value, state::skip, state::value, state::value,
+      state::skip,  state::value, state::skip, state::skip,  state::skip, state::skip};
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -492,12 +542,13 @@ std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 std::uint64_t World::digest() const {
   model::Digest& d = impl_->digest;
   d.clear();
-  impl_->scheduler.digest(d);
-  impl_->kernel.digest(d);
-  impl_->process->digest(d, impl_->scheduler.now());
-  impl_->clients.digest(d);
+  state::visit([&d](std::int64_t v) { d.add(v); }, *impl_, impl_->scheduler.now());
   return d.value();
 }
+
+bool World::declares_state() const { return impl_->process->declares_state(); }
+
+bool World::at_rest() const { return impl_->scheduler.at_rest(); }
 
 bool World::quiescent() const { return impl_->scheduler.idle(); }
 
@@ -518,7 +569,7 @@ void World::note(const ev::Lasso& lasso) { impl_->lasso = lasso; }
 
 std::size_t World::trace_events() const { return impl_->result.trace.events.size(); }
 
-RunResult World::finish() {
+RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
   if (w.lasso) w.result.trace.add(*w.lasso);
@@ -527,6 +578,7 @@ RunResult World::finish() {
   // A trace that keeps less may lack the accepts: the loop's observer counted them anyway.
   if (!w.result.trace.keeps<ev::Accept>()) w.result.stats.accepted = w.recorder.accepts();
   w.finished = true;
+  if (!unwind) return std::move(w.result);
   if (!w.process->unwinds()) {
     // Its process ends after the trace is out: nothing unwinds the target's C frames.
     (void)w.process.release();

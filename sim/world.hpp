@@ -12,6 +12,7 @@
 #include "realloop/config.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
+#include "realloop/state.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
@@ -58,6 +59,11 @@ class World {
   // The state: simulated kernel, loops, clients and pending work, with times relative to now.
   // Equal states give equal digests, so an idle loop's ticks form cycles.
   std::uint64_t digest() const;
+  // Whether the server declares its state (an own loop may not, a target program cannot): a
+  // search merges states only where it does.
+  bool declares_state() const;
+  // Every simulated thread is blocked at a rest point, or finished (model::Scheduler::at_rest).
+  bool at_rest() const;
   // Connections waiting in the listener's accept queue or in a hand-off channel.
   std::size_t backlog() const;
   // Connections the loops accepted so far.
@@ -67,7 +73,10 @@ class World {
   bool quiescent() const;
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
-  RunResult finish();
+  // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
+  // stacks are left as they are: the world's memory is about to be dropped or restored whole
+  // (explore/arena.hpp), and it must not be used again.
+  RunResult finish(bool unwind = true);
   // Ends the run where it is, without running to the horizon (a run that makes no virtual
   // progress never gets there): the simulated threads unwind, and the trace so far is lost.
   void abandon();
@@ -125,11 +134,20 @@ class OwnLoop {
   virtual void post(std::function<void()> /*task*/) {}
   virtual std::size_t connections() const = 0;  // held now
   virtual std::uint64_t passes() const = 0;     // waits so far
+  // Its state, for a search's digests. A loop that does not declare it is searched without
+  // merging any two states (each state is its path), and the search says so. One that does
+  // feeds every field that tells two of its states apart, with times relative to `now`, and
+  // keeps nothing else across a wait: every Kernel::wait is a rest point, where nothing but its
+  // declared state carries over (model::Scheduler::rest). It also reports what another thread
+  // or a scenario's post or shutdown writes that it reads without a kernel call.
+  virtual bool declares_state() const { return false; }
+  virtual void digest_state(state::Sink&, Nanos) const {}
+  virtual std::uint64_t shared_inputs(Nanos) const { return 0; }
 };
 using OwnLoopFactory = std::function<std::unique_ptr<OwnLoop>(Kernel&, LoopObserver&, const LoopConfig&)>;
 // Every World made after this runs `factory`'s loop for a scenario without a [target]; an empty
-// factory brings the built-in loop back. The loop's own state is not in a World's digest: the
-// explorer sees the kernel, the clients and what is scheduled (as for a target program).
+// factory brings the built-in loop back. The loop's own state is in a World's digest only if it
+// declares it (OwnLoop::declares_state).
 void install_own_loop(OwnLoopFactory factory);
 
 // The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
