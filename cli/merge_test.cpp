@@ -13,6 +13,8 @@ using loopsim::testing::Outcome;
 using Json = nlohmann::json;
 
 const std::string small = std::string(LOOPSIM_SOURCE_DIR) + "/bench/spin/accept-small.toml";
+// Small enough to search as a tree (--no-prune), every execution counted.
+const std::string tiny = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/two-arrivals.toml";
 
 Outcome run_cli(const std::string& args) { return loopsim::testing::run_loopsim(args, true); }
 
@@ -56,7 +58,7 @@ std::string body(const std::string& path) {  // a written scenario less its comm
 }  // namespace
 
 TEST_CASE("merge: explore's DFS shards, pruning off, add up to the unsharded search") {
-  Sharded s = shard_and_merge("explore " + small + " --no-prune", 3, "dfs");
+  Sharded s = shard_and_merge("explore " + tiny + " --no-prune", 3, "dfs");
   CHECK(s.whole_status == 0);
   CHECK(s.merged_status == s.whole_status);
   CHECK(s.merged["verdict"] == s.whole["verdict"]);

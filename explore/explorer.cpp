@@ -119,20 +119,22 @@ void Explorer::report_progress(bool force) {
 }
 
 std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh) {
-  auto [shape_it, new_shape] = shapes_.try_emplace(stop.shape, shape_nodes_.size());
+  // In the graph a decision is a state of its own, apart from the step's end it is taken at:
+  // the step and the decision are one world state, not a cycle.
+  std::uint64_t graph_id = stop.shape;
+  if (stop.kind == Stop::Kind::decision) {
+    graph_id = state::fold(state::fold(state::fold(stop.shape, 0xdec1), std::uint64_t(stop.choice)), stop.options);
+  }
+  auto [shape_it, new_shape] = shapes_.try_emplace(graph_id, shape_nodes_.size());
   if (new_shape) shape_nodes_.push_back(ShapeNode{stop.backlog, false, false, key_nodes_.size()});
   std::size_t shape = shape_it->second;
   auto [key_it, new_key] = keys_.try_emplace(stop.key, key_nodes_.size());
   fresh = new_key;
   if (new_key) key_nodes_.push_back(KeyNode{previous, via, stop.choice, stop.options, shape});
-  if (stop.kind == Stop::Kind::decision) {
-    key_nodes_[key_it->second].kind = stop.choice;
-    key_nodes_[key_it->second].options = stop.options;
-  }
   if (previous != no_node) {
     std::size_t from = key_nodes_[previous].shape;
     bool accepted = stop.accepted > accepted_before_;
-    // A state that asks nothing has one way out, taken now.
+    // A state that asks nothing has one way out, taken now; a decision's are its frame's.
     if (key_nodes_[previous].options == 0) shape_nodes_[from].explored = true;
     std::uint64_t edge = state::fold(state::fold(from, shape), accepted);
     if (edge_seen_.insert(edge).second) edges_.push_back(Edge{from, shape, accepted});
@@ -154,11 +156,9 @@ void Explorer::note_worst(const Outcome& outcome) {
 }
 
 void Explorer::ended(const Stop& stop, std::size_t last) {
-  if (last != no_node) {
-    ShapeNode& node = shape_nodes_[key_nodes_[last].shape];
-    node.quiescent = node.quiescent || stop.quiescent;
-    if (key_nodes_[last].options == 0) node.explored = true;
-  }
+  // Only an end with nothing left to happen is a way out taken (into nothing); one at the
+  // horizon leaves what comes after it unexplored.
+  if (last != no_node) shape_nodes_[key_nodes_[last].shape].quiescent |= stop.quiescent;
   Outcome outcome = exec_->outcome();
   exec_->abandon();
   if (!options_.maximize.empty()) {
@@ -441,7 +441,10 @@ ExploreResult Explorer::run() {
   } else {
     dfs();
   }
-  if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty()) find_stranding();
+  // The graph shows every way out of a state only when nothing was cut and no alternative went
+  // to another shard: only then is a bottom component one.
+  bool whole = result_.bounds.empty() && options_.shards == 1 && !random_;
+  if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty() && whole) find_stranding();
   if (exec_) exec_->abandon();
   frames_.clear();
   if (result_.verdict != ExploreResult::Verdict::violated && !result_.bounds.empty()) {

@@ -1,4 +1,5 @@
-// The explorer on small accept-burst shapes: it finds the nothing-owed stranding, writes a
+// The explorer on small accept-burst shapes (the burst arrives in a window, while the blocker
+// runs or after): it finds the nothing-owed stranding, writes a
 // counterexample that replays, finds nothing with the rules on, reports bounds as bounds, and
 // its shards add up to the whole search.
 #include <catch2/catch.hpp>
@@ -24,11 +25,11 @@ requests = [{ at = "10ms", path = "/slow?ms=600" }]
 [[clients]]
 name = "burst"
 count = )" + std::to_string(arrivals) + R"(
-connect_at = "50ms"
+connect_at = "50ms..700ms"
 requests = [{ at = "50ms", path = "/slow?ms=10" }]
 )";
   if (with_safety) text += "[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"no_stranded_backlog\"\n";
-  else text += "[[expect]]\nproperty = \"max_gap\"\nof = \"burst\"\nmax = \"5s\"\n";
+  else text += "[[expect]]\nproperty = \"liveness\"\n";
   return text;
 }
 
@@ -253,7 +254,7 @@ max = "40ms"
 }
 
 TEST_CASE("merging states changes no verdict, and cuts executions short") {
-  for (int arrivals : {3, 5}) {
+  for (int arrivals : {2, 3}) {
     for (bool owed : {true, false}) {
       auto scenario = load(small(arrivals), {{"loop.owe_unfinished_batch", owed ? "true" : "false"}});
       ExploreOptions with, without;
@@ -280,7 +281,7 @@ TEST_CASE("a limit met inside an execution cuts the search short, and its last s
   options.time_limit_ns = 3'000'000;
   ExploreResult r = search(load(small(1000)), Costs{}, options);
   CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
-  CHECK(r.bound == "time limit");
+  CHECK(std::find(r.bounds.begin(), r.bounds.end(), "time limit") != r.bounds.end());
   CHECK(r.executions == 1);
   ExploreOptions steps;
   steps.max_steps = 20;

@@ -92,6 +92,7 @@ Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs
                       const std::vector<model::Choice>& choices);
 
 // The states (shapes) one execution passes through with `choices`, from the start to its end.
-std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices);
+// `choices` becomes the execution's whole record: a prefix is completed with natural picks.
+std::vector<std::uint64_t> path_of(const System& system, std::vector<model::Choice>& choices);
 
 }  // namespace loopsim::explore

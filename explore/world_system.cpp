@@ -223,10 +223,10 @@ Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs
   return judged(run.trace, scenario, costs);
 }
 
-std::vector<std::uint64_t> path_of(const System& system, const std::vector<model::Choice>& choices) {
+std::vector<std::uint64_t> path_of(const System& system, std::vector<model::Choice>& choices) {
   std::unique_ptr<Execution> execution = system.start();
   std::vector<std::uint64_t> path;
-  std::size_t next = 0;
+  std::vector<model::Choice> made;
   for (;;) {
     Stop stop = execution->advance();
     if (stop.kind == Stop::Kind::end) break;
@@ -234,11 +234,14 @@ std::vector<std::uint64_t> path_of(const System& system, const std::vector<model
       path.push_back(stop.shape);
       continue;
     }
-    std::uint32_t pick = next < choices.size() && choices[next].pick < stop.options ? choices[next].pick : 0;
-    ++next;
+    std::size_t next = made.size();
+    bool fits = next < choices.size() && choices[next].kind == stop.choice && choices[next].options == stop.options;
+    std::uint32_t pick = fits ? choices[next].pick : 0;
+    made.push_back(model::Choice{stop.choice, stop.options, pick});
     execution->decide(pick);
   }
   execution->abandon();
+  choices = std::move(made);
   return path;
 }
 

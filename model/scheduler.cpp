@@ -4,6 +4,7 @@
 #include <boost/context/stack_context.hpp>
 
 #include <array>
+#include <optional>
 
 #include "model/digest.hpp"
 #include "base/assert.hpp"
@@ -94,10 +95,13 @@ struct Scheduler::Thread {
   // to tell stale resumptions, which the digest leaves out), and rest_at (the context holds
   // times relative to it).
   static constexpr loopsim::state::Fields<14> state_fields{
-      loopsim::state::skip,  loopsim::state::skip,  loopsim::state::skip,  loopsim::state::skip,
-      loopsim::state::value, loopsim::state::skip,  loopsim::state::value, loopsim::state::skip,
-      loopsim::state::skip,  loopsim::state::value, loopsim::state::value, loopsim::state::value,
-      loopsim::state::skip,  loopsim::state::value};
+      loopsim::state::f::skip("name"),       loopsim::state::f::skip("body"),
+      loopsim::state::f::skip("fiber"),      loopsim::state::f::skip("sink"),
+      loopsim::state::f::value("state"),     loopsim::state::f::skip("generation"),
+      loopsim::state::f::value("woken"),     loopsim::state::f::skip("stack"),
+      loopsim::state::f::skip("fake_stack"), loopsim::state::f::value("cancelled"),
+      loopsim::state::f::value("context"),   loopsim::state::f::value("resting"),
+      loopsim::state::f::skip("rest_at"),    loopsim::state::f::value("in_call")};
 };
 
 namespace {
@@ -166,6 +170,7 @@ void Scheduler::unwind() {
   queue_.clear();
   now_batch_.clear();
   open_.clear();
+  pending_.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
     Thread& thread = *threads_[std::size_t(id)];
     if (thread.state == Thread::State::done) continue;
@@ -176,12 +181,7 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
-  // Inside a call, a landing SYN's handshake completes at once: the connection is queued
-  // before the call goes on (call_point).
-  if (landing_ && entry.kind == Kind::callback && entry.when == now_ && entry.tag.what == Happening::handshake) {
-    cascade_.push_back(std::move(entry));
-    return;
-  }
+  came(entry);
   if (entry.when == now_ && !now_batch_.empty()) {
     now_batch_.push_back(std::move(entry));  // joins the instant being run
     return;
@@ -242,7 +242,7 @@ Scheduler::Entry Scheduler::take_next() {
   if (now_batch_.size() > 1 && chooser_ != nullptr) {
     for (std::uint32_t i = 0; i < now_batch_.size(); ++i) {
       const Entry& e = now_batch_[i];
-      std::uint64_t twin = twins_ && e.kind != Kind::resume ? twins_(e.tag) : 0;
+      std::uint64_t twin = twins_ && e.kind == Kind::callback ? twins_(e.tag, pending_part(e)) : 0;
       if (twin != 0 && e.window != 0) twin = mix(twin, std::uint64_t((e.window_end - now_).count()));
       bool seen = twin != 0 && std::any_of(offered.begin(), offered.end(), [twin](const Alternative& a) { return a.twin == twin; });
       if (!seen) offered.push_back(Alternative{i, twin});
@@ -251,6 +251,7 @@ Scheduler::Entry Scheduler::take_next() {
   std::uint32_t at = offered.empty() ? 0 : offered[choose(ChoiceKind::order, std::uint32_t(offered.size()))].index;
   Entry entry = std::move(now_batch_[at]);
   now_batch_.erase(now_batch_.begin() + at);
+  went(entry);
   return entry;
 }
 
@@ -261,7 +262,7 @@ std::vector<Scheduler::Alternative> Scheduler::landing_alternatives() const {
   std::vector<Alternative> out;
   for (std::uint32_t i = 0; i < open_.size(); ++i) {
     const Entry& e = open_[i];
-    std::uint64_t twin = twins_ ? twins_(e.tag) : 0;
+    std::uint64_t twin = twins_ ? twins_(e.tag, pending_part(e)) : 0;
     auto same = std::find_if(out.begin(), out.end(), [twin](const Alternative& a) { return twin != 0 && a.twin == twin; });
     if (same == out.end()) {
       out.push_back(Alternative{i, twin});
@@ -280,18 +281,37 @@ bool Scheduler::offer_landing() {
   if (pick == 0) return false;
   Entry entry = std::move(open_[alternatives[pick - 1].index]);
   open_.erase(open_.begin() + alternatives[pick - 1].index);
+  went(entry);
   entry.callback();
   return true;
 }
 
+// A window entry taken at its start: it opens, and (the natural choice) its class lands now,
+// earliest end first: an open twin that must land before it goes in its place.
 void Scheduler::window_start(Entry& entry) {
-  if (choose(ChoiceKind::land, 2) == 0) {
+  bool now = choose(ChoiceKind::land, 2) == 0;
+  std::optional<std::size_t> earlier;
+  if (now && twins_) {
+    std::uint64_t twin = twins_(entry.tag, 0);  // taken off already: nothing of its own is pending
+    for (std::size_t i = 0; twin != 0 && i < open_.size(); ++i) {
+      const Entry& o = open_[i];
+      if (o.window_end >= entry.window_end || twins_(o.tag, pending_part(o)) != twin) continue;
+      if (!earlier || std::tie(o.window_end, o.seq) < std::tie(open_[*earlier].window_end, open_[*earlier].seq)) earlier = i;
+    }
+  }
+  if (now && !earlier) {
     entry.callback();
     return;
   }
   Entry deadline{entry.window_end, seq_++, Kind::deadline, no_thread, 0, nullptr, entry.tag, entry.window, entry.window_end};
+  came(entry);  // pending again, open
   open_.push_back(std::move(entry));
   push(std::move(deadline));
+  if (!earlier) return;
+  Entry landing = std::move(open_[*earlier]);
+  open_.erase(open_.begin() + std::ptrdiff_t(*earlier));
+  went(landing);
+  landing.callback();
 }
 
 void Scheduler::run_entry(Entry& entry) {
@@ -308,6 +328,7 @@ void Scheduler::run_entry(Entry& entry) {
       if (it == open_.end()) return;  // it landed earlier in this instant
       Entry landing = std::move(*it);
       open_.erase(it);
+      went(landing);
       landing.callback();
       return;
     }
@@ -343,15 +364,11 @@ void Scheduler::call_point() {
 void Scheduler::land_inside(std::size_t index) {
   Entry entry = std::move(open_[index]);
   open_.erase(open_.begin() + std::ptrdiff_t(index));
+  went(entry);
   ThreadId caller = current_;
   current_ = no_thread;  // callbacks run as if on the scheduler's stack
   landing_ = true;
   entry.callback();
-  while (!cascade_.empty()) {
-    Entry next = std::move(cascade_.front());
-    cascade_.erase(cascade_.begin());
-    next.callback();
-  }
   landing_ = false;
   current_ = caller;
 }
@@ -472,11 +489,60 @@ std::uint64_t Scheduler::run_until(Nanos until) {
 
 // What a pending entry does, with its window's end relative to now; not its number or its
 // place in line (entries due at one instant run in whatever order the chooser picks).
-std::uint64_t Scheduler::entry_digest(const Entry& e) const {
+namespace {
+
+// The kind of name a happening's subject is.
+std::optional<loopsim::state::Name> subject_name(Happening what) {
+  switch (what) {
+    case Happening::connect:
+    case Happening::request_due:
+    case Happening::network:
+    case Happening::client_read: return loopsim::state::Name::client;
+    case Happening::handshake:
+    case Happening::delivery:
+    case Happening::peer_reset: return loopsim::state::Name::conn;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Names* names) const {
   using loopsim::state::fold;
   std::uint64_t v = fold(std::uint64_t(e.kind), std::uint64_t(e.thread));
-  v = fold(fold(v, std::uint64_t(e.tag.what)), std::uint64_t(e.tag.subject));
+  std::int64_t subject = e.tag.subject;
+  if (names != nullptr && e.kind != Kind::resume) {
+    if (auto name = subject_name(e.tag.what)) subject = names->canonical(*name, subject);
+  }
+  v = fold(fold(v, std::uint64_t(e.tag.what)), std::uint64_t(subject));
   return fold(fold(v, e.tag.detail), std::uint64_t(e.window != 0 ? (e.window_end - now_).count() : -1));
+}
+
+std::uint64_t Scheduler::pending_part(const Entry& e) {
+  using loopsim::state::fold;
+  std::uint64_t v = fold(fold(std::uint64_t(e.tag.what), e.tag.detail), std::uint64_t(e.when.count()));
+  return fold(v, std::uint64_t(e.window != 0 ? e.window_end.count() : -1));
+}
+
+namespace {
+std::uint64_t subject_key(loopsim::state::Name kind, std::uint32_t subject) {
+  return (std::uint64_t(kind) << 32) | subject;
+}
+}  // namespace
+
+void Scheduler::came(const Entry& e) {
+  if (e.kind != Kind::callback) return;
+  if (auto name = subject_name(e.tag.what)) pending_[subject_key(*name, e.tag.subject)] += pending_part(e);
+}
+
+void Scheduler::went(const Entry& e) {
+  if (e.kind != Kind::callback) return;
+  if (auto name = subject_name(e.tag.what)) pending_[subject_key(*name, e.tag.subject)] -= pending_part(e);
+}
+
+std::uint64_t Scheduler::pending_about(loopsim::state::Name kind, std::uint32_t subject) const {
+  auto it = pending_.find(subject_key(kind, subject));
+  return it == pending_.end() ? 0 : it->second;
 }
 
 void Scheduler::digest(Digest& d) const {
@@ -489,15 +555,23 @@ void Scheduler::digest(Digest& d) const {
 }
 
 void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
+  const loopsim::state::Names* names = d.names();
+  // What is due now, wherever it waits (the instant's batch, or the heap when the batch was
+  // empty as it came), then what is due later.
   std::vector<std::uint64_t> now;
-  for (const Entry& e : now_batch_) now.push_back(entry_digest(e));
+  for (const Entry& e : now_batch_) now.push_back(entry_digest(e, names));
+  std::vector<std::pair<std::int64_t, std::uint64_t>> later;
+  for (const Entry& e : queue_) {
+    if (stale(e)) continue;
+    if (e.when == now_) {
+      now.push_back(entry_digest(e, names));
+    } else {
+      later.emplace_back((e.when - now_).count(), entry_digest(e, names));
+    }
+  }
   std::sort(now.begin(), now.end());
   d.add(std::int64_t(now.size()));
   for (std::uint64_t v : now) d.add(std::int64_t(v));
-  std::vector<std::pair<std::int64_t, std::uint64_t>> later;
-  for (const Entry& e : queue_) {
-    if (!stale(e)) later.emplace_back((e.when - now_).count(), entry_digest(e));
-  }
   std::sort(later.begin(), later.end());
   d.add(std::int64_t(later.size()));
   for (auto [when, what] : later) {
@@ -505,11 +579,11 @@ void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
     d.add(std::int64_t(what));
   }
   std::vector<std::uint64_t> open;
-  for (const Entry& e : open_) open.push_back(entry_digest(e));
+  for (const Entry& e : open_) open.push_back(entry_digest(e, names));
   std::sort(open.begin(), open.end());
   d.add(std::int64_t(open.size()));
   for (std::uint64_t v : open) d.add(std::int64_t(v));
-  for (const auto& thread : threads_) loopsim::state::visit([&d](std::int64_t v) { d.add(v); }, *thread, now_);
+  for (const auto& thread : threads_) loopsim::state::visit_into(d, *thread, now_);
 }
 
 }  // namespace loopsim::model

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/choice.hpp"
@@ -71,7 +72,9 @@ constexpr Tag tag(Happening what, std::uint64_t subject, std::uint64_t detail = 
 // Symmetry: the class of interchangeable happenings a pending callback belongs to, or 0 when it
 // has no twin. Two same-instant happenings of one class lead to states that differ only by a
 // renaming of identical clients, so the order between them is not a choice worth exploring.
-using TwinClass = std::function<std::uint64_t(const Tag&)>;
+// `own` is what Scheduler::pending_about counts for the happening itself: twins are alike in
+// everything else pending for them.
+using TwinClass = std::function<std::uint64_t(const Tag&, std::uint64_t own)>;
 
 class Scheduler {
  public:
@@ -98,8 +101,12 @@ class Scheduler {
   void explore_windows(bool on) { explore_windows_ = on; }
   bool windows_explored() const { return explore_windows_; }
   // With twins known, same-instant happenings of one class count as one alternative of an
-  // `order` choice (its first in line runs).
+  // `order` choice (its first in line runs), and of open windows of one class the one that ends
+  // first is the alternative.
   void set_twins(TwinClass twins) { twins_ = std::move(twins); }
+  // What is pending about a client (Name::client) or a connection (Name::conn): a multiset's
+  // digest of its happenings (kind, detail, instants), kept as they come and go.
+  std::uint64_t pending_about(loopsim::state::Name kind, std::uint32_t subject) const;
 
   // Starts a simulated thread that runs `body` from now, on a stack of `stack_bytes`.
   static constexpr std::size_t default_stack = 256 * 1024;
@@ -138,8 +145,8 @@ class Scheduler {
   void set_shared_inputs(std::function<std::uint64_t()> shared) { shared_ = std::move(shared); }
 
   // A kernel call begins, made by the running thread: open windowed happenings may land here
-  // (choices of kind `land`). Each one runs whole, with the callbacks it schedules for now,
-  // before the call goes on, and virtual time does not move.
+  // (choices of kind `land`), before the call goes on, without moving virtual time. (A landing
+  // connection's SYN completes its handshake in the same step: SimKernel::arrive.)
   void call_point();
 
   // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
@@ -147,7 +154,8 @@ class Scheduler {
   std::uint64_t run_until(Nanos until);
   // Runs the next thing scheduled before `until`; false when there is none.
   bool step(Nanos until);
-  // Pending work, times relative to now, and each thread's state.
+  // Pending work, times relative to now, and each thread's state. With canonical names, a
+  // happening about a client or a connection is digested under that one's canonical name.
   void digest(class Digest& digest) const;
   void digest_state(loopsim::state::Sink& sink, Nanos now) const;
   // True when nothing is scheduled.
@@ -206,7 +214,11 @@ class Scheduler {
   bool offer_landing();
   // Lands open window `index` inside a call: it and what it schedules for now run at once.
   void land_inside(std::size_t index);
-  std::uint64_t entry_digest(const Entry& e) const;
+  std::uint64_t entry_digest(const Entry& e, const loopsim::state::Names* names) const;
+  // pending_about's part for one entry, and its bookkeeping as entries come and go.
+  static std::uint64_t pending_part(const Entry& e);
+  void came(const Entry& e);
+  void went(const Entry& e);
 
   Nanos now_{0};
   std::uint64_t seq_ = 0;
@@ -214,9 +226,10 @@ class Scheduler {
   Chooser* chooser_;
   TwinClass twins_;
   std::function<std::uint64_t()> shared_;
+  // pending_about's sums, by (kind, subject): looked up, never iterated.
+  std::unordered_map<std::uint64_t, std::uint64_t> pending_;
   bool explore_windows_ = false;
-  bool landing_ = false;          // a happening lands inside a call: what it schedules for now
-  std::vector<Entry> cascade_;    //   runs at once, from here
+  bool landing_ = false;          // a happening lands inside a call
   std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled

@@ -86,7 +86,7 @@ SimKernel::FdEntry* SimKernel::entry(int fd, FdKind kind) {
 
 ConnId SimKernel::conn_of(int fd) const {
   const FdEntry* e = entry(fd);
-  return e != nullptr && e->kind == FdKind::socket ? ConnId(e->object) : no_conn;
+  return e != nullptr && e->kind == FdKind::socket ? e->conn : no_conn;
 }
 
 // ---- listeners and the accept queue (K9, K10) ----
@@ -123,11 +123,14 @@ int SimKernel::accept_now(int listener_fd) {
   FdEntry* e = entry(listener_fd, FdKind::listener);
   if (e == nullptr) return entry(listener_fd) == nullptr ? -EBADF : -EINVAL;
   Listener& listener = listeners_[e->object];
-  ++accept_calls_;
+  for (FaultState& state : accept_faults_) {
+    if (state.calls_left > 0) --state.calls_left;
+  }
   if (int error = injected_accept_error(listener.queue.size()); error != 0) {
     if (error == ECONNABORTED) {  // the connection it lands on is gone
       ConnId id = listener.queue.front();
       listener.queue.pop_front();
+      ++listener.popped;
       conns_[id].reset = true;
       conns_[id].server_closed = true;
       if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); }, tag(Happening::peer_reset, id));
@@ -142,7 +145,8 @@ int SimKernel::accept_now(int listener_fd) {
   }
   ConnId id = listener.queue.front();
   listener.queue.pop_front();
-  fds_[std::size_t(fd)].object = id;
+  ++listener.popped;
+  fds_[std::size_t(fd)].conn = id;
   conns_[id].server_fd = fd;
   return fd;
 }
@@ -156,7 +160,7 @@ int SimKernel::injected_accept_error(std::size_t queued) {
     if (state.spent) continue;
     if (f.error == ECONNABORTED && queued == 0) continue;  // nothing to abort yet
     if (f.nth != 0) {
-      if (accept_calls_ < f.nth) continue;
+      if (state.calls_left > 0) continue;
       state.spent = true;
       return f.error;
     }
@@ -186,6 +190,20 @@ ConnId SimKernel::connect(std::uint16_t port) {
   return id;
 }
 
+ConnId SimKernel::arrive(std::uint16_t port, const std::function<void(ConnId)>& named) {
+  auto id = ConnId(conns_.size());
+  Conn conn;
+  for (const Listener& listener : listeners_) {
+    if (listener.port == port && listener.open) conn.listener = listener.fd;
+  }
+  conn.client_file = true;
+  ++client_files_;
+  conns_.push_back(std::move(conn));
+  named(id);
+  try_handshake(id);
+  return id;
+}
+
 // K9: the handshake completes onto the accept queue if it has room. Otherwise the SYN is
 // dropped and the client retransmits after its timeout (1 s, doubling), or, with
 // abort_on_overflow, the client is reset.
@@ -201,6 +219,7 @@ void SimKernel::try_handshake(ConnId id) {
   Listener& listener = listeners_[e->object];
   if (listener.queue.size() < listener.capacity) {
     listener.queue.push_back(id);
+    conn.queued_at = listener.pushed++;
     LOOPSIM_ASSERT_OP(listener.queue.size(), <=, listener.capacity);  // K9: the queue never overfills
     conn.established = true;
     if (sink_ != nullptr) sink_->established(id);
@@ -356,7 +375,7 @@ std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
   if (entry(fd, FdKind::pipe_write) != nullptr) return -EBADF;  // the wrong end, as Linux says
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
-  ConnId id = e->object;
+  ConnId id = e->conn;
   Conn& conn = conns_[id];
   if (!conn.to_server.empty()) {
     std::size_t n = std::min(into.size(), conn.to_server.size());
@@ -387,7 +406,7 @@ std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
   if (entry(fd, FdKind::pipe_read) != nullptr) return -EBADF;
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
-  ConnId id = e->object;
+  ConnId id = e->conn;
   Conn& conn = conns_[id];
   if (conn.pending_error != 0) return -std::exchange(conn.pending_error, 0);
   if (conn.reset || conn.server_shut) return -EPIPE;
@@ -404,7 +423,7 @@ int SimKernel::close_now(int fd) {
   const FdEntry* e = entry(fd);
   if (e == nullptr || e->kind == FdKind::stdio) return -EBADF;
   if (e->kind == FdKind::socket) {
-    ConnId id = e->object;
+    ConnId id = e->conn;
     Conn& conn = conns_[id];
     conn.server_closed = true;
     conn.server_fd = -1;
@@ -418,6 +437,7 @@ int SimKernel::close_now(int fd) {
       conns_[id].server_closed = true;
       if (sink_ != nullptr) scheduler_.at(scheduler_.now(), [this, id] { sink_->peer_reset(id); }, tag(Happening::peer_reset, id));
     }
+    listener.popped += listener.queue.size();
     listener.queue.clear();
   } else if (e->kind == FdKind::pipe_read || e->kind == FdKind::pipe_write) {
     Pipe& pipe = pipes_[e->object];
@@ -441,7 +461,7 @@ int SimKernel::close_now(int fd) {
 int SimKernel::abort_now(int fd) {
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
-  conns_[e->object].reset_client = true;
+  conns_[e->conn].reset_client = true;
   return close_now(fd);
 }
 
@@ -450,6 +470,21 @@ int SimKernel::unseen_attempts(ConnId id) const {
   bool unseen = !c.established && !c.reset && !c.client_closed && c.server_fd < 0 &&
                 c.to_server.empty() && c.to_client.empty() && c.client_pending.empty();
   return unseen ? c.syn_attempts : -1;
+}
+
+std::uint64_t SimKernel::conn_digest(ConnId id) const {
+  const Conn& conn = conns_.at(id);
+  std::uint64_t value = 0;
+  state::visit([&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); }, conn, scheduler_.now());
+  std::int64_t position = -1;
+  const FdEntry* e = entry(conn.listener);
+  bool queued = conn.established && conn.server_fd < 0 && !conn.server_closed;
+  if (queued && e != nullptr && e->kind == FdKind::listener) {
+    const Listener& listener = listeners_[e->object];
+    position = std::int64_t(conn.queued_at - listener.popped);
+    LOOPSIM_ASSERT(position >= 0 && std::size_t(position) < listener.queue.size() && listener.queue[std::size_t(position)] == id);
+  }
+  return state::fold(value, std::uint64_t(position));
 }
 
 void SimKernel::digest(Digest& d) const {
@@ -477,10 +512,10 @@ int SimKernel::shutdown_write_now(int fd) {
   if (entry(fd, FdKind::listener) != nullptr) return 0;  // Linux: a listener has nothing to send
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -ENOTSOCK;
-  Conn& conn = conns_[e->object];
+  Conn& conn = conns_[e->conn];
   if (conn.reset) return -ENOTCONN;
   conn.server_shut = true;
-  schedule_delivery(e->object);  // the FIN follows the bytes already written
+  schedule_delivery(e->conn);  // the FIN follows the bytes already written
   return 0;
 }
 
@@ -489,7 +524,7 @@ int SimKernel::file_open_now() { return allocate_fd(FdKind::file, 0); }
 std::int64_t SimKernel::pending_bytes(int fd) const {
   const FdEntry* e = entry(fd);
   if (e == nullptr) return -EBADF;
-  if (e->kind == FdKind::socket) return std::int64_t(conns_[e->object].to_server.size());
+  if (e->kind == FdKind::socket) return std::int64_t(conns_[e->conn].to_server.size());
   if (e->kind == FdKind::pipe_read) return std::int64_t(pipes_[e->object].bytes.size());
   return -EINVAL;
 }
@@ -537,7 +572,7 @@ std::uint32_t SimKernel::readiness(int fd) const {
     case FdKind::poller:  // readable while it has items queued (they are re-checked at harvest)
       return pollers_[e->object].ready.empty() ? 0 : io::readable;
     case FdKind::socket: {
-      const Conn& conn = conns_[e->object];
+      const Conn& conn = conns_[e->conn];
       std::uint32_t error = conn.pending_error != 0 ? io::error : 0;
       if (conn.reset) return io::readable | io::writable | io::read_hangup | io::hangup | error;
       std::uint32_t mask = conn.to_client.size() < config_.send_buffer ? io::writable : 0;
@@ -628,7 +663,7 @@ std::int64_t SimKernel::kqueue_data(int fd) const {
   if (config_.poller != PollerFlavour::kqueue) return -1;
   const FdEntry& e = fds_[std::size_t(fd)];
   if (e.kind == FdKind::listener) return std::int64_t(listeners_[e.object].queue.size());
-  if (e.kind == FdKind::socket) return std::int64_t(conns_[e.object].to_server.size());
+  if (e.kind == FdKind::socket) return std::int64_t(conns_[e.conn].to_server.size());
   return -1;
 }
 

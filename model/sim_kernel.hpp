@@ -46,8 +46,10 @@ struct SimKernelConfig {
 
   // All of it: the limits change at run time (a fault lowers rlimit_nofile).
   static constexpr state::Fields<11> state_fields{
-      state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::value, state::value, state::value, state::value};
+      state::f::value("poller"),          state::f::value("somaxconn"),    state::f::value("rlimit_nofile"),
+      state::f::value("file_max"),        state::f::value("abort_on_overflow"), state::f::value("timer_slack"),
+      state::f::value("empty_wait_cost"), state::f::value("send_buffer"),  state::f::value("receive_buffer"),
+      state::f::value("syn_rto"),         state::f::value("syn_retries")};
 };
 
 // An accept fault (K10): accepts on any listener fail with `error` instead of taking a
@@ -60,8 +62,9 @@ struct AcceptFault {
   Nanos until{0};
   std::uint32_t budget = 0;  // ...this many of them; 0: all. Which ones is a choice point.
 
-  static constexpr state::Fields<5> state_fields{state::value, state::value, state::until,
-                                                 state::until, state::value};
+  static constexpr state::Fields<5> state_fields{state::f::value("error"), state::f::value("nth"),
+                                                 state::f::until("from"), state::f::until("until"),
+                                                 state::f::value("budget")};
 };
 
 // The client side hears what happens to its connections here. Calls come from scheduler
@@ -114,8 +117,13 @@ class SimKernel final : public Kernel {
 
   // The client side.
   void set_client_sink(ClientSink* sink) { sink_ = sink; }
-  // Starts a connection to the listener on `port` (its SYN leaves now).
+  // Starts a connection to the listener on `port` (its SYN leaves now, and arrives as a
+  // happening of its own).
   ConnId connect(std::uint16_t port);
+  // A connection whose SYN arrives at the listener on `port` now: `named` learns its id, then the
+  // handshake completes (or is dropped, K9) in the same step, as the server's kernel completes
+  // one on the SYN's arrival.
+  ConnId arrive(std::uint16_t port, const std::function<void(ConnId)>& named);
   void send(ConnId conn, std::string_view bytes);
   void client_close(ConnId conn);
   // An abortive close (SO_LINGER 0): the server's next read or write fails with ECONNRESET
@@ -135,7 +143,7 @@ class SimKernel final : public Kernel {
 
   // Returns its index, for open_accept_fault.
   std::size_t add_accept_fault(const AcceptFault& fault) {
-    accept_faults_.push_back({fault});
+    accept_faults_.push_back({fault, 0, false, fault.nth});
     return accept_faults_.size() - 1;
   }
   // The fault's window of failing accepts opens now (a windowed start that landed).
@@ -151,14 +159,19 @@ class SimKernel final : public Kernel {
   void set_rlimit_nofile(int limit) { config_.rlimit_nofile = limit; }
   // Descriptors, queues, connections and pollers, for state digests.
   void digest(class Digest& digest) const;
+  // One connection's state, with its place in its listener's accept queue (-1: not queued), for
+  // canonical names (sim/canonical.hpp).
+  std::uint64_t conn_digest(ConnId conn) const;
 
  private:
   enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file };
   struct FdEntry {
     FdKind kind = FdKind::free;
-    std::uint32_t object = 0;      // index into the kind's table
+    std::uint32_t object = 0;      // index into the kind's table (but a socket's)
+    ConnId conn = no_conn;         // a socket's connection
     std::vector<int> watched_by;   // pollers whose interest set holds this descriptor
-    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
+    static constexpr state::Fields<4> state_fields{state::f::value("kind"), state::f::value("object"),
+                                                   state::f::conn_name("conn"), state::f::value("watched_by")};
   };
   struct Listener {
     int fd = -1;
@@ -166,8 +179,14 @@ class SimKernel final : public Kernel {
     std::size_t capacity = 0;  // K9: min(backlog, somaxconn) + 1
     std::deque<ConnId> queue;
     bool open = true;
-    static constexpr state::Fields<5> state_fields{state::value, state::value, state::value,
-                                                   state::value, state::value};
+    // Connections queued and taken off so far, for a connection's place in the queue in
+    // constant time (Conn::queued_at). Counts of history: the queue itself is the state.
+    std::uint64_t pushed = 0;
+    std::uint64_t popped = 0;
+    static constexpr state::Fields<7> state_fields{state::f::value("fd"),    state::f::value("port"),
+                                                   state::f::value("capacity"), state::f::conn_name("queue"),
+                                                   state::f::value("open"),  state::f::skip("pushed"),
+                                                   state::f::skip("popped")};
   };
   struct Conn {
     std::string to_server;
@@ -190,19 +209,23 @@ class SimKernel final : public Kernel {
     bool server_shut = false;  // K14: the server half-closed; the client reads the end
     bool eof_sent = false;     // ...and has been told
     std::int64_t read_budget = -1;  // bytes the client will still take; -1: all
-    static constexpr state::Fields<20> state_fields{
-        state::value, state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value};
+    std::uint64_t queued_at = 0;    // Listener::pushed when it was queued (skipped: see there)
+    static constexpr state::Fields<21> state_fields{
+        state::f::value("to_server"),      state::f::value("to_client"),     state::f::value("listener"),
+        state::f::value("server_fd"),      state::f::value("syn_attempts"),  state::f::value("established"),
+        state::f::value("client_closed"),  state::f::value("fin"),           state::f::value("server_closed"),
+        state::f::value("reset_client"),   state::f::value("client_pending"), state::f::value("reset"),
+        state::f::value("pending_error"),  state::f::value("client_file"),   state::f::value("client_reading"),
+        state::f::value("send_was_full"),  state::f::value("delivery_pending"), state::f::value("server_shut"),
+        state::f::value("eof_sent"),       state::f::value("read_budget"),   state::f::skip("queued_at")};
   };
   struct Interest {
     std::uint32_t events = 0;
     Trigger trigger = Trigger::edge;
     bool queued = false;    // on the ready list
     bool disabled = false;  // one-shot, reported
-    static constexpr state::Fields<4> state_fields{state::value, state::value, state::value,
-                                                   state::value};
+    static constexpr state::Fields<4> state_fields{state::f::value("events"), state::f::value("trigger"),
+                                                   state::f::value("queued"), state::f::value("disabled")};
   };
   struct Poller {
     int fd = -1;
@@ -211,21 +234,27 @@ class SimKernel final : public Kernel {
     ThreadId waiter = no_thread;
     Nanos last_empty_poll{-1};  // when a non-blocking wait last found nothing
     // The last empty poll matters only while it is now (the next one costs time).
-    static constexpr state::Fields<5> state_fields{state::value, state::value, state::value,
-                                                   state::value, state::at_now};
+    static constexpr state::Fields<5> state_fields{state::f::value("fd"), state::f::value("items"),
+                                                   state::f::value("ready"), state::f::value("waiter"),
+                                                   state::f::at_now("last_empty_poll")};
   };
   // K13: a pipe's buffer and which of its ends are open.
   struct Pipe {
     std::string bytes;
     int read_fd = -1;
     int write_fd = -1;
-    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
+    static constexpr state::Fields<3> state_fields{state::f::value("bytes"), state::f::value("read_fd"),
+                                                   state::f::value("write_fd")};
   };
   struct FaultState {
     AcceptFault fault;
     std::uint32_t landed = 0;
     bool spent = false;
-    static constexpr state::Fields<3> state_fields{state::value, state::value, state::value};
+    // An nth fault: accept calls still to come before the one that fails (the call count itself
+    // is history, which no state needs).
+    std::uint64_t calls_left = 0;
+    static constexpr state::Fields<4> state_fields{state::f::value("fault"), state::f::value("landed"),
+                                                   state::f::value("spent"), state::f::value("calls_left")};
   };
 
   // The calls' bodies, without the call point and what the caller learns (sim_kernel.cpp).
@@ -283,17 +312,18 @@ class SimKernel final : public Kernel {
   std::vector<bool> wakes_;  // signalled
   std::vector<Pipe> pipes_;
   std::vector<FaultState> accept_faults_;
-  std::uint64_t accept_calls_ = 0;
   std::uint16_t next_port_ = 32768;
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the scheduler and the client sink
   // (collaborators, digested on their own), and next_port_ (a port only names a connection;
   // conns_ counts them).
-  static constexpr state::Fields<15> state_fields{
-      state::skip,  state::value, state::skip,  state::value, state::value,
-      state::value, state::value, state::value, state::value, state::value,
-      state::value, state::value, state::value, state::value, state::skip};
+  static constexpr state::Fields<14> state_fields{
+      state::f::skip("scheduler_"),    state::f::value("config_"),   state::f::skip("sink_"),
+      state::f::value("fds_"),         state::f::value("free_fds_"), state::f::value("open_fds_"),
+      state::f::value("client_files_"), state::f::value("listeners_"), state::f::by_conn("conns_"),
+      state::f::value("pollers_"),     state::f::value("wakes_"),    state::f::value("pipes_"),
+      state::f::value("accept_faults_"), state::f::skip("next_port_")};
   friend struct state::Access;
 };
 

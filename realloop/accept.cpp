@@ -77,7 +77,7 @@ int Loop::take_batch(Door door) {
       break;
     }
     ++accepted;
-    ++inverted_accepts_;
+    if (config_.inverted) ++inverted_accepts_;  // R6's cap; elsewhere a count of history
     // R1: the count stopped the batch before this accept, unless the shutdown drains.
     LOOPSIM_ASSERT(draining_ || config_.accept_batch <= 0 || accepted <= config_.accept_batch);
     if (door == Door::handoff) observer_.accepted(worker_, door, fd);

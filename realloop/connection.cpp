@@ -256,7 +256,9 @@ void Loop::release(int fd, bool abortive) {
   drop_timer(fd, *c);
   std::uint64_t generation = c->generation;
   *c = Connection{};  // gives the buffers back
-  c->generation = generation + 1;
+  // Only a pool's answer can arrive for a connection gone: without one nothing compares the
+  // generation, which then stays what it is (and a search's states do not count closes).
+  c->generation = pool_ != nullptr ? generation + 1 : generation;
   --connection_count_;
   observer_.closed(worker_, fd);
   if (abortive) {

@@ -43,7 +43,7 @@ class WorkerGroup {
 
  public:
   // Skipped: the loops (digested as the process's own; these are references to them).
-  static constexpr state::Fields<2> state_fields{state::skip, state::value};
+  static constexpr state::Fields<2> state_fields{state::f::skip("loops_"), state::f::value("next_")};
   friend struct state::Access;
 };
 
@@ -133,9 +133,12 @@ class Loop {
     Nanos write_since{-1};  // output waiting: the last progress
     Nanos timer_at{-1};
     static constexpr state::Fields<16> state_fields{
-        state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::value,
-        state::value, state::since, state::since, state::since, state::since, state::skip};
+        state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
+        state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
+        state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("generation"),
+        state::f::value("input"),      state::f::value("output"),     state::f::since("head_since"),
+        state::f::since("body_since"), state::f::since("idle_since"), state::f::since("write_since"),
+        state::f::skip("timer_at")};
   };
   enum class Input : std::uint8_t { open, ended, reset, full };
   enum class Timeout : std::uint8_t { head, body, keepalive, write };
@@ -204,7 +207,7 @@ class Loop {
   struct Post {
     std::function<void()> run;
     std::uint64_t what;  // what `run` does (post's argument)
-    static constexpr state::Fields<2> state_fields{state::skip, state::value};
+    static constexpr state::Fields<2> state_fields{state::f::skip("run"), state::f::value("what")};
   };
   std::deque<Post> posts_;
   std::deque<int> handoffs_;
@@ -246,13 +249,20 @@ class Loop {
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: each is digested by what it does (Post::what).
   static constexpr state::Fields<40> state_fields{
-      state::skip,  state::skip,  state::skip,  state::value, state::skip,  state::skip,
-      state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::since, state::skip,  state::value, state::value, state::value,
-      state::value, state::value, state::value, state::value, state::value, state::value,
-      state::value, state::until, state::value, state::value, state::value, state::value,
-      state::skip,  state::value, state::value, state::value, state::value, state::value,
-      state::skip,  state::skip,  state::since, state::value};
+      state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
+      state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("pool_"),
+      state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
+      state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
+      state::f::value("shutdown_requested_"), state::f::since("pass_started_ns_"), state::f::skip("mailbox_"),
+      state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
+      state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
+      state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),
+      state::f::value("retry_now_"),        state::f::until("retry_at_"),        state::f::value("backpressured_"),
+      state::f::value("draining_"),         state::f::value("deferring_"),       state::f::value("deferred_"),
+      state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::value("handle_capacity_"),
+      state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
+      state::f::skip("events_"),            state::f::skip("timers_"),           state::f::since("shutdown_at_"),
+      state::f::value("drain_resets_")};
   friend struct state::Access;
 };
 

@@ -44,8 +44,8 @@ class HandlerPool {
     std::uint64_t generation;
     std::string request;
     // Skipped: loop (which worker's; fd and generation tell the job apart within it).
-    static constexpr state::Fields<4> state_fields{state::skip, state::value, state::value,
-                                                   state::value};
+    static constexpr state::Fields<4> state_fields{state::f::skip("loop"), state::f::value("fd"),
+                                                   state::f::value("generation"), state::f::value("request")};
   };
   bool take(Job& job);
 
@@ -59,9 +59,9 @@ class HandlerPool {
 
  public:
   // Skipped: the kernel (a collaborator) and the lock.
-  static constexpr state::Fields<7> state_fields{state::skip,  state::value, state::value,
-                                                 state::skip,  state::value, state::value,
-                                                 state::value};
+  static constexpr state::Fields<7> state_fields{
+      state::f::skip("kernel_"), state::f::value("pollers_"), state::f::value("wakes_"), state::f::skip("mutex_"),
+      state::f::value("jobs_"),  state::f::value("idle_"),    state::f::value("stopping_")};
   friend struct state::Access;
 };
 

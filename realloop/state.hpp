@@ -1,8 +1,10 @@
 // What a layer contributes to a state digest, declared once per type, beside its fields.
 //
-// A type that is part of the state declares one policy per field, in declaration order:
+// A type that is part of the state declares one policy per field, in declaration order, with
+// the field's name (for the digest audit's messages):
 //
-//   static constexpr state::Fields<3> state_fields{state::value, state::until, state::skip};
+//   static constexpr state::Fields<3> state_fields{
+//       state::f::value("fd"), state::f::until("deadline"), state::f::skip("kernel_")};
 //
 // Its fields are bound by a structured binding of exactly that many names, so a field added to
 // the type and not to the declaration does not compile: no field can be forgotten. `skip` is a
@@ -10,7 +12,13 @@
 // that only names things); the digest-completeness test lists every skipped field again, and
 // perturbs every other one to show that the digest sees it.
 //
-// Everything is fed to an `add(std::int64_t)` callable, so that this layer needs no hash.
+// Names: a client's or a connection's number only names it. A digest may be given canonical
+// names (Names), under which interchangeable clients of one group are one multiset: a field that
+// holds such a number says so (client_name, conn_name), and so does a container indexed by one
+// (by_client, by_conn), which is then fed in canonical order.
+//
+// Everything is fed to an `add(std::int64_t)` callable, so that this layer needs no hash; an
+// audit (Trail) may follow along to name each value.
 #pragma once
 
 #include <algorithm>
@@ -32,12 +40,16 @@ namespace loopsim::state {
 
 // Absolute times are fed relative to now, so that equal states at other times agree.
 enum class Policy : std::uint8_t {
-  value,   // fed as it is
-  size,    // a container fed by its size alone (its elements are callbacks)
-  until,   // a deadline: the time left, 0 once it has passed
-  since,   // a start (-1: none): the time elapsed since, or -1
-  at_now,  // an instant whose only effect is whether it is now
-  skip,    // not state (see the field's comment)
+  value,        // fed as it is
+  size,         // a container fed by its size alone (its elements are callbacks)
+  until,        // a deadline: the time left, 0 once it has passed
+  since,        // a start (-1: none): the time elapsed since, or -1
+  at_now,       // an instant whose only effect is whether it is now
+  skip,         // not state (see the field's comment)
+  client_name,  // a client's number (or a container of them), fed under its canonical name
+  conn_name,    // a connection's number (or a container of them), likewise
+  by_client,    // a container indexed by client number, fed in canonical order
+  by_conn,      // a container indexed by connection number, fed in canonical order
 };
 inline constexpr Policy value = Policy::value;
 inline constexpr Policy size = Policy::size;
@@ -46,18 +58,70 @@ inline constexpr Policy since = Policy::since;
 inline constexpr Policy at_now = Policy::at_now;
 inline constexpr Policy skip = Policy::skip;
 
-// Folds `value` into `into`: for describing a callback's payload in one number (a post's).
-constexpr std::uint64_t fold(std::uint64_t into, std::uint64_t value) {
-  std::uint64_t z = into ^ (value + 0x9e3779b97f4a7c15ull + (into << 6) + (into >> 2));
+struct Field {
+  Policy policy;
+  const char* name;
+  constexpr bool operator==(Policy p) const { return policy == p; }
+};
+
+// The declarations' words: state::f::value("fd").
+namespace f {
+constexpr Field value(const char* name) { return Field{Policy::value, name}; }
+constexpr Field size(const char* name) { return Field{Policy::size, name}; }
+constexpr Field until(const char* name) { return Field{Policy::until, name}; }
+constexpr Field since(const char* name) { return Field{Policy::since, name}; }
+constexpr Field at_now(const char* name) { return Field{Policy::at_now, name}; }
+constexpr Field skip(const char* name) { return Field{Policy::skip, name}; }
+constexpr Field client_name(const char* name) { return Field{Policy::client_name, name}; }
+constexpr Field conn_name(const char* name) { return Field{Policy::conn_name, name}; }
+constexpr Field by_client(const char* name) { return Field{Policy::by_client, name}; }
+constexpr Field by_conn(const char* name) { return Field{Policy::by_conn, name}; }
+}  // namespace f
+
+template <std::size_t N>
+using Fields = std::array<Field, N>;
+
+// Folds `value` into `into`: for describing a callback's payload in one number (a post's), and
+// for combining digests. Each side goes through SplitMix64's finalizer (a bijection), so that
+// small, structured inputs (numbers of nodes, flags) do not collide as in a plain hash_combine.
+constexpr std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+constexpr std::uint64_t fold(std::uint64_t into, std::uint64_t value) {
+  return mix64(into ^ mix64(value ^ 0x9e3779b97f4a7c15ull) ^ 0xd1b54a32d192ed03ull);
 }
 inline std::uint64_t fold(std::uint64_t into, std::string_view bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
   return fold(fold(into, bytes.size()), h);
 }
+
+enum class Name : std::uint8_t { client, conn };
+
+// Canonical names for clients and connections (sim::World builds them; none: names as they are).
+class Names {
+ public:
+  // The canonical name of `id` (negative numbers, "none", stay as they are).
+  virtual std::int64_t canonical(Name kind, std::int64_t id) const = 0;
+  // The id whose canonical name is `at`, to feed a container indexed by ids in canonical order.
+  virtual std::int64_t original(Name kind, std::int64_t at) const = 0;
+
+ protected:
+  ~Names() = default;
+};
+
+// Follows a digest's walk through the fields, for an audit that names what it compares.
+class Trail {
+ public:
+  virtual void enter(std::string_view name) = 0;
+  virtual void enter(std::int64_t index) = 0;
+  virtual void leave() = 0;
+
+ protected:
+  ~Trail() = default;
+};
 
 // The nanoseconds of a time, atomic or not.
 template <class F>
@@ -68,9 +132,6 @@ std::int64_t nanos_of(const F& field) {
     return std::int64_t(field.count());
   }
 }
-
-template <std::size_t N>
-using Fields = std::array<Policy, N>;
 
 // Binds a type's private fields too: a type befriends it to take part.
 struct Access {
@@ -86,6 +147,8 @@ concept Declared = requires { T::state_fields; };
 class Sink {
  public:
   virtual void add(std::int64_t value) = 0;
+  virtual const Names* names() const { return nullptr; }
+  virtual Trail* trail() const { return nullptr; }
 
  protected:
   ~Sink() = default;
@@ -93,14 +156,26 @@ class Sink {
 template <class T>
 concept SelfDigesting = requires(const T& object, Sink& sink, Nanos now) { object.digest_state(sink, now); };
 
+// One walk through a state: where values go, the time they are relative to, the names they are
+// given, and who follows along.
+template <class Add>
+struct Feed {
+  Add& add;
+  Nanos now;
+  const Names* names = nullptr;
+  Trail* trail = nullptr;
+};
+
 template <class Add>
 class SinkOf final : public Sink {
  public:
-  explicit SinkOf(Add& add) : add_(add) {}
-  void add(std::int64_t value) override { add_(value); }
+  explicit SinkOf(const Feed<Add>& feed) : feed_(feed) {}
+  void add(std::int64_t value) override { feed_.add(value); }
+  const Names* names() const override { return feed_.names; }
+  Trail* trail() const override { return feed_.trail; }
 
  private:
-  Add& add_;
+  const Feed<Add>& feed_;
 };
 
 template <class T>
@@ -124,28 +199,64 @@ template <class A, class B>
 struct is_pair<std::pair<A, B>> : std::true_type {};
 
 template <class Add, class T>
-void feed(Add& add, const T& v, Nanos now);
+void feed(const Feed<Add>& in, const T& v);
+
+// A number that names a client or a connection, or a container of them.
+template <class Add, class T>
+void feed_name(const Feed<Add>& in, const T& v, Name kind) {
+  if constexpr (std::is_integral_v<T>) {
+    std::int64_t id = std::is_signed_v<T> || v != T(~T(0)) ? std::int64_t(v) : -1;  // ~0: none
+    in.add(in.names != nullptr && id >= 0 ? in.names->canonical(kind, id) : id);
+  } else {
+    in.add(std::int64_t(std::size(v)));
+    for (const auto& element : v) feed_name(in, element, kind);
+  }
+}
+
+// A container indexed by clients' or connections' numbers, in canonical order.
+template <class Add, class T>
+void feed_by_name(const Feed<Add>& in, const T& v, Name kind) {
+  in.add(std::int64_t(std::size(v)));
+  for (std::size_t at = 0; at < std::size(v); ++at) {
+    std::size_t id = in.names != nullptr ? std::size_t(in.names->original(kind, std::int64_t(at))) : at;
+    if (in.trail != nullptr) in.trail->enter(std::int64_t(at));
+    feed(in, v[id]);
+    if (in.trail != nullptr) in.trail->leave();
+  }
+}
 
 template <class Add, class T, std::size_t... I>
-void feed_fields(Add& add, const T& v, Nanos now, std::index_sequence<I...>) {
+void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
   auto fields = Access::bind<sizeof...(I)>(v);
   auto one = [&](auto index) {
     constexpr std::size_t i = decltype(index)::value;
-    constexpr Policy policy = T::state_fields[i];
+    constexpr Policy policy = T::state_fields[i].policy;
     const auto& field = std::get<i>(fields);
     if constexpr (policy == Policy::skip) {
       return;
-    } else if constexpr (policy == Policy::size) {
-      add(std::int64_t(std::size(field)));
-    } else if constexpr (policy == Policy::until) {
-      add(std::max<std::int64_t>(nanos_of(field) - now.count(), 0));
-    } else if constexpr (policy == Policy::since) {
-      std::int64_t t = nanos_of(field);
-      add(t < 0 ? -1 : now.count() - t);
-    } else if constexpr (policy == Policy::at_now) {
-      add(std::int64_t(nanos_of(field) == now.count()));
     } else {
-      feed(add, field, now);
+      if (in.trail != nullptr) in.trail->enter(T::state_fields[i].name);
+      if constexpr (policy == Policy::size) {
+        in.add(std::int64_t(std::size(field)));
+      } else if constexpr (policy == Policy::until) {
+        in.add(std::max<std::int64_t>(nanos_of(field) - in.now.count(), 0));
+      } else if constexpr (policy == Policy::since) {
+        std::int64_t t = nanos_of(field);
+        in.add(t < 0 ? -1 : in.now.count() - t);
+      } else if constexpr (policy == Policy::at_now) {
+        in.add(std::int64_t(nanos_of(field) == in.now.count()));
+      } else if constexpr (policy == Policy::client_name) {
+        feed_name(in, field, Name::client);
+      } else if constexpr (policy == Policy::conn_name) {
+        feed_name(in, field, Name::conn);
+      } else if constexpr (policy == Policy::by_client) {
+        feed_by_name(in, field, Name::client);
+      } else if constexpr (policy == Policy::by_conn) {
+        feed_by_name(in, field, Name::conn);
+      } else {
+        feed(in, field);
+      }
+      if (in.trail != nullptr) in.trail->leave();
     }
   };
   (one(std::integral_constant<std::size_t, I>{}), ...);
@@ -154,45 +265,59 @@ void feed_fields(Add& add, const T& v, Nanos now, std::index_sequence<I...>) {
 // Feeds one value: numbers and enums as they are, strings by their bytes, containers element by
 // element (with their size first), declared types field by field.
 template <class Add, class T>
-void feed(Add& add, const T& v, Nanos now) {
+void feed(const Feed<Add>& in, const T& v) {
   if constexpr (Declared<T>) {
-    feed_fields(add, v, now, std::make_index_sequence<T::state_fields.size()>{});
+    feed_fields(in, v, std::make_index_sequence<T::state_fields.size()>{});
   } else if constexpr (SelfDigesting<T>) {
-    SinkOf<Add> sink(add);
-    v.digest_state(sink, now);
+    SinkOf<Add> sink(in);
+    v.digest_state(sink, in.now);
   } else if constexpr (is_unique_ptr<T>::value) {
     if (v == nullptr) {
-      add(std::int64_t(-1));
+      in.add(std::int64_t(-1));
     } else {
-      feed(add, *v, now);
+      feed(in, *v);
     }
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
-    add(std::int64_t(v));
+    in.add(std::int64_t(v));
   } else if constexpr (is_duration<T>::value) {
-    add(std::int64_t(v.count()));
+    in.add(std::int64_t(v.count()));
   } else if constexpr (is_atomic<T>::value) {
-    feed(add, v.load(std::memory_order_acquire), now);
+    feed(in, v.load(std::memory_order_acquire));
   } else if constexpr (std::is_same_v<T, std::string>) {
-    add(std::int64_t(v.size()));
+    in.add(std::int64_t(v.size()));
     for (std::size_t at = 0; at < v.size(); at += 8) {
       std::int64_t chunk = 0;
       std::memcpy(&chunk, v.data() + at, std::min<std::size_t>(8, v.size() - at));
-      add(chunk);
+      in.add(chunk);
     }
   } else if constexpr (is_pair<T>::value) {
-    feed(add, v.first, now);
-    feed(add, v.second, now);
+    feed(in, v.first);
+    feed(in, v.second);
   } else {
-    add(std::int64_t(std::size(v)));
-    for (const auto& element : v) feed(add, static_cast<const std::decay_t<decltype(element)>&>(element), now);
+    in.add(std::int64_t(std::size(v)));
+    std::int64_t index = 0;
+    for (const auto& element : v) {
+      if (in.trail != nullptr) in.trail->enter(index++);
+      feed(in, static_cast<const std::decay_t<decltype(element)>&>(element));
+      if (in.trail != nullptr) in.trail->leave();
+    }
   }
 }
 
 // The digest's view of a declared object.
 template <class Add, class T>
   requires Declared<T> || SelfDigesting<T>
-void visit(Add&& add, const T& object, Nanos now) {
-  feed(add, object, now);
+void visit(Add&& add, const T& object, Nanos now, const Names* names = nullptr, Trail* trail = nullptr) {
+  Feed<std::remove_reference_t<Add>> in{add, now, names, trail};
+  feed(in, object);
+}
+
+// The same, from a self-digesting type's digest_state: its names and trail go on.
+template <class T>
+  requires Declared<T> || SelfDigesting<T>
+void visit_into(Sink& sink, const T& object, Nanos now) {
+  auto add = [&sink](std::int64_t v) { sink.add(v); };
+  visit(add, object, now, sink.names(), sink.trail());
 }
 
 template <std::size_t N, class S>

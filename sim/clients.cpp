@@ -65,6 +65,20 @@ ClientIndex Clients::client_of_conn(model::ConnId conn) const {
   return conn < by_conn_.size() ? by_conn_[conn] : no_client;
 }
 
+ClientIndex Clients::client_of_tag(const model::Tag& tag) const {
+  using model::Happening;
+  switch (tag.what) {
+    case Happening::connect:
+    case Happening::request_due:
+    case Happening::network:
+    case Happening::client_read: return ClientIndex(tag.subject);
+    case Happening::handshake:
+    case Happening::delivery:
+    case Happening::peer_reset: return client_of_conn(tag.subject);
+    default: return no_client;
+  }
+}
+
 ClientIndex Clients::client_of(int server_fd) const {
   model::ConnId conn = kernel_.conn_of(server_fd);
   return conn == model::no_conn ? no_client : client_of_conn(conn);
@@ -74,31 +88,11 @@ void Clients::digest(model::Digest& d) const {
   state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
 }
 
-std::uint64_t Clients::twin_class(const model::Tag& tag) const {
-  using model::Happening;
-  ClientIndex client = no_client;
-  switch (tag.what) {
-    case Happening::connect:
-    case Happening::request_due: client = ClientIndex(tag.subject); break;
-    case Happening::handshake: client = client_of_conn(tag.subject); break;
-    default: return 0;  // not a client's, or about a connection the server knows
-  }
-  if (client == no_client) return 0;
-  const Client& c = clients_[std::size_t(client)];
-  // A connection the server has seen has a place in its queue, a descriptor, bytes: renaming
-  // its client would change more than a name.
-  int attempts = 0;
-  if (c.conn != model::no_conn) {
-    attempts = kernel_.unseen_attempts(c.conn);
-    if (attempts < 0) return 0;
-  }
-  model::Digest& d = twin_scratch_;
-  d.clear();
-  d.add(std::int64_t(tag.what)).add(c.group_index).add(attempts);
-  Client unnamed = c;  // what tells it from its twins is only its connection's number
-  unnamed.conn = c.conn == model::no_conn ? model::no_conn : 0;
-  state::visit([&d](std::int64_t v) { d.add(v); }, unnamed, scheduler_.now());
-  return d.value() | 1;  // 0 means "no twin"
+std::uint64_t Clients::local_digest(ClientIndex client, const state::Names& masked) const {
+  std::uint64_t value = 0;
+  state::visit([&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); },
+               clients_[std::size_t(client)], scheduler_.now(), &masked);
+  return value;
 }
 
 // In the order the clients connected, not in the order they are listed: clients whose order
@@ -152,14 +146,16 @@ std::uint64_t Clients::carrying(Carried what, std::string_view bytes) {
   return model::splitmix64(state);
 }
 
+// The SYN reaches the server: the handshake completes there in the same step.
 void Clients::open(ClientIndex client) {
-  model::ConnId conn = kernel_.connect(port_);
-  if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
-  by_conn_[conn] = client;
-  clients_[std::size_t(client)].conn = conn;
-  const ClientGroup& group = *clients_[std::size_t(client)].group;
-  if (!group.reads) kernel_.set_client_reading(conn, false);
-  if (group.read_rate > 0) kernel_.set_client_read_budget(conn, read_share(group));
+  kernel_.arrive(port_, [this, client](model::ConnId conn) {
+    if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
+    by_conn_[conn] = client;
+    clients_[std::size_t(client)].conn = conn;
+    const ClientGroup& group = *clients_[std::size_t(client)].group;
+    if (!group.reads) kernel_.set_client_reading(conn, false);
+    if (group.read_rate > 0) kernel_.set_client_read_budget(conn, read_share(group));
+  });
 }
 
 void Clients::request_due(ClientIndex client) {

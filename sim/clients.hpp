@@ -26,9 +26,15 @@ class Clients final : public model::ClientSink {
   void reset_group(const std::string& group, int count);
   // Every client's progress, for state digests.
   void digest(model::Digest& digest) const;
-  // Symmetry (see model::TwinClass): clients of one group in the same state, whose connections
-  // the server has not seen yet, are interchangeable; so are their pending happenings.
-  std::uint64_t twin_class(const model::Tag& tag) const;
+  // For canonical names (sim/canonical.hpp): how many clients there are, each one's group and
+  // connection, and a digest of its own state under `masked` names (its connection's number
+  // is then only whether it has one).
+  std::size_t count() const { return clients_.size(); }
+  std::int32_t group_of(ClientIndex client) const { return clients_[std::size_t(client)].group_index; }
+  model::ConnId conn_of_client(ClientIndex client) const { return clients_[std::size_t(client)].conn; }
+  std::uint64_t local_digest(ClientIndex client, const state::Names& masked) const;
+  // The client a pending happening is about, if any.
+  ClientIndex client_of_tag(const model::Tag& tag) const;
   // The client behind a server descriptor, for the loop's reports.
   ClientIndex client_of(int server_fd) const;
 
@@ -67,9 +73,12 @@ class Clients final : public model::ClientSink {
     std::uint64_t net_draws = 0;
     // Skipped: group (a pointer into the scenario; group_index names it).
     static constexpr state::Fields<18> state_fields{
-        state::skip,  state::value, state::value, state::value, state::value, state::value,
-        state::value, state::value, state::value, state::value, state::until, state::value,
-        state::value, state::value, state::value, state::until, state::until, state::value};
+        state::f::skip("group"),        state::f::value("group_index"), state::f::conn_name("conn"),
+        state::f::value("next_request"), state::f::value("due"),        state::f::value("unanswered"),
+        state::f::value("answered"),    state::f::value("input"),       state::f::value("established"),
+        state::f::value("done"),        state::f::until("deadline"),    state::f::value("draws"),
+        state::f::value("held_back"),   state::f::value("shut"),        state::f::value("read_tick"),
+        state::f::until("up_at"),       state::f::until("down_at"),     state::f::value("net_draws")};
   };
 
   void start(ClientIndex client);
@@ -107,14 +116,12 @@ class Clients final : public model::ClientSink {
   std::uint64_t seed_;
   std::vector<Client> clients_;
   std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
-  mutable model::Digest twin_scratch_;  // twin_class's buffer, reused from call to call
-
  public:
   // Skipped: the scheduler, the kernel and the trace (collaborators), the seed (constant), and
-  // twin_class's scratch.
-  static constexpr state::Fields<8> state_fields{state::skip,  state::skip,  state::skip,
-                                                 state::value, state::skip,  state::value,
-                                                 state::value, state::skip};
+  // by_conn_ (the inverse of each client's conn, which the digest sees).
+  static constexpr state::Fields<7> state_fields{
+      state::f::skip("scheduler_"), state::f::skip("kernel_"), state::f::skip("trace_"), state::f::value("port_"),
+      state::f::skip("seed_"),      state::f::by_client("clients_"), state::f::skip("by_conn_")};
   friend struct state::Access;
 };
 

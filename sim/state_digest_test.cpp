@@ -14,6 +14,7 @@
 #include "realloop/pool.hpp"
 #include "realloop/state.hpp"
 #include "sim/clients.hpp"
+#include "sim/world.hpp"
 
 using namespace loopsim;
 
@@ -159,7 +160,7 @@ using Skips = std::vector<std::size_t>;
 
 TEST_CASE("digest completeness: the simulated kernel's every field is seen, and the skips are these") {
   using K = model::SimKernel;
-  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 14});  // scheduler, sink, next_port
+  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 13});  // scheduler, sink, next_port
   CHECK(skipped_fields<model::SimKernelConfig>([] { return Plain<model::SimKernelConfig>{}; }).empty());
   CHECK(skipped_fields<model::AcceptFault>([] { return Plain<model::AcceptFault>{}; }).empty());
   // The kernel's own tables: descriptors, listeners, connections, pollers, fault states.
@@ -171,8 +172,9 @@ TEST_CASE("digest completeness: the simulated kernel's every field is seen, and 
   using FaultState = ElementType<K, 12>;
   using Interest = typename std::remove_cvref_t<decltype(std::declval<Poller&>().items)>::mapped_type;
   CHECK(skipped_fields<FdEntry>([] { return Plain<FdEntry>{}; }).empty());
-  CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }).empty());
-  CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }).empty());
+  // The counts behind a connection's place in the queue: history (the queue is the state).
+  CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }) == Skips{5, 6});  // pushed, popped
+  CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }) == Skips{20});  // queued_at
   CHECK(skipped_fields<Poller>([] { return Plain<Poller>{}; }).empty());
   CHECK(skipped_fields<Pipe>([] { return Plain<Pipe>{}; }).empty());
   CHECK(skipped_fields<Interest>([] { return Plain<Interest>{}; }).empty());
@@ -192,8 +194,8 @@ TEST_CASE("digest completeness: the loop's every field is seen, and the skips ar
 
 TEST_CASE("digest completeness: the clients' every field is seen, and the skips are these") {
   using C = sim::Clients;
-  // scheduler, kernel, trace, the workload's seed, twin_class's scratch buffer
-  CHECK(skipped_fields<C>([] { return ClientsRig{}; }) == Skips{0, 1, 2, 4, 7});
+  // scheduler, kernel, trace, the workload's seed, by_conn (the clients' conns, inverted)
+  CHECK(skipped_fields<C>([] { return ClientsRig{}; }) == Skips{0, 1, 2, 4, 6});
   using Client = ElementType<C, 5>;
   CHECK(skipped_fields<Client>([] { return Plain<Client>{}; }) == Skips{0});  // group pointer
 }
@@ -212,4 +214,30 @@ TEST_CASE("digest completeness: times are fed relative to now, so equal states a
   model::AcceptFault g = f;
   g.until = Nanos(20);
   CHECK(digest_of(f, Nanos(0)) == digest_of(g, Nanos(10)));  // 10 ns left in both
+}
+
+TEST_CASE("digest completeness: the world's digest is made of every part that holds state") {
+  // The parts World::Impl declares: the skipped ones are the scenario (fixed), the result (the
+  // trace is history), the choosers and the recorder (they pass things on), and bookkeeping.
+  std::vector<std::string> taken, skipped;
+  for (auto& [name, part] : sim::World::digest_parts()) (part ? taken : skipped).push_back(name);
+  CHECK(taken == std::vector<std::string>{"scheduler", "kernel", "clients", "process"});
+  CHECK(skipped == std::vector<std::string>{"scenario", "result", "seeded", "recording", "recorder", "steps",
+                                             "finished", "lasso", "digest", "canonical"});
+  // Each part taken is seen: changing it changes the digest.
+  sim::Scenario scenario = sim::parse_scenario(R"(
+[[clients]]
+name = "one"
+requests = [{ at = "1ms", path = "/fast" }]
+[[posters]]
+name = "p"
+at = "1s"
+)", "parts.toml");
+  for (const std::string& part : taken) {
+    sim::World world(scenario, "base", nullptr);
+    std::uint64_t before = world.digest();
+    REQUIRE(world.change_part_for_tests(part));
+    INFO(part);
+    CHECK(world.digest() != before);
+  }
 }

@@ -41,7 +41,7 @@ class PathQueue {
   std::size_t head_ = 0;
 
  public:
-  static constexpr state::Fields<2> state_fields{state::value, state::value};
+  static constexpr state::Fields<2> state_fields{state::f::value("items_"), state::f::value("head_")};
   friend struct state::Access;
 };
 

@@ -12,6 +12,7 @@
 #include "base/assert.hpp"
 #include "realloop/loop.hpp"
 #include "realloop/pool.hpp"
+#include "sim/canonical.hpp"
 #include "sim/clients.hpp"
 #include "sim/workload.hpp"
 
@@ -364,9 +365,7 @@ class Process final : public Server {
     loops_.at(std::size_t(worker))->post(std::move(task), what);
   }
   bool declares_state() const override { return true; }
-  void digest_state(state::Sink& sink, Nanos now) const override {
-    state::visit([&sink](std::int64_t v) { sink.add(v); }, *this, now);
-  }
+  void digest_state(state::Sink& sink, Nanos now) const override { state::visit_into(sink, *this, now); }
   std::uint64_t shared_inputs(Nanos now) const override {
     std::uint64_t value = 0;
     auto add = [&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); };
@@ -408,8 +407,9 @@ class Process final : public Server {
 
  public:
   // Skipped: the scenario (fixed), the scheduler and kernel (the world's, digested there).
-  static constexpr state::Fields<6> state_fields{state::skip,  state::skip,  state::skip,
-                                                 state::value, state::value, state::value};
+  static constexpr state::Fields<6> state_fields{
+      state::f::skip("scenario_"), state::f::skip("scheduler_"), state::f::skip("kernel_"),
+      state::f::value("group_"),   state::f::value("loops_"),    state::f::value("pool_")};
   friend struct state::Access;
 };
 
@@ -464,7 +464,10 @@ struct World::Impl {
     trace.workers = scenario.workers;
     scheduler.set_chooser(&recording);
     scheduler.explore_windows(recording.explores_windows());
-    if (symmetry) scheduler.set_twins([this](const model::Tag& tag) { return clients.twin_class(tag); });
+    if (symmetry) {
+      canonical.emplace(scenario, scheduler, kernel, clients);
+      scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); });
+    }
     scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
     if (scenario.target) {
       if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
@@ -503,15 +506,20 @@ struct World::Impl {
   bool finished = false;
   std::optional<ev::Lasso> lasso;
   mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
+  // Interchangeable clients' canonical names (none without symmetry), for digests and twins.
+  mutable std::optional<Canonical> canonical;
 
   // The world's state is its parts' (realloop/state.hpp). Skipped: the scenario (fixed); the
   // result, whose trace is history, not state (a search judges properties that read history
   // without merging states: explore/world_system.cpp); the choosers and the recorder (they
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
   // and the digest's buffer (bookkeeping).
-  static constexpr state::Fields<13> state_fields{
-      state::skip,  state::skip, state::skip,  state::value, state::skip, state::value, state::value,
-      state::skip,  state::value, state::skip, state::skip,  state::skip, state::skip};
+  static constexpr state::Fields<14> state_fields{
+      state::f::skip("scenario"),  state::f::skip("result"),  state::f::skip("seeded"),
+      state::f::value("scheduler"), state::f::skip("recording"), state::f::value("kernel"),
+      state::f::value("clients"),  state::f::skip("recorder"), state::f::value("process"),
+      state::f::skip("steps"),     state::f::skip("finished"), state::f::skip("lasso"),
+      state::f::skip("digest"),    state::f::skip("canonical")};
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -542,11 +550,55 @@ std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 std::uint64_t World::digest() const {
   model::Digest& d = impl_->digest;
   d.clear();
-  state::visit([&d](std::int64_t v) { d.add(v); }, *impl_, impl_->scheduler.now());
+  const state::Names* names = nullptr;
+  if (impl_->canonical) {
+    impl_->canonical->refresh();
+    names = &*impl_->canonical;
+  }
+  state::visit([&d](std::int64_t v) { d.add(v); }, *impl_, impl_->scheduler.now(), names);
+  static const char* dump = getenv("DUMP_AT");
+  if (dump && std::to_string(impl_->scheduler.now().count()) == dump) {
+    std::vector<std::int64_t> parts[4];
+    state::visit([&](std::int64_t v) { parts[0].push_back(v); }, impl_->scheduler, impl_->scheduler.now(), names);
+    state::visit([&](std::int64_t v) { parts[1].push_back(v); }, impl_->kernel, impl_->scheduler.now(), names);
+    state::visit([&](std::int64_t v) { parts[2].push_back(v); }, impl_->clients, impl_->scheduler.now(), names);
+    state::visit([&](std::int64_t v) { parts[3].push_back(v); }, *impl_->process, impl_->scheduler.now(), names);
+    fprintf(stderr, "STATE %016lx %d", (unsigned long)d.value(), int(impl_->scheduler.at_rest()));
+    for (auto& p : parts) { fprintf(stderr, " |"); for (auto v : p) fprintf(stderr, " %ld", (long)v); }
+    fprintf(stderr, "\n");
+  }
   return d.value();
 }
 
 bool World::declares_state() const { return impl_->process->declares_state(); }
+
+std::vector<std::pair<std::string, bool>> World::digest_parts() {
+  std::vector<std::pair<std::string, bool>> out;
+  for (const state::Field& f : Impl::state_fields) out.emplace_back(f.name, f.policy != state::Policy::skip);
+  return out;
+}
+
+bool World::change_part_for_tests(const std::string& name) {
+  Impl& w = *impl_;
+  if (name == "scheduler") {
+    w.scheduler.at(w.scheduler.now() + Nanos(1), [] {}, model::Tag{model::Happening::scripted, 0});
+  } else if (name == "kernel") {
+    w.kernel.set_rlimit_nofile(w.kernel.descriptor_limit() + 1);
+  } else if (name == "clients") {
+    static const std::vector<ClientGroup> one = [] {
+      ClientGroup g;
+      g.name = "extra";
+      g.connect_at = Window{Nanos(1), Nanos(1)};
+      return std::vector<ClientGroup>{g};
+    }();
+    w.clients.schedule(one);
+  } else if (name == "process") {
+    w.process->post(0, [] {}, 1);
+  } else {
+    return false;
+  }
+  return true;
+}
 
 bool World::at_rest() const { return impl_->scheduler.at_rest(); }
 

@@ -83,6 +83,13 @@ class World {
   // Events in the trace so far.
   std::size_t trace_events() const;
 
+  // The parts the world's digest is made of, each with whether it takes part (its policy in
+  // World::Impl's declaration), for the test that no part is left out.
+  static std::vector<std::pair<std::string, bool>> digest_parts();
+  // Changes part `name` of the world a little (what a test of the digest perturbs): false for
+  // a part it cannot change.
+  bool change_part_for_tests(const std::string& name);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

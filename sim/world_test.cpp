@@ -96,7 +96,9 @@ std::string without_header(const std::string& trace) { return trace.substr(trace
 }  // namespace
 
 TEST_CASE("a run replays from its recorded choices alone, whatever the seed") {
-  sim::Scenario s = sim::load_scenario(accept_burst);
+  // drain-chunk: posts from foreign threads at the instants clients' requests arrive, a run
+  // with a thousand same-instant choices.
+  sim::Scenario s = sim::load_scenario(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/drain-chunk.toml");
   s.seed = 7;
   sim::RunResult first = sim::run(s);
   auto choices = sim::choices_of(first.trace);
