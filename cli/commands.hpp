@@ -16,6 +16,7 @@ inline constexpr int exit_held = 0;
 inline constexpr int exit_violated = 1;
 inline constexpr int exit_bad_input = 2;
 inline constexpr int exit_bound_reached = 3;  // a limit cut the search (or the run) short
+inline constexpr int exit_audit_failed = 4;   // explore --audit: two states digest alike but differ
 
 void add_run(CLI::App& app, int& status);
 void add_live(CLI::App& app, int& status);

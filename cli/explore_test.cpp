@@ -39,6 +39,17 @@ TEST_CASE("explore exits 0 only on an exhaustive search with the rules on") {
   for (const char* key : {"executions", "states", "transitions", "wall_ns"}) CHECK(doc.contains(key));
 }
 
+TEST_CASE("explore --audit compares every state met again, and says how many") {
+  Outcome o = run_cli("explore " + small + " --audit --json");
+  REQUIRE(o.status == 0);
+  auto doc = nlohmann::json::parse(o.output);
+  CHECK(doc["verdict"] == "none_found");
+  CHECK(doc["audit_compared"].get<std::uint64_t>() > 1000);
+  CHECK_FALSE(doc.contains("audit_unwritten"));
+  Outcome help = run_cli("explore --help");
+  CHECK(help.output.find("4  --audit") != std::string::npos);
+}
+
 TEST_CASE("explore exits 3 when a limit cuts the search short, and a random search is a sample") {
   Outcome cut = run_cli("explore " + small + " --max-executions 2 --json");
   CHECK(cut.status == 3);
@@ -71,12 +82,10 @@ accept_batch = 2
 [[clients]]
 name = "burst"
 count = 3
-connect_at = "50ms"
+connect_at = "50ms..80ms"
 requests = [{ at = "50ms", path = "/slow?ms=10" }]
 [[expect]]
-property = "max_gap"
-of = "burst"
-max = "5s"
+property = "liveness"
 )";
   std::string out = loopsim::testing::temp_path("explore-live");
   Outcome found = run_cli("explore " + scenario + " --set loop.owe_unfinished_batch=false --json --out " + out);

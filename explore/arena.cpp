@@ -208,10 +208,14 @@ void Arena::save(Image& into) const {
   }
   if (h.top > from) into.segments_.emplace_back(from, h.top - from);
   for (auto [offset, length] : into.segments_) total += length;
-  into.data_.resize(total);
+  if (into.capacity_ < total) {
+    into.capacity_ = total + total / 4;
+    into.data_.reset(new char[into.capacity_]);
+  }
+  into.size_ = total;
   std::size_t at = 0;
   for (auto [offset, length] : into.segments_) {
-    std::memcpy(into.data_.data() + at, base_ + offset, length);
+    std::memcpy(into.data_.get() + at, base_ + offset, length);
     at += length;
   }
 }
@@ -224,7 +228,7 @@ void Arena::restore(const Image& from) {
 #endif
   std::size_t at = 0;
   for (auto [offset, length] : from.segments_) {
-    std::memcpy(base_ + offset, from.data_.data() + at, length);
+    std::memcpy(base_ + offset, from.data_.get() + at, length);
     at += length;
   }
   unpoison_stacks();  // the restored stacks' (those it had then)

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -43,13 +44,16 @@ class Arena {
   std::size_t used() const;
 
   // A saved state of an arena.
+  // Its buffer is kept when an image is saved again: one image reused costs no allocation.
   class Image {
    public:
-    std::size_t bytes() const { return data_.size(); }
+    std::size_t bytes() const { return size_; }
 
    private:
     friend class Arena;
-    std::vector<char> data_;
+    std::unique_ptr<char[]> data_;  // not zeroed: every byte is copied in
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
     std::vector<std::pair<std::size_t, std::size_t>> segments_;  // offset, length
   };
   void save(Image& into) const;

@@ -31,6 +31,7 @@ struct ShapeNode {
   bool backlog = false;
   bool quiescent = false;   // an execution ended here with nothing left to happen
   bool explored = false;    // every way out of it was taken (by some visit)
+  bool beyond = false;      // seen with something past the horizon: what follows is unknown
   std::size_t first_key = 0;
 };
 
@@ -70,6 +71,14 @@ class Explorer {
   void note_worst(const Outcome& outcome);
   void find_stranding();
   std::vector<model::Choice> path_to(std::size_t key_node) const;
+  // The digest audit: a state whose shape or key was seen before must be the one seen then.
+  void audit(const Stop& stop, std::size_t shape, bool new_shape, std::size_t key, bool new_key);
+  void audit_failed(std::size_t first_key, const std::string& what);
+  // The audit of a state met again (key node `node`, the execution standing at `stop`): the
+  // execution goes on its natural way for a few stops, which must be the ones the first visit
+  // went through. A digest that leaves out something that matters shows here, whatever the
+  // digest's walk reads.
+  void audit_future(const Stop& stop, std::size_t node);
 
   const System& system_;
   const ExploreOptions& options_;
@@ -85,13 +94,29 @@ class Explorer {
   std::vector<ShapeNode> shape_nodes_;
   struct Edge {
     std::size_t from, to;
+    std::uint32_t via;  // the pick taken at from (no_pick where it asks nothing)
     bool accepted;
   };
   std::vector<Edge> edges_;
-  std::unordered_set<std::uint64_t> edge_seen_;  // (from, to, accepted), looked up, never iterated
+  std::unordered_set<std::uint64_t> edge_seen_;  // (from, to, accepted, via), looked up, never iterated
 
   std::vector<Frame> frames_;
   std::vector<model::Choice> path_;  // the running execution's decisions
+  // The audit's records: each shape's transcript, and what each key stands for beyond it.
+  struct AuditKey {
+    std::size_t shape;
+    Nanos now;
+    Stop::Kind kind;
+    model::ChoiceKind choice;
+    std::uint32_t options;
+  };
+  std::vector<std::vector<std::int64_t>> audit_shapes_;
+  std::vector<AuditKey> audit_keys_;
+  // Key node -> the key nodes reached from it so far, and whether that is every one (a step
+  // has one way on; a decision's are all taken once its frame is done).
+  std::vector<std::vector<std::size_t>> successors_;
+  std::vector<bool> all_successors_;
+  static constexpr int audit_lookahead = 16;
   std::uint64_t saved_bytes_ = 0;
   std::uint64_t accepted_before_ = 0;
   bool stop_ = false;
@@ -126,18 +151,28 @@ std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32
     graph_id = state::fold(state::fold(state::fold(stop.shape, 0xdec1), std::uint64_t(stop.choice)), stop.options);
   }
   auto [shape_it, new_shape] = shapes_.try_emplace(graph_id, shape_nodes_.size());
-  if (new_shape) shape_nodes_.push_back(ShapeNode{stop.backlog, false, false, key_nodes_.size()});
+  if (new_shape) shape_nodes_.push_back(ShapeNode{stop.backlog, false, false, false, key_nodes_.size()});
   std::size_t shape = shape_it->second;
+  shape_nodes_[shape].beyond = shape_nodes_[shape].beyond || stop.beyond;
   auto [key_it, new_key] = keys_.try_emplace(stop.key, key_nodes_.size());
   fresh = new_key;
   if (new_key) key_nodes_.push_back(KeyNode{previous, via, stop.choice, stop.options, shape});
+  if (options_.audit) {
+    audit(stop, shape, new_shape, key_it->second, new_key);
+    // The ways on from `previous`: what a later visit of it may reach (audit_future).
+    if (successors_.size() < key_nodes_.size()) successors_.resize(key_nodes_.size());
+    if (previous != no_node) {
+      std::vector<std::size_t>& out = successors_[previous];
+      if (std::find(out.begin(), out.end(), key_it->second) == out.end()) out.push_back(key_it->second);
+    }
+  }
   if (previous != no_node) {
     std::size_t from = key_nodes_[previous].shape;
     bool accepted = stop.accepted > accepted_before_;
     // A state that asks nothing has one way out, taken now; a decision's are its frame's.
     if (key_nodes_[previous].options == 0) shape_nodes_[from].explored = true;
-    std::uint64_t edge = state::fold(state::fold(from, shape), accepted);
-    if (edge_seen_.insert(edge).second) edges_.push_back(Edge{from, shape, accepted});
+    std::uint64_t edge = state::fold(state::fold(state::fold(from, shape), accepted), via);
+    if (edge_seen_.insert(edge).second) edges_.push_back(Edge{from, shape, via, accepted});
   }
   accepted_before_ = stop.accepted;
   ++result_.transitions;
@@ -185,8 +220,14 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
     std::size_t node = intern(stop, previous, via, fresh);
     previous = node;
     via = no_pick;
+    if (!result_.audit_failure.empty()) {
+      result_.steps += exec_->steps() - steps_at_start;
+      exec_->abandon();
+      return;
+    }
     // A state reached before has the futures it had then, explored then or being explored.
     if (merge_ && !fresh && !random_) {
+      if (options_.audit) audit_future(stop, node);
       ++result_.cut;
       result_.steps += exec_->steps() - steps_at_start;
       exec_->abandon();
@@ -303,7 +344,14 @@ void Explorer::dfs() {
     Frame& frame = frames_.back();
     if (frame.todo.empty()) {
       if (frame.whole) shape_nodes_[key_nodes_[frame.node].shape].explored = true;
-      if (frame.saved) saved_bytes_ -= frame.saved->bytes();
+      if (frame.whole && options_.audit) {
+        all_successors_.resize(key_nodes_.size(), false);
+        all_successors_[frame.node] = true;
+      }
+      if (frame.saved) {
+        saved_bytes_ -= frame.saved->bytes();
+        exec_->recycle(std::move(frame.saved));
+      }
       frames_.pop_back();
       continue;
     }
@@ -380,13 +428,27 @@ void Explorer::sample() {
 void Explorer::find_stranding() {
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
   if (shape_nodes_.empty()) return;
+  // A shape is relative to its instant, so one that holds nothing past the horizon has, for
+  // each pick, one successor up to the horizon's clamp. The step into a clamped state is then
+  // the horizon's view of a step seen unclamped at an earlier instant: it is that step, not a
+  // way out of its own.
+  std::unordered_set<std::uint64_t> unclamped;  // (from, via) with an unclamped successor, looked up only
+  for (const Edge& e : edges_) {
+    if (!shape_nodes_[e.to].beyond) unclamped.insert(state::fold(e.from, e.via));
+  }
+  std::vector<Edge> edges;
+  for (const Edge& e : edges_) {
+    bool echo = shape_nodes_[e.to].beyond && !shape_nodes_[e.from].beyond &&
+                unclamped.count(state::fold(e.from, e.via)) != 0;
+    if (!echo) edges.push_back(e);
+  }
   Graph graph(shape_nodes_.size());
-  for (const Edge& e : edges_) boost::add_edge(e.from, e.to, graph);
+  for (const Edge& e : edges) boost::add_edge(e.from, e.to, graph);
   std::vector<std::size_t> component(shape_nodes_.size());
   std::size_t count = boost::strong_components(graph, &component[0]);
   std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false), partial(count, false);
   std::vector<bool> cyclic(count, false), dead_end(count, false);
-  for (const Edge& e : edges_) {
+  for (const Edge& e : edges) {
     if (component[e.from] != component[e.to]) leaves[component[e.from]] = true;
     if (component[e.from] == component[e.to]) {
       cyclic[component[e.from]] = true;
@@ -397,7 +459,7 @@ void Explorer::find_stranding() {
     const ShapeNode& node = shape_nodes_[n];
     if (!node.backlog) clear[component[n]] = true;
     if (node.quiescent) dead_end[component[n]] = true;
-    if (!node.explored && !node.quiescent) partial[component[n]] = true;
+    if ((!node.explored && !node.quiescent) || node.beyond) partial[component[n]] = true;
   }
   for (std::size_t n = 0; n < shape_nodes_.size(); ++n) {
     std::size_t c = component[n];
@@ -410,6 +472,105 @@ void Explorer::find_stranding() {
     result_.verdict = ExploreResult::Verdict::violated;
     return;
   }
+}
+
+void Explorer::audit(const Stop& stop, std::size_t shape, bool new_shape, std::size_t key, bool new_key) {
+  if (stopped()) return;
+  std::optional<state::Transcript> written = exec_->transcript();
+  if (!written) {
+    ++result_.audit_unwritten;
+    return;
+  }
+  // A decision's node is its state and what it asks: both are written down.
+  if (stop.kind == Stop::Kind::decision) {
+    written->enter("decision");
+    written->add(std::int64_t(stop.choice));
+    written->add(stop.options);
+    written->leave();
+  }
+  if (new_shape) {
+    audit_shapes_.resize(shape + 1);
+    audit_shapes_[shape] = written->take_values();
+  } else {
+    ++result_.audit_compared;
+    std::string difference = state::first_difference(audit_shapes_[shape], *written);
+    if (!difference.empty()) {
+      audit_failed(shape_nodes_[shape].first_key, "two states of one shape differ at " + difference);
+      return;
+    }
+  }
+  AuditKey now{shape, stop.now, stop.kind, stop.choice, stop.options};
+  if (new_key) {
+    audit_keys_.resize(key + 1);
+    audit_keys_[key] = now;
+    return;
+  }
+  ++result_.audit_compared;
+  const AuditKey& then = audit_keys_[key];
+  if (then.shape != shape) {
+    audit_failed(key, "two states of one key have different shapes");
+  } else if (then.now != stop.now) {
+    audit_failed(key, "two states of one key stand at different times (" + std::to_string(then.now.count()) +
+                          " ns, then " + std::to_string(stop.now.count()) + " ns): different times left to the horizon");
+  } else if (then.kind != stop.kind || then.choice != stop.choice || then.options != stop.options) {
+    audit_failed(key, "two states of one key ask different things");
+  }
+}
+
+void Explorer::audit_future(const Stop& stop, std::size_t node) {
+  if (!result_.audit_failure.empty()) return;
+  // The execution goes on its natural way (pick 0 at each decision). Equal states need not
+  // number their alternatives alike (interchangeable clients in another order), so each stop
+  // must be one the first visit reached from the matching node by some way, and is wrong only
+  // where every way from there is known.
+  bool decision = stop.kind == Stop::Kind::decision;
+  std::size_t expect = node;
+  for (int step = 0; step < audit_lookahead; ++step) {
+    if (expect >= successors_.size() || successors_[expect].empty()) return;  // nothing known past it
+    bool every = !decision || (expect < all_successors_.size() && all_successors_[expect]);
+    if (decision) exec_->decide(0);
+    Stop now = exec_->advance();
+    std::string at = "; " + std::to_string(step + 1) + " stop(s) on";
+    if (now.kind == Stop::Kind::end) {
+      if (every) audit_failed(node, "two states with one digest part ways: the first went on, the second ended" + at);
+      return;
+    }
+    auto found = keys_.find(now.key);
+    const std::vector<std::size_t>& known = successors_[expect];
+    if (found != keys_.end() && std::find(known.begin(), known.end(), found->second) != known.end()) {
+      ++result_.audit_compared;
+      decision = now.kind == Stop::Kind::decision;
+      expect = found->second;
+      continue;
+    }
+    if (!every) return;  // perhaps by a way not taken yet
+    std::string difference = "in something the digest does not read";
+    std::size_t shape = key_nodes_[known.front()].shape;
+    if (std::optional<state::Transcript> written = exec_->transcript();
+        written && shape < audit_shapes_.size() && !audit_shapes_[shape].empty()) {
+      if (now.kind == Stop::Kind::decision) {
+        written->enter("decision");
+        written->add(std::int64_t(now.choice));
+        written->add(now.options);
+        written->leave();
+      }
+      std::string field = state::first_difference(audit_shapes_[shape], *written);
+      if (!field.empty()) difference = "at " + field;
+    }
+    audit_failed(node, "two states with one digest part ways: their futures differ " + difference + at);
+    return;
+  }
+}
+
+void Explorer::audit_failed(std::size_t first_key, const std::string& what) {
+  auto text = [](const std::vector<model::Choice>& choices) {
+    std::string out = "[";
+    for (const model::Choice& c : choices) out += (out.size() > 1 ? ", " : "") + model::choice_text(c);
+    return out + "]";
+  };
+  result_.audit_failure = what + "; the first was reached by the choices " + text(path_to(first_key)) +
+                          ", the second by " + text(path_);
+  stop_ = true;
 }
 
 std::vector<model::Choice> Explorer::path_to(std::size_t key_node) const {
@@ -444,7 +605,10 @@ ExploreResult Explorer::run() {
   // The graph shows every way out of a state only when nothing was cut and no alternative went
   // to another shard: only then is a bottom component one.
   bool whole = result_.bounds.empty() && options_.shards == 1 && !random_;
-  if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty() && whole) find_stranding();
+  if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty() && whole &&
+      result_.audit_failure.empty()) {
+    find_stranding();
+  }
   if (exec_) exec_->abandon();
   frames_.clear();
   if (result_.verdict != ExploreResult::Verdict::violated && !result_.bounds.empty()) {

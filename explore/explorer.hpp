@@ -57,6 +57,9 @@ struct ExploreOptions {
   // `maximize` (about group `maximize_of`, if given) measured the most. Nothing is merged.
   std::string maximize;
   std::string maximize_of;
+  // The digest audit: write every state down as well as digest it, and on every digest met
+  // again compare the two; a difference stops the search (ExploreResult::audit_failure).
+  bool audit = false;
 };
 
 // The worst case found in worst-case mode.
@@ -96,6 +99,11 @@ struct ExploreResult {
   std::optional<Counterexample> counterexample;
   std::optional<Worst> worst;  // worst-case mode: the largest figure measured
   std::uint64_t judged = 0;    // worst-case mode: executions that measured the property
+  // The digest audit: states met again and compared, states that could not be written down
+  // (a target program's), and the first difference found (empty: none).
+  std::uint64_t audit_compared = 0;
+  std::uint64_t audit_unwritten = 0;
+  std::string audit_failure;
 };
 
 const char* verdict_name(ExploreResult::Verdict verdict);

@@ -175,7 +175,13 @@ std::uint32_t FiberExecution::pause(const Stop& stop) {
 
 std::unique_ptr<Saved> FiberExecution::save() {
   if (!arena_ || !started_ || finished_) return nullptr;
-  auto saved = std::make_unique<FiberSaved>();
+  std::unique_ptr<FiberSaved> saved;
+  if (spare_.empty()) {
+    saved = std::make_unique<FiberSaved>();
+  } else {
+    saved.reset(static_cast<FiberSaved*>(spare_.back().release()));
+    spare_.pop_back();
+  }
   arena_->save(saved->image);
   saved->fiber = fiber_;
   saved->stop = stop_;
@@ -194,6 +200,10 @@ void FiberExecution::restore(const Saved& saved) {
   switches_->paused_on = from.paused_on;
   finished_ = false;
   abandoned_ = false;
+}
+
+void FiberExecution::recycle(std::unique_ptr<Saved> saved) {
+  if (saved && spare_.size() < 4096) spare_.push_back(std::move(saved));
 }
 
 void FiberExecution::abandon() {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "explore/arena.hpp"
 #include "explore/system.hpp"
@@ -27,6 +28,7 @@ class FiberExecution : public Execution {
   void decide(std::uint32_t pick) override { pick_ = pick; }
   std::unique_ptr<Saved> save() override;
   void restore(const Saved& saved) override;
+  void recycle(std::unique_ptr<Saved> saved) override;
   void abandon() override;
   std::uint64_t steps() const override { return steps_; }
 
@@ -59,6 +61,7 @@ class FiberExecution : public Execution {
   bool finished_ = false;  // the body returned
   bool abandoned_ = false;
   std::optional<std::string> failure_;  // an exception the body let out
+  std::vector<std::unique_ptr<Saved>> spare_;  // recycled saves, their buffers kept
 };
 
 }  // namespace loopsim::explore

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "checker/properties.hpp"
 #include "model/choice.hpp"
+#include "realloop/state.hpp"
 #include "sim/scenario.hpp"
 
 namespace loopsim::explore {
@@ -34,6 +36,9 @@ struct Stop {
   // The state as a search merges on it: the shape, the time left to the horizon and, at a
   // decision, what is asked. Equal keys have equal futures.
   std::uint64_t key = 0;
+  // Something in the state lies past the horizon (a deadline, a pending happening): the
+  // shape then says nothing of what comes after the horizon, and is no place for a cycle.
+  bool beyond = false;
   bool backlog = false;       // connections wait in an accept queue or a hand-off channel
   std::uint64_t accepted = 0;  // connections accepted so far (never decreases)
   Nanos now{0};
@@ -58,6 +63,11 @@ class Execution {
   virtual std::unique_ptr<Saved> save() { return nullptr; }
   // Puts the execution back at the stop `saved` was taken at (one of this execution's own).
   virtual void restore(const Saved& /*saved*/) {}
+  // A saved state no longer wanted: its memory may serve the next save().
+  virtual void recycle(std::unique_ptr<Saved> /*saved*/) {}
+  // At a step or decision stop: what its shape hashed, value by value with each value's field,
+  // for the digest audit; none where the state cannot be written down (a target program's).
+  virtual std::optional<state::Transcript> transcript() const { return std::nullopt; }
   // After the end stop: its judged outcome.
   virtual Outcome outcome() = 0;
   // Stops it where it is (its end is not wanted): it may finish quietly, or just end.

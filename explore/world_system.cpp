@@ -57,6 +57,11 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
         snapshots_(snapshots) {}
 
   Outcome outcome() override { return judged(result_->trace, scenario_, costs_); }
+  // (Asked at step and decision stops only, where the world is alive and its digest fresh.)
+  std::optional<state::Transcript> transcript() const override {
+    if (world_ == nullptr) return std::nullopt;
+    return world_->horizon_transcript();
+  }
 
  private:
   void body() override {
@@ -88,7 +93,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
   Stop observe(Stop::Kind kind) const {
     Stop stop;
     stop.kind = kind;
-    stop.shape = world_->digest();
+    stop.shape = world_->horizon_digest(stop.beyond);
     stop.now = world_->now();
     stop.backlog = world_->backlog() > 0;
     stop.accepted = world_->accepted();

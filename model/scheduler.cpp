@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <utility>
 
 #include "model/digest.hpp"
 #include "base/assert.hpp"
@@ -92,8 +93,8 @@ struct Scheduler::Thread {
   std::uint32_t in_call = 0;
   // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
   // its context and its owner's declared state stand for), generation (bumped at every block,
-  // to tell stale resumptions, which the digest leaves out), and rest_at (the context holds
-  // times relative to it).
+  // to tell stale resumptions, which the digest leaves out), and rest_at, when it last left its
+  // rest point (the context holds times relative to it).
   static constexpr loopsim::state::Fields<14> state_fields{
       loopsim::state::f::skip("name"),       loopsim::state::f::skip("body"),
       loopsim::state::f::skip("fiber"),      loopsim::state::f::skip("sink"),
@@ -124,6 +125,7 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 }  // namespace
 
 std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
+  ++epoch_;
   if (options < 2 || chooser_ == nullptr) return 0;
   std::uint32_t pick = chooser_->choose(kind, options);
   LOOPSIM_ASSERT_OP(pick, <, options);
@@ -134,6 +136,7 @@ std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
 }
 
 void Scheduler::rest(std::uint64_t site) {
+  ++epoch_;
   if (current_ == no_thread || landing_) return;
   Thread& thread = *threads_[std::size_t(current_)];
   thread.context = mix(0x5e57, site);
@@ -143,11 +146,18 @@ void Scheduler::rest(std::uint64_t site) {
 }
 
 void Scheduler::learn(std::uint64_t what) {
+  ++epoch_;
   if (current_ == no_thread || landing_) return;
   Thread& thread = *threads_[std::size_t(current_)];
   thread.context = mix(mix(thread.context, what), shared_ ? shared_() : 0);
   thread.resting = false;
   thread.in_call = 0;
+}
+
+void Scheduler::leave_rest() {
+  ++epoch_;
+  if (current_ == no_thread || landing_) return;
+  threads_[std::size_t(current_)]->rest_at = now_;
 }
 
 Nanos Scheduler::since_rest() const {
@@ -181,6 +191,7 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
+  ++epoch_;
   came(entry);
   if (entry.when == now_ && !now_batch_.empty()) {
     now_batch_.push_back(std::move(entry));  // joins the instant being run
@@ -199,9 +210,29 @@ bool Scheduler::stale(const Entry& entry) const {
   return thread.state == Thread::State::done || entry.generation != thread.generation;
 }
 
+// Stale resumptions (and deadlines of windows landed) at the head of the queue: nothing would
+// run them, and no digest sees them.
+void Scheduler::drop_stale_heads() {
+  while (!queue_.empty() && stale(queue_.front())) {
+    std::pop_heap(queue_.begin(), queue_.end(), Later{});
+    queue_.pop_back();
+  }
+}
+
+void Scheduler::drop_stale_now() {
+  for (std::size_t i = 0; i < now_batch_.size();) {
+    if (stale(now_batch_[i])) {
+      now_batch_.erase(now_batch_.begin() + std::ptrdiff_t(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
 // Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
 // dropped), and the clock to it. False when nothing is due before `until`.
 bool Scheduler::load_next_instant(Nanos until) {
+  ++epoch_;
   while (now_batch_.empty()) {
     if (queue_.empty() || queue_.front().when >= until) return false;
     LOOPSIM_ASSERT_OP(queue_.front().when.count(), >=, now_.count());
@@ -238,6 +269,7 @@ const char* happening_name(Happening what) {
 // class of interchangeable happenings only the first in line is a distinct choice. A windowed
 // one is a twin only of those whose windows end alike.
 Scheduler::Entry Scheduler::take_next() {
+  ++epoch_;
   std::vector<Alternative> offered;
   if (now_batch_.size() > 1 && chooser_ != nullptr) {
     for (std::uint32_t i = 0; i < now_batch_.size(); ++i) {
@@ -258,10 +290,11 @@ Scheduler::Entry Scheduler::take_next() {
 // Of each twin class of open windows, the one that must land first: if an execution lands a
 // later-ending twin here, the one that lands the earlier-ending twin here and the other where
 // that one landed is also an execution, and ends alike.
-std::vector<Scheduler::Alternative> Scheduler::landing_alternatives() const {
+std::vector<Scheduler::Alternative> Scheduler::landing_alternatives(const Call* call) const {
   std::vector<Alternative> out;
   for (std::uint32_t i = 0; i < open_.size(); ++i) {
     const Entry& e = open_[i];
+    if (call != nullptr && commutes_ && commutes_(e.tag, *call)) continue;
     std::uint64_t twin = twins_ ? twins_(e.tag, pending_part(e)) : 0;
     auto same = std::find_if(out.begin(), out.end(), [twin](const Alternative& a) { return twin != 0 && a.twin == twin; });
     if (same == out.end()) {
@@ -279,6 +312,7 @@ bool Scheduler::offer_landing() {
   std::vector<Alternative> alternatives = landing_alternatives();
   std::uint32_t pick = choose(ChoiceKind::land, std::uint32_t(alternatives.size() + 1));
   if (pick == 0) return false;
+  ++epoch_;
   Entry entry = std::move(open_[alternatives[pick - 1].index]);
   open_.erase(open_.begin() + alternatives[pick - 1].index);
   went(entry);
@@ -289,7 +323,10 @@ bool Scheduler::offer_landing() {
 // A window entry taken at its start: it opens, and (the natural choice) its class lands now,
 // earliest end first: an open twin that must land before it goes in its place.
 void Scheduler::window_start(Entry& entry) {
+  ++epoch_;
+  in_hand_ = &entry;
   bool now = choose(ChoiceKind::land, 2) == 0;
+  in_hand_ = nullptr;
   std::optional<std::size_t> earlier;
   if (now && twins_) {
     std::uint64_t twin = twins_(entry.tag, 0);  // taken off already: nothing of its own is pending
@@ -315,6 +352,7 @@ void Scheduler::window_start(Entry& entry) {
 }
 
 void Scheduler::run_entry(Entry& entry) {
+  ++epoch_;
   switch (entry.kind) {
     case Kind::callback:
       if (entry.window != 0 && entry.window_end > now_) {
@@ -338,8 +376,9 @@ void Scheduler::run_entry(Entry& entry) {
   }
 }
 
-void Scheduler::call_point() {
+void Scheduler::call_point(const Call& call) {
   if (!explore_windows_ || landing_ || current_ == no_thread) return;
+  ++epoch_;
   threads_[std::size_t(current_)]->in_call = 0;
   // Windows starting now that have not been taken yet may land here too: they open first.
   for (std::size_t i = 0; i < now_batch_.size();) {
@@ -354,7 +393,8 @@ void Scheduler::call_point() {
     push(std::move(deadline));
   }
   while (!open_.empty()) {
-    std::vector<Alternative> alternatives = landing_alternatives();
+    std::vector<Alternative> alternatives = landing_alternatives(&call);
+    if (alternatives.empty()) return;
     std::uint32_t pick = choose(ChoiceKind::land, std::uint32_t(alternatives.size() + 1));
     if (pick == 0) return;
     land_inside(alternatives[pick - 1].index);
@@ -362,6 +402,7 @@ void Scheduler::call_point() {
 }
 
 void Scheduler::land_inside(std::size_t index) {
+  ++epoch_;
   Entry entry = std::move(open_[index]);
   open_.erase(open_.begin() + std::ptrdiff_t(index));
   went(entry);
@@ -424,6 +465,7 @@ void Scheduler::yield(Thread& thread) {
 }
 
 void Scheduler::sleep_until(Nanos when) {
+  ++epoch_;
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::sleeping;
@@ -432,6 +474,7 @@ void Scheduler::sleep_until(Nanos when) {
 }
 
 bool Scheduler::block(Nanos deadline) {
+  ++epoch_;
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::blocked;
@@ -442,10 +485,12 @@ bool Scheduler::block(Nanos deadline) {
                nullptr});
   }
   yield(thread);
-  return thread.woken;
+  // Only a blocked thread's flag is state: once it runs, it has learnt it.
+  return std::exchange(thread.woken, false);
 }
 
 void Scheduler::wake(ThreadId id) {
+  ++epoch_;
   Thread& thread = *threads_.at(std::size_t(id));
   if (thread.state != Thread::State::blocked || thread.woken) return;
   thread.woken = true;
@@ -453,6 +498,7 @@ void Scheduler::wake(ThreadId id) {
 }
 
 void Scheduler::resume(ThreadId id) {
+  ++epoch_;
   Thread& thread = *threads_[std::size_t(id)];
   LOOPSIM_ASSERT(current_ == no_thread);
   thread.state = Thread::State::runnable;
@@ -468,13 +514,20 @@ void Scheduler::resume(ThreadId id) {
 
 bool Scheduler::step(Nanos until) {
   LOOPSIM_ASSERT(current_ == no_thread);
-  // Open windows may land before anything else: at this instant, before time moves on, and at
-  // the next instant before what is due there.
-  if (offer_landing()) return true;
+  // Open windows may land before anything else: before time moves on, and at each instant
+  // before what is due there. Offered once where time does not move: asked twice in one state,
+  // the question would be two decisions a search cannot tell apart, the first of which leads
+  // only to the second.
+  // What went stale within this instant (a landed window's deadline, a resumption overtaken)
+  // goes before anything is offered: it would run as a step that changes nothing.
+  drop_stale_now();
   if (now_batch_.empty()) {
+    drop_stale_heads();
+    bool moves = queue_.empty() || queue_.front().when != now_;
+    if (moves && offer_landing()) return true;
     if (!load_next_instant(until)) return false;
-    if (offer_landing()) return true;
   }
+  if (offer_landing()) return true;
   Entry entry = take_next();
   run_entry(entry);
   return true;
@@ -507,7 +560,8 @@ std::optional<loopsim::state::Name> subject_name(Happening what) {
 
 }  // namespace
 
-std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Names* names) const {
+std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Names* names, loopsim::state::Sink* clamp) const {
+  const Nanos horizon = clamp != nullptr ? clamp->horizon() : Nanos(-1);
   using loopsim::state::fold;
   std::uint64_t v = fold(std::uint64_t(e.kind), std::uint64_t(e.thread));
   std::int64_t subject = e.tag.subject;
@@ -515,7 +569,13 @@ std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Name
     if (auto name = subject_name(e.tag.what)) subject = names->canonical(*name, subject);
   }
   v = fold(fold(v, std::uint64_t(e.tag.what)), std::uint64_t(subject));
-  return fold(fold(v, e.tag.detail), std::uint64_t(e.window != 0 ? (e.window_end - now_).count() : -1));
+  std::int64_t end = e.window != 0 ? (e.window_end - now_).count() : -1;
+  // A window ending at or past the horizon need not land: where past it is no matter.
+  if (end >= 0 && horizon.count() >= 0 && end >= (horizon - now_).count()) {
+    clamp->clamped(end);
+    end = loopsim::state::beyond;
+  }
+  return fold(fold(v, e.tag.detail), std::uint64_t(end));
 }
 
 std::uint64_t Scheduler::pending_part(const Entry& e) {
@@ -550,23 +610,26 @@ void Scheduler::digest(Digest& d) const {
     explicit Into(Digest& d) : d(d) {}
     void add(std::int64_t v) override { d.add(v); }
     Digest& d;
-  } into(d);
+  } into(d);  // no horizon: every time as it is
   digest_state(into, now_);
 }
 
 void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
   const loopsim::state::Names* names = d.names();
   // What is due now, wherever it waits (the instant's batch, or the heap when the batch was
-  // empty as it came), then what is due later.
+  // empty as it came), then what is due later. A window's end and a later entry at or past the
+  // horizon are fed as state::beyond (entry_digest, add_left).
   std::vector<std::uint64_t> now;
-  for (const Entry& e : now_batch_) now.push_back(entry_digest(e, names));
+  for (const Entry& e : now_batch_) {
+    if (!stale(e)) now.push_back(entry_digest(e, names, &d));
+  }
   std::vector<std::pair<std::int64_t, std::uint64_t>> later;
   for (const Entry& e : queue_) {
     if (stale(e)) continue;
     if (e.when == now_) {
-      now.push_back(entry_digest(e, names));
+      now.push_back(entry_digest(e, names, &d));
     } else {
-      later.emplace_back((e.when - now_).count(), entry_digest(e, names));
+      later.emplace_back((e.when - now_).count(), entry_digest(e, names, &d));
     }
   }
   std::sort(now.begin(), now.end());
@@ -575,14 +638,17 @@ void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
   std::sort(later.begin(), later.end());
   d.add(std::int64_t(later.size()));
   for (auto [when, what] : later) {
-    d.add(when);
+    loopsim::state::add_left(d, when, now_);
     d.add(std::int64_t(what));
   }
   std::vector<std::uint64_t> open;
-  for (const Entry& e : open_) open.push_back(entry_digest(e, names));
+  for (const Entry& e : open_) open.push_back(entry_digest(e, names, &d));
   std::sort(open.begin(), open.end());
   d.add(std::int64_t(open.size()));
   for (std::uint64_t v : open) d.add(std::int64_t(v));
+  // A windowed entry taken off to start, while whether it lands now is asked: a state of its
+  // own, apart from the same entry still due (where the question is whether an open one lands).
+  d.add(in_hand_ != nullptr ? std::int64_t(entry_digest(*in_hand_, names, &d)) : -1);
   for (const auto& thread : threads_) loopsim::state::visit_into(d, *thread, now_);
 }
 

@@ -69,6 +69,22 @@ constexpr Tag tag(Happening what, std::uint64_t subject, std::uint64_t detail = 
   return Tag{what, static_cast<std::uint32_t>(subject), detail};
 }
 
+// A kernel call a simulated thread is about to make, as far as landings care (call_point).
+struct Call {
+  enum class Kind : std::uint8_t {
+    other,      // anything not below: every landing may interfere with it
+    accept, wait, watch, read, write, close, shutdown, spend, wake_signal, wake_drain,
+    allocate,   // a call that takes a descriptor (listen, a poller, a wake object, a pipe, a file)
+  };
+  Kind kind = Kind::other;
+  int fd = -1;
+};
+
+// Whether pending happening `what`, landing just before call `call`, would have the same effect
+// as landing just after it (and after whatever the thread does up to its next call): then the
+// call point need not offer it, as the next one will. Must answer false when unsure.
+using Commutes = std::function<bool(const Tag& what, const Call& call)>;
+
 // Symmetry: the class of interchangeable happenings a pending callback belongs to, or 0 when it
 // has no twin. Two same-instant happenings of one class lead to states that differ only by a
 // renaming of identical clients, so the order between them is not a choice worth exploring.
@@ -88,6 +104,9 @@ class Scheduler {
   ~Scheduler();
 
   Nanos now() const { return now_; }
+  // Bumped by everything that may change the world: whatever runs runs through the scheduler.
+  // A digest taken at one epoch holds until the next.
+  std::uint64_t epoch() const { return epoch_; }
 
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
   // must not block.
@@ -138,7 +157,11 @@ class Scheduler {
   // it may read that others write (shared_inputs). Ignored outside a thread and while a
   // happening lands inside a call.
   void learn(std::uint64_t what);
-  // Virtual time since the running thread's last rest point: how a thread learns the time.
+  // The running thread leaves its rest point (its wait returned): nothing it holds is older.
+  void leave_rest();
+  // Virtual time since the running thread last left its rest point: how a thread learns the
+  // time. (Since it left it, not since it came: the time it waited there is nowhere on its
+  // stack, so two threads woken at one instant know the same, however long each waited.)
   Nanos since_rest() const;
   // What the threads may read without a kernel call that others (threads, callbacks) write: a
   // loop's mailbox, its shutdown flag. Digested into the context at every call's return.
@@ -146,8 +169,11 @@ class Scheduler {
 
   // A kernel call begins, made by the running thread: open windowed happenings may land here
   // (choices of kind `land`), before the call goes on, without moving virtual time. (A landing
-  // connection's SYN completes its handshake in the same step: SimKernel::arrive.)
-  void call_point();
+  // connection's SYN completes its handshake in the same step: SimKernel::arrive.) One that
+  // commutes with the call (set_commutes) is not offered here: landing here or at the next
+  // call point (or the scheduler's next step) reaches the same state.
+  void call_point(const Call& call = {});
+  void set_commutes(Commutes commutes) { commutes_ = std::move(commutes); }
 
   // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
   // Returns the number of steps taken.
@@ -203,28 +229,35 @@ class Scheduler {
   bool load_next_instant(Nanos until);
   Entry take_next();
   bool stale(const Entry& entry) const;
+  void drop_stale_heads();
+  void drop_stale_now();
   void resume(ThreadId thread);
   void yield(Thread& thread);
   void run_entry(Entry& entry);
   // A window entry taken at its start: lands now, or opens until its end.
   void window_start(Entry& entry);
-  // The open windows' alternatives, one per twin class (the earliest end of each).
-  std::vector<Alternative> landing_alternatives() const;
+  // The open windows' alternatives, one per twin class (the earliest end of each); at a call
+  // point, those that do not commute with the call.
+  std::vector<Alternative> landing_alternatives(const Call* call = nullptr) const;
   // Offers the open windows a landing; true if one landed.
   bool offer_landing();
   // Lands open window `index` inside a call: it and what it schedules for now run at once.
   void land_inside(std::size_t index);
-  std::uint64_t entry_digest(const Entry& e, const loopsim::state::Names* names) const;
+  // With `clamp`, a window's end at or past its horizon is fed as state::beyond, and said so.
+  std::uint64_t entry_digest(const Entry& e, const loopsim::state::Names* names,
+                             loopsim::state::Sink* clamp = nullptr) const;
   // pending_about's part for one entry, and its bookkeeping as entries come and go.
   static std::uint64_t pending_part(const Entry& e);
   void came(const Entry& e);
   void went(const Entry& e);
 
   Nanos now_{0};
+  std::uint64_t epoch_ = 0;
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;
   Chooser* chooser_;
   TwinClass twins_;
+  Commutes commutes_;
   std::function<std::uint64_t()> shared_;
   // pending_about's sums, by (kind, subject): looked up, never iterated.
   std::unordered_map<std::uint64_t, std::uint64_t> pending_;
@@ -234,6 +267,8 @@ class Scheduler {
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
   std::vector<Entry> open_;       // windowed happenings deferred past their start, not landed
+  // A windowed entry taken off to start, while whether it lands now is asked: still pending.
+  const Entry* in_hand_ = nullptr;
   std::vector<std::unique_ptr<Thread>> threads_;
 };
 

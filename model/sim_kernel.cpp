@@ -472,6 +472,16 @@ int SimKernel::unseen_attempts(ConnId id) const {
   return unseen ? c.syn_attempts : -1;
 }
 
+bool SimKernel::read_may_notify(int fd) const {
+  const FdEntry* e = entry(fd);
+  return e != nullptr && e->kind == FdKind::socket && !conns_[e->conn].client_pending.empty();
+}
+
+bool SimKernel::backlog_capable(int fd) const {
+  const FdEntry* e = entry(fd);
+  return e != nullptr && e->kind == FdKind::listener;
+}
+
 std::uint64_t SimKernel::conn_digest(ConnId id) const {
   const Conn& conn = conns_.at(id);
   std::uint64_t value = 0;
@@ -750,8 +760,8 @@ enum Op : int {
 }  // namespace
 
 template <class Body>
-auto SimKernel::call(int op, Body body) {
-  scheduler_.call_point();
+auto SimKernel::call(int op, const Call& what, Body body) {
+  scheduler_.call_point(what);
   auto result = body();
   scheduler_.learn(Learnt(op).add(std::int64_t(result)).value());
   return result;
@@ -763,42 +773,49 @@ Nanos SimKernel::now() {
 }
 
 void SimKernel::spend(Nanos duration) {
-  scheduler_.call_point();
+  scheduler_.call_point(Call{Call::Kind::spend, -1});
   spend_now(duration);
   scheduler_.learn(Learnt(op_spend).value());
 }
 
-int SimKernel::listen(const ListenSpec& spec) { return call(op_listen, [&] { return listen_now(spec); }); }
-int SimKernel::accept(int listener) { return call(op_accept, [&] { return accept_now(listener); }); }
-std::int64_t SimKernel::write(int fd, std::span<const char> from) { return call(op_write, [&] { return write_now(fd, from); }); }
-int SimKernel::close(int fd) { return call(op_close, [&] { return close_now(fd); }); }
-int SimKernel::abort(int fd) { return call(op_abort, [&] { return abort_now(fd); }); }
-int SimKernel::poller_create() { return call(op_poller, [&] { return poller_create_now(); }); }
+using K = Call::Kind;
+int SimKernel::listen(const ListenSpec& spec) { return call(op_listen, Call{K::allocate, -1}, [&] { return listen_now(spec); }); }
+int SimKernel::accept(int listener) { return call(op_accept, Call{K::accept, listener}, [&] { return accept_now(listener); }); }
+std::int64_t SimKernel::write(int fd, std::span<const char> from) {
+  return call(op_write, Call{K::write, fd}, [&] { return write_now(fd, from); });
+}
+int SimKernel::close(int fd) { return call(op_close, Call{K::close, fd}, [&] { return close_now(fd); }); }
+int SimKernel::abort(int fd) { return call(op_abort, Call{K::close, fd}, [&] { return abort_now(fd); }); }
+int SimKernel::poller_create() { return call(op_poller, Call{K::allocate, -1}, [&] { return poller_create_now(); }); }
 int SimKernel::watch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
-  return call(op_watch, [&] { return watch_now(poller, fd, interest, trigger); });
+  return call(op_watch, Call{K::watch, fd}, [&] { return watch_now(poller, fd, interest, trigger); });
 }
 int SimKernel::rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
-  return call(op_rewatch, [&] { return rewatch_now(poller, fd, interest, trigger); });
+  return call(op_rewatch, Call{K::watch, fd}, [&] { return rewatch_now(poller, fd, interest, trigger); });
 }
-int SimKernel::unwatch(int poller, int fd) { return call(op_unwatch, [&] { return unwatch_now(poller, fd); }); }
-int SimKernel::wake_create() { return call(op_wake_create, [&] { return wake_create_now(); }); }
-int SimKernel::shutdown_write(int fd) { return call(op_shutdown, [&] { return shutdown_write_now(fd); }); }
-int SimKernel::file_open() { return call(op_file, [&] { return file_open_now(); }); }
+int SimKernel::unwatch(int poller, int fd) {
+  return call(op_unwatch, Call{K::other, fd}, [&] { return unwatch_now(poller, fd); });
+}
+int SimKernel::wake_create() { return call(op_wake_create, Call{K::allocate, -1}, [&] { return wake_create_now(); }); }
+int SimKernel::shutdown_write(int fd) {
+  return call(op_shutdown, Call{K::shutdown, fd}, [&] { return shutdown_write_now(fd); });
+}
+int SimKernel::file_open() { return call(op_file, Call{K::allocate, -1}, [&] { return file_open_now(); }); }
 
 void SimKernel::wake_signal(int wake) {
-  scheduler_.call_point();
+  scheduler_.call_point(Call{K::wake_signal, wake});
   wake_signal_now(wake);
   scheduler_.learn(Learnt(op_wake_signal).value());
 }
 
 void SimKernel::wake_drain(int wake) {
-  scheduler_.call_point();
+  scheduler_.call_point(Call{K::wake_drain, wake});
   wake_drain_now(wake);
   scheduler_.learn(Learnt(op_wake_drain).value());
 }
 
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
-  scheduler_.call_point();
+  scheduler_.call_point(Call{K::read, fd});
   std::int64_t n = read_now(fd, into);
   Learnt learnt(op_read);
   learnt.add(n);
@@ -808,7 +825,7 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
 }
 
 int SimKernel::pipe(int ends[2]) {
-  scheduler_.call_point();
+  scheduler_.call_point(Call{K::allocate, -1});
   int rc = pipe_now(ends);
   scheduler_.learn(Learnt(op_pipe).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
   return rc;
@@ -816,8 +833,9 @@ int SimKernel::pipe(int ends[2]) {
 
 [[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
-  scheduler_.call_point();
+  scheduler_.call_point(Call{K::wait, poller});
   int n = wait_now(poller, into, timeout);
+  scheduler_.leave_rest();
   Learnt learnt(op_wait);
   learnt.add(n);
   for (int i = 0; i < n; ++i) {

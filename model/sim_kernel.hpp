@@ -149,6 +149,12 @@ class SimKernel final : public Kernel {
   // The fault's window of failing accepts opens now (a windowed start that landed).
   void open_accept_fault(std::size_t index) { accept_faults_.at(index).fault.from = scheduler_.now(); }
 
+  // For a landing that a call may commute with (model::Commutes): whether reading `fd` could
+  // announce it again (bytes wait on the client's side for room), whether `fd` is a listener,
+  // and the connection a client's descriptor is (no_conn: none).
+  bool read_may_notify(int fd) const;
+  bool is_listener(int fd) const { return backlog_capable(fd); }
+
   // Inspection, for the simulation's trace and final checks.
   ConnId conn_of(int fd) const;              // the connection behind a server descriptor
   std::size_t backlog(int listener) const;   // connections waiting in its accept queue
@@ -259,7 +265,7 @@ class SimKernel final : public Kernel {
 
   // The calls' bodies, without the call point and what the caller learns (sim_kernel.cpp).
   template <class Body>
-  auto call(int op, Body body);
+  auto call(int op, const Call& what, Body body);
   void spend_now(Nanos duration);
   int listen_now(const ListenSpec& spec);
   int accept_now(int listener);
@@ -279,6 +285,7 @@ class SimKernel final : public Kernel {
   int shutdown_write_now(int fd);
   int file_open_now();
 
+  bool backlog_capable(int fd) const;
   int allocate_fd(FdKind kind, std::uint32_t object);
   void release_fd(int fd);
   const FdEntry* entry(int fd) const;

@@ -46,7 +46,7 @@ void Loop::admit(int fd) {
   c = Connection{};
   c.generation = generation;
   c.open = true;
-  c.head_since = kernel_.now();  // R12: a connection that never sends is timed out as a head
+  c.head_until = kernel_.now() + config_.head_timeout;  // R12: a connection that never sends is timed out as a head
   ++connection_count_;
   if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
@@ -134,16 +134,16 @@ void Loop::answer_requests(int fd, Connection& c) {
 void Loop::note_phase(Connection& c) {
   const Nanos now = kernel_.now();
   if (c.input.empty()) {
-    c.body_since = Nanos(-1);
-    if (c.answered) c.head_since = Nanos(-1);  // a fresh connection's head began at admission
+    c.body_until = Nanos(-1);
+    if (c.answered) c.head_until = Nanos(-1);  // a fresh connection's head began at admission
     return;
   }
-  c.idle_since = Nanos(-1);
+  c.idle_until = Nanos(-1);
   if (head_complete(c.input)) {
-    c.head_since = Nanos(-1);
-    if (c.body_since.count() < 0) c.body_since = now;
-  } else if (c.head_since.count() < 0) {
-    c.head_since = now;
+    c.head_until = Nanos(-1);
+    if (c.body_until.count() < 0) c.body_until = now + config_.body_timeout;
+  } else if (c.head_until.count() < 0) {
+    c.head_until = now + config_.head_timeout;
   }
 }
 
@@ -162,7 +162,7 @@ void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
     ++served;
     // This request is done: the next one's clock starts, and the connection is busy, not idle
     // (flush starts the idle clock again once the answer is written).
-    c.head_since = c.body_since = c.idle_since = Nanos(-1);
+    c.head_until = c.body_until = c.idle_until = Nanos(-1);
     if (parsed != http::Parse::complete) {
       observer_.request_begin(worker_, fd, "");
       consumed = c.input.size();
@@ -227,12 +227,12 @@ void Loop::flush(int fd, Connection& c) {
   }
   // R12: a write stalls from its last progress; a connection with nothing left to do is idle.
   if (c.output.empty()) {
-    c.write_since = Nanos(-1);
+    c.write_until = Nanos(-1);
     bool idle = c.answered && c.input.empty() && !c.in_pool && !c.owed_turn;
-    if (idle && c.idle_since.count() < 0) c.idle_since = kernel_.now();
-  } else if (progress || c.write_since.count() < 0) {
-    c.write_since = kernel_.now();
-    c.idle_since = Nanos(-1);
+    if (idle && c.idle_until.count() < 0) c.idle_until = kernel_.now() + config_.keepalive_timeout;
+  } else if (progress || c.write_until.count() < 0) {
+    c.write_until = kernel_.now() + config_.write_timeout;
+    c.idle_until = Nanos(-1);
   }
   bool want_write = !c.output.empty();
   if (want_write != c.want_write) {

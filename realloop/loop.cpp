@@ -166,7 +166,7 @@ Nanos Loop::wait_timeout() {
   std::optional<Nanos> next;
   if (!timers_.empty()) next = Nanos(timers_.begin()->first);
   if (shutting_down_ && config_.drain_timeout.count() > 0) {
-    Nanos drain_end = shutdown_at_ + config_.drain_timeout;
+    Nanos drain_end = drain_until_;
     next = std::min(next.value_or(drain_end), drain_end);
   }
   if (!next) return timeout;
@@ -276,7 +276,7 @@ void Loop::begin_shutdown() {
     std::lock_guard lock(mailbox_);  // offer() reads it from siblings' threads
     shutting_down_ = true;
   }
-  shutdown_at_ = kernel_.now();
+  drain_until_ = kernel_.now() + config_.drain_timeout;
   observer_.shutdown_begin(worker_);
   // Queued connections have sent their requests and believe they are connected: the close
   // would reset them. Taken whole, past accept_batch and max_connections; only descriptors

@@ -124,20 +124,21 @@ class Loop {
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     std::string output;
-    // R12: when each phase began (-1: not in it), and the deadline this connection's entry in
-    // timers_ was filed under (-1: none). The digest skips timer_at: where the entry is filed
-    // is bookkeeping; the phases' start times say when the connection times out.
-    Nanos head_since{-1};   // a request's first byte, or the admission
-    Nanos body_since{-1};   // its head's end
-    Nanos idle_since{-1};   // the last answer written, nothing since
-    Nanos write_since{-1};  // output waiting: the last progress
+    // R12: when each phase in progress times out (its start plus its timeout; -1: not in it),
+    // and the deadline this connection's entry in timers_ was filed under (-1: none). The
+    // digest skips timer_at: where the entry is filed is bookkeeping; the phases' deadlines
+    // say when the connection times out.
+    Nanos head_until{-1};   // from a request's first byte, or the admission
+    Nanos body_until{-1};   // from its head's end
+    Nanos idle_until{-1};   // from the last answer written, nothing since
+    Nanos write_until{-1};  // output waiting: from the last progress
     Nanos timer_at{-1};
     static constexpr state::Fields<16> state_fields{
         state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
         state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
         state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("generation"),
-        state::f::value("input"),      state::f::value("output"),     state::f::since("head_since"),
-        state::f::since("body_since"), state::f::since("idle_since"), state::f::since("write_since"),
+        state::f::value("input"),      state::f::value("output"),     state::f::deadline("head_until"),
+        state::f::deadline("body_until"), state::f::deadline("idle_until"), state::f::deadline("write_until"),
         state::f::skip("timer_at")};
   };
   enum class Input : std::uint8_t { open, ended, reset, full };
@@ -239,7 +240,7 @@ class Loop {
   // R12: at most one entry per connection, (deadline, descriptor), earliest first. Filed
   // lazily: an entry may be earlier than the connection's deadline now; it is then filed again.
   std::set<std::pair<std::int64_t, int>> timers_;
-  Nanos shutdown_at_{-1};  // R5: when the shutdown began, for drain_timeout
+  Nanos drain_until_{-1};  // R5: when the shutdown's drain_timeout runs out (-1: no shutdown yet)
   int drain_resets_ = 0;   // R5: connections reset because the drain ran out of time
 
  public:
@@ -261,7 +262,7 @@ class Loop {
       state::f::value("draining_"),         state::f::value("deferring_"),       state::f::value("deferred_"),
       state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::value("handle_capacity_"),
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
-      state::f::skip("events_"),            state::f::skip("timers_"),           state::f::since("shutdown_at_"),
+      state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
       state::f::value("drain_resets_")};
   friend struct state::Access;
 };

@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -33,6 +34,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "realloop/kernel.hpp"
 
@@ -43,6 +45,7 @@ enum class Policy : std::uint8_t {
   value,        // fed as it is
   size,         // a container fed by its size alone (its elements are callbacks)
   until,        // a deadline: the time left, 0 once it has passed
+  deadline,     // a deadline or -1 for none: the time left (0 once passed), or -1
   since,        // a start (-1: none): the time elapsed since, or -1
   at_now,       // an instant whose only effect is whether it is now
   skip,         // not state (see the field's comment)
@@ -54,6 +57,7 @@ enum class Policy : std::uint8_t {
 inline constexpr Policy value = Policy::value;
 inline constexpr Policy size = Policy::size;
 inline constexpr Policy until = Policy::until;
+inline constexpr Policy deadline = Policy::deadline;
 inline constexpr Policy since = Policy::since;
 inline constexpr Policy at_now = Policy::at_now;
 inline constexpr Policy skip = Policy::skip;
@@ -69,6 +73,7 @@ namespace f {
 constexpr Field value(const char* name) { return Field{Policy::value, name}; }
 constexpr Field size(const char* name) { return Field{Policy::size, name}; }
 constexpr Field until(const char* name) { return Field{Policy::until, name}; }
+constexpr Field deadline(const char* name) { return Field{Policy::deadline, name}; }
 constexpr Field since(const char* name) { return Field{Policy::since, name}; }
 constexpr Field at_now(const char* name) { return Field{Policy::at_now, name}; }
 constexpr Field skip(const char* name) { return Field{Policy::skip, name}; }
@@ -112,6 +117,18 @@ class Names {
   ~Names() = default;
 };
 
+// A walk that knows the run's horizon feeds every time still to come that lies at or beyond it
+// as `beyond` (nothing at or past the horizon happens, so when past it is no matter), and tells
+// its Clamp the exact value, for a digest that keeps both (the shape, sim::World::shape).
+inline constexpr std::int64_t beyond = INT64_MAX;
+class Clamp {
+ public:
+  virtual void clamped(std::int64_t exact) = 0;
+
+ protected:
+  ~Clamp() = default;
+};
+
 // Follows a digest's walk through the fields, for an audit that names what it compares.
 class Trail {
  public:
@@ -149,6 +166,9 @@ class Sink {
   virtual void add(std::int64_t value) = 0;
   virtual const Names* names() const { return nullptr; }
   virtual Trail* trail() const { return nullptr; }
+  // The horizon (-1: none), and where a time clamped at it goes (see Clamp).
+  virtual Nanos horizon() const { return Nanos(-1); }
+  virtual void clamped(std::int64_t /*exact*/) {}
 
  protected:
   ~Sink() = default;
@@ -164,7 +184,20 @@ struct Feed {
   Nanos now;
   const Names* names = nullptr;
   Trail* trail = nullptr;
+  Nanos horizon{-1};
+  Clamp* clamp = nullptr;
 };
+
+// A time still to come (relative to now), clamped at the horizon.
+template <class Add>
+void feed_left(const Feed<Add>& in, std::int64_t left) {
+  if (in.horizon.count() >= 0 && left >= (in.horizon - in.now).count()) {
+    in.add(beyond);
+    if (in.clamp != nullptr) in.clamp->clamped(left);
+    return;
+  }
+  in.add(left);
+}
 
 template <class Add>
 class SinkOf final : public Sink {
@@ -173,6 +206,10 @@ class SinkOf final : public Sink {
   void add(std::int64_t value) override { feed_.add(value); }
   const Names* names() const override { return feed_.names; }
   Trail* trail() const override { return feed_.trail; }
+  Nanos horizon() const override { return feed_.horizon; }
+  void clamped(std::int64_t exact) override {
+    if (feed_.clamp != nullptr) feed_.clamp->clamped(exact);
+  }
 
  private:
   const Feed<Add>& feed_;
@@ -239,7 +276,14 @@ void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
       if constexpr (policy == Policy::size) {
         in.add(std::int64_t(std::size(field)));
       } else if constexpr (policy == Policy::until) {
-        in.add(std::max<std::int64_t>(nanos_of(field) - in.now.count(), 0));
+        feed_left(in, std::max<std::int64_t>(nanos_of(field) - in.now.count(), 0));
+      } else if constexpr (policy == Policy::deadline) {
+        std::int64_t t = nanos_of(field);
+        if (t < 0) {
+          in.add(-1);
+        } else {
+          feed_left(in, std::max<std::int64_t>(t - in.now.count(), 0));
+        }
       } else if constexpr (policy == Policy::since) {
         std::int64_t t = nanos_of(field);
         in.add(t < 0 ? -1 : in.now.count() - t);
@@ -307,17 +351,87 @@ void feed(const Feed<Add>& in, const T& v) {
 // The digest's view of a declared object.
 template <class Add, class T>
   requires Declared<T> || SelfDigesting<T>
-void visit(Add&& add, const T& object, Nanos now, const Names* names = nullptr, Trail* trail = nullptr) {
-  Feed<std::remove_reference_t<Add>> in{add, now, names, trail};
+void visit(Add&& add, const T& object, Nanos now, const Names* names = nullptr, Trail* trail = nullptr,
+           Nanos horizon = Nanos(-1), Clamp* clamp = nullptr) {
+  Feed<std::remove_reference_t<Add>> in{add, now, names, trail, horizon, clamp};
   feed(in, object);
 }
 
-// The same, from a self-digesting type's digest_state: its names and trail go on.
+// The same, from a self-digesting type's digest_state: its names, trail, horizon and clamp go
+// on.
 template <class T>
   requires Declared<T> || SelfDigesting<T>
 void visit_into(Sink& sink, const T& object, Nanos now) {
+  struct Relay final : Clamp {
+    explicit Relay(Sink& sink) : sink(sink) {}
+    void clamped(std::int64_t exact) override { sink.clamped(exact); }
+    Sink& sink;
+  } relay(sink);
   auto add = [&sink](std::int64_t v) { sink.add(v); };
-  visit(add, object, now, sink.names(), sink.trail());
+  Feed<decltype(add)> in{add, now, sink.names(), sink.trail(), sink.horizon(), &relay};
+  feed(in, object);
+}
+
+// A time still to come, `left` from now, fed through a sink as feed_left does.
+inline void add_left(Sink& sink, std::int64_t left, Nanos now) {
+  if (sink.horizon().count() >= 0 && left >= (sink.horizon() - now).count()) {
+    sink.add(beyond);
+    sink.clamped(left);
+    return;
+  }
+  sink.add(left);
+}
+
+// A walk written down value by value, each with the field it belongs to ("kernel.sockets[3].rx"):
+// what a digest audit compares when two states digest alike. Feed `add` as the walk's callable
+// and the transcript itself as its trail.
+class Transcript final : public Trail {
+ public:
+  void add(std::int64_t value) {
+    values_.push_back(value);
+    fields_.push_back(path());
+  }
+  void enter(std::string_view name) override { stack_.emplace_back(name); }
+  void enter(std::int64_t index) override { stack_.push_back("[" + std::to_string(index) + "]"); }
+  void leave() override { stack_.pop_back(); }
+
+  const std::vector<std::int64_t>& values() const { return values_; }
+  const std::string& field(std::size_t at) const { return fields_[at]; }
+  // The values alone, for keeping: the fields follow from them.
+  std::vector<std::int64_t> take_values() { return std::move(values_); }
+
+ private:
+  std::string path() const {
+    std::string out;
+    for (const std::string& part : stack_) {
+      if (!out.empty() && part.front() != '[') out += '.';
+      out += part;
+    }
+    return out.empty() ? std::string("(top)") : out;
+  }
+  std::vector<std::string> stack_;
+  std::vector<std::int64_t> values_;
+  std::vector<std::string> fields_;
+};
+
+// Where `now` first differs from `before` (a transcript's values kept earlier), said with the
+// field's name; empty when they are equal. Up to the first difference the two walks took the same
+// way, so the field named is the one both were at.
+inline std::string first_difference(const std::vector<std::int64_t>& before, const Transcript& now) {
+  const std::vector<std::int64_t>& values = now.values();
+  std::size_t n = std::min(before.size(), values.size());
+  auto text = [](std::int64_t v) { return v == beyond ? std::string("beyond the horizon") : std::to_string(v); };
+  for (std::size_t at = 0; at < n; ++at) {
+    if (before[at] != values[at]) {
+      return now.field(at) + " (value " + std::to_string(at) + "): " + text(before[at]) + " then " + text(values[at]);
+    }
+  }
+  if (before.size() == values.size()) return {};
+  if (values.size() > n) {
+    return "after value " + std::to_string(n) + " the second state goes on with " + now.field(n) + " = " +
+           text(values[n]);
+  }
+  return "the first state goes on past value " + std::to_string(n) + ", where the second one ends";
 }
 
 template <std::size_t N, class S>

@@ -17,16 +17,18 @@ constexpr Nanos refile_slack = std::chrono::seconds(1);
 
 std::optional<Loop::Deadline> Loop::deadline_of(const Connection& c) const {
   std::optional<Deadline> first;
-  auto consider = [&](Nanos since, Nanos limit, Timeout why) {
-    if (since.count() < 0 || limit.count() <= 0) return;
-    if (!first || since + limit < first->at) first = Deadline{since + limit, why};
+  // A phase in progress has its deadline (its start plus its timeout); one whose timeout is 0
+  // is in progress without one.
+  auto consider = [&](Nanos until, Nanos limit, Timeout why) {
+    if (until.count() < 0 || limit.count() <= 0) return;
+    if (!first || until < first->at) first = Deadline{until, why};
   };
-  consider(c.write_since, config_.write_timeout, Timeout::write);
+  consider(c.write_until, config_.write_timeout, Timeout::write);
   // A request with the pool, or owed its turn, waits on this server, not on its client.
   if (c.in_pool || c.owed_turn || c.closing) return first;
-  consider(c.head_since, config_.head_timeout, Timeout::head);
-  consider(c.body_since, config_.body_timeout, Timeout::body);
-  consider(c.idle_since, config_.keepalive_timeout, Timeout::keepalive);
+  consider(c.head_until, config_.head_timeout, Timeout::head);
+  consider(c.body_until, config_.body_timeout, Timeout::body);
+  consider(c.idle_until, config_.keepalive_timeout, Timeout::keepalive);
   return first;
 }
 
@@ -77,7 +79,7 @@ void Loop::expire(int fd, Connection& c, Timeout why) {
       }
       [[fallthrough]];
     case Timeout::body:
-      c.head_since = c.body_since = Nanos(-1);
+      c.head_until = c.body_until = Nanos(-1);
       observer_.request_begin(worker_, fd, "");
       respond(fd, c, http::Response{408, "request timed out\n", true});
       flush(fd, c);
@@ -89,7 +91,7 @@ void Loop::expire(int fd, Connection& c, Timeout why) {
 
 // R5: past drain_timeout, what the shutdown has not finished is reset.
 void Loop::expire_drain() {
-  if (config_.drain_timeout.count() <= 0 || kernel_.now() < shutdown_at_ + config_.drain_timeout) return;
+  if (config_.drain_timeout.count() <= 0 || kernel_.now() < drain_until_) return;
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
     if (!connections_[fd].open) continue;
     reset_connection(int(fd));

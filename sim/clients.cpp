@@ -79,6 +79,35 @@ ClientIndex Clients::client_of_tag(const model::Tag& tag) const {
   }
 }
 
+// A connection's arrival touches the listener's queue and readiness (so the accept, the wait
+// and anything that adds to a ready list, whose order the wait reports), the count of open
+// files (so anything that takes a descriptor), and its own connection. A request's arrival
+// touches its connection's bytes and readiness. Over a delaying network either only starts
+// its way there: a later happening does the rest.
+bool Clients::commutes(const model::Tag& what, const model::Call& call) const {
+  using K = model::Call::Kind;
+  bool connects = what.what == model::Happening::connect;
+  if (!connects && what.what != model::Happening::request_due) return false;
+  const Client& c = clients_[what.subject];
+  if (delayed(*c.group)) return true;
+  bool quiet_read = call.kind == K::read && !kernel_.read_may_notify(call.fd);
+  switch (call.kind) {
+    case K::write:
+    case K::shutdown:
+    case K::spend:
+    case K::wake_drain: return true;
+    case K::read:
+    case K::close: {
+      if (call.kind == K::read && !quiet_read) return false;
+      if (connects) return !kernel_.is_listener(call.fd);
+      // A request: not its own connection's descriptor.
+      return c.conn == model::no_conn || kernel_.conn_of(call.fd) != c.conn;
+    }
+    case K::accept: return !connects;
+    default: return false;
+  }
+}
+
 ClientIndex Clients::client_of(int server_fd) const {
   model::ConnId conn = kernel_.conn_of(server_fd);
   return conn == model::no_conn ? no_client : client_of_conn(conn);

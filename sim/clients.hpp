@@ -35,6 +35,9 @@ class Clients final : public model::ClientSink {
   std::uint64_t local_digest(ClientIndex client, const state::Names& masked) const;
   // The client a pending happening is about, if any.
   ClientIndex client_of_tag(const model::Tag& tag) const;
+  // Whether a client's connection or request, landing just before kernel call `call`, has the
+  // same effect as just after it (model::Commutes): false for anything else.
+  bool commutes(const model::Tag& what, const model::Call& call) const;
   // The client behind a server descriptor, for the loop's reports.
   ClientIndex client_of(int server_fd) const;
 

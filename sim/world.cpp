@@ -468,6 +468,7 @@ struct World::Impl {
       canonical.emplace(scenario, scheduler, kernel, clients);
       scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); });
     }
+    scheduler.set_commutes([this](const model::Tag& what, const model::Call& call) { return clients.commutes(what, call); });
     scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
     if (scenario.target) {
       if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
@@ -506,6 +507,36 @@ struct World::Impl {
   bool finished = false;
   std::optional<ev::Lasso> lasso;
   mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
+  // The last digest taken, by the horizon it was taken to: the scheduler's epoch then, its value
+  // and whether anything was past the horizon (it holds until anything runs).
+  struct Taken {
+    std::uint64_t epoch = ~std::uint64_t{0};
+    Nanos horizon{0};
+    std::uint64_t value = 0;
+    bool beyond = false;
+  };
+  mutable Taken digest_taken;
+
+  std::uint64_t digest_of(Nanos to, bool& beyond) const {
+    if (digest_taken.epoch == scheduler.epoch() && digest_taken.horizon == to) {
+      beyond = digest_taken.beyond;
+      return digest_taken.value;
+    }
+    struct Flag final : state::Clamp {
+      void clamped(std::int64_t) override { any = true; }
+      bool any = false;
+    } flag;
+    digest.clear();
+    const state::Names* names = nullptr;
+    if (canonical) {
+      canonical->refresh();
+      names = &*canonical;
+    }
+    state::visit([this](std::int64_t v) { digest.add(v); }, *this, scheduler.now(), names, nullptr, to, &flag);
+    digest_taken = Taken{scheduler.epoch(), to, digest.value(), flag.any};
+    beyond = flag.any;
+    return digest_taken.value;
+  }
   // Interchangeable clients' canonical names (none without symmetry), for digests and twins.
   mutable std::optional<Canonical> canonical;
 
@@ -514,12 +545,12 @@ struct World::Impl {
   // without merging states: explore/world_system.cpp); the choosers and the recorder (they
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
   // and the digest's buffer (bookkeeping).
-  static constexpr state::Fields<14> state_fields{
+  static constexpr state::Fields<15> state_fields{
       state::f::skip("scenario"),  state::f::skip("result"),  state::f::skip("seeded"),
       state::f::value("scheduler"), state::f::skip("recording"), state::f::value("kernel"),
       state::f::value("clients"),  state::f::skip("recorder"), state::f::value("process"),
       state::f::skip("steps"),     state::f::skip("finished"), state::f::skip("lasso"),
-      state::f::skip("digest"),    state::f::skip("canonical")};
+      state::f::skip("digest"),    state::f::skip("digest_taken"), state::f::skip("canonical")};
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -548,26 +579,23 @@ std::size_t World::backlog() const {
 std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 
 std::uint64_t World::digest() const {
-  model::Digest& d = impl_->digest;
-  d.clear();
-  const state::Names* names = nullptr;
-  if (impl_->canonical) {
-    impl_->canonical->refresh();
-    names = &*impl_->canonical;
+  bool beyond = false;
+  return impl_->digest_of(Nanos(-1), beyond);
+}
+
+std::uint64_t World::horizon_digest(bool& beyond) const { return impl_->digest_of(impl_->scenario.horizon, beyond); }
+
+state::Transcript World::horizon_transcript() const {
+  const Impl& w = *impl_;
+  // The canonical names are the ones the digest just refreshed: refreshing them here would
+  // allocate into the world's memory from outside it.
+  if (w.digest_taken.epoch != w.scheduler.epoch() || w.digest_taken.horizon != w.scenario.horizon) {
+    throw std::logic_error("World::horizon_transcript: no horizon digest taken at this step");
   }
-  state::visit([&d](std::int64_t v) { d.add(v); }, *impl_, impl_->scheduler.now(), names);
-  static const char* dump = getenv("DUMP_AT");
-  if (dump && std::to_string(impl_->scheduler.now().count()) == dump) {
-    std::vector<std::int64_t> parts[4];
-    state::visit([&](std::int64_t v) { parts[0].push_back(v); }, impl_->scheduler, impl_->scheduler.now(), names);
-    state::visit([&](std::int64_t v) { parts[1].push_back(v); }, impl_->kernel, impl_->scheduler.now(), names);
-    state::visit([&](std::int64_t v) { parts[2].push_back(v); }, impl_->clients, impl_->scheduler.now(), names);
-    state::visit([&](std::int64_t v) { parts[3].push_back(v); }, *impl_->process, impl_->scheduler.now(), names);
-    fprintf(stderr, "STATE %016lx %d", (unsigned long)d.value(), int(impl_->scheduler.at_rest()));
-    for (auto& p : parts) { fprintf(stderr, " |"); for (auto v : p) fprintf(stderr, " %ld", (long)v); }
-    fprintf(stderr, "\n");
-  }
-  return d.value();
+  state::Transcript out;
+  const state::Names* names = w.canonical ? &*w.canonical : nullptr;
+  state::visit([&out](std::int64_t v) { out.add(v); }, w, w.scheduler.now(), names, &out, w.scenario.horizon);
+  return out;
 }
 
 bool World::declares_state() const { return impl_->process->declares_state(); }
@@ -580,6 +608,7 @@ std::vector<std::pair<std::string, bool>> World::digest_parts() {
 
 bool World::change_part_for_tests(const std::string& name) {
   Impl& w = *impl_;
+  w.digest_taken = Impl::Taken{};  // a change from outside any step: the scheduler does not see it
   if (name == "scheduler") {
     w.scheduler.at(w.scheduler.now() + Nanos(1), [] {}, model::Tag{model::Happening::scripted, 0});
   } else if (name == "kernel") {

@@ -59,6 +59,14 @@ class World {
   // The state: simulated kernel, loops, clients and pending work, with times relative to now.
   // Equal states give equal digests, so an idle loop's ticks form cycles.
   std::uint64_t digest() const;
+  // The same up to the horizon: a time still to come at or past it (a deadline, a pending
+  // happening, a window's end) is fed as only that, since nothing there happens. `beyond` says
+  // whether anything was. Two states with equal horizon digests at one instant end alike.
+  std::uint64_t horizon_digest(bool& beyond) const;
+  // What horizon_digest() hashed, value by value with each value's field, for a digest audit.
+  // Allocates nothing in the world: it may be taken from outside an arena the world lives in,
+  // right after horizon_digest() at the same step (throws std::logic_error otherwise).
+  state::Transcript horizon_transcript() const;
   // Whether the server declares its state (an own loop may not, a target program cannot): a
   // search merges states only where it does.
   bool declares_state() const;

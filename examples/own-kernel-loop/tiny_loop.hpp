@@ -16,6 +16,7 @@
 #include "realloop/config.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
+#include "realloop/state.hpp"
 #include "sim/world.hpp"
 
 namespace tiny {
@@ -76,6 +77,14 @@ class TinyLoop final : public sim::OwnLoop {
   }
   std::size_t connections() const override { return connections_.size(); }
   std::uint64_t passes() const override { return passes_; }
+
+  // Its state, for `loopsim explore`: with it declared, a search merges states that are equal
+  // (and checks, with --audit, that they behave alike). Every field that tells two of its
+  // states apart is in `state_fields` below; nothing else survives a wait. The shutdown flag
+  // is written from outside the loop's thread, so it is a shared input too.
+  bool declares_state() const override { return true; }
+  void digest_state(state::Sink& sink, Nanos now) const override { state::visit_into(sink, *this, now); }
+  std::uint64_t shared_inputs(Nanos) const override { return shutdown_.load(std::memory_order_acquire); }
 
  private:
   void accept_batch() {
@@ -146,6 +155,17 @@ class TinyLoop final : public sim::OwnLoop {
   std::atomic<bool> shutdown_{false};
   std::uint64_t passes_ = 0;
   std::map<int, std::string> connections_;  // descriptor -> bytes read, not yet answered
+
+
+ public:
+  // One entry per field, in order (public, for the digest's walk to see). Skipped: the kernel and observer (collaborators), the two
+  // [loop] keys (fixed for the run), and the pass count (it only numbers passes in the trace).
+  static constexpr state::Fields<12> state_fields{
+      state::f::skip("kernel_"),   state::f::skip("observer_"),  state::f::skip("batch_"),
+      state::f::skip("owe_"),      state::f::value("poller_"),   state::f::value("wake_"),
+      state::f::value("listener_"), state::f::value("owed_"),    state::f::value("stopping_"),
+      state::f::value("shutdown_"), state::f::skip("passes_"),   state::f::value("connections_")};
+  friend struct state::Access;
 };
 
 }  // namespace tiny
