@@ -169,8 +169,12 @@ int explore_file(const ExploreArgs& args) {
               << " Please report it.\n";
     return exit_audit_failed;
   }
+  // What is left of --time-limit after the search is shrinking's and minimizing's.
+  explore::Budget budget;
+  budget.wall_ns = wall_ns;
+  if (options.time_limit_ns > 0) budget.deadline_ns = started + options.time_limit_ns;
   if (result.counterexample && args.shrink) {
-    auto counts = explore::shrink(scenario, costs, options);
+    auto counts = explore::shrink(scenario, costs, options, &budget);
     removed = explore::describe(scenario, counts);
     if (!counts.empty()) {
       sim::Scenario small = explore::with_counts(scenario, counts);
@@ -193,7 +197,7 @@ int explore_file(const ExploreArgs& args) {
       live.property = "liveness";
       scenario.expect.push_back(live);
     }
-    cex.choices = explore::minimize(scenario, costs, cex.choices);
+    cex.choices = explore::minimize(scenario, costs, cex.choices, &budget);
     cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
     std::string stem = args.out + "/" + scenario.name + "-counterexample";
     cex_path = stem + ".toml";
@@ -245,6 +249,8 @@ int explore_file(const ExploreArgs& args) {
     doc["choices"] = result.counterexample->choices.size();
     doc["choices_not_natural"] = model::not_natural(result.counterexample->choices);
     if (args.shrink) doc["shrunk"] = removed;
+    // The counterexample fails either way; cut short, it is only less small than it could be.
+    if (budget.cut) doc["shrink_cut"] = "--time-limit ran out while shrinking: the counterexample is as small as it got";
   }
   doc["command"] = "explore";
   doc["shard"] = {{"index", options.shard}, {"count", options.shards}};

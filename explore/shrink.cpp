@@ -5,10 +5,11 @@
 namespace loopsim::explore {
 
 std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker::Costs& costs,
-                                    std::vector<model::Choice> choices) {
+                                    std::vector<model::Choice> choices, Budget* budget) {
   if (judge_choices(scenario, costs, choices).violated.empty()) return choices;  // liveness only
   for (std::size_t i = choices.size(); i-- > 0;) {
     if (choices[i].pick == 0) continue;
+    if (budget != nullptr && budget->out()) break;
     auto trial = choices;
     trial[i].pick = 0;
     if (!judge_choices(scenario, costs, trial).violated.empty()) choices = std::move(trial);
@@ -29,11 +30,16 @@ sim::Scenario with_counts(const sim::Scenario& scenario, const std::map<std::str
 }
 
 std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::Costs& costs,
-                                  ExploreOptions options) {
+                                  ExploreOptions options, Budget* budget) {
   options.progress = nullptr;
   options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
   std::map<std::string, int> counts;
   auto fails = [&](const std::map<std::string, int>& trial) {
+    if (budget != nullptr && budget->deadline_ns > 0 && budget->wall_ns) {
+      if (budget->out()) return false;
+      options.time_limit_ns = budget->deadline_ns - budget->wall_ns();
+      options.wall_ns = budget->wall_ns;
+    }
     return search(with_counts(scenario, trial), costs, options).verdict ==
            ExploreResult::Verdict::violated;
   };
