@@ -37,6 +37,7 @@ struct ExploreArgs {
   std::uint64_t snapshot_mib = explore::ExploreOptions{}.snapshot_bytes >> 20;
   std::string arm = "base";
   std::string maximize;
+  std::string judge;  // "": every expectation
   bool shrink = true;
   bool json = false;
   bool audit = false;
@@ -73,6 +74,33 @@ void write_dot(std::ostream& out, const explore::Counterexample& cex) {
   out << "}\n";
 }
 
+// --judge: keeps the expectations whose property is named in `list` (comma-separated), each
+// name one the scenario expects.
+void judge_only(sim::Scenario& scenario, const std::string& list) {
+  std::vector<std::string> names;
+  std::size_t column = 1;
+  for (std::size_t start = 0; start <= list.size();) {
+    std::size_t comma = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, comma - start);
+    bool expected = std::any_of(scenario.expect.begin(), scenario.expect.end(),
+                                [&](const sim::Expectation& e) { return e.property == name; });
+    if (!expected) {
+      std::string known;
+      for (const sim::Expectation& e : scenario.expect) {
+        if (known.find(e.property) == std::string::npos) known += (known.empty() ? "" : ", ") + e.property;
+      }
+      throw sim::ScenarioError("--judge:1:" + std::to_string(column) + ": the scenario expects no \"" + name + "\"",
+                               "it expects: " + (known.empty() ? std::string("nothing") : known));
+    }
+    names.push_back(name);
+    column += comma - start + 1;
+    start = comma + 1;
+  }
+  std::erase_if(scenario.expect, [&](const sim::Expectation& e) {
+    return std::find(names.begin(), names.end(), e.property) == names.end();
+  });
+}
+
 int explore_file(const ExploreArgs& args) {
   std::string text = sim::read_scenario_file(args.file);
   auto overrides = parse_overrides(args.set);
@@ -93,6 +121,7 @@ int explore_file(const ExploreArgs& args) {
     scenario = sim::scenario_for_arm(text, args.file, arm, overrides);
   }
   scenario.file = args.file;
+  if (!args.judge.empty()) judge_only(scenario, args.judge);
   checker::validate(scenario);
   checker::Costs costs = checker::costs_for(text, args.file);
 
@@ -259,7 +288,8 @@ int explore_file(const ExploreArgs& args) {
                    {"depth", args.depth},         {"faults", args.faults},   {"fault_errno", args.fault_errno},
                    {"seeds", args.seeds},         {"prune", !args.no_prune},
                    {"symmetry", !args.no_symmetry}, {"max_executions", args.max_executions},
-                   {"maximize", args.maximize},   {"shrink", args.shrink},   {"set", args.set}};
+                   {"maximize", args.maximize},   {"shrink", args.shrink},   {"set", args.set},
+                   {"judge", args.judge}};
   if (args.json) {
     std::cout << doc.dump(2) << '\n';
   } else {
@@ -330,6 +360,11 @@ void add_explore(CLI::App& app, int& status) {
                 "names the field (slow: for CI at small bounds)");
   cmd->add_option("--arm", args->arm, "Search this arm of the scenario (\"base\" for the base)")->check(non_empty)
       ->capture_default_str();
+  cmd->add_option("--judge", args->judge,
+                  "P[,P...]: judge only these of the scenario's expectations (by property). Judging\n"
+                  "only properties a state decides (answered, no_stranded_backlog, liveness) lets\n"
+                  "the search merge states where the others would make it a tree")
+      ->check(non_empty);
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
                   "stop at none, and write the one that measured the most (NAME-worst.toml)")

@@ -168,3 +168,22 @@ TEST_CASE("explore --out that cannot be a folder is bad input, before any search
   CHECK(loopsim::testing::run_loopsim("explore " + small + " --out " + file).status == 2);
   CHECK(loopsim::testing::run_loopsim("explore " + small + " --out ''").status == 2);
 }
+
+TEST_CASE("explore --judge keeps only the named expectations: a state-decided subset merges, a name not expected is bad input") {
+  const std::string burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
+  Outcome all = run_cli("explore " + burst + " --json");
+  REQUIRE(all.status == 0);
+  CHECK(nlohmann::json::parse(all.output)["merged"] == false);  // latency and max_gap measure history
+  Outcome some = run_cli("explore " + burst + " --judge answered,no_stranded_backlog --json");
+  REQUIRE(some.status == 0);
+  auto doc = nlohmann::json::parse(some.output);
+  CHECK(doc["merged"] == true);
+  CHECK(doc["search"]["judge"] == "answered,no_stranded_backlog");
+  Outcome found = run_cli("explore " + burst + " --arm nothing-owed --judge answered --json --out " +
+                          loopsim::testing::temp_path("judge"));
+  CHECK(found.status == 1);
+  Outcome bad = loopsim::testing::run_loopsim("explore " + burst + " --judge answered,latenc");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--judge:1:10: the scenario expects no \"latenc\"") != std::string::npos);
+  CHECK(bad.output.find("it expects: answered, no_stranded_backlog, latency, max_gap") != std::string::npos);
+}

@@ -234,7 +234,7 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
       return;
     }
     bool over_steps = options_.max_steps > 0 && exec_->steps() - steps_at_start >= options_.max_steps;
-    if (over_steps || (result_.transitions % 1024 == 1023 && out_of_time()) || key_nodes_.size() >= options_.max_states) {
+    if (over_steps || out_of_time() || key_nodes_.size() >= options_.max_states) {
       hit(over_steps ? "max steps" : key_nodes_.size() >= options_.max_states ? "max states" : "time limit");
       stop_ = true;
       result_.steps += exec_->steps() - steps_at_start;

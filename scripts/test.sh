@@ -35,6 +35,9 @@ FUZZ_JOBS=2 bash fuzz/run.sh 60
 echo "== determinism: every arm of every scenario twice, trace digests compared, each exit 0"
 bash scripts/determinism.sh build/loopsim
 
+echo "== search audit: every arm's search audited (states with one digest are one state), and pruning on and off agree"
+bash scripts/audit.sh build/loopsim
+
 echo "== seed tables: docs/seed-tables.md is what loopsim seeds writes now"
 bash scripts/seed_tables_current.sh build/loopsim
 

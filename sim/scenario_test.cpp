@@ -605,3 +605,43 @@ TEST_CASE("Workload keys that do not fit together are errors at the key that bre
   CHECK_THAT(error_for(head + "count = 100\nrequests = 100000\n").what(),
              Catch::Contains("past 5000000 requests in all"));
 }
+
+TEST_CASE("A time may be a window A..B wherever a happening has an instant, and a bad one is refused at its value") {
+  Scenario s = parse_scenario(R"(
+[[clients]]
+name = "c"
+count = 2
+connect_at = "1ms..41ms"
+requests = [{ at = "5ms..6ms", path = "/fast" }]
+[[faults]]
+kind = "reset"
+of = "c"
+at = "10ms..20ms"
+[[posters]]
+name = "p"
+at = "2ms..3ms"
+[[actions]]
+kind = "shutdown"
+at = "100ms..200ms"
+)", "t.toml");
+  CHECK(s.clients[0].connect_at.lo == 1ms);
+  CHECK(s.clients[0].connect_at.hi == 41ms);
+  CHECK_FALSE(s.clients[0].connect_at.fixed());
+  CHECK(s.clients[0].requests[0].at.hi == 6ms);
+  CHECK(s.faults[0].at.lo == 10ms);
+  CHECK(s.posters[0].at.hi == 3ms);
+  CHECK(s.actions[0].at.lo == 100ms);
+  CHECK(parse_scenario("[[clients]]\nname = \"c\"\nconnect_at = \"7ms..7ms\"\n", "t.toml").clients[0].connect_at.fixed());
+
+  auto at = [](const std::string& value) {
+    return std::string(error_for("[[clients]]\nname = \"c\"\nconnect_at = \"" + value + "\"\n").what());
+  };
+  CHECK_THAT(at("41ms..1ms"), Catch::StartsWith("t.toml:3:14: ") && Catch::Contains("ends before it starts"));
+  CHECK_THAT(at("..5ms"), Catch::StartsWith("t.toml:3:14: ") && Catch::Contains("no start"));
+  CHECK_THAT(at("5ms.."), Catch::StartsWith("t.toml:3:14: ") && Catch::Contains("no end"));
+  CHECK_THAT(at("1ms..2ms..3ms"), Catch::Contains("more than one"));
+  CHECK_THAT(at("1ms..5"), Catch::Contains("has no unit"));
+  CHECK_THAT(at("1ms...5ms"), Catch::StartsWith("t.toml:3:14: "));
+  CHECK_THAT(error_for("[[clients]]\nname = \"c\"\nrequests = [{ at = \"9ms..1ms\", path = \"/fast\" }]\n").what(),
+             Catch::StartsWith("t.toml:3:20: ") && Catch::Contains("ends before it starts"));
+}
