@@ -80,8 +80,8 @@ done
 if [ "$sweep" -eq 1 ]; then
   echo "explore_vs_spin --sweep: batch $batch, median of $runs runs, limit ${limit} s a command"
   echo "  pan and loopsim search: verify (exhaustive, must find nothing) / find (the nothing-owed strand)"
-  printf '%-4s | %-26s | %-18s | %-26s | %-12s | %-9s | %s\n' N "SPIN states verify/find" "pan verify/find" \
-    "loopsim states verify/find" "search v/f" "process v" "loopsim/pan (verify, find); loopsim states/s"
+  printf '%-4s | %-26s | %-18s | %-18s | %-26s | %-12s | %-9s | %s\n' N "SPIN states verify/find" "spin -a + cc v/f" \
+    "pan verify/find" "loopsim states verify/find" "search v/f" "process v" "loopsim/pan (verify, find); loopsim states/s"
   status=0
   for a in 8 16 32 64; do
     out=$("${BASH_SOURCE[0]}" --arrivals "$a" --batch "$batch" --runs "$runs" --limit "$limit" --loopsim "$loopsim")
@@ -90,7 +90,7 @@ if [ "$sweep" -eq 1 ]; then
     printf '%s\n' "$out" | awk -v n="$a" '$1 == "row" { $1 = ""; sub(/^ /, ""); print n " | " $0 }'
     printf '%s\n' "$out" | grep -E '^(FAILED|NOTE)' | sed 's/^/     /'
   done
-  echo "  (spin -a and cc of pan.c are SPIN's compile cost, apart from its search; run without --sweep for them)"
+  echo "  (spin -a + cc of pan.c is SPIN's compile cost, paid per model and parameter set, apart from its search)"
   exit "$status"
 fi
 
@@ -105,6 +105,7 @@ fi
 keep_work() { [ -z "$keep" ] && trap - EXIT; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
+sum() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else print a + b }'; }
 ms() { awk -v s="$1" 'BEGIN { if (s == "-" || s == "") print "-"; else printf "%.1f ms", s * 1000 }'; }
 # `timed FILE cmd...`: runs cmd, writes "wall user+sys" seconds to FILE, returns cmd's status.
 timed() {
@@ -257,7 +258,9 @@ echo "  loopsim run with the sabotage (the file's own timing): exit $natural"
 [ -n "$keep" ] && echo "  kept: $work"
 # One machine-readable row, for --sweep.
 if [ "$spin_ok" -eq 1 ]; then
-  echo "row ${S[verify.states]}/${S[find.states]} | $(ms "${S[verify.pan]}")/$(ms "${S[find.pan]}") |" \
+  echo "row ${S[verify.states]}/${S[find.states]} |" \
+       "$(ms "$(sum "${S[verify.spin]}" "${S[verify.cc]}")")/$(ms "$(sum "${S[find.spin]}" "${S[find.cc]}")") |" \
+       "$(ms "${S[verify.pan]}")/$(ms "${S[find.pan]}") |" \
        "${L[verify.states]}/${L[find.states]} | $(ms "${L[verify.wall]}")/$(ms "${L[find.wall]}") |" \
        "$(ms "${L[verify.proc]}") | $(ratio "${L[verify.wall]}" "${S[verify.pan]}"), $(ratio "${L[find.wall]}" "${S[find.pan]}");" \
        "$(per_s "${L[verify.states]}" "${L[verify.wall]}")/s"
