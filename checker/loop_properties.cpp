@@ -176,18 +176,24 @@ std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
 }
 
 struct SpinState {
-  bool in_pass = false;
-  bool nonblocking = false;
-  bool progress = false;
-  std::size_t begin = 0;         // this pass's pass_begin
+  // The pass in hand: from one wait's return to the next wait's.
+  bool open = false;          // a wait has returned
+  bool at_once = false;       // ...without blocking
+  bool progress = false;      // ...and, in a trace without kernel counts, progress events since
+  std::size_t returned = 0;   // that wait's events
   std::uint64_t pass = 0;
-  std::int64_t run = 0;          // idle passes in a row, this one included once it ends idle
-  std::uint64_t run_from = 0;    // the first pass of the run
+  std::optional<Nanos> began; // the wait's call, if the trace has it
+  std::int64_t run = 0;       // idle passes in a row
+  std::uint64_t run_from = 0; // the first pass of the run
   // A hot accept loop never waits at all: failed accepts in a row, with no wait between them
-  // (libuv 1.44 under an EMFILE window). The built-in loop fails at most once a batch.
+  // (libuv 1.44 under an EMFILE window).
   std::int64_t failed_accepts = 0;
-  std::size_t failed_from = 0;   // the first of them
+  std::size_t failed_from = 0;  // the first of them
 };
+
+// A wait that returns within this of its call did not block: the kernel charges a repeated
+// empty poll 1 us (design-notes, "A spinning loop moves the clock").
+constexpr Nanos returns_at_once{1000};
 
 // ---- shutdown_clean -----------------------------------------------------------------------
 
@@ -459,6 +465,11 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
   return v;
 }
 
+// A pass runs from a wait's return to the next wait. It is idle if its wait returned at once
+// (whatever timeout it asked for) and it got nothing done: the kernel's count of calls that did
+// something (Events::work) is 0, or, in a trace without that count, no progress event came.
+// A spin is more than `max` idle passes in a row, or more than `max` failing accepts with no
+// wait between them.
 Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("no_spin");
   v.bound = expect.max ? std::llround(expect.max->value) : no_spin_max_default;
@@ -472,7 +483,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       bool failed = a->result < 0 && a->result != -EAGAIN && a->result != -ECONNABORTED;
       if (failed && s.failed_accepts == 0) s.failed_from = i;
       s.failed_accepts = failed ? s.failed_accepts + 1 : 0;
-      if (s.failed_accepts > v.bound && s.failed_accepts == v.bound + 1) breaks_at(v, s.failed_from);
+      if (s.failed_accepts == v.bound + 1) breaks_at(v, s.failed_from);
       if (s.failed_accepts > v.measured) {
         v.measured = s.failed_accepts;
         worst = "worker " + std::to_string(a->worker) + " made " + std::to_string(s.failed_accepts) +
@@ -482,27 +493,32 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
     }
     if (auto* b = std::get_if<ev::PassBegin>(&event)) {
       SpinState& s = workers[b->worker];
-      s.in_pass = true;
-      s.nonblocking = b->timeout == Nanos(0);
-      s.progress = false;
-      s.begin = i;
-      s.pass = b->pass;
+      s.began = b->t;
       s.failed_accepts = 0;
+    } else if (auto* e = std::get_if<ev::Events>(&event)) {
+      SpinState& s = workers[e->worker];
+      s.failed_accepts = 0;
+      if (s.open) {
+        bool idle = s.at_once && (e->work >= 0 ? e->work == 0 : !s.progress);
+        if (idle && s.run == 0) s.run_from = s.pass;
+        s.run = idle ? s.run + 1 : 0;
+        if (s.run == v.bound + 1) breaks_at(v, s.returned);
+        if (s.run > v.measured) {
+          v.measured = s.run;
+          worst = "worker " + std::to_string(e->worker) + " made " + std::to_string(s.run) +
+                  " passes in a row whose wait returned at once and that got nothing done (passes " +
+                  std::to_string(s.run_from) + "–" + std::to_string(s.pass) + ", from " +
+                  ms_text(sim::time_of(trace.events[s.returned])) + ")";
+        }
+      }
+      s.open = true;
+      s.at_once = s.began && e->t - *s.began <= returns_at_once;
+      s.progress = !e->fds.empty() && std::any_of(e->fds.begin(), e->fds.end(), [&](int fd) { return fd != trace.listener_fd; });
+      s.returned = i;
+      s.pass = e->pass;
+      s.began.reset();
     } else if (auto worker = progress_of(event, trace.listener_fd)) {
       workers[*worker].progress = true;
-    } else if (auto* e = std::get_if<ev::PassEnd>(&event)) {
-      SpinState& s = workers[e->worker];
-      if (!s.in_pass) continue;
-      s.in_pass = false;
-      bool idle = s.nonblocking && !s.progress;
-      if (idle && s.run == 0) s.run_from = s.pass;
-      s.run = idle ? s.run + 1 : 0;
-      if (s.run > v.bound) breaks_at(v, s.begin);
-      if (s.run <= v.measured) continue;
-      v.measured = s.run;
-      worst = "worker " + std::to_string(e->worker) + " made " + std::to_string(s.run) +
-              " non-blocking waits in a row without progress (passes " +
-              std::to_string(s.run_from) + "–" + std::to_string(s.pass) + ")";
     }
   }
   if (!v.held) v.detail = worst;

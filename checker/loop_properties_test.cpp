@@ -218,50 +218,84 @@ TEST_CASE("post_latency fails on a post callback that ran twice") {
 
 namespace {
 
-// `n` non-blocking passes from `first` on worker 0 in which only the listener reports, and an
-// accept fails: no progress. Returns the index of the last pass_begin.
-std::size_t idle_passes(Trace& t, std::uint64_t first, int n) {
-  std::size_t last = 0;
-  for (int i = 0; i < n; ++i) {
-    last = pass_begin(t, first + std::uint64_t(i), 0ns);
-    add(t, ev::Events{0ms, 0, first + std::uint64_t(i), {listener}});
-    add(t, ev::Accept{0ms, 0, Door::listener, -EMFILE, no_client});
-    pass_end(t, first + std::uint64_t(i), 0, true);
+// Passes as the kernel sees them: each a wait called at a time, returning `waited` later with
+// `fds` ready, and the kernel's count of calls that got something done since the previous wait.
+struct Passes {
+  Trace t = loop_trace(1);
+  Nanos now{0};
+  std::uint64_t pass = 0;
+  // One pass; returns the index of its wait's return.
+  std::size_t wait(Nanos timeout, Nanos waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
+    ++pass;
+    add(t, ev::PassBegin{now, worker, pass, timeout});
+    now += waited;
+    return add(t, ev::Events{now, worker, pass, std::move(fds), work_before});
   }
-  return last;
-}
+  // `n` passes whose waits return the listener at once, each followed by a failing accept: the
+  // level-triggered EMFILE spin, whatever the timeout asked.
+  // `first_work`: the count the first of them brings for the pass before it.
+  std::size_t emfile_passes(int n, std::int64_t first_work = 0, Nanos timeout = 1s, int worker = 0) {
+    std::size_t first = 0;
+    for (int i = 0; i < n; ++i) {
+      std::size_t at = wait(timeout, 0ns, i == 0 ? first_work : 0, {listener}, worker);
+      if (i == 0) first = at;
+      add(t, ev::Accept{now, worker, Door::listener, -EMFILE, no_client});
+      now += 1us;  // a failing call's cost
+    }
+    return first;
+  }
+};
 
 }  // namespace
 
-TEST_CASE("no_spin holds when a blocking wait or progress ends each run of idle passes") {
-  Trace t = loop_trace(1);
-  idle_passes(t, 1, 3);
-  pass_begin(t, 4, 1s);  // blocks: the run ends
-  pass_end(t, 4);
-  idle_passes(t, 5, 2);
-  pass_begin(t, 7, 0ns);  // non-blocking, but it accepts
-  accept(t, 5, 0);
-  pass_end(t, 7);
-  idle_passes(t, 8, 3);
-  Verdict v = no_spin(t, count_bounds({}, 3));
+TEST_CASE("no_spin: a level-triggered listener under EMFILE, returned at once by a 1 s wait, spins") {
+  // An unmodified epoll server: wait(1000 ms) returns the listener at once, accept fails, again.
+  Passes p;
+  p.wait(1s, 1s, 0);  // a quiet second first
+  std::size_t first = p.emfile_passes(6);
+  p.wait(1s, 0ns, 0);  // the next wait's count closes the last pass
+  Verdict v = no_spin(p.t, count_bounds({}, 3));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 6);
+  CHECK(v.first_bad == first + 3 * 3);  // the fourth idle pass's wait return
+  CHECK(v.detail.find("worker 0 made 6 passes in a row whose wait returned at once and that got nothing done") == 0);
+}
+
+TEST_CASE("no_spin: a level-triggered descriptor never drained under wait(-1) spins") {
+  Passes p;
+  for (int i = 0; i < 5; ++i) p.wait(wait_forever, 0ns, 0, {7});
+  CHECK_FALSE(no_spin(p.t, count_bounds({}, 3)).held);
+}
+
+TEST_CASE("no_spin: busy polling with a zero timeout and nothing to do spins; the clock moves 1 us a poll") {
+  Passes p;
+  for (int i = 0; i < 5; ++i) p.wait(0ns, 1us, 0);
+  Verdict v = no_spin(p.t, count_bounds({}, 3));
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 4);  // the last pass is not over
+}
+
+TEST_CASE("no_spin holds when a wait blocks or a pass gets something done") {
+  Passes p;
+  p.emfile_passes(3);
+  p.wait(1s, 5ms, 0);  // blocks: the run of three ends (this pass's count is the last one's)
+  p.emfile_passes(2);
+  p.wait(0ns, 0ns, 0, {listener});
+  accept(p.t, 5, 0);
+  p.emfile_passes(3, 1);  // the kernel counts the accept for the pass before
+  p.wait(1s, 1s, 0);
+  Verdict v = no_spin(p.t, count_bounds({}, 3));
   CHECK(v.held);
   CHECK(v.measured == 3);
   CHECK(v.bound == 3);
 }
 
-TEST_CASE("no_spin fails at the wait that made one run too long") {
-  // The R3 sabotage: EMFILE leaves the door owed, so every pass retries and none blocks.
-  Trace t = loop_trace(1);
-  pass_begin(t, 1, 1s);
-  pass_end(t, 1);
-  idle_passes(t, 2, 3);
-  std::size_t fourth = idle_passes(t, 5, 1);
-  idle_passes(t, 6, 2);
-  Verdict v = no_spin(t, count_bounds({}, 3));
-  CHECK_FALSE(v.held);
-  CHECK(v.measured == 6);
-  CHECK(v.first_bad == fourth);
-  CHECK(v.detail == "worker 0 made 6 non-blocking waits in a row without progress (passes 2–7)");
+TEST_CASE("no_spin: an owed batch per pass under a flood holds, each pass accepting") {
+  Passes p;
+  for (int i = 0; i < 1000; ++i) p.wait(0ns, 0ns, 16, {listener});
+  Verdict v = no_spin(p.t, Expectation{});
+  CHECK(v.held);
+  CHECK(v.measured == 0);
 }
 
 TEST_CASE("no_spin catches a hot accept loop that fails again and again without waiting") {
@@ -278,48 +312,56 @@ TEST_CASE("no_spin catches a hot accept loop that fails again and again without 
   CHECK(v.detail.find("worker 0 made 5 failing accepts in a row without a wait (from EMFILE") == 0);
 }
 
-TEST_CASE("no_spin lets failed accepts be when a wait, a success or EAGAIN comes between") {
+TEST_CASE("no_spin lets failed accepts be when a wait that blocks, a success or EAGAIN comes between") {
   // The built-in loop ends a batch at its first error: one failure a pass at most.
-  Trace t = loop_trace(1);
-  for (std::uint64_t p = 1; p <= 10; ++p) {
-    pass_begin(t, p, 1s);
-    accept(t, -EMFILE, no_client);
-    pass_end(t, p);
+  Passes p;
+  for (int i = 0; i < 10; ++i) {
+    p.wait(1s, 100ms, 0, {listener});
+    add(p.t, ev::Accept{p.now, 0, Door::listener, -EMFILE, no_client});
   }
-  pass_begin(t, 11, 1s);
-  accept(t, -EMFILE, no_client);
-  accept(t, -EMFILE, no_client);
-  accept(t, 5, 0);  // a success ends the run
-  accept(t, -EMFILE, no_client);
-  accept(t, -EAGAIN, no_client);  // EAGAIN is the end of a drain, no failure
-  accept(t, -EMFILE, no_client);
-  Verdict v = no_spin(t, count_bounds({}, 3));
+  p.wait(1s, 100ms, 0, {listener});
+  accept(p.t, -EMFILE, no_client);
+  accept(p.t, -EMFILE, no_client);
+  accept(p.t, 5, 0);  // a success ends the run
+  accept(p.t, -EMFILE, no_client);
+  accept(p.t, -EAGAIN, no_client);  // EAGAIN is the end of a drain, no failure
+  accept(p.t, -EMFILE, no_client);
+  Verdict v = no_spin(p.t, count_bounds({}, 3));
   CHECK(v.held);
   CHECK(v.measured == 2);
 }
 
 TEST_CASE("no_spin counts each worker's run apart and defaults to 100") {
-  Trace t = loop_trace(1);
-  for (std::uint64_t p = 1; p <= 60; ++p) {  // two workers, interleaved, each idle 60 times
-    for (int worker : {0, 1}) {
-      pass_begin(t, p, 0ns, worker);
-      pass_end(t, p, worker);
-    }
+  Passes p;
+  for (int i = 0; i < 61; ++i) {  // two workers, interleaved, each idle 60 times
+    for (int worker : {0, 1}) p.wait(0ns, 0ns, 0, {listener}, worker);
   }
-  Verdict v = no_spin(t, Expectation{});
+  Verdict v = no_spin(p.t, Expectation{});
   CHECK(v.held);
   CHECK(v.measured == 60);
   CHECK(v.bound == no_spin_max_default);
-  pass_begin(t, 61, 0ns, 1);  // worker 1's progress does not end worker 0's run
-  accept(t, 5, 0, 1);
-  pass_end(t, 61, 1);
-  for (std::uint64_t p = 61; p <= 101; ++p) {
-    pass_begin(t, p, 0ns, 0);
-    pass_end(t, p, 0);
-  }
-  Verdict spun = no_spin(t, Expectation{});
+  p.wait(0ns, 0ns, 5, {}, 1);  // worker 1's work does not end worker 0's run
+  for (int i = 0; i < 41; ++i) p.wait(0ns, 0ns, 0, {listener}, 0);
+  Verdict spun = no_spin(p.t, Expectation{});
   CHECK_FALSE(spun.held);
   CHECK(spun.measured == 101);
+}
+
+TEST_CASE("no_spin reads an older trace without the kernel's counts by its progress events") {
+  Trace t = loop_trace(1);
+  for (std::uint64_t n = 1; n <= 5; ++n) {
+    pass_begin(t, n, 0ns);
+    add(t, ev::Events{0ms, 0, n, {listener}});  // work unknown
+    add(t, ev::Accept{0ms, 0, Door::listener, -EMFILE, no_client});
+  }
+  CHECK_FALSE(no_spin(t, count_bounds({}, 3)).held);
+  Trace busy = loop_trace(1);
+  for (std::uint64_t n = 1; n <= 5; ++n) {
+    pass_begin(busy, n, 0ns);
+    add(busy, ev::Events{0ms, 0, n, {listener}});
+    accept(busy, 5, 0);  // progress
+  }
+  CHECK(no_spin(busy, count_bounds({}, 3)).held);
 }
 
 // ---- shutdown_clean ------------------------------------------------------------------------

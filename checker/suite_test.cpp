@@ -2,6 +2,9 @@
 // a hint, before anything runs.
 #include "checker/suite.hpp"
 
+#include "checker/properties.hpp"
+#include "sim/world.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace loopsim;
@@ -55,4 +58,17 @@ TEST_CASE("validate rejects a missing bound or a bound in the wrong unit") {
   CHECK(problem(expect("no_spin", {}, ms(5))) == "s.toml:7:1: no_spin's bounds are counts, not \"5ms\"");
   CHECK(problem(expect("latency")) == "s.toml:7:1: latency needs `of`");
   CHECK(problem(expect("spin")).starts_with("s.toml:7:1: unknown property \"spin\""));
+}
+
+TEST_CASE("no_spin holds on the busy shapes that are not spins: wrk, the floods, a slow reader, an idle crowd") {
+  for (const char* name : {"wrk", "flood", "flood-abort", "flood-syn", "stalled-reader", "idle-crowd", "slowloris"}) {
+    INFO(name);
+    Scenario s = load_scenario(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/" + name + ".toml");
+    RunResult r = run(s);
+    Expectation spin;
+    spin.property = "no_spin";
+    checker::Verdict v = checker::evaluate(r.trace, {spin}, checker::Costs{}).at(0);
+    CHECK(v.held);
+    CHECK(v.measured < 10);
+  }
 }

@@ -774,18 +774,21 @@ Nanos SimKernel::now() {
 
 void SimKernel::spend(Nanos duration) {
   scheduler_.call_point(Call{Call::Kind::spend, -1});
+  worked(0, duration > Nanos(0));
   spend_now(duration);
   scheduler_.learn(Learnt(op_spend).value());
 }
 
 using K = Call::Kind;
 int SimKernel::listen(const ListenSpec& spec) { return call(op_listen, Call{K::allocate, -1}, [&] { return listen_now(spec); }); }
-int SimKernel::accept(int listener) { return call(op_accept, Call{K::accept, listener}, [&] { return accept_now(listener); }); }
-std::int64_t SimKernel::write(int fd, std::span<const char> from) {
-  return call(op_write, Call{K::write, fd}, [&] { return write_now(fd, from); });
+int SimKernel::accept(int listener) {
+  return call(op_accept, Call{K::accept, listener}, [&] { int fd = accept_now(listener); return worked(fd, fd >= 0); });
 }
-int SimKernel::close(int fd) { return call(op_close, Call{K::close, fd}, [&] { return close_now(fd); }); }
-int SimKernel::abort(int fd) { return call(op_abort, Call{K::close, fd}, [&] { return abort_now(fd); }); }
+std::int64_t SimKernel::write(int fd, std::span<const char> from) {
+  return call(op_write, Call{K::write, fd}, [&] { std::int64_t n = write_now(fd, from); return worked(n, n > 0); });
+}
+int SimKernel::close(int fd) { return call(op_close, Call{K::close, fd}, [&] { int rc = close_now(fd); return worked(rc, rc == 0); }); }
+int SimKernel::abort(int fd) { return call(op_abort, Call{K::close, fd}, [&] { int rc = abort_now(fd); return worked(rc, rc == 0); }); }
 int SimKernel::poller_create() { return call(op_poller, Call{K::allocate, -1}, [&] { return poller_create_now(); }); }
 int SimKernel::watch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
   return call(op_watch, Call{K::watch, fd}, [&] { return watch_now(poller, fd, interest, trigger); });
@@ -798,7 +801,7 @@ int SimKernel::unwatch(int poller, int fd) {
 }
 int SimKernel::wake_create() { return call(op_wake_create, Call{K::allocate, -1}, [&] { return wake_create_now(); }); }
 int SimKernel::shutdown_write(int fd) {
-  return call(op_shutdown, Call{K::shutdown, fd}, [&] { return shutdown_write_now(fd); });
+  return call(op_shutdown, Call{K::shutdown, fd}, [&] { int rc = shutdown_write_now(fd); return worked(rc, rc == 0); });
 }
 int SimKernel::file_open() { return call(op_file, Call{K::allocate, -1}, [&] { return file_open_now(); }); }
 
@@ -810,6 +813,8 @@ void SimKernel::wake_signal(int wake) {
 
 void SimKernel::wake_drain(int wake) {
   scheduler_.call_point(Call{K::wake_drain, wake});
+  const FdEntry* e = entry(wake, FdKind::wake);
+  worked(0, e != nullptr && wakes_[e->object]);
   wake_drain_now(wake);
   scheduler_.learn(Learnt(op_wake_drain).value());
 }
@@ -817,6 +822,7 @@ void SimKernel::wake_drain(int wake) {
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
   scheduler_.call_point(Call{K::read, fd});
   std::int64_t n = read_now(fd, into);
+  worked(0, n > 0);
   Learnt learnt(op_read);
   learnt.add(n);
   if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
@@ -834,6 +840,10 @@ int SimKernel::pipe(int ends[2]) {
 [[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
   scheduler_.call_point(Call{K::wait, poller});
+  if (ThreadId t = scheduler_.current(); t != no_thread) {
+    if (work_.size() <= std::size_t(t)) work_.resize(std::size_t(t) + 1);
+    work_[std::size_t(t)] = Work{0, work_[std::size_t(t)].since_wait};
+  }
   int n = wait_now(poller, into, timeout);
   scheduler_.leave_rest();
   Learnt learnt(op_wait);

@@ -155,6 +155,14 @@ class SimKernel final : public Kernel {
   bool read_may_notify(int fd) const;
   bool is_listener(int fd) const { return backlog_capable(fd); }
 
+  // Work done, from the kernel's side: the calls the thread made between its previous wait and
+  // its latest one that got something done (bytes read or written, a connection accepted or
+  // closed, a write side shut, a wake-up drained, time spent on work). A pass that did none is
+  // idle, whatever loop made it (no_spin).
+  std::uint64_t work_before_wait(ThreadId thread) const {
+    return thread >= 0 && std::size_t(thread) < work_.size() ? work_[std::size_t(thread)].before_wait : 0;
+  }
+
   // Inspection, for the simulation's trace and final checks.
   ConnId conn_of(int fd) const;              // the connection behind a server descriptor
   std::size_t backlog(int listener) const;   // connections waiting in its accept queue
@@ -320,17 +328,29 @@ class SimKernel final : public Kernel {
   std::vector<Pipe> pipes_;
   std::vector<FaultState> accept_faults_;
   std::uint16_t next_port_ = 32768;
+  struct Work {
+    std::uint64_t since_wait = 0, before_wait = 0;
+  };
+  std::vector<Work> work_;  // by thread
+  template <class Result> Result worked(Result result, bool did) {
+    ThreadId t = scheduler_.current();
+    if (did && t != no_thread) {
+      if (work_.size() <= std::size_t(t)) work_.resize(std::size_t(t) + 1);
+      ++work_[std::size_t(t)].since_wait;
+    }
+    return result;
+  }
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the scheduler and the client sink
-  // (collaborators, digested on their own), and next_port_ (a port only names a connection;
-  // conns_ counts them).
-  static constexpr state::Fields<14> state_fields{
+  // (collaborators, digested on their own), next_port_ (a port only names a connection; conns_
+  // counts them) and work_ (what the trace says of past passes; nothing ahead depends on it).
+  static constexpr state::Fields<15> state_fields{
       state::f::skip("scheduler_"),    state::f::value("config_"),   state::f::skip("sink_"),
       state::f::value("fds_"),         state::f::value("free_fds_"), state::f::value("open_fds_"),
       state::f::value("client_files_"), state::f::value("listeners_"), state::f::by_conn("conns_"),
       state::f::value("pollers_"),     state::f::value("wakes_"),    state::f::value("pipes_"),
-      state::f::value("accept_faults_"), state::f::skip("next_port_")};
+      state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_")};
   friend struct state::Access;
 };
 

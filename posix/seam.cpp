@@ -484,11 +484,13 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   scratch_.resize(static_cast<std::size_t>(max));
   Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
   int n = 0, out = 0;
-  sim::ev::Events seen{now(), 0, passes_, {}};
+  sim::ev::Events seen{now(), 0, passes_, {}, -1};
   for (;;) {
     Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
     n = kernel_->wait(p.sim, scratch_, left);
     seen.t = now();
+    // The first wait of the loop is the pass's: what came before it is the previous pass's work.
+    if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
     for (int i = 0; i < std::max(n, 0); ++i) {
       int fd = process_fd(scratch_[std::size_t(i)].fd);
       auto it = p.watched.find(fd);

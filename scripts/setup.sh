@@ -8,7 +8,7 @@ packages=(
   libboost-context-dev libboost-graph-dev libgraphviz-dev nlohmann-json3-dev libxxhash-dev
   spin
   clang libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes (fuzz/), symbolized stacks
-  libuv1-dev libevent-dev nginx-light  # the example targets (examples/), run on the seam
+  libuv1-dev libevent-dev nginx-light python3  # the example targets (examples/), run on the seam
   dpkg-dev file systemd man-db  # the package stage: dpkg-shlibdeps, CPack's ELF check, systemd-analyze, man
   jq  # the determinism stage reads each scenario's arms from loopsim run --json
 )

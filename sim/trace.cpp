@@ -135,6 +135,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           [&](const ev::Events& e) {
             line.num("worker", e.worker).num("pass", std::int64_t(e.pass));
             line.num("count", std::int64_t(e.fds.size())).fds(e.fds);
+            if (e.work >= 0) line.num("work", e.work);
           },
           [&](const ev::Accept& e) {
             line.num("worker", e.worker).str("door", door_name(e.door));

@@ -29,7 +29,9 @@ int errno_from_name(const std::string& name);  // 0 when unknown
 
 namespace ev {
 struct PassBegin { Nanos t; int worker; std::uint64_t pass; Nanos timeout; };
-struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; };
+// `work`: the calls that got something done between the thread's previous wait and this one,
+// counted by the kernel (SimKernel::work_before_wait); -1 where unknown (an older trace).
+struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; std::int64_t work = -1; };
 struct Accept { Nanos t; int worker; Door door; int result; ClientIndex client; };
 struct BatchEnd { Nanos t; int worker; Door door; int accepted; BatchStop stop; bool owed; };
 struct RequestBegin { Nanos t; int worker; int fd; ClientIndex client; std::string path; };

@@ -10,7 +10,7 @@ namespace {
 
 // Each event's fields, in declaration order, for a visitor that reads or writes them all.
 template <class F> void fields(ev::PassBegin& e, F&& f) { f(e.t, e.worker, e.pass, e.timeout); }
-template <class F> void fields(ev::Events& e, F&& f) { f(e.t, e.worker, e.pass, e.fds); }
+template <class F> void fields(ev::Events& e, F&& f) { f(e.t, e.worker, e.pass, e.fds, e.work); }
 template <class F> void fields(ev::Accept& e, F&& f) { f(e.t, e.worker, e.door, e.result, e.client); }
 template <class F> void fields(ev::BatchEnd& e, F&& f) { f(e.t, e.worker, e.door, e.accepted, e.stop, e.owed); }
 template <class F> void fields(ev::RequestBegin& e, F&& f) { f(e.t, e.worker, e.fd, e.client, e.path); }

@@ -209,6 +209,7 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l
     if (l.integer("count") != std::int64_t(e.fds.size())) {
       l.fail("\"count\" differs from the number of \"fds\"", Line::schema_hint, "count");
     }
+    if (l.has("work")) e.work = l.integer("work");
     return e;
   }
   if (kind == "accept") {

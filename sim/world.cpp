@@ -29,15 +29,15 @@ std::uint16_t port_of(const Scenario& scenario) {
 // Records what the loop reports as trace events, naming the client behind each descriptor.
 class Recorder final : public LoopObserver {
  public:
-  Recorder(model::Scheduler& scheduler, Trace& trace, const Clients& clients)
-      : scheduler_(scheduler), trace_(trace), clients_(clients) {}
+  Recorder(model::Scheduler& scheduler, const model::SimKernel& kernel, Trace& trace, const Clients& clients)
+      : scheduler_(scheduler), kernel_(kernel), trace_(trace), clients_(clients) {}
 
   void pass_begin(int worker, std::uint64_t pass, Nanos timeout) override {
     record(ev::PassBegin{now(), worker, pass, timeout});
   }
   void events(int worker, std::uint64_t pass, std::span<const PollEvent> events) override {
     if (!trace_.keeps<ev::Events>()) return;
-    ev::Events e{now(), worker, pass, {}};
+    ev::Events e{now(), worker, pass, {}, std::int64_t(kernel_.work_before_wait(scheduler_.current()))};
     e.fds.reserve(events.size());
     for (const PollEvent& event : events) e.fds.push_back(event.fd);
     record(std::move(e));
@@ -89,6 +89,7 @@ class Recorder final : public LoopObserver {
  private:
   std::uint64_t accepts_ = 0;
   model::Scheduler& scheduler_;
+  const model::SimKernel& kernel_;
   Trace& trace_;
   const Clients& clients_;
 };
@@ -452,7 +453,7 @@ struct World::Impl {
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
         kernel(scheduler, kernel_config(scenario.kernel)),
         clients(scheduler, kernel, result.trace, port_of(scenario), scenario.seed),
-        recorder(scheduler, result.trace, clients) {
+        recorder(scheduler, kernel, result.trace, clients) {
     Trace& trace = result.trace;
     trace.keep = scenario.trace_keep;
     trace.scenario = scenario.name;
