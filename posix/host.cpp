@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -74,9 +75,15 @@ void send_trace(int host, const sim::RunResult& result) {
 
 void check_listened(int host, const Seam* seam, const sim::Scenario& scenario) {
   if (seam != nullptr && seam->listened()) return;
+  std::string why = "the target never listened on port " + std::to_string(scenario.target->port);
+  if (seam != nullptr && seam->ended()) {
+    char at[48];
+    std::snprintf(at, sizeof at, "%.1f ms", double(seam->ended_at().count()) / 1e6);
+    why = "the target exited with status " + std::to_string(seam->exit_status()) + " at " + at +
+          " of virtual time, before it listened on port " + std::to_string(scenario.target->port);
+  }
   fail(host, wire::Failure::bad_input,
-       scenario.position_of({"target.port"}) + ": the target never listened on port " +
-           std::to_string(scenario.target->port) + " (it listened on: " + (seam ? seam->listened_on() : "none") +
+       scenario.position_of({"target.port"}) + ": " + why + " (it listened on: " + (seam ? seam->listened_on() : "none") +
            "); its clients had nowhere to connect");
 }
 

@@ -136,12 +136,14 @@ void Seam::refuse(const std::string& call, int fd, const std::string& why) {
 
 void Seam::exited(int status) {
   ended_ = true;
+  exit_status_ = status;
+  ended_at_ = now();
+  trace_->events.push_back(sim::ev::ProcessExit{now(), status});
   {
     Inside inside(*this);
     for (int fd = 0; fd < int(fds_.size()); ++fd) {
       if (fds_[std::size_t(fd)].kind != Kind::none) close(fd);
     }
-    (void)status;  // what it returned is in its stderr, if it said why
   }
   for (;;) scheduler_->block(wait_forever);
 }

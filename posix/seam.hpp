@@ -66,6 +66,10 @@ class Seam final : public sim::ForeignServer {
 
   // Whether the program listened on its port at all, for the error when it did not.
   bool listened() const { return listened_; }
+  // Whether the program ended (exit, or a return from main), with what status, and when.
+  bool ended() const { return ended_; }
+  int exit_status() const { return exit_status_; }
+  Nanos ended_at() const { return ended_at_; }
   std::string listened_on() const;  // the ports it did listen on, for that error
 
   // Routing.
@@ -170,6 +174,8 @@ class Seam final : public sim::ForeignServer {
   std::uint64_t passes_ = 0;
   std::uint64_t calls_ = 0;
   bool ended_ = false;  // main() returned, or the program called exit
+  int exit_status_ = 0;  // ...with this status
+  Nanos ended_at_{0};
 };
 
 // The Seam of this process, while a simulation runs in it; null otherwise.

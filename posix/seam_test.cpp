@@ -101,7 +101,36 @@ TEST_CASE("seam: a target that starts a thread is refused") {
 
 TEST_CASE("seam: a program that never listens on its port is named, with where it did listen") {
   CHECK(error_of(probe("elsewhere")).find("never listened on port 8080 (it listened on: 9090)") != std::string::npos);
-  CHECK(error_of(probe("nothing")).find("never listened on port 8080 (it listened on: none)") != std::string::npos);
+  CHECK(error_of(probe("nothing")).find("the target exited with status 0 at 0.0 ms of virtual time, before it listened on port 8080 (it listened on: none)") != std::string::npos);
+}
+
+TEST_CASE("seam: a target that dies at start-up is an error naming its status and what it said") {
+  std::string error = error_of(probe("fails-to-start"));
+  CHECK(error.find("the target exited with status 1 at 0.0 ms of virtual time, before it listened on port 8080") != std::string::npos);
+  CHECK(error.find("its last line on stderr: \"seam_probe: cannot read its configuration\"") != std::string::npos);
+}
+
+TEST_CASE("seam: a target that exits mid-run is an event, in the stats, the table, the JSON and the timeline") {
+  sim::RunResult r = sim::run(probe("dies"));
+  REQUIRE(r.stats.exit_status);
+  CHECK(*r.stats.exit_status == 3);
+  CHECK(r.stats.exited_at == Nanos(10'000'000));
+  CHECK(r.stats.last_stderr == "seam_probe: giving up after one connection");
+  CHECK(jsonl(r.trace).find("{\"t\":10000000,\"ev\":\"process_exit\",\"status\":3}") != std::string::npos);
+  std::string dir = loopsim::testing::temp_path("seam-dies");
+  std::filesystem::create_directories(dir);
+  std::string file = dir + "/dies.toml";
+  std::ofstream(file) << "name = \"dies\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+                             "/seam_probe_dynamic\", \"dies\"]\nport = 8080\n[[clients]]\nname = \"c\"\n"
+                             "connect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n"
+                             "[[expect]]\nproperty = \"answered\"\n";
+  loopsim::testing::Outcome table = loopsim::testing::run_loopsim("run " + file + " --timeline " + dir + "/t.dot");
+  CHECK(table.status == 1);
+  CHECK(table.output.find("the target exited with status 3 at 10.0 ms of virtual time, before the run's horizon "
+                          "(its last line on stderr: \"seam_probe: giving up after one connection\")") != std::string::npos);
+  CHECK(file_text(dir + "/t.dot").find("the process exited with status 3 at 10 ms") != std::string::npos);
+  loopsim::testing::Outcome json = loopsim::testing::run_loopsim("run " + file + " --json", true);
+  CHECK(json.output.find("\"exit\": {\n        \"status\": 3") != std::string::npos);
 }
 
 TEST_CASE("seam: a static binary is refused, and a missing program is an error at target.exec") {

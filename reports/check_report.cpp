@@ -207,6 +207,7 @@ json encode_arm(const checker::ArmReport& arm) {
           {"unexpected", arm.judgement.unexpected_violations},
           {"missed", arm.judgement.missed_violations},
           {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
+          {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr} : json()},
           {"wall_ns", arm.wall_ns},
           {"replay", arm.replay},
           {"replay_diverged", arm.replay_diverged},
@@ -234,8 +235,17 @@ checker::ArmReport decode_arm(const json& a) {
   arm.judgement.unexpected_violations = a.at("unexpected").get<std::vector<std::string>>();
   arm.judgement.missed_violations = a.at("missed").get<std::vector<std::string>>();
   const json& st = a.at("stats");
-  arm.stats = {st.at(0).get<std::uint64_t>(), st.at(1).get<std::uint64_t>(), st.at(2).get<std::uint64_t>(),
-               st.at(3).get<std::uint64_t>(), st.at(4).get<std::uint64_t>(), Nanos(st.at(5).get<std::int64_t>())};
+  arm.stats.passes = st.at(0).get<std::uint64_t>();
+  arm.stats.accepted = st.at(1).get<std::uint64_t>();
+  arm.stats.answered = st.at(2).get<std::uint64_t>();
+  arm.stats.refused = st.at(3).get<std::uint64_t>();
+  arm.stats.steps = st.at(4).get<std::uint64_t>();
+  arm.stats.virtual_time = Nanos(st.at(5).get<std::int64_t>());
+  if (const json& x = a.at("exit"); !x.is_null()) {
+    arm.stats.exit_status = x.at(0).get<int>();
+    arm.stats.exited_at = Nanos(x.at(1).get<std::int64_t>());
+    arm.stats.last_stderr = x.at(2).get<std::string>();
+  }
   arm.wall_ns = a.at("wall_ns").get<std::int64_t>();
   arm.replay = a.at("replay").get<std::string>();
   arm.replay_diverged = a.at("replay_diverged").get<bool>();

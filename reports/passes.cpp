@@ -122,6 +122,18 @@ class PassBuilder {
     queue.pop_front();
   }
   void on(const sim::ev::RunEnd& e) { run_end_ = e.t; }
+  // A target that exits ends the pass it was in: it will not wait again.
+  void on(const sim::ev::ProcessExit& e) {
+    run_end_ = std::max(run_end_, e.t);
+    for (std::size_t& p : current_) {
+      if (p == no_pass) continue;
+      PassSummary& pass = view_.passes[p];
+      pass.end = std::max(pass.begin, e.t);
+      if (pass.woke == pass.begin) pass.woke = pass.end;
+      pass.exited = e.status;
+      p = no_pass;
+    }
+  }
   template <class Other>
   void on(const Other& e) {
     run_end_ = std::max(run_end_, e.t);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct PassSummary {
   Nanos end{0};      // pass_end, or the run's end for a pass that never ended
   Nanos timeout{0};  // the wait's: 0 non-blocking, wait_forever (-1) forever
   bool finished = false;  // a pass_end was seen
+  std::optional<int> exited;  // the process exited during it (a target's), with this status
   bool owed_before = false;  // the worker's previous pass left a door owed
   std::size_t first_event = 0;  // index into Trace::events of its pass_begin
   int listener_events = 0;

@@ -70,6 +70,7 @@ void print_table(const RunReport& report, std::ostream& out) {
     out << "  " << arm_summary(arm) << "  [" << arm.stats.passes << " passes, "
         << arm.stats.accepted << " accepted, " << arm.stats.answered << " answered, "
         << arm.stats.refused << " refused]\n";
+    if (arm.stats.exit_status) out << "    " << sim::exit_text(arm.stats) << '\n';
     for (const checker::Verdict& v : arm.verdicts) {
       if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
     }
@@ -105,6 +106,10 @@ nlohmann::ordered_json to_json(const RunReport& report) {
     a["stats"] = {{"passes", arm.stats.passes},     {"accepted", arm.stats.accepted},
                   {"answered", arm.stats.answered}, {"refused", arm.stats.refused},
                   {"virtual_ns", arm.stats.virtual_time.count()}, {"wall_ns", arm.wall_ns}};
+    if (arm.stats.exit_status) {
+      a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", arm.stats.exited_at.count()},
+                   {"last_stderr", arm.stats.last_stderr}};
+    }
     if (!arm.judgement.held) a["replay"] = arm.replay;
     doc["arms"].push_back(std::move(a));
   }

@@ -41,6 +41,10 @@ std::string wait_text(const RowStats& s) {
                             ? show_timeout(s.timeout_min)
                             : show_timeout(s.timeout_min) + " to " + show_timeout(s.timeout_max);
   std::string text = (s.passes == 1 ? "wait " : "waits ") + timeout;
+  if (s.exited) {
+    return text + (s.passes == 1 ? "" : " (the last") + ", then the process exited with status " +
+           std::to_string(*s.exited) + " at " + show_time(s.end) + (s.passes == 1 ? "" : ")");
+  }
   if (s.passes == 1 && s.unfinished) return text + ", still waiting at the end of the run";
   if (s.passes == 1 && s.listener_events + s.connection_events > 0) {
     return text + ", woke at " + show_time(s.woke);

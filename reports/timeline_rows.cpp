@@ -19,14 +19,14 @@ std::string exact_shape(const PassSummary& p) {
   }
   key += "|" + std::to_string(p.accept_errors.size()) + "|" + std::to_string(p.accept_owed) +
          std::to_string(p.handoff_owed) + "|" + std::to_string(p.served.size()) + "|" +
-         std::to_string(p.finished);
+         std::to_string(p.finished) + (p.exited ? "|exit" + std::to_string(*p.exited) : "");
   return key;
 }
 
 // The kind of pass: what it did, not how much.
 std::string coarse_shape(const PassSummary& p) {
   if (p.events() == 0 && p.batches.empty() && p.served.empty()) {
-    return p.finished ? "idle" : "idle-unfinished";
+    return p.exited ? "exited" : p.finished ? "idle" : "idle-unfinished";
   }
   std::string key = p.timeout == Nanos(0) ? "nb" : "b";
   key += p.events() > 0 ? "|ev" : "|";
@@ -210,7 +210,8 @@ RowStats row_stats(const sim::Trace& trace, const PassView& view, const Row& row
   s.woke = first.woke;
   s.end = last.end;
   s.timeout_min = s.timeout_max = first.timeout;
-  s.unfinished = !last.finished;
+  s.unfinished = !last.finished && !last.exited;
+  s.exited = last.exited;
   s.accept_owed = last.accept_owed;
   s.handoff_owed = last.handoff_owed;
   for (std::size_t p : row.passes) add_pass(s, trace, view, view.passes[p], rule);

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,7 @@ struct RowStats {
   Nanos begin{0}, woke{0}, end{0};
   Nanos timeout_min{0}, timeout_max{0};
   bool unfinished = false;  // the last pass was still waiting at the end of the run
+  std::optional<int> exited;  // the process exited in the last pass, with this status
   int listener_events = 0;
   int connection_events = 0;
   std::vector<std::string> connection_names;  // at most a few, for single passes

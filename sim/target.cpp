@@ -227,6 +227,32 @@ TargetProcess::~TargetProcess() {
   }
 }
 
+// The last line the target wrote to its stderr (less the seam's own), cut to 200 bytes: what
+// a program that died usually says about why.
+std::string TargetProcess::last_stderr_line() const {
+  std::ifstream in(output_ + ".stderr", std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string last;
+  std::size_t start = 0;
+  while (start < tail.size()) {
+    std::size_t end = std::min(tail.find('\n', start), tail.size());
+    std::string line = tail.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.rfind("loopsim seam: ", 0) != 0) last = line;
+    start = end + 1;
+  }
+  if (last.size() > 200) last = last.substr(0, 200) + "...";
+  for (char& c : last) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t') c = '?';
+  }
+  return last;
+}
+
 void TargetProcess::failed(const std::string& why) {
   std::string how;
   if (pid_ > 0) {
@@ -238,6 +264,8 @@ void TargetProcess::failed(const std::string& why) {
     }
     pid_ = -1;
   }
+  std::string said = last_stderr_line();
+  if (!said.empty()) how += "; its last line on stderr: \"" + said + "\"";
   throw ScenarioError(scenario_.position_of({"target.exec"}) + ": the target " + scenario_.target->program + ": " + why + how,
                       "its stderr is in " + output_ + ".stderr");
 }
@@ -265,6 +293,8 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     if (message->type == wire::Type::error) {
       std::string text = message->body.size() > 1 ? message->body.substr(1) : "";
       if (!message->body.empty() && wire::Failure(message->body[0]) == wire::Failure::limit) throw RunLimit(text);
+      std::string said = last_stderr_line();
+      if (!said.empty()) text += "; its last line on stderr: \"" + said + "\"";
       throw ScenarioError(text, "the target's stderr is in " + output_ + ".stderr; docs/targets.md lists what the seam serves");
     }
     if (message->type != type) failed("it sent a message out of turn");
@@ -283,6 +313,7 @@ RunResult TargetProcess::take_trace(const std::string& body) {
     failed(std::string("it sent a trace that does not read back: ") + e.what());
   }
   result.stats = stats_of(result.trace, passes, steps);
+  if (result.stats.exit_status) result.stats.last_stderr = last_stderr_line();
   int status = 0;
   if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) pid_ = -1;
   return result;

@@ -50,6 +50,7 @@ class TargetProcess {
   void agree(model::Chooser& chooser, const Trace& trace);
   bool local_ = false;
   [[noreturn]] void failed(const std::string& why);
+  std::string last_stderr_line() const;
 
   const Scenario& scenario_;
   pid_t pid_ = -1;

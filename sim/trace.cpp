@@ -200,6 +200,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           [&](const ev::Handoff& e) {
             line.num("worker", e.worker).num("to", e.to).client(trace, e.client);
           },
+          [&](const ev::ProcessExit& e) { line.num("status", e.status); },
           [&](const ev::Lasso& e) {
             line.num("since", e.since.count()).num("backlog", e.backlog);
             line.num("dead_end", e.dead_end ? 1 : 0);

@@ -65,6 +65,9 @@ struct ListenerClosed { Nanos t; int worker; };
 struct LoopExit { Nanos t; int worker; int open_connections; };
 // R10: a connection handed from one worker to another.
 struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
+// A target program ended before the run did: it exited with `status` (exit, _exit or a return
+// from main).
+struct ProcessExit { Nanos t; int status; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
 // at `since`, with `backlog` connections waiting and none accepted in between, so they wait
 // forever; or (`dead_end`) nothing was left to happen while they waited.
@@ -85,7 +88,7 @@ using TraceEvent =
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
-                 ev::Handoff, ev::Lasso, ev::RunEnd>;
+                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd>;
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
@@ -164,6 +167,7 @@ inline constexpr std::string_view event_kinds[] = {
     "listener_closed",  // ev::ListenerClosed
     "loop_exit",  // ev::LoopExit
     "handoff",  // ev::Handoff
+    "process_exit",  // ev::ProcessExit
     "lasso",  // ev::Lasso
     "run_end",  // ev::RunEnd
 };

@@ -166,13 +166,23 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
     if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) ++stats.accepted;
     if (std::holds_alternative<ev::Answer>(event)) ++stats.answered;
     if (std::holds_alternative<ev::Refused>(event)) ++stats.refused;
+    if (auto* x = std::get_if<ev::ProcessExit>(&event)) {
+      stats.exit_status = x->status;
+      stats.exited_at = x->t;
+    }
   }
   return stats;
 }
 
-namespace {
-
-}  // namespace
+std::string exit_text(const RunStats& stats) {
+  if (!stats.exit_status) return {};
+  char at[48];
+  std::snprintf(at, sizeof at, "%.1f ms", double(stats.exited_at.count()) / 1e6);
+  std::string text = "the target exited with status " + std::to_string(*stats.exit_status) + " at " + at +
+                     " of virtual time, before the run's horizon";
+  if (!stats.last_stderr.empty()) text += " (its last line on stderr: \"" + stats.last_stderr + "\")";
+  return text;
+}
 
 std::vector<model::Choice> choices_of(const Trace& trace) {
   std::vector<model::Choice> out;

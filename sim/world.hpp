@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <functional>
@@ -31,6 +32,11 @@ struct RunStats {
   std::uint64_t refused = 0;
   std::uint64_t steps = 0;  // scheduler steps taken
   Nanos virtual_time{0};
+  // A target that ended before the run did (its trace's process_exit): its status, when, and
+  // the last line it wrote to stderr.
+  std::optional<int> exit_status;
+  Nanos exited_at{0};
+  std::string last_stderr;
 };
 
 struct RunResult {
@@ -40,6 +46,9 @@ struct RunResult {
 
 // A trace's accepted, answered and refused counts, with the passes and steps given.
 RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps);
+// "the target exited with status 1 at 12.0 ms of virtual time (its last line on stderr: ...)",
+// for a run whose target ended before it did.
+std::string exit_text(const RunStats& stats);
 
 // One run, a step at a time, for the explorer. Everything is set up at construction; step()
 // runs the next scheduled happening before the horizon; finish() runs what is left to the

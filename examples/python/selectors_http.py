@@ -6,7 +6,10 @@ table full, the listener is still readable, so select() returns it at once, acce
 again, and the loop spins for as long as the error lasts (the EMFILE spin of libuv/Node and
 others). With --pause, the fix many servers use: stop watching the listener for a while.
 
-    python3 selectors_http.py [--port N] [--pause]
+With --strict, an accept error is not caught at all: the server dies of it, as an asyncio-less
+script with no handler does.
+
+    python3 selectors_http.py [--port N] [--pause | --strict]
 """
 import selectors
 import socket
@@ -15,6 +18,7 @@ import time
 
 port = 8080
 pause = "--pause" in sys.argv
+strict = "--strict" in sys.argv
 if "--port" in sys.argv:
     port = int(sys.argv[sys.argv.index("--port") + 1])
 
@@ -42,7 +46,8 @@ while True:
             except BlockingIOError:
                 continue
             except OSError:
-                if pause:  # out of descriptors: stop asking for 10 ms
+                if strict:
+                    raise  # out of descriptors: stop asking for 10 ms
                     sel.unregister(listener)
                     paused_until = time.monotonic() + 0.01
                 continue  # naive: straight back to select(), which returns the listener again

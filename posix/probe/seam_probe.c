@@ -66,6 +66,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "nothing") == 0) return 0;
+  if (strcmp(what, "dies") == 0) {  /* serves nobody: takes the first connection and exits */
+    accept_one(listen_on(8080));
+    fprintf(stderr, "seam_probe: giving up after one connection\n");
+    exit(3);
+  }
+  if (strcmp(what, "fails-to-start") == 0) {
+    fprintf(stderr, "seam_probe: cannot read its configuration\n");
+    return 1;
+  }
   if (strcmp(what, "names") == 0) {
     /* Real and simulated descriptors side by side: their numbers never meet, the clocks are
      * virtual, and a real file still works. */
@@ -91,6 +100,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | names\n");
+  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | names\n");
   return 2;
 }
