@@ -178,11 +178,11 @@ std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
 struct SpinState {
   // The pass in hand: from one wait's return to the next wait's.
   bool open = false;          // a wait has returned
-  bool at_once = false;       // ...without blocking
   bool progress = false;      // ...and, in a trace without kernel counts, progress events since
   std::size_t returned = 0;   // that wait's events
   std::uint64_t pass = 0;
-  std::optional<Nanos> began; // the wait's call, if the trace has it
+  std::optional<Nanos> began; // the pass's wait was called then, if the trace says
+  std::optional<Nanos> next;  // the next wait was called then
   std::int64_t run = 0;       // idle passes in a row
   std::uint64_t run_from = 0; // the first pass of the run
   // A hot accept loop never waits at all: failed accepts in a row, with no wait between them
@@ -191,9 +191,10 @@ struct SpinState {
   std::size_t failed_from = 0;  // the first of them
 };
 
-// A wait that returns within this of its call did not block: the kernel charges a repeated
-// empty poll 1 us (design-notes, "A spinning loop moves the clock").
-constexpr Nanos returns_at_once{1000};
+// A pass that takes at most this long, from its wait's call to the next wait's, did not block
+// and did not sleep: the kernel charges a repeated empty poll 1 us, a target's failing call
+// 1 us (design-notes, "A spinning loop moves the clock").
+constexpr Nanos spin_pass_max{10'000};
 
 // ---- shutdown_clean -----------------------------------------------------------------------
 
@@ -465,9 +466,11 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
   return v;
 }
 
-// A pass runs from a wait's return to the next wait. It is idle if its wait returned at once
-// (whatever timeout it asked for) and it got nothing done: the kernel's count of calls that did
-// something (Events::work) is 0, or, in a trace without that count, no progress event came.
+// A pass runs from a wait's call to the next wait's. It is idle if it took at most
+// spin_pass_max of virtual time (its wait returned at once, whatever timeout it asked for, and
+// nothing slept) and got nothing done: the kernel's count of calls that did something
+// (Events::work, carried by the next wait) is 0, or, in a trace without that count, no
+// progress event came.
 // A spin is more than `max` idle passes in a row, or more than `max` failing accepts with no
 // wait between them.
 Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
@@ -493,30 +496,31 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
     }
     if (auto* b = std::get_if<ev::PassBegin>(&event)) {
       SpinState& s = workers[b->worker];
-      s.began = b->t;
+      s.next = b->t;
       s.failed_accepts = 0;
     } else if (auto* e = std::get_if<ev::Events>(&event)) {
       SpinState& s = workers[e->worker];
       s.failed_accepts = 0;
       if (s.open) {
-        bool idle = s.at_once && (e->work >= 0 ? e->work == 0 : !s.progress);
+        bool quick = s.began && s.next && *s.next - *s.began <= spin_pass_max;
+        bool idle = quick && (e->work >= 0 ? e->work == 0 : !s.progress);
         if (idle && s.run == 0) s.run_from = s.pass;
         s.run = idle ? s.run + 1 : 0;
         if (s.run == v.bound + 1) breaks_at(v, s.returned);
         if (s.run > v.measured) {
           v.measured = s.run;
           worst = "worker " + std::to_string(e->worker) + " made " + std::to_string(s.run) +
-                  " passes in a row whose wait returned at once and that got nothing done (passes " +
+                  " passes in a row that returned at once and got nothing done (passes " +
                   std::to_string(s.run_from) + "–" + std::to_string(s.pass) + ", from " +
                   ms_text(sim::time_of(trace.events[s.returned])) + ")";
         }
       }
       s.open = true;
-      s.at_once = s.began && e->t - *s.began <= returns_at_once;
+      s.began = s.next;
       s.progress = !e->fds.empty() && std::any_of(e->fds.begin(), e->fds.end(), [&](int fd) { return fd != trace.listener_fd; });
       s.returned = i;
       s.pass = e->pass;
-      s.began.reset();
+      s.next.reset();
     } else if (auto worker = progress_of(event, trace.listener_fd)) {
       workers[*worker].progress = true;
     }

@@ -6,6 +6,7 @@
 #include "sim/world.hpp"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 using namespace loopsim;
 using namespace loopsim::sim;
@@ -70,5 +71,13 @@ TEST_CASE("no_spin holds on the busy shapes that are not spins: wrk, the floods,
     checker::Verdict v = checker::evaluate(r.trace, {spin}, checker::Costs{}).at(0);
     CHECK(v.held);
     CHECK(v.measured < 10);
+  }
+}
+
+TEST_CASE("what generate found is kept: every expectation of tests/data/generated/ holds") {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/generated")) {
+    INFO(entry.path().string());
+    checker::RunReport report = checker::run_suite(entry.path().string(), checker::SuiteOptions{}).report;
+    CHECK(report.held());
   }
 }

@@ -73,6 +73,14 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
   // What every shard of one search must share, so that `loopsim merge` can refuse a mix.
   doc["search"] = {{"seed", args.seed}, {"runs", args.runs}, {"set", args.set}, {"max_steps", args.max_steps},
                    {"max_steps_at_instant", args.max_steps_at_instant}, {"max_shrinks", args.max_shrinks}};
+  // What the runs checked: each property judged in how many runs, left out in how many, and why.
+  nlohmann::ordered_json judged = nlohmann::ordered_json::object();
+  for (const auto& [property, c] : result.coverage) {
+    nlohmann::ordered_json why = nlohmann::ordered_json::object();
+    for (const auto& [reason, n] : c.why) why[reason] = n;
+    judged[property] = {{"judged", c.judged}, {"left_out", c.left_out}, {"why", std::move(why)}};
+  }
+  doc["judged"] = std::move(judged);
   if (result.verdict != explore::GenerateResult::Verdict::found) return doc;
   const explore::Judged& j = result.judged;
   doc["failing_run"] = result.failing_run;
@@ -91,9 +99,29 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
   return doc;
 }
 
+// "answered: judged in 1,412 runs, left out in 588 (412: a shutdown closes ..., 176: ...)"
+void print_coverage(const explore::GenerateResult& result) {
+  if (result.coverage.empty()) return;
+  std::cout << "what the runs judged:\n";
+  for (const auto& [property, c] : result.coverage) {
+    std::cout << "  " << property << ": judged in " << c.judged << " of " << result.runs << " runs";
+    if (c.left_out > 0) {
+      std::cout << ", left out in " << c.left_out << " (";
+      bool first = true;
+      for (const auto& [reason, n] : c.why) {
+        std::cout << (first ? "" : "; ") << n << ": " << reason;
+        first = false;
+      }
+      std::cout << ")";
+    }
+    std::cout << '\n';
+  }
+}
+
 void print_text(const GenerateArgs& args, const explore::GenerateResult& result, const Written& written) {
   using V = explore::GenerateResult::Verdict;
   std::cout << "seed " << args.seed << '\n';
+  print_coverage(result);
   if (args.shard != "0/1") std::cout << "shard " << args.shard << ": the runs whose number is " << args.shard << " (I modulo N)\n";
   if (result.verdict == V::none_found) {
     std::cout << "generate: " << result.runs << " scenarios, every one held (a sample, not a proof)\n";

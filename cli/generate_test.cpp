@@ -59,3 +59,21 @@ TEST_CASE("generate rejects bad input with 2, and a time limit that cuts it shor
   CHECK(cut.status == 3);
   CHECK(nlohmann::json::parse(cut.output)["verdict"] == "limit");
 }
+
+TEST_CASE("generate says what it checked: per property, the runs that judged it and why the others left it out") {
+  Outcome o = loopsim::testing::run_loopsim("generate --runs 60 --seed 1 --json --out " + loopsim::testing::temp_path("gen-judged"), true);
+  REQUIRE((o.status == 0 || o.status == 1));
+  auto doc = nlohmann::json::parse(o.output);
+  std::uint64_t runs = doc["runs"];
+  for (const char* property : {"answered", "no_stranded_backlog", "no_spin", "batch_bound", "shutdown_clean", "post_latency"}) {
+    INFO(property);
+    REQUIRE(doc["judged"].contains(property));
+    const auto& c = doc["judged"][property];
+    CHECK(c["judged"].get<std::uint64_t>() + c["left_out"].get<std::uint64_t>() == runs);
+    std::uint64_t why = 0;
+    for (const auto& [reason, n] : c["why"].items()) why += n.get<std::uint64_t>();
+    CHECK(why == c["left_out"].get<std::uint64_t>());
+  }
+  CHECK(doc["judged"]["no_spin"]["judged"] == runs);       // never left out
+  CHECK(doc["judged"]["answered"]["left_out"].get<std::uint64_t>() > 0);  // left out, and said so
+}

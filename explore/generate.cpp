@@ -509,14 +509,6 @@ bool accept_certain(const sim::Scenario& s, const Allowance& a) {
   return unreset_clients(s) > a.abort_budget;
 }
 
-void expect(std::ostringstream& out, const std::string& property, const std::string& extra = "") {
-  out << "\n[[expect]]\nproperty = " << quoted(property) << '\n' << extra;
-}
-
-void skip(std::ostringstream& out, const std::string& property, const std::string& why) {
-  out << "\n# " << property << " is not judged: " << why << '\n';
-}
-
 std::string answered_exclusion(const Allowance& a) {
   if (a.short_horizon) return "the horizon is shorter than the work scheduled";
   if (a.shutdown) return "a shutdown closes the listener on clients yet to be accepted";
@@ -530,39 +522,68 @@ std::string answered_exclusion(const Allowance& a) {
 std::string stranded_exclusion(const Allowance& a) {
   if (a.short_horizon) return "the horizon is shorter than the work scheduled";
   if (a.shutdown) return "after a shutdown the listener is closed; what waited is not the loop's";
-  if (a.may_strand()) {
-    return "connections that stay (" + std::to_string(a.stayers) + ") fill what the loop may hold (" +
-           (a.held_max == unbounded ? std::string("no bound") : std::to_string(a.held_max)) +
-           ") or the descriptors left at the end (" + std::to_string(a.room) + ")";
-  }
+  if (a.may_strand()) return "connections that stay fill what the loop may hold or the descriptors left at the end";
   return "";
 }
 
 }  // namespace
 
-std::string expectations_text(const sim::Scenario& s) {
-  std::ostringstream out;
+Oracle oracle_of(const sim::Scenario& s) {
+  Oracle o;
+  auto judge = [&o](const std::string& property, const std::string& extra = "") {
+    o.judged.push_back({property, extra});
+  };
+  auto leave_out = [&o](const std::string& property, const std::string& why, const std::string& detail = "") {
+    o.left_out.push_back({property, why, detail.empty() ? why : detail});
+  };
   if (s.target) {  // any server: every request of a modest workload answered, nothing left, no spin
-    out << "\n# What any server must do with a workload its backlog holds, nothing going wrong.\n";
-    expect(out, "answered");
-    expect(out, "no_stranded_backlog");
-    expect(out, "no_spin", "max = " + std::to_string(checker::no_spin_max_default) + "\n");
-    return out.str();
+    judge("answered");
+    judge("no_stranded_backlog");
+    judge("no_spin", "max = " + std::to_string(checker::no_spin_max_default) + "\n");
+    leave_out("shutdown_clean", "a target gets no shutdown action");
+    leave_out("batch_bound", "a target's batches are its own");
+    leave_out("post_latency", "a target gets no posts");
+    return o;
   }
   Allowance a = allowance_of(s);
-  out << "\n# What must hold with the rules on; what the configuration allows to fail is left out.\n";
-  if (std::string why = answered_exclusion(a); why.empty()) expect(out, "answered"); else skip(out, "answered", why);
-  if (std::string why = stranded_exclusion(a); why.empty()) expect(out, "no_stranded_backlog");
-  else skip(out, "no_stranded_backlog", why);
-  // A spin is never allowed: no configuration with the rules on makes idle non-blocking passes.
-  expect(out, "no_spin", "max = " + std::to_string(checker::no_spin_max_default) + "\n");
-  if (a.shutdown && !a.short_horizon) expect(out, "shutdown_clean");
-  if (s.loop.accept_batch == 0) skip(out, "batch_bound", "accept_batch = 0 drains until EAGAIN");
-  else if (!accept_certain(s, a)) skip(out, "batch_bound", "an accept is not certain, and a run with none fails it");
-  else expect(out, "batch_bound", "max = " + std::to_string(s.loop.accept_batch) + "\n");
+  if (std::string why = answered_exclusion(a); why.empty()) judge("answered"); else leave_out("answered", why);
+  if (std::string why = stranded_exclusion(a); why.empty()) {
+    judge("no_stranded_backlog");
+  } else {
+    std::string detail = why;
+    if (a.may_strand() && !a.short_horizon && !a.shutdown) {
+      detail = "connections that stay (" + std::to_string(a.stayers) + ") fill what the loop may hold (" +
+               (a.held_max == unbounded ? std::string("no bound") : std::to_string(a.held_max)) +
+               ") or the descriptors left at the end (" + std::to_string(a.room) + ")";
+    }
+    leave_out("no_stranded_backlog", why, detail);
+  }
+  // A spin is never allowed: no configuration with the rules on makes idle passes that return at once.
+  judge("no_spin", "max = " + std::to_string(checker::no_spin_max_default) + "\n");
+  if (!a.shutdown) leave_out("shutdown_clean", "no shutdown drawn");
+  else if (a.short_horizon) leave_out("shutdown_clean", "the horizon is shorter than the work scheduled");
+  else judge("shutdown_clean");
+  if (s.loop.accept_batch == 0) leave_out("batch_bound", "accept_batch = 0 drains until EAGAIN");
+  else if (!accept_certain(s, a)) leave_out("batch_bound", "an accept is not certain, and a run with none fails it");
+  else judge("batch_bound", "max = " + std::to_string(s.loop.accept_batch) + "\n");
   // Every post runs exactly once, some time before the end; a shutdown may end a loop first.
-  if (!s.posters.empty() && !a.shutdown && !a.short_horizon) {
-    expect(out, "post_latency", "max = " + ms_text(to_ms(s.horizon)) + "\n");
+  if (s.posters.empty()) leave_out("post_latency", "no posters drawn");
+  else if (a.shutdown) leave_out("post_latency", "a shutdown may end a loop before a post runs");
+  else if (a.short_horizon) leave_out("post_latency", "the horizon is shorter than the work scheduled");
+  else judge("post_latency", "max = " + ms_text(to_ms(s.horizon)) + "\n");
+  return o;
+}
+
+std::string expectations_text(const sim::Scenario& s) {
+  Oracle o = oracle_of(s);
+  std::ostringstream out;
+  out << (s.target ? "\n# What any server must do with a workload its backlog holds, nothing going wrong.\n"
+                   : "\n# What must hold with the rules on; what the configuration allows to fail is left out.\n");
+  for (const Oracle::Judged& j : o.judged) out << "\n[[expect]]\nproperty = " << quoted(j.property) << '\n' << j.extra;
+  for (const Oracle::LeftOut& l : o.left_out) {
+    if (l.property == "answered" || l.property == "no_stranded_backlog" || l.property == "batch_bound") {
+      out << "\n# " << l.property << " is not judged: " << l.detail << '\n';
+    }
   }
   return out.str();
 }
@@ -694,6 +715,7 @@ class Search {
       std::string text = scenario_text(drawn.value(), name, options_.overrides);
       Judged judged = judge_text(text, name, options_.budget);
       ++result_.runs;
+      count_oracle(sim::parse_scenario(text, name));
       report(false);
       if (!judged.failed()) continue;
       result_.verdict = GenerateResult::Verdict::found;
@@ -741,6 +763,17 @@ class Search {
     result_.shrunk = best_text;
     result_.judged = std::move(judged);
     result_.clients_after = clients_of(best.value());
+  }
+
+  // What this run's oracle judged and left out, added to the search's counts.
+  void count_oracle(const sim::Scenario& scenario) {
+    Oracle o = oracle_of(scenario);
+    for (const Oracle::Judged& j : o.judged) ++result_.coverage[j.property].judged;
+    for (const Oracle::LeftOut& l : o.left_out) {
+      Coverage& c = result_.coverage[l.property];
+      ++c.left_out;
+      ++c.why[l.why];
+    }
   }
 
   bool out_of_time() const {

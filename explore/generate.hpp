@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +119,21 @@ std::string scenario_text(const Description& description, const std::string& nam
 // the configuration allows it to fail (a comment in the text says why).
 std::string expectations_text(const sim::Scenario& scenario);
 
+// The oracle a generated scenario gets: the properties judged (with their bound lines) and those
+// left out, each with why (a reason shared by every run it applies to) and the detail for this
+// run. expectations_text renders it.
+struct Oracle {
+  struct Judged {
+    std::string property, extra;
+  };
+  struct LeftOut {
+    std::string property, why, detail;
+  };
+  std::vector<Judged> judged;
+  std::vector<LeftOut> left_out;
+};
+Oracle oracle_of(const sim::Scenario& scenario);
+
 // The step budget: a run with more scheduler steps at one virtual instant, or more in all, is
 // a livelock.
 struct StepBudget {
@@ -161,6 +177,12 @@ struct GenerateOptions {
   std::function<void(const GenerateProgress&)> progress;
 };
 
+// How often a search judged a property, and how often (and why) it left it out.
+struct Coverage {
+  std::uint64_t judged = 0, left_out = 0;
+  std::map<std::string, std::uint64_t> why;  // reason -> runs
+};
+
 struct GenerateResult {
   // none_found: every run held (a sample, not a proof). found: a failure (or livelock), shrunk.
   // limit: the time limit cut the runs short, nothing found.
@@ -175,6 +197,7 @@ struct GenerateResult {
   std::uint64_t shrink_tries = 0;   // shrink candidates run
   bool shrink_cut = false;          // the time limit or max_shrinks stopped the shrinking
   int clients_before = 0, clients_after = 0;
+  std::map<std::string, Coverage> coverage;  // by property, over the runs judged
 };
 
 const char* verdict_name(GenerateResult::Verdict verdict);

@@ -840,10 +840,8 @@ int SimKernel::pipe(int ends[2]) {
 [[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
   scheduler_.call_point(Call{K::wait, poller});
-  if (ThreadId t = scheduler_.current(); t != no_thread) {
-    if (work_.size() <= std::size_t(t)) work_.resize(std::size_t(t) + 1);
-    work_[std::size_t(t)] = Work{0, work_[std::size_t(t)].since_wait};
-  }
+  Work& work = work_of_current();
+  work = Work{0, work.since_wait};
   int n = wait_now(poller, into, timeout);
   scheduler_.leave_rest();
   Learnt learnt(op_wait);

@@ -159,8 +159,10 @@ class SimKernel final : public Kernel {
   // its latest one that got something done (bytes read or written, a connection accepted or
   // closed, a write side shut, a wake-up drained, time spent on work). A pass that did none is
   // idle, whatever loop made it (no_spin).
+  // Calls from outside any thread (an inverted loop driven from a callback) count as one more.
   std::uint64_t work_before_wait(ThreadId thread) const {
-    return thread >= 0 && std::size_t(thread) < work_.size() ? work_[std::size_t(thread)].before_wait : 0;
+    std::size_t slot = std::size_t(thread + 1);
+    return slot < work_.size() ? work_[slot].before_wait : 0;
   }
 
   // Inspection, for the simulation's trace and final checks.
@@ -331,13 +333,14 @@ class SimKernel final : public Kernel {
   struct Work {
     std::uint64_t since_wait = 0, before_wait = 0;
   };
-  std::vector<Work> work_;  // by thread
+  std::vector<Work> work_;  // by thread + 1 (0: outside any thread)
+  Work& work_of_current() {
+    std::size_t slot = std::size_t(scheduler_.current() + 1);
+    if (work_.size() <= slot) work_.resize(slot + 1);
+    return work_[slot];
+  }
   template <class Result> Result worked(Result result, bool did) {
-    ThreadId t = scheduler_.current();
-    if (did && t != no_thread) {
-      if (work_.size() <= std::size_t(t)) work_.resize(std::size_t(t) + 1);
-      ++work_[std::size_t(t)].since_wait;
-    }
+    if (did) ++work_of_current().since_wait;
     return result;
   }
 

@@ -47,7 +47,8 @@ while True:
                 continue
             except OSError:
                 if strict:
-                    raise  # out of descriptors: stop asking for 10 ms
+                    raise
+                if pause:  # out of descriptors: stop asking for 10 ms
                     sel.unregister(listener)
                     paused_until = time.monotonic() + 0.01
                 continue  # naive: straight back to select(), which returns the listener again
