@@ -2,7 +2,7 @@
 
 #include "checker/loop_properties.hpp"
 #include "sim/properties.hpp"
-#include "sim/properties.hpp"
+#include "sim/world.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -485,6 +485,20 @@ sim::EventMask events_needed(const std::vector<sim::Expectation>& expect) {
   return needed;
 }
 
+namespace {
+
+// Whether a violation seen on a run's prefix stands whatever the rest of the run does: a
+// measure that only grows past its maximum (a spin, a batch, a latency, a gap, a post's wait),
+// or a lasso found.
+bool violated_for_good(const Verdict& v) {
+  if (v.property == "liveness") return v.first_bad.has_value();
+  bool grows = v.property == "no_spin" || v.property == "batch_bound" || v.property == "latency" ||
+               v.property == "max_gap" || v.property == "post_latency";
+  return grows && v.measured > v.bound;
+}
+
+}  // namespace
+
 Verdict liveness(const Trace& trace) {
   Verdict v;
   v.property = "liveness";
@@ -500,6 +514,13 @@ Verdict liveness(const Trace& trace) {
                    : std::to_string(lasso->backlog) + " connection(s) wait in a cycle of states: the state at " +
                          ms_text(lasso->t) + " is the one at " + ms_text(lasso->since) +
                          ", and nothing was accepted in between";
+    return v;
+  }
+  if (!trace.liveness_watched) {
+    // No lasso event says nothing unless the run looked for one.
+    v.decided = false;
+    v.detail = "not judged: the run that wrote this trace did not watch its states for a lasso (a run "
+               "watches only when its scenario expects liveness; explore judges it on its state graph)";
     return v;
   }
   v.detail = "no state came back with connections waiting and none accepted";
@@ -518,6 +539,29 @@ std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expecta
   if (costs.request == Nanos(0)) costs.request = request_cost(trace);
   std::vector<Verdict> verdicts;
   for (const sim::Expectation& e : expect) verdicts.push_back(judge_of(e.property).evaluate(trace, e, costs));
+  if (trace.cut.empty()) return verdicts;
+  for (Verdict& v : verdicts) {
+    if (!v.held && violated_for_good(v)) {
+      v.detail += " (the run stopped before its horizon: " + trace.cut + ")";
+      continue;
+    }
+    v.held = true;
+    v.decided = false;
+    v.first_bad.reset();
+    v.detail = "undecided: the run stopped before its horizon (" + trace.cut + ")";
+  }
+  if (trace.stalled) {
+    Verdict livelock;
+    livelock.property = "livelock";
+    livelock.unit = Unit::count;
+    livelock.held = false;
+    livelock.measured = std::int64_t(sim::still_steps_max);
+    livelock.bound = std::int64_t(sim::still_steps_max);
+    const std::string prefix = "livelock: ";
+    livelock.detail = trace.cut.rfind(prefix, 0) == 0 ? trace.cut.substr(prefix.size()) : trace.cut;
+    livelock.first_bad = trace.events.empty() ? 0 : trace.events.size() - 1;
+    verdicts.push_back(std::move(livelock));
+  }
   return verdicts;
 }
 

@@ -25,6 +25,10 @@ struct Verdict {
   std::string bound_text;  // the bound as the scenario wrote it
   std::string detail;      // one line a person can act on
   std::optional<std::size_t> first_bad;  // index into Trace::events
+  // False on a run stopped before its horizon (Trace::cut) when the trace so far cannot decide
+  // it: a property that needs the end, or one that held so far. `held` is then true, and says
+  // nothing.
+  bool decided = true;
 };
 
 // What bounds written in "requests" and "batches" are measured in.
@@ -78,7 +82,10 @@ sim::EventMask events_needed(const std::vector<sim::Expectation>& expect);
 bool known_property(const std::string& name);
 const std::vector<std::string>& property_names();
 
-// Checks every expectation. `costs.request` is filled from the trace when zero.
+// Checks every expectation. `costs.request` is filled from the trace when zero. On a trace cut
+// short (Trace::cut), a violation the rest of the run could not undo stays violated, with the
+// cut named in its detail, and every other verdict is undecided. A run stopped because time
+// stood still (Trace::stalled) gains a violated "livelock" verdict after the others.
 std::vector<Verdict> evaluate(const sim::Trace& trace, const std::vector<sim::Expectation>& expect,
                               Costs costs);
 

@@ -368,3 +368,26 @@ TEST_CASE("a bound in requests or batches saturates instead of wrapping negative
   costs.request = std::chrono::milliseconds(3);
   CHECK(loopsim::checker::resolve(two, costs) == 6'000'000);
 }
+
+TEST_CASE("liveness is judged only on a trace whose run watched for a lasso; otherwise it says why it was not") {
+  Trace unwatched;
+  Verdict v = liveness(unwatched);
+  CHECK_FALSE(v.decided);
+  CHECK(v.detail.find("not judged: the run that wrote this trace did not watch its states for a lasso") == 0);
+  Trace watched;
+  watched.liveness_watched = true;
+  Verdict quiet = liveness(watched);
+  CHECK(quiet.decided);
+  CHECK(quiet.held);
+  watched.events.push_back(ev::Lasso{5ms, 2ms, 3, false});
+  Verdict lasso = liveness(watched);
+  CHECK_FALSE(lasso.held);
+  CHECK(lasso.measured == 3);
+  // A lasso in a trace cut short stands: the backlog waits whatever comes after.
+  watched.cut = "its trace passed 10000000 events";
+  sim::Expectation e;
+  e.property = "liveness";
+  std::vector<Verdict> cut = evaluate(watched, {e}, {});
+  CHECK_FALSE(cut.at(0).held);
+  CHECK(cut.at(0).decided);
+}

@@ -79,6 +79,10 @@ bool RunReport::held() const {
   return std::all_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.held; });
 }
 
+bool RunReport::limited() const {
+  return held() && std::any_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.limited(); });
+}
+
 void validate(const sim::Scenario& scenario) {
   for (const sim::Expectation& e : scenario.expect) {
     const sim::PropertyKind* kind = sim::property_kind(e.property);
@@ -127,7 +131,8 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     report.name = arm.name;
     report.expect_violated = arm.expect_violated;
     report.verdicts = evaluate(run.trace, scenario.expect, costs);
-    report.judgement = judge(report.verdicts, arm.expect_violated);
+    report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
+    report.cut = run.trace.cut;
     report.stats = run.stats;
     report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
     report.replay_diverged = replay && (replay->divergences() > 0 || !replay->exhausted());

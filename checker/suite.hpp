@@ -22,6 +22,7 @@ struct ArmReport {
   sim::RunStats stats;
   std::int64_t wall_ns = 0;
   std::string replay;  // the command that reproduces this arm
+  std::string cut;     // the run stopped before its horizon: why (Trace::cut)
   // --replay, or a scenario's pinned choices: the choices did not fit this run. Where first:
   bool replay_diverged = false;
   std::string divergence;
@@ -33,6 +34,8 @@ struct RunReport {
   std::uint64_t seed = 0;
   std::vector<ArmReport> arms;
   bool held() const;
+  // Held on everything decided, but an arm stopped before its horizon left something undecided.
+  bool limited() const;
 };
 
 struct SuiteOptions {

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 
 using namespace loopsim;
 using namespace loopsim::sim;
@@ -80,4 +82,42 @@ TEST_CASE("what generate found is kept: every expectation of tests/data/generate
     checker::RunReport report = checker::run_suite(entry.path().string(), checker::SuiteOptions{}).report;
     CHECK(report.held());
   }
+}
+
+namespace {
+
+// A scenario whose run stops at its trace limit: an idle timeout of 1 ns wakes the loop a
+// billion times a second, for nothing.
+std::string cut_short(const std::string& expectations, const std::string& arms = "") {
+  std::string dir = std::filesystem::temp_directory_path().string();
+  std::string path = dir + "/loopsim-cut-short-" + std::to_string(std::hash<std::string>{}(expectations + arms)) + ".toml";
+  std::ofstream(path) << "name = \"cut\"\nhorizon = \"1s\"\n[loop]\nidle_timeout = \"1ns\"\n" << expectations << arms;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a limit never hides a finding: a run stopped at its trace limit is judged on the trace so far") {
+  // The spin is certain on the trace so far: violated, the limit named.
+  checker::RunReport spun = checker::run_suite(cut_short("[[expect]]\nproperty = \"no_spin\"\n"), {}).report;
+  REQUIRE(spun.arms.size() == 1);
+  const checker::Verdict& spin = spun.arms[0].verdicts.at(0);
+  CHECK_FALSE(spin.held);
+  CHECK(spin.decided);
+  CHECK(spin.detail.find("(the run stopped before its horizon: its trace passed 10000000 events") != std::string::npos);
+  CHECK_FALSE(spun.held());
+  // What needs the end is undecided, and an arm with nothing against it is a limit, not a pass.
+  checker::RunReport open = checker::run_suite(cut_short("[[expect]]\nproperty = \"answered\"\n"), {}).report;
+  CHECK(open.held());
+  CHECK(open.limited());
+  CHECK_FALSE(open.arms[0].verdicts.at(0).decided);
+  CHECK(open.arms[0].judgement.undecided == std::vector<std::string>{"answered"});
+  // A sabotage arm whose expected violation is certain is caught, whatever else is undecided.
+  checker::RunReport caught = checker::run_suite(
+      cut_short("[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"no_spin\"\n",
+                "[[arms]]\nname = \"spin\"\nset = { \"loop.accept_batch\" = 4 }\nexpect_violated = [\"no_spin\"]\n"),
+      {}).report;
+  REQUIRE(caught.arms.size() == 2);
+  CHECK(caught.arms[1].judgement.held);
+  CHECK_FALSE(caught.arms[1].judgement.limited());
 }

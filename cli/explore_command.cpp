@@ -362,8 +362,8 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--judge", args->judge,
                   "P[,P...]: judge only these of the scenario's expectations (by property). Judging\n"
-                  "only properties a state decides (answered, no_stranded_backlog, liveness) lets\n"
-                  "the search merge states where the others would make it a tree")
+                  "only properties a state decides (answered, no_stranded_backlog without max,\n"
+                  "liveness) lets the search merge states where the others would make it a tree")
       ->check(non_empty);
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
@@ -375,15 +375,17 @@ void add_explore(CLI::App& app, int& status) {
       "     for every judged property, and none failed. What an execution may do: the order of\n"
       "     same-instant happenings, where each windowed time (\"A..B\") lands, between any two\n"
       "     kernel calls of the server included, where budgeted faults land, timer slack\n"
-      "  1  violated: a counterexample was found, shrunk and written (replay it with loopsim run)\n"
+      "  1  violated: a counterexample was found, shrunk and written (replay it with loopsim run);\n"
+      "     a livelock (virtual time standing still for a million kernel calls) is one\n"
       "  2  bad input: the scenario, an option or --set\n"
-      "  3  bound_reached: --depth, --max-executions, the state limit, --time-limit or a run's\n"
-      "     step limit cut the search short (\"bounds\" names each); this proves nothing. A random\n"
-      "     search (--strategy random) samples one schedule per seed, so it ends here unless it\n"
-      "     finds something.\n"
+      "  3  bound_reached: --depth, --max-executions, the state limit, --time-limit, a run's\n"
+      "     step limit or its trace limit cut the search short (\"bounds\" names each); this\n"
+      "     proves nothing. A random search (--strategy random) samples one schedule per seed,\n"
+      "     so it ends here unless it finds something.\n"
       "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
       "States are merged only where every judged property is decided by the state (answered,\n"
-      "no_stranded_backlog, liveness); otherwise the search is a tree, and says so (\"merging\").\n"
+      "no_stranded_backlog without max, liveness); otherwise the search is a tree, and says so\n"
+      "(\"merging\").\n"
       "With --maximize, 0 means the worst case is over every execution; 3 that a bound cut some.");
   cmd->callback([args, &status] {
     try {

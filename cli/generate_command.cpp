@@ -81,6 +81,8 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
     judged[property] = {{"judged", c.judged}, {"left_out", c.left_out}, {"why", std::move(why)}};
   }
   doc["judged"] = std::move(judged);
+  doc["cut_runs"] = result.cut_runs;
+  if (!result.first_cut.empty()) doc["first_cut"] = result.first_cut;
   if (result.verdict != explore::GenerateResult::Verdict::found) return doc;
   const explore::Judged& j = result.judged;
   doc["failing_run"] = result.failing_run;
@@ -128,8 +130,15 @@ void print_text(const GenerateArgs& args, const explore::GenerateResult& result,
     return;
   }
   if (result.verdict == V::limit) {
-    std::cout << "generate: the time limit cut the runs short after " << result.runs << " of " << args.runs
-              << " scenarios; none failed, which proves nothing\n";
+    if (result.out_of_time) {
+      std::cout << "generate: the time limit cut the runs short after " << result.runs << " of " << args.runs
+                << " scenarios; none failed, which proves nothing\n";
+    }
+    if (result.cut_runs > 0) {
+      std::cout << "generate: " << result.cut_runs << " of " << result.runs
+                << " runs stopped at their step budget before their horizon, nothing decided against them"
+                << " (first: " << result.first_cut << "); raise --max-steps to judge them whole\n";
+    }
     return;
   }
   const explore::Judged& j = result.judged;
@@ -239,7 +248,8 @@ void add_generate(CLI::App& app, int& status) {
       "  0  every scenario drawn held: a sample of the format, not a proof\n"
       "  1  a failure (or a livelock) was found, shrunk and written\n"
       "  2  bad input: an option or --set\n"
-      "  3  --time-limit cut the runs short with nothing found; this proves nothing");
+      "  3  --time-limit cut the runs short, or a run stopped at --max-steps, with nothing found;\n"
+      "     this proves nothing");
   cmd->callback([args, &status] {
     try {
       status = generate(*args);

@@ -125,6 +125,7 @@ int run(const RunArgs& args) {
     }
     std::cout << std::flush;
     write_outputs(args, result.traces.front());  // a failure here keeps the verdict printed above
+    if (report.limited()) return exit_bound_reached;
     return report.held() ? exit_held : exit_violated;
   } catch (const sim::ScenarioError& e) {
     return report_error(e);

@@ -196,6 +196,7 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
   if (last != no_node) shape_nodes_[key_nodes_[last].shape].quiescent |= stop.quiescent;
   Outcome outcome = exec_->outcome();
   exec_->abandon();
+  if (!outcome.cut.empty()) hit("trace limit");
   if (!options_.maximize.empty()) {
     if (counted_) note_worst(outcome);
     return;

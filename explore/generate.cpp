@@ -611,9 +611,8 @@ struct Held {
 
 std::string livelock_detail(const Judged& j, const StepBudget& budget, bool at_instant) {
   std::ostringstream out;
-  out << "livelock: ";
-  if (at_instant) out << "no virtual progress in " << budget.at_instant << " steps at ";
-  else out << "the run took " << budget.total << " steps (the budget) and stopped at ";
+  if (at_instant) out << "livelock: no virtual progress in " << budget.at_instant << " steps at ";
+  else out << "the run took " << budget.total << " steps (its budget) and stopped at ";
   out << checker::ms_text(j.virtual_time) << " of virtual time";
   return out.str();
 }
@@ -660,14 +659,25 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
   while (world.step()) {
     ++j.steps;
     if (world.now() != instant) instant = world.now(), at_instant = 0;
-    bool stuck = ++at_instant > budget.at_instant;
+    bool stuck = ++at_instant > budget.at_instant || world.stalled();
     if (!stuck && j.steps <= budget.total) continue;
-    j.verdict = Judged::Verdict::livelock;
-    j.violated = {"livelock"};
     j.virtual_time = world.now();
-    j.detail = livelock_detail(j, budget, stuck);
-    j.livelock_trace = world.trace();
-    world.abandon();
+    if (stuck) {
+      j.verdict = Judged::Verdict::livelock;
+      j.violated = {"livelock"};
+      j.detail = livelock_detail(j, budget, true);
+      j.livelock_trace = world.trace();
+      world.abandon();
+      return j;
+    }
+    // Only long: what the run so far decides still counts.
+    sim::RunResult cut = world.stop_short(livelock_detail(j, budget, false), false, false);
+    judge_trace(j, cut.trace, held->scenario, costs);
+    j.virtual_time = cut.stats.virtual_time;  // where it stopped, not the horizon
+    if (j.verdict == Judged::Verdict::held) {
+      j.verdict = Judged::Verdict::bound;
+      j.detail = cut.trace.cut;
+    }
     return j;
   }
   sim::RunResult run = world.finish();
@@ -707,6 +717,7 @@ class Search {
     for (std::uint64_t i = 0; i < options_.runs; ++i) {
       if (out_of_time()) {
         result_.verdict = GenerateResult::Verdict::limit;
+        result_.out_of_time = true;
         return result_;
       }
       rc::Shrinkable<Description> drawn = gen(random.split(), rc::kNominalSize);
@@ -716,6 +727,10 @@ class Search {
       Judged judged = judge_text(text, name, options_.budget);
       ++result_.runs;
       count_oracle(sim::parse_scenario(text, name));
+      if (judged.verdict == Judged::Verdict::bound) {
+        ++result_.cut_runs;
+        if (result_.first_cut.empty()) result_.first_cut = name + ": " + judged.detail;
+      }
       report(false);
       if (!judged.failed()) continue;
       result_.verdict = GenerateResult::Verdict::found;
@@ -725,6 +740,7 @@ class Search {
       shrink(std::move(drawn), name, std::move(judged));
       return result_;
     }
+    if (result_.cut_runs > 0) result_.verdict = GenerateResult::Verdict::limit;
     return result_;
   }
 

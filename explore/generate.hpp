@@ -134,22 +134,24 @@ struct Oracle {
 };
 Oracle oracle_of(const sim::Scenario& scenario);
 
-// The step budget: a run with more scheduler steps at one virtual instant, or more in all, is
-// a livelock.
+// The step budget: a run with more scheduler steps at one virtual instant is a livelock (a
+// failure, as in sim::run); one with more in all is only long: a bound, judged on what it did
+// so far (a violation already certain still counts).
 struct StepBudget {
   std::uint64_t at_instant = 1'000'000;
   std::uint64_t total = 5'000'000;
 };
 
 struct Judged {
-  enum class Verdict : std::uint8_t { held, violated, livelock };
+  // bound: the run stopped at its total step budget with nothing decided against it.
+  enum class Verdict : std::uint8_t { held, violated, livelock, bound };
   Verdict verdict = Verdict::held;
   std::vector<std::string> violated;  // property names; "livelock" for a livelock
   std::string detail;                 // the first violation's, or the livelock's
   std::uint64_t steps = 0;
   Nanos virtual_time{0};
   std::optional<sim::Trace> livelock_trace;  // the trace so far, for a livelock
-  bool failed() const { return verdict != Verdict::held; }
+  bool failed() const { return verdict == Verdict::violated || verdict == Verdict::livelock; }
 };
 
 // Runs a scenario text (as scenario_text renders it) and judges it by its [[expect]] entries.
@@ -198,6 +200,11 @@ struct GenerateResult {
   bool shrink_cut = false;          // the time limit or max_shrinks stopped the shrinking
   int clients_before = 0, clients_after = 0;
   std::map<std::string, Coverage> coverage;  // by property, over the runs judged
+  // Runs stopped at their total step budget with nothing decided against them: with none
+  // found, the search is a bound (limit), not a pass.
+  std::uint64_t cut_runs = 0;
+  std::string first_cut;
+  bool out_of_time = false;  // --time-limit stopped the drawing
 };
 
 const char* verdict_name(GenerateResult::Verdict verdict);

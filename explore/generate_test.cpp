@@ -118,13 +118,28 @@ TEST_CASE("a sabotaged rule is found and shrunk to a scenario that fails the sam
   CHECK(again.violated == result.judged.violated);
 }
 
-TEST_CASE("a run over its step budget is a livelock with the trace so far, not a hang", "[generate]") {
+TEST_CASE("a run over its total step budget is only long: a bound, judged on what it did so far", "[generate]") {
+  // The spin is already certain when the budget runs out: the limit does not hide it.
   Judged cut = judge_text(spinning, "spin", StepBudget{1'000'000, 20'000});
-  CHECK(cut.verdict == Judged::Verdict::livelock);
-  CHECK(cut.violated == std::vector<std::string>{"livelock"});
-  REQUIRE(cut.livelock_trace);
-  CHECK_FALSE(cut.livelock_trace->events.empty());
+  CHECK(cut.verdict == Judged::Verdict::violated);
+  CHECK(cut.violated == std::vector<std::string>{"no_spin"});
+  CHECK(cut.detail.find("the run took 20000 steps (its budget)") != std::string::npos);
   CHECK(cut.virtual_time < std::chrono::milliseconds(300));
+  // A run that is only long, with nothing against it: a bound, not a failure.
+  Judged quiet = judge_text(R"(
+name = "long"
+horizon = "1s"
+[[clients]]
+name = "c"
+count = 50
+rate = 100
+requests = [{ at = "0ms", path = "/fast" }]
+[[expect]]
+property = "answered"
+)", "long", StepBudget{1'000'000, 100});
+  CHECK(quiet.verdict == Judged::Verdict::bound);
+  CHECK_FALSE(quiet.failed());
+  CHECK(quiet.detail.find("the run took 100 steps (its budget)") != std::string::npos);
   // With room for the whole run, the same spin reaches its horizon and no_spin judges it.
   Judged judged = judge_text(spinning, "spin", StepBudget{1'000'000, 50'000'000});
   CHECK(judged.verdict == Judged::Verdict::violated);

@@ -21,6 +21,9 @@ namespace loopsim::explore {
 struct Outcome {
   std::vector<checker::Verdict> verdicts;
   std::vector<std::string> violated;
+  // The execution stopped before its horizon at a run limit (its trace's size), with nothing
+  // decided against it: the search names the bound.
+  std::string cut;
 };
 
 // Where an execution stops for the explorer: after each step of its scheduler, at each

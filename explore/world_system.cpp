@@ -5,6 +5,7 @@
 
 #include "explore/fiber_execution.hpp"
 #include "explore/system.hpp"
+#include "model/sim_kernel.hpp"
 #include "realloop/state.hpp"
 #include "sim/properties.hpp"
 #include "sim/target.hpp"
@@ -22,6 +23,7 @@ Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const che
   for (const checker::Verdict& v : outcome.verdicts) {
     if (!v.held) outcome.violated.push_back(v.property);
   }
+  if (!trace.cut.empty() && !trace.stalled && outcome.violated.empty()) outcome.cut = trace.cut;
   return outcome;
 }
 
@@ -66,15 +68,29 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
  private:
   void body() override {
     world_ = new sim::World(scenario_, "explore", this, symmetry_);
+    // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
+    // calls without end at one instant is a livelock (SimKernel::stalled).
+    std::string cut;
+    bool stalled = false;
     for (;;) {
       pause(observe(Stop::Kind::step));
       if (!world_->step()) break;
       ++steps_;
+      if (world_->stalled()) {
+        cut = "livelock: virtual time stood still for " + std::to_string(model::SimKernel::calls_at_instant_max) +
+              " kernel calls, nothing done";
+        stalled = true;
+        break;
+      }
+      if (world_->trace_events() > sim::trace_events_max) {
+        cut = "its trace passed " + std::to_string(sim::trace_events_max) + " events";
+        break;
+      }
     }
     Stop end = observe(Stop::Kind::end);
-    end.quiescent = world_->quiescent();
+    end.quiescent = !cut.empty() ? false : world_->quiescent();
     // In an arena nothing is unwound: the arena goes, or is restored, as a whole.
-    result_ = new sim::RunResult(world_->finish(!snapshots_));
+    result_ = new sim::RunResult(cut.empty() ? world_->finish(!snapshots_) : world_->stop_short(cut, stalled, false, !snapshots_));
     pause(end);
     delete result_;
     delete world_;

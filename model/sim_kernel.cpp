@@ -759,8 +759,21 @@ enum Op : int {
 };
 }  // namespace
 
+void SimKernel::count_call() {
+  if (scheduler_.current() == no_thread) return;
+  Nanos now = scheduler_.now();
+  if (now != calls_instant_) {
+    calls_instant_ = now;
+    calls_at_instant_ = 0;
+  }
+  if (++calls_at_instant_ <= calls_at_instant_max) return;
+  stalled_ = true;
+  for (;;) scheduler_.block(wait_forever);
+}
+
 template <class Body>
 auto SimKernel::call(int op, const Call& what, Body body) {
+  count_call();
   scheduler_.call_point(what);
   auto result = body();
   scheduler_.learn(Learnt(op).add(std::int64_t(result)).value());
@@ -787,8 +800,24 @@ int SimKernel::accept(int listener) {
 std::int64_t SimKernel::write(int fd, std::span<const char> from) {
   return call(op_write, Call{K::write, fd}, [&] { std::int64_t n = write_now(fd, from); return worked(n, n > 0); });
 }
-int SimKernel::close(int fd) { return call(op_close, Call{K::close, fd}, [&] { int rc = close_now(fd); return worked(rc, rc == 0); }); }
-int SimKernel::abort(int fd) { return call(op_abort, Call{K::close, fd}, [&] { int rc = abort_now(fd); return worked(rc, rc == 0); }); }
+// Closing a connection is work; closing a file, a poller or a pipe end is not (a program that
+// opens and closes a spare descriptor around each failing accept gets nothing done).
+int SimKernel::close(int fd) {
+  return call(op_close, Call{K::close, fd}, [&] {
+    const FdEntry* e = entry(fd);
+    bool connection = e != nullptr && e->kind == FdKind::socket;
+    int rc = close_now(fd);
+    return worked(rc, rc == 0 && connection);
+  });
+}
+int SimKernel::abort(int fd) {
+  return call(op_abort, Call{K::close, fd}, [&] {
+    const FdEntry* e = entry(fd);
+    bool connection = e != nullptr && e->kind == FdKind::socket;
+    int rc = abort_now(fd);
+    return worked(rc, rc == 0 && connection);
+  });
+}
 int SimKernel::poller_create() { return call(op_poller, Call{K::allocate, -1}, [&] { return poller_create_now(); }); }
 int SimKernel::watch(int poller, int fd, std::uint32_t interest, Trigger trigger) {
   return call(op_watch, Call{K::watch, fd}, [&] { return watch_now(poller, fd, interest, trigger); });
@@ -820,6 +849,7 @@ void SimKernel::wake_drain(int wake) {
 }
 
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
+  count_call();
   scheduler_.call_point(Call{K::read, fd});
   std::int64_t n = read_now(fd, into);
   worked(0, n > 0);
@@ -838,6 +868,7 @@ int SimKernel::pipe(int ends[2]) {
 }
 
 [[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
+  count_call();
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
   scheduler_.call_point(Call{K::wait, poller});
   Work& work = work_of_current();

@@ -159,6 +159,13 @@ class SimKernel final : public Kernel {
   // its latest one that got something done (bytes read or written, a connection accepted or
   // closed, a write side shut, a wake-up drained, time spent on work). A pass that did none is
   // idle, whatever loop made it (no_spin).
+  // More than this many calls at one virtual instant with no work done between them (see
+  // work_before_wait): nothing the caller does lets the clock move (a target whose failing
+  // calls cost nothing, spinning). The calling thread is then
+  // parked for good and stalled() says so: the run ends as a livelock.
+  static constexpr std::uint64_t calls_at_instant_max = 1'000'000;
+  bool stalled() const { return stalled_; }
+
   // Calls from outside any thread (an inverted loop driven from a callback) count as one more.
   std::uint64_t work_before_wait(ThreadId thread) const {
     std::size_t slot = std::size_t(thread + 1);
@@ -334,26 +341,35 @@ class SimKernel final : public Kernel {
     std::uint64_t since_wait = 0, before_wait = 0;
   };
   std::vector<Work> work_;  // by thread + 1 (0: outside any thread)
+  Nanos calls_instant_{-1};
+  std::uint64_t calls_at_instant_ = 0;
+  bool stalled_ = false;
+  void count_call();
   Work& work_of_current() {
     std::size_t slot = std::size_t(scheduler_.current() + 1);
     if (work_.size() <= slot) work_.resize(slot + 1);
     return work_[slot];
   }
   template <class Result> Result worked(Result result, bool did) {
-    if (did) ++work_of_current().since_wait;
+    if (did) {
+      ++work_of_current().since_wait;
+      calls_at_instant_ = 0;
+    }
     return result;
   }
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the scheduler and the client sink
   // (collaborators, digested on their own), next_port_ (a port only names a connection; conns_
-  // counts them) and work_ (what the trace says of past passes; nothing ahead depends on it).
-  static constexpr state::Fields<15> state_fields{
+  // counts them), work_ (what the trace says of past passes; nothing ahead depends on it) and
+  // the stall guard (a run it stops ends there).
+  static constexpr state::Fields<18> state_fields{
       state::f::skip("scheduler_"),    state::f::value("config_"),   state::f::skip("sink_"),
       state::f::value("fds_"),         state::f::value("free_fds_"), state::f::value("open_fds_"),
       state::f::value("client_files_"), state::f::value("listeners_"), state::f::by_conn("conns_"),
       state::f::value("pollers_"),     state::f::value("wakes_"),    state::f::value("pipes_"),
-      state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_")};
+      state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_"),
+      state::f::skip("calls_instant_"), state::f::skip("calls_at_instant_"), state::f::skip("stalled_")};
   friend struct state::Access;
 };
 

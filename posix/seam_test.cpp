@@ -104,6 +104,21 @@ TEST_CASE("seam: a program that never listens on its port is named, with where i
   CHECK(error_of(probe("nothing")).find("the target exited with status 0 at 0.0 ms of virtual time, before it listened on port 8080 (it listened on: none)") != std::string::npos);
 }
 
+TEST_CASE("seam: a target whose free failing calls stop the clock is a livelock, found by run and by explore") {
+  std::string text = "name = \"spin\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+                     "/seam_probe_dynamic\", \"spin\"]\nport = 8080\ncall_cost = \"0ns\"\n[[clients]]\nname = \"c\"\n"
+                     "connect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n[[expect]]\nproperty = \"answered\"\n";
+  sim::Scenario s = sim::parse_scenario(text, "spin.toml");
+  sim::RunResult r = sim::run(s);
+  CHECK(r.trace.stalled);
+  CHECK(r.trace.cut.find("livelock: virtual time stood still for 1000000 kernel calls at 0.0 ms") == 0);
+  std::vector<checker::Verdict> verdicts = checker::evaluate(r.trace, s.expect, {});
+  REQUIRE(verdicts.size() == 2);
+  CHECK_FALSE(verdicts[0].decided);  // answered needs the end
+  CHECK(verdicts[1].property == "livelock");
+  CHECK_FALSE(verdicts[1].held);
+}
+
 TEST_CASE("seam: a target that dies at start-up is an error naming its status and what it said") {
   std::string error = error_of(probe("fails-to-start"));
   CHECK(error.find("the target exited with status 1 at 0.0 ms of virtual time, before it listened on port 8080") != std::string::npos);

@@ -62,6 +62,14 @@ void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& 
       continue;
     }
     for (const checker::ArmReport& arm : o.report->arms) {
+      if (arm.judgement.limited()) {
+        out << "  " << o.report->scenario << " / " << arm.name << ": stopped before its horizon ("
+            << arm.cut << ")";
+        if (!arm.judgement.undecided.empty()) out << "; undecided:";
+        for (const std::string& p : arm.judgement.undecided) out << ' ' << p;
+        out << '\n';
+        continue;
+      }
       if (arm.judgement.held) continue;
       out << "  " << o.report->scenario << " / " << arm.name << ":\n";
       for (const std::string& p : arm_problems(arm)) out << "    " << p << '\n';
@@ -102,13 +110,14 @@ CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
     }
     for (const checker::ArmReport& arm : o.report->arms) {
       ++t.arms;
-      ++(arm.judgement.held ? t.held : t.violated);
+      ++(arm.judgement.limited() ? t.limits : arm.judgement.held ? t.held : t.violated);
     }
   }
   return t;
 }
 
 std::string arm_verdict(const checker::ArmReport& arm) {
+  if (arm.judgement.limited()) return "LIMIT";
   if (arm.expect_violated.empty()) return arm.judgement.held ? "held" : "VIOLATED";
   return arm.judgement.held ? "caught" : "NOT-CAUGHT";
 }
@@ -197,7 +206,7 @@ json encode_arm(const checker::ArmReport& arm) {
   for (const checker::Verdict& v : arm.verdicts) {
     verdicts.push_back({{"property", v.property}, {"of", v.of}, {"held", v.held}, {"measured", v.measured},
                         {"bound", v.bound}, {"unit", int(v.unit)}, {"bound_text", v.bound_text},
-                        {"detail", v.detail}, {"first_bad", v.first_bad ? json(*v.first_bad) : json()}});
+                        {"detail", v.detail}, {"first_bad", v.first_bad ? json(*v.first_bad) : json()}, {"decided", v.decided}});
   }
   const sim::RunStats& st = arm.stats;
   return {{"name", arm.name},
@@ -206,6 +215,9 @@ json encode_arm(const checker::ArmReport& arm) {
           {"held", arm.judgement.held},
           {"unexpected", arm.judgement.unexpected_violations},
           {"missed", arm.judgement.missed_violations},
+          {"undecided", arm.judgement.undecided},
+          {"limit", arm.judgement.limit},
+          {"cut", arm.cut},
           {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
           {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr} : json()},
           {"wall_ns", arm.wall_ns},
@@ -229,11 +241,15 @@ checker::ArmReport decode_arm(const json& a) {
     verdict.bound_text = v.at("bound_text").get<std::string>();
     verdict.detail = v.at("detail").get<std::string>();
     if (!v.at("first_bad").is_null()) verdict.first_bad = v.at("first_bad").get<std::size_t>();
+    verdict.decided = v.at("decided").get<bool>();
     arm.verdicts.push_back(std::move(verdict));
   }
   arm.judgement.held = a.at("held").get<bool>();
   arm.judgement.unexpected_violations = a.at("unexpected").get<std::vector<std::string>>();
   arm.judgement.missed_violations = a.at("missed").get<std::vector<std::string>>();
+  arm.judgement.undecided = a.at("undecided").get<std::vector<std::string>>();
+  arm.judgement.limit = a.at("limit").get<bool>();
+  arm.cut = a.at("cut").get<std::string>();
   const json& st = a.at("stats");
   arm.stats.passes = st.at(0).get<std::uint64_t>();
   arm.stats.accepted = st.at(1).get<std::uint64_t>();

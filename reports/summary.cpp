@@ -16,6 +16,7 @@ bool expected(const ArmReport& arm, const std::string& property) {
 }
 
 std::string verdict_word(const ArmReport& arm, const checker::Verdict& v) {
+  if (!v.decided) return "undecided (limit)";
   if (v.held) return expected(arm, v.property) ? "held (expected violated!)" : "held";
   return expected(arm, v.property) ? "violated (expected)" : "VIOLATED";
 }
@@ -28,6 +29,12 @@ std::string pad(std::string s, std::size_t width) {
 std::string arm_summary(const ArmReport& arm) {
   const auto& j = arm.judgement;
   std::string line = arm.name + ": ";
+  if (j.limited()) {
+    line += "LIMIT: stopped before its horizon";
+    if (!j.undecided.empty()) line += ", undecided:";
+    for (const auto& p : j.undecided) line += " " + p;
+    return line;
+  }
   if (arm.expect_violated.empty()) return line + (j.held ? "held" : "VIOLATED");
   if (j.held) {
     line += "caught by";
@@ -74,28 +81,29 @@ void print_table(const RunReport& report, std::ostream& out) {
     for (const checker::Verdict& v : arm.verdicts) {
       if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
     }
+    if (!arm.cut.empty()) out << "    the run stopped before its horizon: " << arm.cut << '\n';
     if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
   }
-  out << "\nverdict: " << (report.held() ? "held" : "violated") << '\n';
+  out << "\nverdict: " << (report.limited() ? "limit" : report.held() ? "held" : "violated") << '\n';
 }
 
 nlohmann::ordered_json to_json(const RunReport& report) {
   nlohmann::ordered_json doc;
   doc["scenario"] = report.scenario;
   doc["seed"] = report.seed;
-  doc["verdict"] = report.held() ? "held" : "violated";
+  doc["verdict"] = report.limited() ? "limit" : report.held() ? "held" : "violated";
   doc["arms"] = nlohmann::ordered_json::array();
   for (const ArmReport& arm : report.arms) {
     nlohmann::ordered_json a;
     a["name"] = arm.name;
-    a["verdict"] = arm.judgement.held ? "held" : "violated";
+    a["verdict"] = arm.judgement.limited() ? "limit" : arm.judgement.held ? "held" : "violated";
     a["expect_violated"] = arm.expect_violated;
     a["properties"] = nlohmann::ordered_json::array();
     for (const checker::Verdict& v : arm.verdicts) {
       nlohmann::ordered_json p;
       p["property"] = v.property;
       if (!v.of.empty()) p["of"] = v.of;
-      p["verdict"] = v.held ? "held" : "violated";
+      p["verdict"] = !v.decided ? "undecided" : v.held ? "held" : "violated";
       p["measured"] = v.measured;
       p["bound"] = v.bound;
       p["unit"] = unit_name(v.unit);
@@ -106,6 +114,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
     a["stats"] = {{"passes", arm.stats.passes},     {"accepted", arm.stats.accepted},
                   {"answered", arm.stats.answered}, {"refused", arm.stats.refused},
                   {"virtual_ns", arm.stats.virtual_time.count()}, {"wall_ns", arm.wall_ns}};
+    if (!arm.cut.empty()) a["cut"] = arm.cut;
     if (arm.stats.exit_status) {
       a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", arm.stats.exited_at.count()},
                    {"last_stderr", arm.stats.last_stderr}};

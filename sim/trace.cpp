@@ -222,8 +222,15 @@ void write_jsonl(const Trace& trace, std::ostream& out) {
   append_quoted(names, trace.arm);
   out << "{\"loopsim_trace\":1" << names << ",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
       << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
-      << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers
-      << "}\n";
+      << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers;
+  if (trace.liveness_watched) out << ",\"liveness_watched\":true";
+  if (!trace.cut.empty()) {
+    std::string cut;
+    append_quoted(cut, trace.cut);
+    out << ",\"cut\":" << cut;
+    if (trace.stalled) out << ",\"stalled\":true";
+  }
+  out << "}\n";
   for (const TraceEvent& event : trace.events) out << event_json(trace, event) << '\n';
 }
 

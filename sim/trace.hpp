@@ -118,6 +118,13 @@ struct Trace {
   std::int64_t accept_batch = 0;  // the loop's configured batch, for bounds in "batches"
   std::int64_t max_connections = 0;
   std::int64_t workers = 1;
+  // A run stopped before its horizon: what stopped it (its trace limit, or time standing
+  // still). Empty: it ran to its horizon. Properties that need the end are then undecided.
+  std::string cut;
+  bool stalled = false;  // ...because virtual time stood still (a livelock), not its size
+  // The run watched its own states for a lasso (it expected liveness): only then does the
+  // absence of a lasso event say anything.
+  bool liveness_watched = false;
   std::vector<std::string> groups;
   std::vector<std::int32_t> group_sizes;  // members per group
   std::vector<ClientLabel> clients;

@@ -304,6 +304,9 @@ void read_header(const Line& l, sim::Trace& trace) {
   trace.accept_batch = l.integer("accept_batch");
   trace.max_connections = l.integer_or("max_connections", 0);
   trace.workers = l.integer_or("workers", 1);
+  if (l.has("cut")) trace.cut = l.text("cut");
+  if (l.has("stalled")) trace.stalled = l.flag("stalled");
+  if (l.has("liveness_watched")) trace.liveness_watched = l.flag("liveness_watched");
   if (trace.workers < 1 || trace.workers > 256)  // as many as a scenario may have
     l.fail("\"workers\" must lie in [1, 256]", Line::schema_hint, "workers");
 }

@@ -644,6 +644,8 @@ bool World::at_rest() const { return impl_->scheduler.at_rest(); }
 
 bool World::quiescent() const { return impl_->scheduler.idle(); }
 
+bool World::stalled() const { return impl_->kernel.stalled(); }
+
 void World::abandon() {
   Impl& w = *impl_;
   if (w.finished) return;
@@ -660,6 +662,21 @@ void World::abandon() {
 void World::note(const ev::Lasso& lasso) { impl_->lasso = lasso; }
 
 std::size_t World::trace_events() const { return impl_->result.trace.events.size(); }
+
+RunResult World::stop_short(const std::string& why, bool stalled, bool liveness_watched, bool unwind) {
+  Impl& w = *impl_;
+  if (w.lasso) w.result.trace.add(*w.lasso);
+  w.result.trace.cut = why;
+  w.result.trace.stalled = stalled;
+  w.result.trace.liveness_watched = liveness_watched;
+  w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
+  w.result.stats.virtual_time = w.scheduler.now();
+  if (!w.result.trace.keeps<ev::Accept>()) w.result.stats.accepted = w.recorder.accepts();
+  RunResult out = std::move(w.result);
+  if (unwind) abandon();
+  else w.finished = true;
+  return out;
+}
 
 RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
@@ -733,18 +750,31 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   if (scenario.target) (void)owned.release();
   std::optional<LassoWatch> watch;
   if (expects(scenario, "liveness")) watch.emplace();
+  Nanos instant = world.now();
+  std::uint64_t at_instant = 0;
   do {
     if (watch) watch->look(world);
+    if (world.now() != instant) instant = world.now(), at_instant = 0;
+    char at[48];
     if (world.trace_events() > trace_events_max) {
-      Nanos at = world.now();
-      world.abandon();
-      throw RunLimit(scenario.file + ": limit: the run's trace passed " + std::to_string(trace_events_max) +
-                     " events at " + std::to_string(at.count() / 1'000'000) + " ms of virtual time, before its horizon; "
-                     "no verdict (a shorter horizon, or fewer passes, fits)");
+      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
+      return world.stop_short("its trace passed " + std::to_string(trace_events_max) + " events at " + at +
+                                  " of virtual time (a shorter horizon, or fewer passes, fits)",
+                              false, watch.has_value());
+    }
+    if (++at_instant > still_steps_max || world.stalled()) {
+      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
+      std::string what = world.stalled() ? std::to_string(model::SimKernel::calls_at_instant_max) + " kernel calls"
+                                         : std::to_string(still_steps_max) + " steps";
+      return world.stop_short("livelock: virtual time stood still for " + what + " at " + at +
+                                  ", nothing done (nothing the server does lets the clock move)",
+                              true, watch.has_value());
     }
   } while (world.step());
   if (watch) watch->at_end(world);
-  return world.finish();
+  RunResult result = world.finish();
+  result.trace.liveness_watched = watch.has_value();
+  return result;
 }
 
 }  // namespace loopsim::sim

@@ -88,12 +88,19 @@ class World {
   const Trace& trace() const;
   // True when nothing at all is scheduled: whatever waits, waits forever.
   bool quiescent() const;
+  // The kernel parked a thread that made calls without end at one instant (SimKernel::stalled).
+  bool stalled() const;
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
   // stacks are left as they are: the world's memory is about to be dropped or restored whole
   // (explore/arena.hpp), and it must not be used again.
   RunResult finish(bool unwind = true);
+  // Ends the run where it is and hands over the trace so far, cut (Trace::cut = `why`;
+  // Trace::stalled: because time stood still): no end state is added, so the properties that
+  // need one are undecided.
+  // `unwind` as for finish().
+  RunResult stop_short(const std::string& why, bool stalled, bool liveness_watched, bool unwind = true);
   // Ends the run where it is, without running to the horizon (a run that makes no virtual
   // progress never gets there): the simulated threads unwind, and the trace so far is lost.
   void abandon();
@@ -177,16 +184,21 @@ void install_own_loop(OwnLoopFactory factory);
 // The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
 // more (a 1 ns idle timeout over 20 s is 2e10 passes), and is stopped there.
 inline constexpr std::size_t trace_events_max = 10'000'000;
+// The most scheduler steps a run may take at one virtual instant: past it, time stands still
+// (nothing the loop does lets the clock move), and the run is a livelock.
+inline constexpr std::uint64_t still_steps_max = 1'000'000;
 
-// A run stopped at a limit before its horizon: no verdict, exit status 3. `what()` names the
-// limit, the scenario and the virtual time reached.
+// A run stopped at a limit before its horizon where nothing could be judged (a target's
+// process that stopped): exit status 3. `what()` names the limit, the scenario and the
+// virtual time reached. sim::run itself does not throw it: it returns the trace so far, cut.
 class RunLimit : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// Runs `scenario` (already resolved for one arm) to its horizon, or throws RunLimit when its
-// trace would pass trace_events_max. When the scenario expects
+// Runs `scenario` (already resolved for one arm) to its horizon, or stops it early, with
+// Trace::cut saying why, when its trace passes trace_events_max or time stands still for
+// still_steps_max steps (Trace::stalled: a livelock). When the scenario expects
 // "liveness", the run watches its own states and writes a `lasso` event if it comes back to one
 // in which connections wait and none was accepted since (the explorer's liveness failure, as
 // one run shows it). Every nondeterministic

@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "seam_probe: giving up after one connection\n");
     exit(3);
   }
+  if (strcmp(what, "spin") == 0) {  /* accepts in a loop that never waits: with free failing calls, time stands still */
+    int listener = listen_on(8080);
+    for (;;) accept4(listener, NULL, NULL, SOCK_NONBLOCK);
+  }
   if (strcmp(what, "fails-to-start") == 0) {
     fprintf(stderr, "seam_probe: cannot read its configuration\n");
     return 1;
@@ -100,6 +104,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | names\n");
+  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | names\n");
   return 2;
 }
