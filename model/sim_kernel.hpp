@@ -1,6 +1,6 @@
 // The simulated kernel: descriptors, listen backlogs, sockets and an epoll-like (or
 // kqueue-like) poller, in virtual time. It follows Linux's documented behaviour rule by rule;
-// the rules are numbered K1.. in DESIGN.md and each has a test named after it.
+// the rules are numbered K1.. in docs/design.md and each has a test named after it.
 //
 // The loop sees it only through Kernel. The simulation's client agents use the client side
 // below (connect, send, close), and hear back through a ClientSink.

@@ -1,4 +1,4 @@
-// One test per kernel rule (DESIGN.md, K1..), named after it. Each drives SimKernel directly:
+// One test per kernel rule (docs/design.md, K1..), named after it. Each drives SimKernel directly:
 // client connections from the client side, the loop's calls through Kernel.
 #include <algorithm>
 #include <catch2/catch.hpp>

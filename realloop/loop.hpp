@@ -1,7 +1,7 @@
 // The event loop under test. Written once, against Kernel, as ordinary blocking code:
 //   wait -> drain posts -> handle the pass's events -> serve owed turns -> take batches -> repeat.
 // The same code serves real sockets (LinuxKernel) and runs in simulation (SimKernel).
-// The rules it follows are R1..R11 in DESIGN.md; each has a knob in LoopConfig that turns it off.
+// The rules it follows are R1..R13 in docs/design.md; each has a knob in LoopConfig that turns it off.
 #pragma once
 
 #include <atomic>

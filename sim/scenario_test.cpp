@@ -14,7 +14,7 @@ using namespace loopsim;
 using namespace loopsim::sim;
 using namespace std::chrono_literals;
 
-// The example from DESIGN.md "Scenario files", unchanged (scenarios/accept-burst.toml).
+// The example of scenarios/README.md, unchanged (scenarios/accept-burst.toml).
 const std::string accept_burst = R"toml(name = "accept-burst"
 description = "A 600 ms blocker; 120 queued 10 ms requests; a held keep-alive asks /fast"
 seed = 1
