@@ -121,3 +121,14 @@ TEST_CASE("a limit never hides a finding: a run stopped at its trace limit is ju
   CHECK(caught.arms[1].judgement.held);
   CHECK_FALSE(caught.arms[1].judgement.limited());
 }
+
+TEST_CASE("a loop that keeps an EMFILE accept owed spins, and no_spin says so over a 10 s horizon within the default limits") {
+  checker::SuiteOptions options;
+  options.only_arm = "owed-after-emfile";
+  options.overrides = {{"horizon", "\"10s\""}};
+  checker::RunReport report = checker::run_suite(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/emfile.toml", options).report;
+  REQUIRE(report.arms.size() == 1);
+  CHECK(report.arms[0].judgement.held);  // caught, as the arm expects
+  CHECK_FALSE(report.arms[0].judgement.limited());
+  CHECK(report.arms[0].cut.empty());
+}

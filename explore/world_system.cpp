@@ -72,13 +72,17 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     // calls without end at one instant is a livelock (SimKernel::stalled).
     std::string cut;
     bool stalled = false;
+    Nanos instant = world_->now();
+    std::uint64_t at_instant = 0;
     for (;;) {
       pause(observe(Stop::Kind::step));
       if (!world_->step()) break;
       ++steps_;
-      if (world_->stalled()) {
-        cut = "livelock: virtual time stood still for " + std::to_string(model::SimKernel::calls_at_instant_max) +
-              " kernel calls, nothing done";
+      if (world_->now() != instant) instant = world_->now(), at_instant = 0;
+      if (world_->stalled() || ++at_instant > sim::still_steps_max) {
+        cut = "livelock: virtual time stood still for " +
+              (world_->stalled() ? std::to_string(model::SimKernel::calls_at_instant_max) + " kernel calls, nothing done"
+                                 : std::to_string(sim::still_steps_max) + " steps");
         stalled = true;
         break;
       }
