@@ -187,3 +187,22 @@ TEST_CASE("explore --judge keeps only the named expectations: a state-decided su
   CHECK(bad.output.find("--judge:1:10: the scenario expects no \"latenc\"") != std::string::npos);
   CHECK(bad.output.find("it expects: answered, no_stranded_backlog, latency, max_gap") != std::string::npos);
 }
+
+TEST_CASE("explore finds the nothing-owed strand where the file's own timing never strands, and proves the owed loop") {
+  const std::string free = std::string(LOOPSIM_SOURCE_DIR) + "/bench/spin/accept-free.toml";
+  // The file's own timing: arrivals one at a time, nothing strands, with the rule or without.
+  CHECK(run_cli("run " + free + " --set loop.owe_unfinished_batch=false").status == 0);
+  std::string out = loopsim::testing::temp_path("explore-free");
+  Outcome found = run_cli("explore " + free + " --set loop.owe_unfinished_batch=false --time-limit 0s --json --out " + out);
+  REQUIRE(found.status == 1);
+  auto doc = nlohmann::json::parse(found.output);
+  CHECK(doc["choices_not_natural"].get<int>() > 0);  // only a search reaches it
+  Outcome replay = run_cli("run " + doc["counterexample"].get<std::string>());
+  CHECK(replay.status == 1);
+  Outcome proved = run_cli("explore " + free + " --time-limit 0s --json");
+  CHECK(proved.status == 0);
+  auto verified = nlohmann::json::parse(proved.output);
+  CHECK(verified["verdict"] == "none_found");
+  CHECK(verified["merged"] == true);
+  CHECK_FALSE(verified.contains("bounds"));
+}
