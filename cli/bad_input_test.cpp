@@ -3,8 +3,11 @@
 // message" and a hint, or a `limit` (exit 3), never a signal.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "cli/loopsim_process_for_tests.hpp"
 #include "sim/scenario.hpp"
@@ -191,4 +194,45 @@ TEST_CASE("a --set can make a file valid that is not valid alone") {
   CHECK(run_loopsim("run " + file + " --set loop.workers=2").status == 0);
   const std::string max_events = data + "max-events.toml";
   CHECK(run_loopsim("run " + max_events + " --set loop.max_events=1024").status != 2);
+}
+
+TEST_CASE("merge reads a shard like a parser should: wrong types, huge counts, devices and outside paths are bad input") {
+  const std::string merge = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/bad-input-2/merge/";
+  struct MergeCase {
+    std::string args;
+    const char* says;
+  };
+  const MergeCase cases[] = {
+      {"type-executions-string.json ok-1.json ok-2.json", "type-executions-string.json:1:1: \"executions\" is \"1\", not a whole number"},
+      {"number-overflow.json ok-1.json ok-2.json", "number-overflow.json:1:1: not a shard's result: a number too large"},
+      {"shard-count-2p62.json ok-1.json ok-2.json", "\"shard\".\"count\" is 4611686018427387904: a search has 1 to 1000000 shards"},
+      {"shard-count-2p31.json ok-1.json ok-2.json", "\"shard\".\"count\" is 2147483648"},
+      {"cx-outside.json ok-1.json ok-2.json --out " + loopsim::testing::temp_path("merge-outside"),
+       "it names ../../../../../../etc/passwd, which is not a file its search wrote"},
+  };
+  for (const MergeCase& c : cases) {
+    INFO(c.args);
+    std::string args;
+    std::istringstream words(c.args);
+    for (std::string w; words >> w;) args += (w.find(".json") != std::string::npos ? merge + w : w) + " ";
+    auto out = run_loopsim("merge " + args);
+    CHECK(out.status == 2);
+    CHECK(out.output.find(c.says) != std::string::npos);
+  }
+  auto device = run_loopsim("merge /dev/zero");
+  CHECK(device.status == 2);
+  CHECK(device.output.find("/dev/zero:1:1: not a regular file") != std::string::npos);
+  // The same documents with the shard's own counterexample merge, and copy it: shard 0's
+  // document beside its --out folder, its path made absolute as a search run elsewhere writes it.
+  std::string dir = loopsim::testing::temp_path("merge-ok");
+  std::filesystem::create_directories(dir + "/ex-0");
+  std::filesystem::copy_file(merge + "ex-0/accept-small-counterexample.toml", dir + "/ex-0/accept-small-counterexample.toml");
+  auto doc = nlohmann::json::parse(std::ifstream(merge + "ok-0.json"));
+  doc["counterexample"] = dir + "/ex-0/accept-small-counterexample.toml";
+  std::ofstream(dir + "/ok-0.json") << doc.dump();
+  std::string out = dir + "/merged";
+  auto ok = run_loopsim("merge " + dir + "/ok-0.json " + merge + "ok-1.json " + merge + "ok-2.json --out " + out);
+  INFO(ok.output);
+  CHECK(ok.status == 1);
+  CHECK(std::ifstream(out + "/accept-small-counterexample.toml").good());
 }

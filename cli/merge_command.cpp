@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -34,14 +35,75 @@ sim::ScenarioError bad(const std::string& file, const std::string& what, const s
 
 const char* const shard_hint = "give the --json documents of loopsim explore --shard I/N or loopsim generate --shard I/N";
 
+// A shard's document is a few kilobytes; anything near this is not one.
+constexpr std::uintmax_t shard_bytes_max = std::uintmax_t(16) << 20;
+// More shards than any search is dealt to (each is a process of its own).
+constexpr std::uint64_t shards_max = 1'000'000;
+
+// The fields a merge reads, with the type each must have where a document has it.
+enum class Kind { count, integer, text, texts, object, count_or_null };
+struct FieldType {
+  const char* key;
+  Kind kind;
+};
+constexpr FieldType explore_fields[] = {
+    {"executions", Kind::count}, {"cut", Kind::count}, {"steps", Kind::count}, {"replayed_steps", Kind::count},
+    {"snapshots", Kind::count}, {"states", Kind::count}, {"transitions", Kind::count}, {"judged", Kind::count},
+    {"wall_ns", Kind::count}, {"bound", Kind::text}, {"counterexample", Kind::text}, {"violated", Kind::texts},
+    {"worst", Kind::count_or_null}, {"worst_replay", Kind::text}, {"choices", Kind::count},
+    {"choices_not_natural", Kind::count}, {"shrunk", Kind::text}, {"search", Kind::object}};
+constexpr FieldType generate_fields[] = {
+    {"runs", Kind::count}, {"wall_ns", Kind::count}, {"failing_run", Kind::count}, {"scenario", Kind::text},
+    {"original", Kind::text}, {"trace", Kind::text}, {"violated", Kind::texts}, {"detail", Kind::text},
+    {"search", Kind::object}};
+
+bool has_kind(const Json& v, Kind kind) {
+  switch (kind) {
+    case Kind::count: return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+    case Kind::integer: return v.is_number_integer();
+    case Kind::text: return v.is_string();
+    case Kind::texts: return v.is_array() && std::all_of(v.begin(), v.end(), [](const Json& e) { return e.is_string(); });
+    case Kind::object: return v.is_object();
+    case Kind::count_or_null: return v.is_null() || v.is_number_integer();
+  }
+  return false;
+}
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::count: return "a whole number";
+    case Kind::integer: return "an integer";
+    case Kind::text: return "a string";
+    case Kind::texts: return "an array of strings";
+    case Kind::object: return "an object";
+    case Kind::count_or_null: return "an integer or null";
+  }
+  return "?";
+}
+
 Shard read_shard(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::file_status status = fs::status(file, error);
+  if (error || !fs::exists(status)) throw bad(file, "cannot read the file", "give each shard's --json output");
+  // A FIFO would block, a device would never end: only a file is a shard's document.
+  if (!fs::is_regular_file(status)) throw bad(file, "not a regular file", "give each shard's --json output, saved to a file");
+  if (fs::file_size(file, error) > shard_bytes_max || error) {
+    throw bad(file, "larger than a shard's document can be (16 MiB)", shard_hint);
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw bad(file, "cannot read the file", "give each shard's --json output");
+  std::string bytes(shard_bytes_max + 1, '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  bytes.resize(std::size_t(in.gcount()));
+  if (bytes.size() > shard_bytes_max) throw bad(file, "larger than a shard's document can be (16 MiB)", shard_hint);
   std::ostringstream text;
-  text << in.rdbuf();
+  text << bytes;
   Shard shard{file, {}, 0};
   try {
     shard.doc = Json::parse(text.str());
+  } catch (const Json::out_of_range&) {
+    throw bad(file, "not a shard's result: a number too large for a 64-bit value", shard_hint);
   } catch (const Json::parse_error& e) {
     // The line and column of the byte the parser stopped at.
     std::string s = text.str();
@@ -64,7 +126,24 @@ Shard read_shard(const std::string& file) {
   if (command != "explore" && command != "generate") {
     throw bad(file, "\"command\" is \"" + command + "\"; merge takes explore and generate results", shard_hint);
   }
+  const Json& count = d["shard"]["count"];
+  if (!count.is_number_unsigned() || count.get<std::uint64_t>() == 0 || count.get<std::uint64_t>() > shards_max) {
+    throw bad(file, "\"shard\".\"count\" is " + count.dump() + ": a search has 1 to " + std::to_string(shards_max) + " shards",
+              shard_hint);
+  }
+  for (const FieldType& f : command == "explore" ? std::span<const FieldType>(explore_fields) : std::span<const FieldType>(generate_fields)) {
+    if (d.contains(f.key) && !has_kind(d[f.key], f.kind)) {
+      throw bad(file, std::string("\"") + f.key + "\" is " + d[f.key].dump().substr(0, 60) + ", not " + kind_name(f.kind),
+                shard_hint);
+    }
+  }
+  if (command == "generate" && d["verdict"] == "found" && !d.contains("failing_run")) {
+    throw bad(file, "a failure with no \"failing_run\"", shard_hint);
+  }
   shard.index = d["shard"]["index"];
+  if (shard.index >= count.get<std::uint64_t>()) {
+    throw bad(file, "shard " + std::to_string(shard.index) + " of " + count.dump(), shard_hint);
+  }
   return shard;
 }
 
@@ -85,7 +164,9 @@ void check_shards(const std::vector<Shard>& shards) {
                 "merge the shards of one search");
     }
     bool same_scenario = s.doc["command"] != "explore" || s.doc.value("scenario", Json()) == first.doc.value("scenario", Json());
-    if (s.doc["search"] != first.doc["search"] || !same_scenario) {
+    // The same search whatever order its keys were written in.
+    bool same_search = nlohmann::json(s.doc["search"]) == nlohmann::json(first.doc["search"]);
+    if (!same_search || !same_scenario) {
       std::string differ;
       for (auto& [key, value] : first.doc["search"].items()) {
         if (s.doc["search"].value(key, Json()) != value) {
@@ -116,9 +197,15 @@ void check_shards(const std::vector<Shard>& shards) {
   }
 }
 
+// Counts summed over the shards; a sum past 2^64 is bad input, not a wrapped number.
 std::uint64_t sum(const std::vector<Shard>& shards, const char* key) {
   std::uint64_t total = 0;
-  for (const Shard& s : shards) total += s.doc.value(key, std::uint64_t(0));
+  for (const Shard& s : shards) {
+    std::uint64_t v = s.doc.contains(key) ? s.doc[key].get<std::uint64_t>() : 0;
+    if (__builtin_add_overflow(total, v, &total)) {
+      throw bad(s.file, std::string("\"") + key + "\" summed over the shards passes 2^64", shard_hint);
+    }
+  }
   return total;
 }
 
@@ -137,10 +224,31 @@ std::string merged_verdict(const std::vector<Shard>& shards, const std::vector<s
   return order.back();
 }
 
-// Copies a file a shard wrote into --out, and says where it now is.
-std::string carry(const MergeArgs& args, const std::string& path) {
+// Copies a file a shard wrote into --out, and says where it now is. Only a regular file inside
+// the folder of the shard's document (or below it) is copied: a document names what its own
+// search wrote, never /etc/passwd, and never through a symbolic link.
+std::string carry(const MergeArgs& args, const std::string& path, const Shard& shard) {
   if (args.out.empty() || path.empty()) return path;
   namespace fs = std::filesystem;
+  std::error_code e1, e2, e3;
+  fs::path parent = fs::path(shard.file).parent_path();
+  fs::path folder = fs::weakly_canonical(fs::current_path() / (parent.empty() ? fs::path(".") : parent), e1);
+  fs::path target = fs::weakly_canonical(fs::current_path() / fs::path(path), e2);
+  fs::file_status link = fs::symlink_status(path, e3);
+  auto inside = [&] {
+    if (folder.empty() || target.empty()) return false;
+    auto f = folder.begin(), t = target.begin();
+    for (; f != folder.end(); ++f, ++t) {
+      if (f->empty()) break;  // a trailing separator
+      if (t == target.end() || *f != *t) return false;
+    }
+    return true;
+  };
+  if (e1 || e2 || e3 || fs::is_symlink(link) || !fs::is_regular_file(link) || !inside()) {
+    throw bad(shard.file, "it names " + path + ", which is not a file its search wrote (outside " + folder.string() +
+                              ", a link, or not a regular file); merge copies nothing from elsewhere",
+              "run merge on the documents the shards wrote, beside their --out folders");
+  }
   fs::path to = fs::path(args.out) / fs::path(path).filename();
   std::error_code error;
   fs::copy_file(path, to, fs::copy_options::overwrite_existing, error);
@@ -149,10 +257,11 @@ std::string carry(const MergeArgs& args, const std::string& path) {
   return to.string();
 }
 
-void carry_sibling(const MergeArgs& args, const std::string& path, const std::string& from, const std::string& to) {
+void carry_sibling(const MergeArgs& args, const std::string& path, const std::string& from, const std::string& to,
+                   const Shard& shard) {
   if (args.out.empty() || path.size() < from.size() || path.compare(path.size() - from.size(), from.size(), from) != 0) return;
   std::string sibling = path.substr(0, path.size() - from.size()) + to;
-  if (std::filesystem::exists(sibling)) carry(args, sibling);
+  if (std::filesystem::exists(sibling)) carry(args, sibling, shard);
 }
 
 Json merge_explore(const std::vector<Shard>& shards, const MergeArgs& args) {
@@ -186,7 +295,7 @@ Json merge_explore(const std::vector<Shard>& shards, const MergeArgs& args) {
       doc["worst_text"] = worst->doc.value("worst_text", Json());
       doc["worst_shard"] = worst->index;
       doc["worst_execution"] = worst->doc.value("worst_execution", Json());
-      doc["worst_replay"] = carry(args, worst->doc.value("worst_replay", std::string()));
+      doc["worst_replay"] = carry(args, worst->doc.value("worst_replay", std::string()), *worst);
     } else {
       doc["worst"] = nullptr;
     }
@@ -200,8 +309,8 @@ Json merge_explore(const std::vector<Shard>& shards, const MergeArgs& args) {
   }
   if (found) {
     std::string path = found->doc["counterexample"];
-    doc["counterexample"] = carry(args, path);
-    carry_sibling(args, path, ".toml", ".dot");
+    doc["counterexample"] = carry(args, path, *found);
+    carry_sibling(args, path, ".toml", ".dot", *found);
     doc["counterexample_shard"] = found->index;
     doc["violated"] = violated;
     for (const char* key : {"choices", "choices_not_natural", "shrunk"})
@@ -231,7 +340,7 @@ Json merge_generate(const std::vector<Shard>& shards, const MergeArgs& args) {
       if (found->doc.contains(key)) doc[key] = found->doc[key];
     }
     for (const char* key : {"scenario", "original", "trace"}) {
-      if (found->doc.contains(key)) doc[key] = carry(args, found->doc[key].get<std::string>());
+      if (found->doc.contains(key)) doc[key] = carry(args, found->doc[key].get<std::string>(), *found);
     }
     doc["replay"] = "loopsim run " + doc["scenario"].get<std::string>();
   }
@@ -295,6 +404,9 @@ void add_merge(CLI::App& app, int& status) {
       status = merge(*args);
     } catch (const sim::ScenarioError& e) {
       status = report_error(e);
+    } catch (const nlohmann::json::exception& e) {  // a field read_shard does not check: still bad input
+      status = report_error(sim::ScenarioError(std::string("merge:1:1: a shard's document has a field of the wrong shape: ") + e.what(),
+                                               shard_hint));
     }
   });
 }
