@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "sim/target_wire.hpp"
@@ -477,13 +478,16 @@ long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) 
 long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
   Inside inside(*this);
   Fd& p = *simulated(poller);
-  if (p.kind != Kind::poller || max <= 0) return failed(-EINVAL);
+  // Linux refuses more than INT_MAX / sizeof(epoll_event) events (EP_MAX_EVENTS), and never
+  // allocates for the rest: a wait may return fewer than asked.
+  constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
+  if (p.kind != Kind::poller || max <= 0 || max > ep_max_events) return failed(-EINVAL);
   Nanos timeout = timeout_ms < 0 ? wait_forever : Nanos(std::int64_t(timeout_ms) * 1'000'000);
   end_pass();
   in_pass_ = true;
   ++passes_;
   trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
-  scratch_.resize(static_cast<std::size_t>(max));
+  scratch_.resize(static_cast<std::size_t>(std::min(max, 4096)));
   Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
   int n = 0, out = 0;
   sim::ev::Events seen{now(), 0, passes_, {}, -1};

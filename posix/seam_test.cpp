@@ -174,6 +174,17 @@ TEST_CASE("seam: real and simulated descriptors never collide, clocks are virtua
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: epoll_wait asked for INT_MAX events is EINVAL, as Linux says, not an allocation") {
+  std::string prefix = loopsim::testing::temp_path("seam-intmax");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("wait-intmax"));
+  sim::set_target_output("");
+  std::string out = file_text(prefix + ".base.stdout");
+  INFO(out);
+  CHECK(out.find("epoll_wait INT_MAX -1 EINVAL") != std::string::npos);
+  CHECK(result.stats.accepted == 1);
+}
+
 TEST_CASE("seam: a target's trace renders as a pass timeline and a Chrome trace") {
   std::string out = loopsim::testing::temp_path("seam-render");
   std::filesystem::create_directories(out);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -71,6 +72,19 @@ int main(int argc, char** argv) {
     fprintf(stderr, "seam_probe: giving up after one connection\n");
     exit(3);
   }
+  if (strcmp(what, "wait-intmax") == 0) {  /* Linux: EINVAL past EP_MAX_EVENTS, and no allocation */
+    int listener = listen_on(8080);
+    int poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener}, ready;
+    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
+    errno = 0;
+    volatile int asked = INT_MAX;  /* as a program that miscomputes it would: not a constant */
+    int n = epoll_wait(poller, &ready, asked, -1);
+    printf("epoll_wait INT_MAX %d %s\n", n, errno == EINVAL ? "EINVAL" : "other");
+    fflush(stdout);
+    accept_one(listener);
+    return 0;
+  }
   if (strcmp(what, "spin") == 0) {  /* accepts in a loop that never waits: with free failing calls, time stands still */
     int listener = listen_on(8080);
     for (;;) accept4(listener, NULL, NULL, SOCK_NONBLOCK);
@@ -104,6 +118,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | names\n");
+  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | names\n");
   return 2;
 }
