@@ -236,3 +236,12 @@ TEST_CASE("merge reads a shard like a parser should: wrong types, huge counts, d
   CHECK(ok.status == 1);
   CHECK(std::ifstream(out + "/accept-small-counterexample.toml").good());
 }
+
+TEST_CASE("probe of a scenario whose simulation stops at a limit reports the verdict undecided, and does not die") {
+  // A closed loop of 1 ns requests: the simulated clock stands still (it used to abort probe).
+  auto out = run_loopsim("probe " + std::string(LOOPSIM_SOURCE_DIR) +
+                         "/tests/data/bad-input-2/probe-runlimit.toml --live 127.0.0.1:1 --time-limit 2s");
+  CHECK((out.status == 0 || out.status == 1));
+  CHECK(out.output.find("undecided") != std::string::npos);
+  CHECK(out.output.find("livelock: virtual time stood still") != std::string::npos);
+}

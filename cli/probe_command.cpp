@@ -190,9 +190,10 @@ int probe_scenario(const ProbeArgs& args) {
     std::string of = judged[i].of + (judged[i].after.empty() ? "" : " after " + judged[i].after);
     out << std::setw(21) << s.property << std::setw(20) << of << std::setw(12) << measured_text(s) << std::setw(12)
         << measured_text(l) << std::setw(10) << ratio_text(s.measured, l.measured) << std::setw(10)
-        << (s.held ? "held" : "VIOLATED") << (l.held ? "held" : "VIOLATED") << "\n";
+        << (!s.decided ? "undecided" : s.held ? "held" : "VIOLATED") << (l.held ? "held" : "VIOLATED") << "\n";
     if (!agrees(s.measured, l.measured, s.unit == checker::Unit::ns)) differ.push_back(s.property + (of.empty() ? "" : " of " + of));
     if (!l.held && !l.detail.empty()) out << "  live: " << l.detail << "\n";
+    if (!s.decided) out << "  simulated: " << s.detail << "\n";
   }
   if (!server_side.empty()) {
     out << "not judged live (the server's side shows them, not its clients'):";
