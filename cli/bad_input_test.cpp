@@ -245,3 +245,12 @@ TEST_CASE("probe of a scenario whose simulation stops at a limit reports the ver
   CHECK(out.output.find("undecided") != std::string::npos);
   CHECK(out.output.find("livelock: virtual time stood still") != std::string::npos);
 }
+
+TEST_CASE("render refuses a trace recorded at --trace-level verdicts, as run refuses --timeline there") {
+  std::string trace = loopsim::testing::temp_path("verdicts-trace") + ".jsonl";
+  auto recorded = run_loopsim("run " + loopsim::testing::accept_burst + " --arm base --trace-level verdicts --trace " + trace);
+  REQUIRE(recorded.status == 0);
+  auto out = run_loopsim("render " + trace + " --out " + loopsim::testing::temp_path("verdicts-picture") + ".svg");
+  CHECK(out.status == 2);
+  CHECK(out.output.find(":1:1: this trace keeps only what its properties read (--trace-level verdicts)") != std::string::npos);
+}

@@ -25,6 +25,11 @@ int render(const RenderArgs& args) {
   try {
     check_output("--out", args.out);
     sim::Trace trace = sim::read_trace_file(args.trace);
+    if (!trace.keeps<sim::ev::PassBegin>() || !trace.keeps<sim::ev::Events>()) {
+      return report_error(args.trace + ":1:1: this trace keeps only what its properties read (--trace-level verdicts): "
+                          "it has no passes to draw",
+                          "record it again with --trace-level full (the default)");
+    }
     reports::write_output(trace, *kind, args.out);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);

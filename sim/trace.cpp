@@ -224,6 +224,9 @@ void write_jsonl(const Trace& trace, std::ostream& out) {
       << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
       << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers;
   if (trace.liveness_watched) out << ",\"liveness_watched\":true";
+  // A trace that keeps less (--trace-level verdicts) says which kinds it kept, bit i for event
+  // kind i in the order of trace.md's table.
+  if (trace.keep != all_events) out << ",\"keep\":" << trace.keep;
   if (!trace.cut.empty()) {
     std::string cut;
     append_quoted(cut, trace.cut);

@@ -120,7 +120,7 @@ TraceEvent event_of_index(std::size_t index) {
 std::string encode_trace(const Trace& trace) {
   Writer w;
   w(trace.scenario, trace.arm, trace.seed, trace.horizon, trace.listener_fd, trace.accept_batch,
-    trace.max_connections, trace.workers, trace.cut, trace.stalled, trace.liveness_watched);
+    trace.max_connections, trace.workers, trace.cut, trace.stalled, trace.liveness_watched, trace.keep);
   w(std::uint32_t(trace.groups.size()));
   for (std::size_t i = 0; i < trace.groups.size(); ++i) w(trace.groups[i], trace.group_sizes.at(i));
   w(std::uint32_t(trace.clients.size()));
@@ -138,7 +138,7 @@ Trace decode_trace(std::string_view bytes) {
   Reader r(bytes);
   Trace trace;
   r(trace.scenario, trace.arm, trace.seed, trace.horizon, trace.listener_fd, trace.accept_batch,
-    trace.max_connections, trace.workers, trace.cut, trace.stalled, trace.liveness_watched);
+    trace.max_connections, trace.workers, trace.cut, trace.stalled, trace.liveness_watched, trace.keep);
   std::uint32_t groups = 0, clients = 0;
   r(groups);
   trace.groups.resize(groups);

@@ -307,6 +307,11 @@ void read_header(const Line& l, sim::Trace& trace) {
   if (l.has("cut")) trace.cut = l.text("cut");
   if (l.has("stalled")) trace.stalled = l.flag("stalled");
   if (l.has("liveness_watched")) trace.liveness_watched = l.flag("liveness_watched");
+  if (l.has("keep")) {
+    const nlohmann::json& keep = l.field("keep");
+    if (!keep.is_number_unsigned()) l.fail("\"keep\" must be a whole number (a mask of event kinds)", Line::schema_hint, "keep");
+    trace.keep = keep.get<sim::EventMask>();
+  }
   if (trace.workers < 1 || trace.workers > 256)  // as many as a scenario may have
     l.fail("\"workers\" must lie in [1, 256]", Line::schema_hint, "workers");
 }
