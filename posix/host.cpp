@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -123,10 +125,14 @@ int host_main(int argc, char** argv, char** envp) {
   std::getline(in, arm);
   std::getline(in, file);
   std::getline(in, portable);
+  std::string where;
+  std::getline(in, where);
   std::string text = start->body.substr(std::min<std::size_t>(std::size_t(in.tellg()), start->body.size()));
 
   try {
     sim::Scenario scenario = sim::parse_scenario(text, file);
+    // Positions in the user's file, not in the text above (sim/target.cpp).
+    scenario.where = nlohmann::json::parse(where).get<std::map<std::string, std::string>>();
     Seam* seam = nullptr;
     sim::install_foreign_server([&](const sim::Scenario& s) {
       auto made = std::make_unique<Seam>(s, program_main, argc, argv, environ, host);

@@ -101,6 +101,8 @@ TEST_CASE("seam: a target that starts a thread is refused") {
 
 TEST_CASE("seam: a program that never listens on its port is named, with where it did listen") {
   CHECK(error_of(probe("elsewhere")).find("never listened on port 8080 (it listened on: 9090)") != std::string::npos);
+  // At the port's own line and column in the user's file, not in the text the target reads.
+  CHECK(error_of(probe("elsewhere")).find("probe.toml:5:8: the target never listened") == 0);
   CHECK(error_of(probe("nothing")).find("the target exited with status 0 at 0.0 ms of virtual time, before it listened on port 8080 (it listened on: none)") != std::string::npos);
 }
 

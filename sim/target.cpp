@@ -1,5 +1,7 @@
 #include "sim/target.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -211,8 +213,11 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     ::close(socket_);
     throw std::runtime_error(std::string("target: fork: ") + std::strerror(fork_error));
   }
+  // Where each knob was written in the user's file: the target's process reads the scenario
+  // back from text of its own, whose lines are not the user's.
+  std::string positions = nlohmann::json(scenario.where).dump();
   std::string start = std::string(mode == TargetMode::run ? "run" : "steps") + "\n" + arm + "\n" +
-                      scenario.file + "\n" + chooser + "\n" + text_for(scenario);
+                      scenario.file + "\n" + chooser + "\n" + positions + "\n" + text_for(scenario);
   if (!wire::send(socket_, wire::Type::start, start)) failed("it ended before it was sent the scenario");
 }
 
