@@ -301,6 +301,10 @@ void Clients::read_answers(ClientIndex client) {
   int status = 0;
   std::size_t consumed = 0;  // erased once at the end: a pipelined burst costs linear time
   while (std::size_t length = parse_answer(std::string_view(c.input).substr(consumed), status)) {
+    if (length == sim::answer_malformed) {  // no way to frame the rest: no answer will come of it
+      c.input.clear();
+      return;
+    }
     consumed += length;
     std::string path = c.unanswered.pop();
     ++c.answered;

@@ -1,7 +1,9 @@
 #include "sim/workload.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "model/choice.hpp"
 
@@ -36,15 +38,39 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
 
 std::size_t parse_answer(std::string_view input, int& status) {
   auto head_end = input.find("\r\n\r\n");
-  if (head_end == std::string_view::npos || input.size() < 12) return 0;
-  std::from_chars(input.data() + 9, input.data() + 12, status);
-  auto head = input.substr(0, head_end);
-  std::size_t body = 0;
-  if (auto at = head.find(content_length); at != std::string_view::npos) {
-    auto digits = head.substr(at + content_length.size());
-    std::from_chars(digits.data(), digits.data() + digits.size(), body);
+  if (head_end == std::string_view::npos) return input.size() > answer_head_max ? answer_malformed : 0;
+  if (head_end > answer_head_max) return answer_malformed;
+  std::string_view head = input.substr(0, head_end);
+  // "HTTP/1.1 200 ...": the version, a space, three digits.
+  if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[8] != ' ') return answer_malformed;
+  for (std::size_t i = 9; i < 12; ++i) {
+    if (head[i] < '0' || head[i] > '9') return answer_malformed;
   }
-  std::size_t total = head_end + 4 + body;
+  if (head.size() > 12 && head[12] != ' ' && head[12] != '\r') return answer_malformed;
+  status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
+  std::optional<std::size_t> body;
+  for (std::size_t at = head.find("\r\n"); at != std::string_view::npos;) {
+    std::size_t start = at + 2, end = head.find("\r\n", start);
+    std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    at = end;
+    std::size_t colon = line.find(':');
+    if (colon != content_length.size() - 2) continue;  // "Content-Length: " less ": "
+    bool named = true;
+    for (std::size_t i = 0; i < colon && named; ++i) {
+      named = std::tolower(static_cast<unsigned char>(line[i])) == std::tolower(static_cast<unsigned char>(content_length[i]));
+    }
+    if (!named) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    if (value.empty() || value.size() > 18) return answer_malformed;
+    std::size_t n = 0;
+    auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (error != std::errc() || end_of_number != value.data() + value.size()) return answer_malformed;
+    if (body && *body != n) return answer_malformed;  // two lengths that differ
+    body = n;
+  }
+  std::size_t total = head_end + 4 + body.value_or(0);
   return input.size() >= total ? total : 0;
 }
 

@@ -49,7 +49,12 @@ class PathQueue {
 std::string request_text(const std::string& path, bool close, const ClientGroup& group);
 
 // One answer at the front of `input` (framed by its Content-Length): its length, with its status
-// in `status`, or 0 while it is incomplete.
+// in `status`, or 0 while it is incomplete, or answer_malformed when it cannot be framed: a
+// status line that is not "HTTP/1.x NNN", a Content-Length that is not a number of at most 18
+// digits, two that differ, or a head longer than answer_head_max without its end. Header
+// names are matched without regard to case.
+inline constexpr std::size_t answer_malformed = SIZE_MAX;
+inline constexpr std::size_t answer_head_max = 64 * 1024;
 std::size_t parse_answer(std::string_view input, int& status);
 
 // The connection windows of a group's members, in member order: connect_at's window, shifted

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checker/properties.hpp"
+#include "sim/workload.hpp"
 #include "sim/world.hpp"
 
 using namespace loopsim;
@@ -342,4 +343,25 @@ paths = [{ path = "/fast" }, { path = "/hello" }]
   auto again = run_text(text, 1);
   CHECK(all<sim::ev::Answer>(again).size() == all<sim::ev::Answer>(trace).size());
   CHECK(all<sim::ev::Answer>(again).back().t == all<sim::ev::Answer>(trace).back().t);
+}
+
+TEST_CASE("an answer is framed by its Content-Length, named in any case; one that cannot be framed is malformed") {
+  int status = 0;
+  std::string ok = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+  CHECK(sim::parse_answer(ok, status) == ok.size());
+  CHECK(status == 200);
+  CHECK(sim::parse_answer(ok.substr(0, ok.size() - 1), status) == 0);  // the body is not all in
+  std::string twice_same = "HTTP/1.1 404 Not Found\r\nContent-Length: 1\r\nCONTENT-LENGTH:1\r\n\r\nx";
+  CHECK(sim::parse_answer(twice_same, status) == twice_same.size());
+  CHECK(status == 404);
+  CHECK(sim::parse_answer("HTTP/1.1 200 OK\r\n\r\n", status) == 19);  // no length: no body
+  for (const char* bad : {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n",
+                          "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
+                          "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                          "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", "+OK\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n"}) {
+    INFO(bad);
+    CHECK(sim::parse_answer(bad, status) == sim::answer_malformed);
+  }
+  std::string endless = "HTTP/1.1 200 OK\r\n" + std::string(sim::answer_head_max + 1, 'x');
+  CHECK(sim::parse_answer(endless, status) == sim::answer_malformed);  // a head that never ends
 }
