@@ -1,8 +1,12 @@
 // The POSIX seam: unmodified programs on the simulated kernel (docs/targets.md). The probes
 // (posix/probe/seam_probe.c) each do one thing; the examples are real libraries' servers.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -119,6 +123,50 @@ TEST_CASE("seam: a target whose free failing calls stop the clock is a livelock,
   CHECK_FALSE(verdicts[0].decided);  // answered needs the end
   CHECK(verdicts[1].property == "livelock");
   CHECK_FALSE(verdicts[1].held);
+}
+
+namespace {
+
+// Whether a process whose command line holds `token` is alive.
+bool running_with(const std::string& token) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (line.find(token) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("seam: no target outlives loopsim, even one killed with SIGKILL mid-run") {
+  std::string token = "outlive-token-" + std::to_string(::getpid());
+  std::string file = loopsim::testing::temp_path("outlive") + ".toml";
+  // Failing accepts at 1 us each for 1,000 s of virtual time: far longer than the test waits.
+  std::ofstream(file) << "name = \"outlive\"\nhorizon = \"1000s\"\n[target]\nexec = [\"" + probes +
+                             "/seam_probe_dynamic\", \"spin\", \"" + token + "\"]\nport = 8080\n[[clients]]\n"
+                             "name = \"c\"\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n";
+  pid_t loopsim = ::fork();
+  if (loopsim == 0) {
+    ::execl(LOOPSIM_BINARY, "loopsim", "run", file.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  REQUIRE(loopsim > 0);
+  bool started = false;
+  for (int i = 0; i < 100 && !started; ++i) {
+    ::usleep(50'000);
+    started = running_with(token);
+  }
+  REQUIRE(started);
+  ::kill(loopsim, SIGKILL);
+  int status = 0;
+  ::waitpid(loopsim, &status, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    ::usleep(20'000);
+    gone = !running_with(token);
+  }
+  CHECK(gone);
 }
 
 TEST_CASE("seam: a target that dies at start-up is an error naming its status and what it said") {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,9 +191,14 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   std::string folder = std::filesystem::path(scenario.file).parent_path().string();
   if (folder.empty()) folder = ".";
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t parent = ::getpid();
 
   pid_ = ::fork();
   if (pid_ == 0) {
+    // No target outlives loopsim, whatever ends it: the kernel kills the child when the
+    // thread that forked it dies (and at once if that happened before this line).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::dup2(devnull, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
