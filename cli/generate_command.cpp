@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <toml++/toml.h>
 
 #include "cli/commands.hpp"
 #include "explore/generate.hpp"
@@ -162,6 +164,24 @@ int generate(const GenerateArgs& args) {
   options.runs = args.runs;
   options.seed = args.seed;
   options.overrides = parse_overrides(args.set);
+  // A relative program in --set target.exec is relative to here; the scenario files generate
+  // writes live in --out, and a path in them is read from their folder: make it absolute.
+  for (sim::Override& o : options.overrides) {
+    if (o.key != "target.exec") continue;
+    try {
+      toml::table t = toml::parse("exec = " + o.value);
+      toml::array* exec = t["exec"].as_array();
+      if (exec == nullptr || exec->empty() || !exec->front().is_string()) continue;
+      std::string program = exec->front().value_or(std::string());
+      if (program.find('/') == std::string::npos || std::filesystem::path(program).is_absolute()) continue;
+      exec->replace(exec->begin(), std::filesystem::absolute(program).lexically_normal().string());
+      std::ostringstream text;
+      text << *exec;
+      o.value = text.str();
+    } catch (const toml::parse_error&) {
+      // Left as written: the scenario loader reports it at its column.
+    }
+  }
   options.budget = explore::StepBudget{args.max_steps_at_instant, args.max_steps};
   options.max_shrinks = args.max_shrinks;
   std::tie(options.shard, options.shards) = parse_shard(args.shard);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -167,6 +168,18 @@ TEST_CASE("seam: no target outlives loopsim, even one killed with SIGKILL mid-ru
     gone = !running_with(token);
   }
   CHECK(gone);
+}
+
+TEST_CASE("seam: generate with a relative target program writes scenarios whose replay finds it") {
+  std::string program = std::filesystem::relative(probes + "/seam_probe_dynamic").string();
+  REQUIRE(program.find('/') != std::string::npos);
+  std::string out = loopsim::testing::temp_path("gen-relative");
+  auto found = loopsim::testing::run_loopsim("generate --runs 5 --json --out " + out + " --set 'target.exec=[\"" + program +
+                                             "\", \"names\"]' --set target.port=8080", true);
+  REQUIRE(found.status == 1);  // names accepts one client and ends: a failure to shrink
+  std::string scenario = nlohmann::json::parse(found.output)["scenario"];
+  CHECK(file_text(scenario).find("exec = [ '" + std::filesystem::absolute(program).lexically_normal().string()) != std::string::npos);
+  CHECK(loopsim::testing::run_loopsim("run " + scenario).status == 1);  // not 2: the program is found
 }
 
 TEST_CASE("seam: a target that dies at start-up is an error naming its status and what it said") {
