@@ -2,6 +2,7 @@
 // a hint, before anything runs.
 #include "checker/suite.hpp"
 
+#include "checker/judge.hpp"
 #include "checker/properties.hpp"
 #include "sim/world.hpp"
 
@@ -98,28 +99,42 @@ std::string cut_short(const std::string& expectations, const std::string& arms =
 }  // namespace
 
 TEST_CASE("a limit never hides a finding: a run stopped at its trace limit is judged on the trace so far") {
-  // The spin is certain on the trace so far: violated, the limit named.
-  checker::RunReport spun = checker::run_suite(cut_short("[[expect]]\nproperty = \"no_spin\"\n"), {}).report;
-  REQUIRE(spun.arms.size() == 1);
-  const checker::Verdict& spin = spun.arms[0].verdicts.at(0);
+  // One run (each costs 10,000,000 events): the spin is certain on the trace so far, so it is
+  // violated with the limit named; answered needs the end, so it is undecided.
+  checker::RunReport report =
+      checker::run_suite(cut_short("[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"no_spin\"\n"), {}).report;
+  REQUIRE(report.arms.size() == 1);
+  const checker::Verdict& answered = report.arms[0].verdicts.at(0);
+  const checker::Verdict& spin = report.arms[0].verdicts.at(1);
+  CHECK_FALSE(answered.decided);
+  CHECK(answered.detail.find("undecided: the run stopped before its horizon (its trace passed 10000000 events") == 0);
   CHECK_FALSE(spin.held);
   CHECK(spin.decided);
   CHECK(spin.detail.find("(the run stopped before its horizon: its trace passed 10000000 events") != std::string::npos);
-  CHECK_FALSE(spun.held());
-  // What needs the end is undecided, and an arm with nothing against it is a limit, not a pass.
-  checker::RunReport open = checker::run_suite(cut_short("[[expect]]\nproperty = \"answered\"\n"), {}).report;
-  CHECK(open.held());
-  CHECK(open.limited());
-  CHECK_FALSE(open.arms[0].verdicts.at(0).decided);
-  CHECK(open.arms[0].judgement.undecided == std::vector<std::string>{"answered"});
-  // A sabotage arm whose expected violation is certain is caught, whatever else is undecided.
-  checker::RunReport caught = checker::run_suite(
-      cut_short("[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"no_spin\"\n",
-                "[[arms]]\nname = \"spin\"\nset = { \"loop.accept_batch\" = 4 }\nexpect_violated = [\"no_spin\"]\n"),
-      {}).report;
-  REQUIRE(caught.arms.size() == 2);
-  CHECK(caught.arms[1].judgement.held);
-  CHECK_FALSE(caught.arms[1].judgement.limited());
+  CHECK_FALSE(report.held());
+  CHECK(report.arms[0].judgement.undecided == std::vector<std::string>{"answered"});
+  CHECK(report.arms[0].cut.find("its trace passed 10000000 events") == 0);
+}
+
+TEST_CASE("judging a run cut short: the base with anything undecided is a limit, a sabotage caught is caught") {
+  checker::Verdict undecided, violated, held;
+  undecided.property = "answered";
+  undecided.decided = false;
+  violated.property = "no_spin";
+  violated.held = false;
+  held.property = "latency";
+  checker::ArmJudgement base = checker::judge({undecided, held}, {}, true);
+  CHECK(base.held);
+  CHECK(base.limited());
+  CHECK(checker::judge({}, {}, true).limited());         // cut with nothing to judge
+  CHECK_FALSE(checker::judge({}, {}, false).limited());  // ran whole
+  checker::ArmJudgement caught = checker::judge({undecided, violated}, {"no_spin"}, true);
+  CHECK(caught.held);
+  CHECK_FALSE(caught.limited());
+  checker::ArmJudgement open = checker::judge({undecided, held}, {"answered"}, true);
+  CHECK(open.held);
+  CHECK(open.limited());  // its sabotage's property is undecided
+  CHECK(checker::judge({violated, undecided}, {}, true).held == false);
 }
 
 TEST_CASE("a loop that keeps an EMFILE accept owed spins, and no_spin says so over a 10 s horizon within the default limits") {
