@@ -163,6 +163,9 @@ int probe_scenario(const ProbeArgs& args) {
   out << "live: " << options.address << ":" << options.port << ", " << server_text << "; ran "
       << time_text(live.ran) << ": " << end_text(live.end) << "\n";
   for (const std::string& part : live.not_applied) out << "live: not applied: " << part << "\n";
+  if (live.unframed > 0)
+    out << "live: " << live.unframed << " connection(s) closed by the probe: an answer it could not frame "
+        << "(no \"HTTP/1.x NNN\" status line, a Content-Length that is not one number, or a head over 64 KiB)\n";
   if (args.live == "self" && server_status != 0)
     out << "live: the server exited " << server_status << " after SIGTERM (0 is a clean drain)\n";
   out << "\n";
@@ -238,7 +241,8 @@ void add_probe(CLI::App& app, int& status) {
       "The scenario's clients (their times, closed loops, paths and bodies, and reset faults) run on real\n"
       "sockets; answered, latency and max_gap judge both runs, and the table puts each figure beside the\n"
       "simulated one with their ratio. The server's own side (its passes, queue, descriptors) is not seen\n"
-      "from its clients, so those properties are listed, not judged. Answers must carry Content-Length.\n"
+      "from its clients, so those properties are listed, not judged. Answers must carry Content-Length;\n"
+      "one that cannot be framed ends its connection, and is counted. No body is kept.\n"
       "At most 20,000 clients. Exit status: 0 every judged property held live, 1 one was violated live,\n"
       "2 bad input (or the server did not start), 3 a limit (too many clients, or descriptors).");
   cmd->callback([args, &status] { status = probe_scenario(*args); });

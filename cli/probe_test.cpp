@@ -1,7 +1,15 @@
 // loopsim probe: the same scenario simulated and live, against loopsim live on loopback.
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <thread>
 
 #include "cli/loopsim_process_for_tests.hpp"
 #include "probe/figures.hpp"
@@ -22,7 +30,102 @@ std::pair<double, double> property_row(const std::string& output, const std::str
   return {std::stod(m[1]), std::stod(m[2])};
 }
 
+// A server on a free loopback port that reads one request on each connection and then answers
+// as `serve` says, for as long as the peer is there and the test has not ended.
+class HostileServer {
+ public:
+  explicit HostileServer(std::function<void(int fd, const std::atomic<bool>& stop)> serve) : serve_(std::move(serve)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t size = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &size);
+    port = ntohs(a.sin_port);
+    ::listen(listener_, 16);
+    thread_ = std::thread([this] {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      char request[4096];
+      (void)::recv(fd, request, sizeof request, 0);
+      serve_(fd, stop_);
+      ::close(fd);
+    });
+  }
+  ~HostileServer() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::uint16_t port = 0;
+
+ private:
+  std::function<void(int, const std::atomic<bool>&)> serve_;
+  std::atomic<bool> stop_{false};
+  int listener_ = -1;
+  std::thread thread_;
+};
+
+// Sends `head`, then `filler` for as long as the peer takes it.
+void send_endlessly(int fd, const std::atomic<bool>& stop, const std::string& head, const std::string& filler) {
+  if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) < 0) return;
+  while (!stop && ::send(fd, filler.data(), filler.size(), MSG_NOSIGNAL) > 0) {
+  }
+}
+
+sim::Scenario one_request() {
+  return sim::parse_scenario(
+      "name = \"one\"\nhorizon = \"30s\"\n[[clients]]\nname = \"a\"\nrequests = [{ at = \"0s\", path = \"/\" }]\n"
+      "[[expect]]\nproperty = \"answered\"\n",
+      "one.toml");
+}
+
+long max_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
 }  // namespace
+
+TEST_CASE("probe against a server whose answer never ends: the time limit holds inside reads, and no body is kept") {
+  // A 2^59-byte body at loopback speed: before, the probe read it in one loop that never looked
+  // at the clock, and kept every byte (1 GiB of RSS for a 1 GiB body).
+  HostileServer server([](int fd, const std::atomic<bool>& stop) {
+    send_endlessly(fd, stop, "HTTP/1.1 200 OK\r\nContent-Length: 576460752303423488\r\n\r\n", std::string(1 << 20, 'x'));
+  });
+  probe::LiveOptions options;
+  options.port = server.port;
+  options.time_limit = 1s;
+  const long rss_before = max_rss_kib();
+  const auto started = std::chrono::steady_clock::now();
+  probe::LiveRun run = probe::drive_live(one_request(), options);
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(run.end == probe::LiveRun::End::time_limit);
+  CHECK(took < 5s);  // 1 s, and a loaded machine's scheduling
+  CHECK(max_rss_kib() - rss_before < 64 * 1024);
+  CHECK(run.unframed == 0);
+}
+
+TEST_CASE("probe against a server whose head never ends: the answer is unframed past 64 KiB, and the probe hangs up") {
+  HostileServer server([](int fd, const std::atomic<bool>& stop) {
+    send_endlessly(fd, stop, "HTTP/1.1 200 OK\r\n", "X-A: " + std::string(1 << 20, 'y'));
+  });
+  probe::LiveOptions options;
+  options.port = server.port;
+  options.time_limit = 10s;
+  probe::LiveRun run = probe::drive_live(one_request(), options);
+  CHECK(run.end == probe::LiveRun::End::quiet);  // its one client done: it ended long before 10 s
+  CHECK(run.unframed == 1);
+  CHECK(run.ran < 5s);
+  bool refused = false;
+  for (const sim::TraceEvent& e : run.trace.events) {
+    if (const auto* r = std::get_if<sim::ev::Refused>(&e)) refused = r->error == EPROTO;
+  }
+  CHECK(refused);
+}
 
 TEST_CASE("probe accept-burst against its own loopsim live: the batch shape, or the other order with its choice named") {
   // Which order the live run takes is a race, and how long live sleeps overshoot depends on the

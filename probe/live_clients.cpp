@@ -33,7 +33,7 @@ struct Client {
   std::size_t next_request = 0;
   std::size_t due = 0;
   sim::PathQueue unanswered;
-  std::string input;
+  sim::AnswerStream input;  // a head at most, never a body: a live server's answers may be endless
   std::string output;  // bytes not yet taken by the socket
   Nanos deadline{0};
   std::uint64_t draws = 0;
@@ -41,6 +41,8 @@ struct Client {
   bool shut = false;       // half-closed
   std::int64_t read_budget = -1;  // a slow reader's bytes left this tick; -1: no limit
 };
+
+constexpr int reads_per_event = 16;  // of 64 KiB each
 
 enum class Todo : std::uint8_t { connect, request_due, release, read_grant, reset };
 
@@ -295,10 +297,12 @@ class Driver {
     if (c.output.empty()) half_close_when_sent(client);
   }
 
+  // At most reads_per_event reads, then back to the loop: a server that never stops sending
+  // must not keep the probe from its clock (--time-limit) or from its other clients.
   void read(ClientIndex client) {
     Client& c = clients_[std::size_t(client)];
     char buffer[65536];
-    for (;;) {
+    for (int reads = 0; reads < reads_per_event; ++reads) {
       if (c.read_budget == 0) {  // a slow reader: the rest waits for the next share
         push(now() + sim::read_tick, Todo::read_grant, client);
         return interest(client);
@@ -307,8 +311,7 @@ class Driver {
       ssize_t n = ::recv(c.fd, buffer, want, 0);
       if (n > 0) {
         if (c.read_budget > 0) c.read_budget -= n;
-        c.input.append(buffer, std::size_t(n));
-        answers(client);
+        answers(client, std::string_view(buffer, std::size_t(n)));
         if (c.done) return;
         continue;
       }
@@ -319,18 +322,23 @@ class Driver {
     }
   }
 
-  void answers(ClientIndex client) {
+  void answers(ClientIndex client, std::string_view bytes) {
     Client& c = clients_[std::size_t(client)];
     int status = 0;
-    std::size_t consumed = 0;
-    while (std::size_t length = sim::parse_answer(std::string_view(c.input).substr(consumed), status)) {
-      consumed += length;
-      std::string path = c.unanswered.pop();
+    while (!bytes.empty()) {
+      switch (c.input.next(bytes, status)) {
+        case sim::AnswerStream::Step::more: return;
+        case sim::AnswerStream::Step::malformed:
+          // No way to frame the rest, so no answer can come of it: the probe hangs up (EPROTO).
+          ++run_.unframed;
+          return refused(client, EPROTO);
+        case sim::AnswerStream::Step::answer: break;
+      }
+      std::string path = c.unanswered.pop();  // "?": an answer to nothing asked
       trace_.events.push_back(ev::Answer{now(), client, std::move(path), status});
       if (c.group->closed_loop()) answered_closed(client);
       if (c.done) return;
     }
-    c.input.erase(0, consumed);
   }
 
   bool closed_sending(const Client& c) const {

@@ -33,6 +33,9 @@ struct LiveRun {
   End end = End::horizon;
   // Parts of the scenario a client cannot carry out (server-side faults, actions, posters).
   std::vector<std::string> not_applied;
+  // Answers the probe could not frame (parse_answer's rules: sim/workload.hpp); each one's
+  // connection was closed, recorded as refused with EPROTO.
+  int unframed = 0;
   std::string error;  // set when it could not run at all (and `trace` is empty)
 };
 

@@ -36,17 +36,17 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
   return text;
 }
 
-std::size_t parse_answer(std::string_view input, int& status) {
-  auto head_end = input.find("\r\n\r\n");
-  if (head_end == std::string_view::npos) return input.size() > answer_head_max ? answer_malformed : 0;
-  if (head_end > answer_head_max) return answer_malformed;
-  std::string_view head = input.substr(0, head_end);
+namespace {
+
+// The head input[0, head_end) of an answer: its status, and its body's length (0 when it names
+// none), or nullopt when it cannot be framed.
+std::optional<std::size_t> frame_head(std::string_view head, int& status) {
   // "HTTP/1.1 200 ...": the version, a space, three digits.
-  if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[8] != ' ') return answer_malformed;
+  if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[8] != ' ') return std::nullopt;
   for (std::size_t i = 9; i < 12; ++i) {
-    if (head[i] < '0' || head[i] > '9') return answer_malformed;
+    if (head[i] < '0' || head[i] > '9') return std::nullopt;
   }
-  if (head.size() > 12 && head[12] != ' ' && head[12] != '\r') return answer_malformed;
+  if (head.size() > 12 && head[12] != ' ' && head[12] != '\r') return std::nullopt;
   status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
   std::optional<std::size_t> body;
   for (std::size_t at = head.find("\r\n"); at != std::string_view::npos;) {
@@ -63,15 +63,65 @@ std::size_t parse_answer(std::string_view input, int& status) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (value.empty() || value.size() > 18) return answer_malformed;
+    if (value.empty() || value.size() > 18) return std::nullopt;
     std::size_t n = 0;
     auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (error != std::errc() || end_of_number != value.data() + value.size()) return answer_malformed;
-    if (body && *body != n) return answer_malformed;  // two lengths that differ
+    if (error != std::errc() || end_of_number != value.data() + value.size()) return std::nullopt;
+    if (body && *body != n) return std::nullopt;  // two lengths that differ
     body = n;
   }
-  std::size_t total = head_end + 4 + body.value_or(0);
+  return body.value_or(0);
+}
+
+}  // namespace
+
+std::size_t parse_answer(std::string_view input, int& status) {
+  auto head_end = input.find("\r\n\r\n");
+  if (head_end == std::string_view::npos) return input.size() > answer_head_max ? answer_malformed : 0;
+  if (head_end > answer_head_max) return answer_malformed;
+  std::optional<std::size_t> body = frame_head(input.substr(0, head_end), status);
+  if (!body) return answer_malformed;
+  std::size_t total = head_end + 4 + *body;
   return input.size() >= total ? total : 0;
+}
+
+AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
+  if (broken_) {
+    bytes = {};
+    return Step::malformed;
+  }
+  if (!in_body_) {
+    const std::size_t had = head_.size();
+    const std::size_t room = answer_head_max + 4 - had;
+    head_.append(bytes.substr(0, room));
+    const std::size_t end = head_.find("\r\n\r\n", had < 3 ? 0 : had - 3);
+    if (end == std::string::npos) {
+      bytes.remove_prefix(std::min(bytes.size(), room));
+      if (head_.size() <= answer_head_max) return Step::more;
+      broken_ = true;  // a head longer than any answer's
+      head_.clear();
+      bytes = {};
+      return Step::malformed;
+    }
+    bytes.remove_prefix(end + 4 - had);  // what the head took of this read; the rest is body or the next answer
+    std::optional<std::size_t> body = end > answer_head_max ? std::nullopt : frame_head(std::string_view(head_).substr(0, end), status_);
+    head_.clear();
+    if (!body) {
+      broken_ = true;
+      bytes = {};
+      return Step::malformed;
+    }
+    body_left_ = *body;
+    in_body_ = true;
+  }
+  const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
+  bytes.remove_prefix(take);
+  body_left_ -= take;
+  if (body_left_ > 0) return Step::more;
+  in_body_ = false;
+  if (status_ >= 100 && status_ < 200 && status_ != 101) return bytes.empty() ? Step::more : next(bytes, status);  // interim
+  status = status_;
+  return Step::answer;
 }
 
 Arrivals::Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)

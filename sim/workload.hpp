@@ -57,6 +57,26 @@ inline constexpr std::size_t answer_malformed = SIZE_MAX;
 inline constexpr std::size_t answer_head_max = 64 * 1024;
 std::size_t parse_answer(std::string_view input, int& status);
 
+// Answers framed as their bytes arrive, by the rules of parse_answer, holding at most one head
+// (answer_head_max) and never a body: a reader of a live server whose answers may be endless.
+// An interim answer (1xx but 101, such as 100 Continue) is taken and not counted.
+class AnswerStream {
+ public:
+  enum class Step : std::uint8_t { more, answer, malformed };
+  // Takes bytes from the front of `bytes` up to the end of one answer: `answer` (its status in
+  // `status`, the rest of `bytes` left for the next call), `more` once all of `bytes` is taken
+  // with the answer not yet whole, or `malformed` from the first byte that cannot be framed on
+  // (every call after that too).
+  Step next(std::string_view& bytes, int& status);
+
+ private:
+  std::string head_;  // the current answer's head so far
+  std::uint64_t body_left_ = 0;
+  int status_ = 0;
+  bool in_body_ = false;
+  bool broken_ = false;
+};
+
 // The connection windows of a group's members, in member order: connect_at's window, shifted
 // evenly at `rate`, or by a Poisson process at `rate` (exponential gaps drawn from the seed).
 // The first member's is connect_at.

@@ -365,3 +365,51 @@ TEST_CASE("an answer is framed by its Content-Length, named in any case; one tha
   std::string endless = "HTTP/1.1 200 OK\r\n" + std::string(sim::answer_head_max + 1, 'x');
   CHECK(sim::parse_answer(endless, status) == sim::answer_malformed);  // a head that never ends
 }
+
+TEST_CASE("an answer stream frames answers split at any byte, skips interim ones, holds no body, and stops at what it cannot frame") {
+  const std::string two =
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 404 No\r\ncontent-length:0\r\n\r\n";
+  for (std::size_t piece = 1; piece <= two.size(); ++piece) {
+    INFO(piece);
+    sim::AnswerStream stream;
+    std::vector<int> statuses;
+    for (std::size_t at = 0; at < two.size(); at += piece) {
+      std::string_view bytes = std::string_view(two).substr(at, piece);
+      int status = 0;
+      while (!bytes.empty()) {
+        auto step = stream.next(bytes, status);
+        REQUIRE(step != sim::AnswerStream::Step::malformed);
+        if (step == sim::AnswerStream::Step::answer) statuses.push_back(status);
+      }
+    }
+    CHECK(statuses == std::vector<int>{200, 404});
+  }
+  // A body of 2^59 bytes is counted off, not kept: a megabyte of it leaves the answer open.
+  sim::AnswerStream endless_body;
+  std::string_view head = "HTTP/1.1 200 OK\r\nContent-Length: 576460752303423488\r\n\r\n";
+  int status = 0;
+  CHECK(endless_body.next(head, status) == sim::AnswerStream::Step::more);
+  const std::string megabyte(1 << 20, 'x');
+  std::string_view body = megabyte;
+  CHECK(endless_body.next(body, status) == sim::AnswerStream::Step::more);
+  CHECK(body.empty());
+  // A head over answer_head_max, in 1 KiB reads, is malformed once past the bound, and stays so.
+  sim::AnswerStream endless_head;
+  const std::string kib(1024, 'y');
+  int reads = 0;
+  sim::AnswerStream::Step step = sim::AnswerStream::Step::more;
+  while (step == sim::AnswerStream::Step::more && reads < 1000) {
+    std::string_view bytes = kib;
+    step = endless_head.next(bytes, status);
+    ++reads;
+  }
+  CHECK(step == sim::AnswerStream::Step::malformed);
+  CHECK(reads == int(sim::answer_head_max / 1024) + 1);
+  std::string_view ok = "HTTP/1.1 200 OK\r\n\r\n";
+  CHECK(endless_head.next(ok, status) == sim::AnswerStream::Step::malformed);
+  for (const char* bad : {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "garbage\r\n\r\n"}) {
+    sim::AnswerStream s;
+    std::string_view bytes = bad;
+    CHECK(s.next(bytes, status) == sim::AnswerStream::Step::malformed);
+  }
+}
