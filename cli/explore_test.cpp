@@ -206,3 +206,20 @@ TEST_CASE("explore finds the nothing-owed strand where the file's own timing nev
   CHECK(verified["merged"] == true);
   CHECK_FALSE(verified.contains("bounds"));
 }
+
+TEST_CASE("explore reaches the request stranded behind a large answer through the send buffer's take choice") {
+  // Found by the search, not written into the scenario: the scenario sets only Linux's
+  // autotuning ceiling, and whether a write finds the buffer grown is a choice (K11).
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/pipelined-large-answer.toml";
+  std::string out = loopsim::testing::temp_path("explore-take");
+  Outcome found = run_cli("explore " + file + " --set loop.resume_after_flush=false --json --out " + out);
+  REQUIRE(found.status == 1);
+  auto doc = nlohmann::json::parse(found.output);
+  CHECK(doc["violated"].dump().find("answered") != std::string::npos);
+  std::ifstream in(doc["counterexample"].get<std::string>());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("take") != std::string::npos);  // the grown buffer is the one choice it needed
+  CHECK(run_cli("run " + doc["counterexample"].get<std::string>()).status == 1);
+  Outcome fixed = run_cli("explore " + file + " --json");
+  CHECK(fixed.status == 0);
+}

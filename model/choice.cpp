@@ -8,7 +8,7 @@
 namespace loopsim::model {
 
 namespace {
-constexpr const char* kind_names[] = {"order", "fault", "slack", "land"};
+constexpr const char* kind_names[] = {"order", "fault", "slack", "land", "take"};
 }
 
 const char* choice_kind_name(ChoiceKind kind) { return kind_names[std::size_t(kind)]; }

@@ -17,6 +17,7 @@ enum class ChoiceKind : std::uint8_t {
   fault,  // whether an injected fault lands here, within its budget
   slack,  // which timer slack this sleep gets, from the scenario's set
   land,   // whether a windowed happening lands here, and which (model/scheduler.hpp)
+  take,   // how much of a write the kernel takes: its send buffer as it is, or grown (K11)
 };
 
 const char* choice_kind_name(ChoiceKind kind);

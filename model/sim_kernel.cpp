@@ -410,7 +410,14 @@ std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
   Conn& conn = conns_[id];
   if (conn.pending_error != 0) return -std::exchange(conn.pending_error, 0);
   if (conn.reset || conn.server_shut) return -EPIPE;
-  std::size_t room = config_.send_buffer - std::min(config_.send_buffer, conn.to_client.size());
+  std::size_t room = send_size(conn) - std::min(send_size(conn), conn.to_client.size());
+  // Asked of a write that would be short, not of one that finds the buffer full: growth follows
+  // the peer's acknowledgements, and a full buffer has had none since its last write.
+  if (room > 0 && room < from.size() && !conn.send_grown && config_.send_buffer_max > config_.send_buffer &&
+      scheduler_.choose(ChoiceKind::take, 2) == 1) {  // K11: autotuning grew the buffer first
+    conn.send_grown = true;
+    room = send_size(conn) - std::min(send_size(conn), conn.to_client.size());
+  }
   std::size_t n = std::min(room, from.size());
   if (n < from.size()) conn.send_was_full = true;
   if (n == 0) return -EAGAIN;
@@ -585,7 +592,7 @@ std::uint32_t SimKernel::readiness(int fd) const {
       const Conn& conn = conns_[e->conn];
       std::uint32_t error = conn.pending_error != 0 ? io::error : 0;
       if (conn.reset) return io::readable | io::writable | io::read_hangup | io::hangup | error;
-      std::uint32_t mask = conn.to_client.size() < config_.send_buffer ? io::writable : 0;
+      std::uint32_t mask = conn.to_client.size() < send_size(conn) ? io::writable : 0;
       if (!conn.to_server.empty() || conn.fin) mask |= io::readable;
       if (conn.fin) mask |= io::read_hangup;
       return mask;

@@ -41,15 +41,20 @@ struct SimKernelConfig {
   // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
   std::size_t send_buffer = 16384;
   std::size_t receive_buffer = 131072;
+  // K11: Linux's send-buffer autotuning (tcp_wmem's maximum, 4 MiB on Debian 12). Above
+  // send_buffer, a write that does not fit is a choice point (kind `take`): the buffer as it is
+  // (index 0), or grown to this size for the rest of the connection, so that one write may take
+  // a whole large answer. 0: the buffer never grows.
+  std::size_t send_buffer_max = 0;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
   int syn_retries = 6;                     // K9: as Linux's tcp_syn_retries
 
   // All of it: the limits change at run time (a fault lowers rlimit_nofile).
-  static constexpr state::Fields<11> state_fields{
+  static constexpr state::Fields<12> state_fields{
       state::f::value("poller"),          state::f::value("somaxconn"),    state::f::value("rlimit_nofile"),
       state::f::value("file_max"),        state::f::value("abort_on_overflow"), state::f::value("timer_slack"),
       state::f::value("empty_wait_cost"), state::f::value("send_buffer"),  state::f::value("receive_buffer"),
-      state::f::value("syn_rto"),         state::f::value("syn_retries")};
+      state::f::value("send_buffer_max"), state::f::value("syn_rto"),      state::f::value("syn_retries")};
 };
 
 // An accept fault (K10): accepts on any listener fail with `error` instead of taking a
@@ -228,19 +233,21 @@ class SimKernel final : public Kernel {
     bool client_file = false;    // the client's end holds a file (for file_max)
     bool client_reading = true;
     bool send_was_full = false;  // a write found no room: the next drain is a wake-up
+    bool send_grown = false;     // K11: autotuned to send_buffer_max
     bool delivery_pending = false;
     bool server_shut = false;  // K14: the server half-closed; the client reads the end
     bool eof_sent = false;     // ...and has been told
     std::int64_t read_budget = -1;  // bytes the client will still take; -1: all
     std::uint64_t queued_at = 0;    // Listener::pushed when it was queued (skipped: see there)
-    static constexpr state::Fields<21> state_fields{
+    static constexpr state::Fields<22> state_fields{
         state::f::value("to_server"),      state::f::value("to_client"),     state::f::value("listener"),
         state::f::value("server_fd"),      state::f::value("syn_attempts"),  state::f::value("established"),
         state::f::value("client_closed"),  state::f::value("fin"),           state::f::value("server_closed"),
         state::f::value("reset_client"),   state::f::value("client_pending"), state::f::value("reset"),
         state::f::value("pending_error"),  state::f::value("client_file"),   state::f::value("client_reading"),
         state::f::value("send_was_full"),  state::f::value("delivery_pending"), state::f::value("server_shut"),
-        state::f::value("eof_sent"),       state::f::value("read_budget"),   state::f::skip("queued_at")};
+        state::f::value("eof_sent"),       state::f::value("read_budget"),   state::f::skip("queued_at"),
+        state::f::value("send_grown")};
   };
   struct Interest {
     std::uint32_t events = 0;
@@ -280,6 +287,10 @@ class SimKernel final : public Kernel {
                                                    state::f::value("spent"), state::f::value("calls_left")};
   };
 
+  // K11: the bytes `conn`'s send buffer holds now.
+  std::size_t send_size(const Conn& conn) const {
+    return conn.send_grown ? config_.send_buffer_max : config_.send_buffer;
+  }
   // The calls' bodies, without the call point and what the caller learns (sim_kernel.cpp).
   template <class Body>
   auto call(int op, const Call& what, Body body);

@@ -540,6 +540,48 @@ TEST_CASE("K11 writes are short when the send buffer fills, and draining it is a
   CHECK(f.poll(p).size() == 1);
 }
 
+TEST_CASE("K11 autotuning: a write beyond the send buffer is a choice, and a grown buffer stays grown") {
+  struct Scripted : Chooser {
+    std::vector<std::uint32_t> picks;
+    std::vector<Choice> seen;
+    std::uint32_t choose(ChoiceKind kind, std::uint32_t options) override {
+      std::uint32_t pick = seen.size() < picks.size() ? picks[seen.size()] : 0;
+      seen.push_back({kind, options, pick});
+      return pick;
+    }
+  };
+  SimKernelConfig config;
+  config.send_buffer = 10;
+  config.send_buffer_max = 100;
+  for (std::uint32_t grow : {0u, 1u}) {
+    INFO("grow " << grow);
+    Scripted chooser;
+    chooser.picks = {grow};
+    Fixture f(config);
+    f.scheduler.set_chooser(&chooser);
+    int l = f.listener();
+    ConnId c = f.connect();
+    int s = f.kernel.accept(l);
+    f.kernel.set_client_reading(c, false);
+    CHECK(f.kernel.write(s, std::string_view("01234")) == 5);  // fits: no choice
+    CHECK(chooser.seen.empty());
+    const std::string big(200, 'x');
+    CHECK(f.kernel.write(s, big) == (grow ? 95 : 5));  // the buffer as it is, or grown to 100
+    REQUIRE(chooser.seen.size() == 1);
+    CHECK(chooser.seen[0].kind == ChoiceKind::take);
+    CHECK(chooser.seen[0].options == 2);
+    // Full either way: a write that finds no room asks nothing.
+    CHECK(f.kernel.write(s, big) == -EAGAIN);
+    CHECK(chooser.seen.size() == 1);
+  }
+  Fixture off;  // send_buffer_max 0: never a choice (the default Scheduler has no chooser to ask)
+  int l = off.listener();
+  ConnId c = off.connect();
+  int s = off.kernel.accept(l);
+  off.kernel.set_client_reading(c, false);
+  CHECK(off.kernel.write(s, std::string(20000, 'x')) == 16384);
+}
+
 TEST_CASE("K11 a client's bytes beyond the receive buffer wait until the server reads") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));

@@ -132,6 +132,10 @@ struct LoopConfig {
   // pipelines without reading grows the server without bound).
   int max_input = 64 * 1024;
   int max_output = 64 * 1024;
+  // R13: when a write makes room below max_output, the requests already buffered are answered
+  // on the spot; false (sabotage): they wait for the next writable edge or read, and a write that
+  // took the whole output at once leaves them stranded until the client sends again.
+  bool resume_after_flush = true;
 };
 
 }  // namespace loopsim

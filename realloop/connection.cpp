@@ -68,10 +68,13 @@ void Loop::serve(int fd) {
       close_connection(fd);
       return;
     }
-    if (!c->owed_turn) answer_requests(fd, *c);  // an owed connection waits for its turn
     // A peer that half-closed after its requests still gets their answers, then the close.
     if (input == Input::ended) c->peer_ended = true;
-    flush(fd, *c);
+    if (c->owed_turn) {  // an owed connection waits for its turn
+      flush(fd, *c);
+    } else {
+      answer_and_flush(fd, *c);
+    }
     if (connection(fd) == nullptr) return;
     // R13: the read stopped at max_input with bytes left in the kernel, which will announce
     // nothing more (edge-triggered). Read on while answering made room; otherwise the next
@@ -116,18 +119,33 @@ bool Loop::finished_with(const Connection& c) const {
 }
 
 bool Loop::output_full(const Connection& c) const {
+  if (c.output.fill_left() > 0) return true;  // the next answer goes after the filler, all of it
   return config_.max_output > 0 && c.output.size() >= std::size_t(config_.max_output);
 }
 
 // Serves complete requests in order: at most yield_batch this turn (R8); with a pool, one at a
 // time, each answered by a post (R11); none while max_output bytes wait to be written (R13).
-void Loop::answer_requests(int fd, Connection& c) {
+// Returns whether it stopped for the output alone, with requests still waiting.
+bool Loop::answer_requests(int fd, Connection& c) {
   // Parsed requests are cut from the input once, on the way out: a pipelined burst costs
   // linear time, not a copy of the rest of the buffer per request.
   std::size_t consumed = 0;
-  serve_parsed(fd, c, consumed);
+  const bool held = serve_parsed(fd, c, consumed);
   if (consumed > 0) c.input.erase(0, consumed);
   note_phase(c);
+  return held;
+}
+
+// R13: answers, writes, and answers again while the writes made room for requests the output
+// bound held back. A write may take the whole output at once (Linux's send buffer grows to
+// megabytes on loopback): then no writable edge will come, and a request already buffered would
+// wait for the client's next one, which may never come (sabotage: resume_after_flush = false).
+void Loop::answer_and_flush(int fd, Connection& c) {
+  for (;;) {
+    const bool held = answer_requests(fd, c);
+    flush(fd, c);
+    if (connection(fd) == nullptr || !held || output_full(c) || !config_.resume_after_flush) return;
+  }
 }
 
 // R12: which phase the connection is in now that its complete requests are answered.
@@ -147,17 +165,18 @@ void Loop::note_phase(Connection& c) {
   }
 }
 
-void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
+bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
   int served = 0;
-  while (!c.closing && !c.in_pool && !output_full(c)) {
+  while (!c.closing && !c.in_pool) {
     http::Request request;
     const std::string_view rest = std::string_view(c.input).substr(consumed);
     auto parsed = http::parse_request(rest, std::size_t(config_.max_request_head), request);
-    if (parsed == http::Parse::incomplete && rest.size() < input_limit()) return;
+    if (parsed == http::Parse::incomplete && rest.size() < input_limit()) return false;
+    if (output_full(c)) return true;  // R13: a request waits for room
     if (config_.yield_batch > 0 && served == config_.yield_batch) {
       c.owed_turn = true;  // R8: the rest waits for the next pass; no edge will announce it
       owed_turns_.push_back(fd);
-      return;
+      return false;
     }
     ++served;
     // This request is done: the next one's clock starts, and the connection is busy, not idle
@@ -170,7 +189,7 @@ void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
       respond(fd, c,
               parsed == http::Parse::incomplete ? http::Response{413, "request too large\n", true}
                                                 : http::reject(parsed));
-      return;
+      return false;
     }
     std::string text(rest.substr(0, request.length));
     consumed += request.length;
@@ -181,14 +200,18 @@ void Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
       consumed = 0;
       c.in_pool = true;
       pool_->submit(*this, fd, c.generation, std::move(text));
-      return;
+      return false;
     }
     respond(fd, c, http::handle(request, kernel_));
   }
+  return false;
 }
 
 void Loop::respond(int fd, Connection& c, const http::Response& response) {
-  http::serialize(response, c.output);
+  std::string text;
+  http::serialize(response, text);
+  c.output.append(text);
+  if (response.filler > 0) c.output.fill(response.filler);
   c.closing = c.closing || response.close;
   c.answered = true;
   observer_.request_end(worker_, fd, response.status);
@@ -205,20 +228,21 @@ void Loop::pool_answer(int fd, std::uint64_t generation, const http::Response& r
     serve(fd);
     return;
   }
-  answer_requests(fd, *c);  // the next pipelined request, if any
-  if (connection(fd) != nullptr) flush(fd, *c);
+  answer_and_flush(fd, *c);  // the next pipelined request, if any
 }
 
 void Loop::flush(int fd, Connection& c) {
   bool progress = false;
+  const auto bound = std::size_t(std::max(0, config_.max_output));
   while (!c.output.empty()) {
-    std::int64_t n = kernel_.write(fd, c.output);
+    c.output.top_up(bound);  // filler, made only as it can be written
+    std::int64_t n = kernel_.write(fd, c.output.unsent());
     if (n == -EAGAIN) break;
     if (n < 0) {  // reset or broken pipe: the peer is gone
       close_connection(fd);
       return;
     }
-    c.output.erase(0, std::size_t(n));
+    c.output.written(std::size_t(n));
     progress = progress || n > 0;
   }
   if (c.output.empty() && !c.in_pool && finished_with(c)) {

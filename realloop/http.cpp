@@ -10,7 +10,6 @@ namespace {
 constexpr std::int64_t slow_limit_ms = 60'000;  // a /slow request spends at most a minute
 constexpr std::int64_t max_body = std::int64_t(1) << 20;   // Content-Length at most 1 MiB
 constexpr std::int64_t max_bytes = std::int64_t(1) << 24;  // /bytes?n=N answers at most 16 MiB
-constexpr std::string_view filler = "0123456789abcdef";     // /bytes's body, repeated
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
@@ -115,11 +114,9 @@ Response bytes(const Request& request) {
   auto value = query_value(request.query, "n");
   auto n = value ? to_int(*value) : std::nullopt;
   if (!n || *n > max_bytes) return text(400, "bad byte count\n");
-  std::string body;
-  body.reserve(std::size_t(*n));
-  while (body.size() + filler.size() <= std::size_t(*n)) body += filler;
-  body += filler.substr(0, std::size_t(*n) - body.size());
-  return text(200, std::move(body));
+  Response response = text(200, "");
+  response.filler = std::uint64_t(*n);
+  return response;
 }
 
 // Line ends (RFC 9112 §2.2): a line ends in LF, with or without a CR before it. A bare LF is
@@ -255,7 +252,7 @@ void serialize(const Response& response, std::string& out) {
   out += ' ';
   out += reason_phrase(response.status);
   out += "\r\nContent-Type: text/plain\r\nContent-Length: ";
-  out += std::to_string(response.body.size());
+  out += std::to_string(response.body.size() + response.filler);
   out += response.close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
   out += response.body;
 }

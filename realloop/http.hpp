@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,10 +32,16 @@ enum class Parse : std::uint8_t {
 // and why: docs/http.md. One call is linear in the bytes it looks at.
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request);
 
+// /bytes's body: this pattern, repeated and cut at its length.
+inline constexpr std::string_view filler = "0123456789abcdef";
+
 struct Response {
   int status = 200;
   std::string body;
   bool close = false;  // the connection closes after this response
+  // Bytes of filler after `body`, made as the connection can take them (realloop/output.hpp):
+  // a large answer is never held whole.
+  std::uint64_t filler = 0;
 };
 
 // The app, GET only (405 otherwise):
@@ -49,7 +56,8 @@ Response handle(const Request& request, Kernel& kernel);
 // The answer to a request that could not be parsed (400 or 431); always closes.
 Response reject(Parse why);
 
-// Appends the serialized response to `out`.
+// Appends the serialized response to `out`: its head and body, not its filler (which its
+// Content-Length counts, and the caller makes to follow).
 void serialize(const Response& response, std::string& out);
 
 const char* reason_phrase(int status);

@@ -287,18 +287,20 @@ TEST_CASE("/bytes?n=N answers exactly N bytes, up to 16 MiB") {
   Response zero = answer("GET /bytes?n=0 HTTP/1.1\r\nHost: x\r\n\r\n", k);
   CHECK(zero.status == 200);
   CHECK(zero.body.empty());
+  CHECK(zero.filler == 0);
+  // The body is filler, made by the connection's output as it can take it (output_test.cpp).
   Response some = answer("GET /bytes?n=37 HTTP/1.1\r\nHost: x\r\n\r\n", k);
   CHECK(some.status == 200);
-  CHECK(some.body == "0123456789abcdef0123456789abcdef01234");
+  CHECK(some.body.empty());
+  CHECK(some.filler == 37);
   CHECK_FALSE(some.close);
   Response most = answer("GET /bytes?n=16777216 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", k);
   CHECK(most.status == 200);
-  CHECK(most.body.size() == 16777216);
-  CHECK(most.body.substr(most.body.size() - 16) == "0123456789abcdef");
+  CHECK(most.filler == 16777216);
   CHECK(most.close);
   std::string out;
   serialize(answer("GET /bytes?n=3 HTTP/1.1\r\nHost: x\r\n\r\n", k), out);
-  CHECK(out == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\n012");
+  CHECK(out == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\n");
   for (const char* target : {"/bytes?n=16777217", "/bytes?n=-1", "/bytes?n=-0", "/bytes?n=abc",
                              "/bytes?n=", "/bytes", "/bytes?m=3", "/bytes?n=99999999999999999999"}) {
     INFO("target " << target);

@@ -247,8 +247,7 @@ void Loop::serve_owed_turns() {
       serve(fd);
       continue;
     }
-    answer_requests(fd, *c);
-    if (connection(fd) != nullptr) flush(fd, *c);
+    answer_and_flush(fd, *c);
   }
 }
 

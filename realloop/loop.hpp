@@ -18,6 +18,7 @@
 #include "realloop/http.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
+#include "realloop/output.hpp"
 #include "realloop/state.hpp"
 
 namespace loopsim {
@@ -123,7 +124,7 @@ class Loop {
     bool peer_ended = false;
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
-    std::string output;
+    Output output;
     // R12: when each phase in progress times out (its start plus its timeout; -1: not in it),
     // and the deadline this connection's entry in timers_ was filed under (-1: none). The
     // digest skips timer_at: where the entry is filed is bookkeeping; the phases' deadlines
@@ -163,8 +164,9 @@ class Loop {
   // connection.cpp: serving (R8, R11)
   void serve(int fd);
   Input read_input(Connection& connection);
-  void answer_requests(int fd, Connection& connection);
-  void serve_parsed(int fd, Connection& connection, std::size_t& consumed);
+  bool answer_requests(int fd, Connection& connection);
+  void answer_and_flush(int fd, Connection& connection);
+  bool serve_parsed(int fd, Connection& connection, std::size_t& consumed);
   void respond(int fd, Connection& connection, const http::Response& response);
   void flush(int fd, Connection& connection);
   void close_connection(int fd);

@@ -442,6 +442,8 @@ const Field<Scenario> kernel_fields[] = {
      [](C c, N n, K k, auto& s) { s.kernel.send_buffer = read_integer(c, n, k, 1, buffer_max); }},
     {"receive_buffer",
      [](C c, N n, K k, auto& s) { s.kernel.receive_buffer = read_integer(c, n, k, 1, buffer_max); }},
+    {"send_buffer_max",
+     [](C c, N n, K k, auto& s) { s.kernel.send_buffer_max = read_integer(c, n, k, 0, buffer_max); }},
 };
 const Section<Scenario> kernel_section{"kernel", "[kernel]", kernel_fields};
 
@@ -508,6 +510,7 @@ const Field<Scenario> loop_fields[] = {
      [](C c, N n, K k, auto& s) { s.loop.max_input = int(read_integer(c, n, k, 0, buffer_max)); }},
     {"max_output",
      [](C c, N n, K k, auto& s) { s.loop.max_output = int(read_integer(c, n, k, 0, buffer_max)); }},
+    {"resume_after_flush", [](C c, N n, K k, auto& s) { s.loop.resume_after_flush = read_bool(c, n, k); }},
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
 

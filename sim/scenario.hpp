@@ -25,7 +25,8 @@ struct KernelConfig {
   int file_max = 1048576;
   bool abort_on_overflow = false;
   std::vector<Nanos> timer_slack{Nanos(0)};  // several: each sleep's is a choice point
-  std::int64_t send_buffer = 16384;          // bytes, per socket and direction
+  std::int64_t send_buffer = 16384;
+  std::int64_t send_buffer_max = 0;            // K11: autotuning's ceiling (a choice); 0: none          // bytes, per socket and direction
   std::int64_t receive_buffer = 131072;
 };
 

@@ -75,6 +75,8 @@ void perturb(T& field) {
     else field.store(V(field.load() + 1));
   } else if constexpr (std::is_same_v<T, std::string>) {
     field.push_back('x');
+  } else if constexpr (std::is_same_v<T, Output>) {
+    field.append("x");
   } else if constexpr (is_map<T>::value) {
     field.emplace(typename T::key_type{987}, typename T::mapped_type{});
   } else if constexpr (is_set<T>::value) {

@@ -151,6 +151,7 @@ model::SimKernelConfig kernel_config(const KernelConfig& k) {
   config.abort_on_overflow = k.abort_on_overflow;
   config.timer_slack = k.timer_slack;
   config.send_buffer = std::size_t(k.send_buffer);
+  config.send_buffer_max = std::size_t(k.send_buffer_max);
   config.receive_buffer = std::size_t(k.receive_buffer);
   return config;
 }

@@ -1,0 +1,69 @@
+#include "realloop/output.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/assert.hpp"
+#include "realloop/http.hpp"
+
+namespace loopsim {
+
+namespace {
+constexpr std::size_t fill_chunk = 64 * 1024;  // filler made at a time when the output is unbounded
+}
+
+void Output::append(std::string_view bytes) {
+  LOOPSIM_ASSERT(fill_left_ == 0);  // would land inside the filler's body
+  if (sent_ == bytes_.size()) clear();
+  bytes_.append(bytes);
+}
+
+void Output::fill(std::uint64_t n) {
+  LOOPSIM_ASSERT(fill_left_ == 0);
+  fill_left_ = n;
+  fill_made_ = 0;
+}
+
+void Output::top_up(std::size_t bound) {
+  if (fill_left_ == 0) return;
+  const std::size_t want = bound > 0 ? bound : fill_chunk;
+  if (size() >= want) return;
+  if (sent_ > 0) {  // the written front goes before the buffer grows
+    bytes_.erase(0, sent_);
+    sent_ = 0;
+  }
+  const std::string_view pattern = http::filler;
+  std::uint64_t n = std::min<std::uint64_t>(fill_left_, want - size());
+  for (; n > 0; --n, --fill_left_, ++fill_made_) bytes_ += pattern[fill_made_ % pattern.size()];
+}
+
+void Output::written(std::size_t n) {
+  LOOPSIM_ASSERT(n <= size());
+  sent_ += n;
+  if (sent_ == bytes_.size()) {
+    bytes_.clear();
+    sent_ = 0;
+  } else if (sent_ >= 64 * 1024 && sent_ * 2 >= bytes_.size()) {  // amortised: each byte moved at most once more
+    bytes_.erase(0, sent_);
+    sent_ = 0;
+  }
+}
+
+void Output::clear() {
+  bytes_.clear();
+  sent_ = 0;
+}
+
+void Output::digest_state(state::Sink& sink, Nanos /*now*/) const {
+  const std::string_view waiting = unsent();
+  sink.add(std::int64_t(waiting.size()));
+  for (std::size_t at = 0; at < waiting.size(); at += 8) {
+    std::int64_t chunk = 0;
+    std::memcpy(&chunk, waiting.data() + at, std::min<std::size_t>(8, waiting.size() - at));
+    sink.add(chunk);
+  }
+  sink.add(std::int64_t(fill_left_));
+  sink.add(std::int64_t(fill_made_ % http::filler.size()));
+}
+
+}  // namespace loopsim
