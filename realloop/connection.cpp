@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <utility>
 
 #include "base/assert.hpp"
 #include "realloop/http.hpp"
@@ -279,7 +280,10 @@ void Loop::release(int fd, bool abortive) {
   LOOPSIM_ASSERT(c != nullptr);
   drop_timer(fd, *c);
   std::uint64_t generation = c->generation;
-  *c = Connection{};  // gives the buffers back
+  // Gives the buffers back. Assigning a fresh Connection would not: a string assigned an empty
+  // one keeps its capacity (libstdc++), and each descriptor's slot would hold its largest
+  // buffers for the life of the process.
+  { Connection gone = std::exchange(*c, Connection{}); }
   // Only a pool's answer can arrive for a connection gone: without one nothing compares the
   // generation, which then stays what it is (and a search's states do not count closes).
   c->generation = pool_ != nullptr ? generation + 1 : generation;

@@ -373,6 +373,51 @@ int cmd_get(const Args& args) {
   return x.outcome == "answered" && x.status >= 200 && x.status < 300 ? 0 : 1;
 }
 
+// --paths A,B,...: one keep-alive connection sends every request at once, then reads answers
+// (framed by Content-Length) until all are in, the server closes, or --timeout-ms passes.
+int cmd_pipelined(const Args& args) {
+  const int port = int(args.num("port", 0));
+  std::vector<std::string> paths;
+  std::stringstream list(args.str("paths", "/fast"));
+  for (std::string item; std::getline(list, item, ',');) paths.push_back(item);
+  int err = 0;
+  int fd = connect_nb(port, &err);
+  if (fd < 0) die(std::string("connect: ") + std::strerror(err));
+  pollfd ready{fd, POLLOUT, 0};
+  poll(&ready, 1, 2000);
+  std::string out;
+  for (const std::string& path : paths) out += request(path, false);
+  const double t0 = now_s(), deadline = t0 + double(args.num("timeout-ms", 5000)) / 1000.0;
+  size_t sent = 0, answered = 0;
+  std::string in;
+  char buffer[1 << 16];
+  while (answered < paths.size() && now_s() < deadline) {
+    ready = pollfd{fd, short(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
+    if (poll(&ready, 1, 20) <= 0) continue;
+    if (sent < out.size() && (ready.revents & POLLOUT)) {
+      ssize_t n = send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (n > 0) sent += size_t(n);
+    }
+    if (!(ready.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    in.append(buffer, size_t(n));
+    for (;;) {  // whole answers off the front; a body is counted, and dropped once in
+      size_t head = in.find("\r\n\r\n");
+      if (head == std::string::npos) break;
+      size_t length = 0, at = in.find("Content-Length: ");
+      if (at != std::string::npos && at < head) length = size_t(std::strtoull(in.c_str() + at + 16, nullptr, 10));
+      if (in.size() < head + 4 + length) break;
+      in.erase(0, head + 4 + length);
+      ++answered;
+    }
+  }
+  close(fd);
+  std::printf("asked=%zu\nanswered=%zu\n", paths.size(), answered);
+  print_ms("ms", now_s() - t0);
+  return answered == paths.size() ? 0 : 1;
+}
+
 int cmd_slowloris(const Args& args) {
   const int port = int(args.num("port", 0));
   const int conns = int(args.num("conns", 500));
@@ -681,7 +726,7 @@ int cmd_pipeline(const Args& args) {
   const double probe_gap = double(args.num("probe-gap-ms", 20)) / 1000.0;
   const long rss_cap_kib = args.num("rss-cap-mib", 1024) * 1024;
   if (pid <= 0) die("pipeline needs --pid");
-  const std::string one = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string one = "GET " + args.str("path", "/fast") + " HTTP/1.1\r\nHost: x\r\n\r\n";
   std::string block;
   while (block.size() < 60000) block += one;  // whole requests only
 
@@ -1094,7 +1139,7 @@ int cmd_fuzz(const Args& args) {
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   raise_nofile();
-  if (argc < 2) die("usage: liveclient freeport|get|slowloris|burst|inflight|pipeline|fuzz --port P ...");
+  if (argc < 2) die("usage: liveclient freeport|get|slowloris|burst|inflight|pipeline|pipelined|fuzz --port P ...");
   std::string cmd = argv[1];
   Args args(argc, argv, 2);
   if (cmd == "freeport") return cmd_freeport();
@@ -1104,6 +1149,7 @@ int main(int argc, char** argv) {
   if (cmd == "burst") return cmd_burst(args);
   if (cmd == "inflight") return cmd_inflight(args);
   if (cmd == "pipeline") return cmd_pipeline(args);
+  if (cmd == "pipelined") return cmd_pipelined(args);
   if (cmd == "fuzz") return cmd_fuzz(args);
   die("unknown subcommand '" + cmd + "'");
 }

@@ -106,7 +106,6 @@ int open_workers(Kernel& kernel, const LiveOptions& options, std::vector<std::un
 LiveResult serve_live(const LiveOptions& options) {
   LOOPSIM_ASSERT_OP(options.workers, >=, 1);
   set_action(SIGPIPE, SIG_IGN, nullptr);
-
   LinuxKernel kernel;
   LoopObserver quiet;
   std::unique_ptr<HandlerPool> pool;
