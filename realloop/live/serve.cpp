@@ -1,5 +1,6 @@
 #include "realloop/live/serve.hpp"
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <array>
@@ -106,6 +107,12 @@ int open_workers(Kernel& kernel, const LiveOptions& options, std::vector<std::un
 LiveResult serve_live(const LiveOptions& options) {
   LOOPSIM_ASSERT_OP(options.workers, >=, 1);
   set_action(SIGPIPE, SIG_IGN, nullptr);
+  // R13's buffers (up to 64 KiB of input and of output a connection, 128 KiB of capacity) are
+  // mapped on their own, so that a closed connection's go back to the system at once. From
+  // glibc's heap they would return only when they happen to border its top, and its mmap
+  // threshold rises after the first such buffer is freed unless it is set.
+  ::mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+
   LinuxKernel kernel;
   LoopObserver quiet;
   std::unique_ptr<HandlerPool> pool;
