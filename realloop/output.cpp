@@ -57,11 +57,7 @@ void Output::clear() {
 void Output::digest_state(state::Sink& sink, Nanos /*now*/) const {
   const std::string_view waiting = unsent();
   sink.add(std::int64_t(waiting.size()));
-  for (std::size_t at = 0; at < waiting.size(); at += 8) {
-    std::int64_t chunk = 0;
-    std::memcpy(&chunk, waiting.data() + at, std::min<std::size_t>(8, waiting.size() - at));
-    sink.add(chunk);
-  }
+  sink.add(std::int64_t(state::bytes_hash(waiting)));
   sink.add(std::int64_t(fill_left_));
   sink.add(std::int64_t(fill_made_ % http::filler.size()));
 }

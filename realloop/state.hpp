@@ -150,6 +150,23 @@ std::int64_t nanos_of(const F& field) {
   }
 }
 
+// The bytes of a string as one number: fed as that, not 8 bytes at a time, so that a socket's
+// 16 KiB buffer costs one pass and one value, not 2,048 (the search digests the clients' state
+// at every same-instant choice). Every byte counts, in order, with its length fed beside it.
+inline std::uint64_t bytes_hash(std::string_view bytes) {
+  std::uint64_t h = 0x243f6a8885a308d3ull;
+  std::size_t at = 0;
+  for (; at + 8 <= bytes.size(); at += 8) {
+    std::uint64_t chunk = 0;
+    std::memcpy(&chunk, bytes.data() + at, 8);
+    h = (h ^ chunk) * 0x9fb21c651e98df25ull;
+    h ^= h >> 29;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, bytes.data() + at, bytes.size() - at);
+  return mix64(h ^ tail ^ (std::uint64_t(bytes.size() - at) << 59));
+}
+
 // Binds a type's private fields too: a type befriends it to take part.
 struct Access {
   template <std::size_t N, class S>
@@ -329,11 +346,7 @@ void feed(const Feed<Add>& in, const T& v) {
     feed(in, v.load(std::memory_order_acquire));
   } else if constexpr (std::is_same_v<T, std::string>) {
     in.add(std::int64_t(v.size()));
-    for (std::size_t at = 0; at < v.size(); at += 8) {
-      std::int64_t chunk = 0;
-      std::memcpy(&chunk, v.data() + at, std::min<std::size_t>(8, v.size() - at));
-      in.add(chunk);
-    }
+    in.add(std::int64_t(bytes_hash(v)));
   } else if constexpr (is_pair<T>::value) {
     feed(in, v.first);
     feed(in, v.second);

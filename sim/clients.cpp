@@ -291,27 +291,22 @@ void Clients::refused(model::ConnId conn, int error) {
 void Clients::received(model::ConnId conn, std::string_view bytes) {
   ClientIndex client = client_of_conn(conn);
   down(client, Carried::received, [this, client, text = std::string(bytes)] {
-    clients_[std::size_t(client)].input.append(text);
-    read_answers(client);
+    read_answers(client, text);
   }, bytes);
 }
 
-void Clients::read_answers(ClientIndex client) {
+void Clients::read_answers(ClientIndex client, std::string_view bytes) {
   Client& c = clients_[std::size_t(client)];
   int status = 0;
-  std::size_t consumed = 0;  // erased once at the end: a pipelined burst costs linear time
-  while (std::size_t length = parse_answer(std::string_view(c.input).substr(consumed), status)) {
-    if (length == sim::answer_malformed) {  // no way to frame the rest: no answer will come of it
-      c.input.clear();
-      return;
-    }
-    consumed += length;
+  while (!bytes.empty()) {
+    const AnswerStream::Step step = c.input.next(bytes, status);
+    // Malformed: no way to frame the rest, so no answer will come of this connection's bytes.
+    if (step != AnswerStream::Step::answer) return;
     std::string path = c.unanswered.pop();
     ++c.answered;
     trace_.add(ev::Answer{scheduler_.now(), client, std::move(path), status});
     if (c.group->closed_loop()) answered_closed(client);
   }
-  c.input.erase(0, consumed);
 }
 
 void Clients::peer_closed(model::ConnId conn) {

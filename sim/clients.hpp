@@ -59,7 +59,7 @@ class Clients final : public model::ClientSink {
     std::size_t due = 0;             // requests whose time has come
     PathQueue unanswered;  // paths sent and not answered yet
     std::size_t answered = 0;
-    std::string input;
+    AnswerStream input;  // a head at most: a body is counted off, not kept
     bool established = false;
     bool done = false;  // closed or refused
     // A closed loop's: when it stops sending (connect time + duration; 0: never), and its
@@ -108,7 +108,7 @@ class Clients final : public model::ClientSink {
   void close_when_done(ClientIndex client);
   void half_close_when_sent(ClientIndex client);
   bool closed_sending(const Client& c) const;
-  void read_answers(ClientIndex client);
+  void read_answers(ClientIndex client, std::string_view bytes);
   void finish(ClientIndex client);
   ClientIndex client_of_conn(model::ConnId conn) const;
 

@@ -75,6 +75,12 @@ class AnswerStream {
   int status_ = 0;
   bool in_body_ = false;
   bool broken_ = false;
+
+ public:
+  static constexpr state::Fields<5> state_fields{state::f::value("head_"), state::f::value("body_left_"),
+                                                 state::f::value("status_"), state::f::value("in_body_"),
+                                                 state::f::value("broken_")};
+  friend struct state::Access;
 };
 
 // The connection windows of a group's members, in member order: connect_at's window, shifted
