@@ -254,3 +254,56 @@ TEST_CASE("render refuses a trace recorded at --trace-level verdicts, as run ref
   CHECK(out.status == 2);
   CHECK(out.output.find(":1:1: this trace keeps only what its properties read (--trace-level verdicts)") != std::string::npos);
 }
+
+TEST_CASE("every input of the second bad-input pass ends in exit 2, a limit, or its verdict") {
+  const std::string data = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/bad-input-2/";
+  struct Case {
+    std::string command;
+    int status;
+    const char* says;
+  };
+  std::vector<Case> cases = {
+      {"probe " + data + "probe-runlimit.toml --live 127.0.0.1:1 --time-limit 2s", -1, "undecided"},
+      {"merge " + data + "merge/type-executions-string.json " + data + "merge/ok-1.json " + data + "merge/ok-2.json", 2,
+       "not a whole number"},
+      {"merge " + data + "merge/shard-count-2p31.json " + data + "merge/ok-1.json " + data + "merge/ok-2.json", 2,
+       "a search has 1 to 1000000 shards"},
+      {"merge /dev/zero", 2, "not a regular file"},
+  };
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // About 35 s in a release build; the sanitizers' build would take minutes for the same ceiling.
+  cases.push_back({"run " + data + "scenario-read-rate-1-16MiB.toml", 3, "its trace passed 10000000 events"});
+#endif
+#ifdef LOOPSIM_SEAM_BUILT
+  // A target names a program of the build: its path is put in.
+  const std::string built = std::filesystem::path(LOOPSIM_BINARY).parent_path().string();
+  auto placed = [&](const std::string& name, const std::string& program, const std::string& path) {
+    std::ifstream in(data + name);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("\"" + program + "\""), program.size() + 2, "\"" + path + "\"");
+    const std::string file = loopsim::testing::temp_path(name);
+    std::ofstream(file) << text;
+    return file;
+  };
+  const std::string uv_http = built + "/examples/uv_http";
+  if (std::filesystem::exists(uv_http)) {
+    cases.push_back({"run " + placed("target-callcost0-spin-min.toml", "uv_http", uv_http), 1, "livelock: virtual time stood still"});
+    cases.push_back(
+        {"run " + placed("target-callcost0-emfile-spin.toml", "uv_http", uv_http), 1, "livelock: virtual time stood still"});
+  }
+  cases.push_back({"run " + placed("target-epoll-wait-maxevents-intmax.toml", "seam_probe_dynamic",
+                                   std::string(LOOPSIM_PROBES_DIR) + "/seam_probe_dynamic"),
+                   1, "the target exited with status 0"});
+#endif
+  for (const Case& c : cases) {
+    INFO(c.command);
+    auto out = run_loopsim(c.command);
+    INFO(out.output);
+    if (c.status >= 0) {
+      CHECK(out.status == c.status);
+    } else {
+      CHECK((out.status == 0 || out.status == 1));
+    }
+    CHECK(out.output.find(c.says) != std::string::npos);
+  }
+}
