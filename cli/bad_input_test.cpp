@@ -290,6 +290,14 @@ TEST_CASE("every input of the second bad-input pass ends in exit 2, a limit, or 
     cases.push_back({"run " + placed("target-callcost0-spin-min.toml", "uv_http", uv_http), 1, "livelock: virtual time stood still"});
     cases.push_back(
         {"run " + placed("target-callcost0-emfile-spin.toml", "uv_http", uv_http), 1, "livelock: virtual time stood still"});
+    // A limit that leaves no room for a poller and a listener: reported at the knob, not at exec
+    // (uv_http used to die of a null loop at 1 and 3).
+    for (int limit : {1, 3}) {
+      cases.push_back({"run " + placed("target-callcost0-spin-min.toml", "uv_http", uv_http) + " --set kernel.rlimit_nofile=" +
+                           std::to_string(limit),
+                       2, limit == 1 ? "--set:1:22: kernel.rlimit_nofile = 1 leaves the target 0 descriptor(s)"
+                                     : "--set:1:22: kernel.rlimit_nofile = 3 leaves the target 0 descriptor(s)"});
+    }
   }
   cases.push_back({"run " + placed("target-epoll-wait-maxevents-intmax.toml", "seam_probe_dynamic",
                                    std::string(LOOPSIM_PROBES_DIR) + "/seam_probe_dynamic"),

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "model/choice.hpp"
+#include "sim/target.hpp"
 #include "posix/seam.hpp"
 #include "sim/target_wire.hpp"
 #include "sim/trace_codec.hpp"
@@ -84,9 +85,10 @@ void check_listened(int host, const Seam* seam, const sim::Scenario& scenario) {
     why = "the target exited with status " + std::to_string(seam->exit_status()) + " at " + at +
           " of virtual time, before it listened on port " + std::to_string(scenario.target->port);
   }
+  why += std::string(" (it listened on: ") + (seam ? seam->listened_on() : "none") + "); its clients had nowhere to connect";
+  const std::string starved = sim::starved_of_descriptors(scenario);
   fail(host, wire::Failure::bad_input,
-       scenario.position_of({"target.port"}) + ": " + why + " (it listened on: " + (seam ? seam->listened_on() : "none") +
-           "); its clients had nowhere to connect");
+       starved.empty() ? scenario.position_of({"target.port"}) + ": " + why : starved + "; " + why);
 }
 
 wire::Report report_of(const sim::World& world, bool stepped) {

@@ -264,6 +264,15 @@ std::string TargetProcess::last_stderr_line() const {
   return last;
 }
 
+std::string starved_of_descriptors(const Scenario& scenario) {
+  // Below this, even a poller, a listener and one connection do not fit beside stdio.
+  constexpr int starved_below = 6;
+  const int limit = scenario.kernel.rlimit_nofile;
+  if (scenario.where.count("kernel.rlimit_nofile") == 0 || limit >= starved_below) return {};
+  return scenario.position_of({"kernel.rlimit_nofile"}) + ": kernel.rlimit_nofile = " + std::to_string(limit) +
+         " leaves the target " + std::to_string(std::max(0, limit - 3)) + " descriptor(s) beyond its standard streams";
+}
+
 void TargetProcess::failed(const std::string& why) {
   std::string how;
   if (pid_ > 0) {
@@ -277,6 +286,10 @@ void TargetProcess::failed(const std::string& why) {
   }
   std::string said = last_stderr_line();
   if (!said.empty()) how += "; its last line on stderr: \"" + said + "\"";
+  if (std::string starved = starved_of_descriptors(scenario_); !starved.empty()) {
+    throw ScenarioError(starved + ", and the target " + scenario_.target->program + ": " + why + how,
+                        "a poller and a listener need 2; its stderr is in " + output_ + ".stderr");
+  }
   throw ScenarioError(scenario_.position_of({"target.exec"}) + ": the target " + scenario_.target->program + ": " + why + how,
                       "its stderr is in " + output_ + ".stderr");
 }

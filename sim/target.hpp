@@ -66,4 +66,10 @@ void set_target_output(const std::string& prefix);
 // running executable.
 std::string seam_library();
 
+// When the scenario sets kernel.rlimit_nofile so low that an event loop cannot open its poller
+// and a listener, the likelier cause of a target that never served: "POSITION: kernel.rlimit_nofile
+// = N leaves the target K descriptor(s) beyond its standard streams" at the knob's own position
+// (its line, or --set's). Empty otherwise.
+std::string starved_of_descriptors(const Scenario& scenario);
+
 }  // namespace loopsim::sim

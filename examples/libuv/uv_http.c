@@ -85,12 +85,16 @@ int main(int argc, char **argv) {
     }
 
     loop = uv_default_loop();
+    if (loop == NULL) {  /* uv_loop_init failed: no descriptor for its epoll (EMFILE) */
+        fprintf(stderr, "uv_http: no event loop (uv_default_loop failed)\n");
+        return 1;
+    }
     uv_tcp_t server;
     struct sockaddr_in addr;
-    uv_tcp_init(loop, &server);
+    int r = uv_tcp_init(loop, &server);
     uv_ip4_addr("127.0.0.1", port, &addr);
 
-    int r = uv_tcp_bind(&server, (const struct sockaddr *)&addr, 0);
+    if (r == 0) r = uv_tcp_bind(&server, (const struct sockaddr *)&addr, 0);
     if (r == 0) r = uv_listen((uv_stream_t *)&server, backlog, on_connection);
     if (r != 0) {
         fprintf(stderr, "uv_http: %s\n", uv_strerror(r));
