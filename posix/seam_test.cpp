@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -98,6 +99,18 @@ TEST_CASE("seam: a call it does not serve stops the run, naming the call, the de
   CHECK(error.find("probe.toml:") == 0);
   CHECK(error.find("the target called recvmsg on simulated descriptor") != std::string::npos);
   CHECK(error.find("10.000 ms of virtual time") != std::string::npos);
+}
+
+TEST_CASE("seam: a target's memory is bounded at target_data_max, and running past it is its end") {
+  // The probe asks for 64 MiB at a time without touching it: refused at 4 GiB of heap, whatever
+  // the machine has. (Before, a target grew until the machine's own limits stopped it.)
+  const std::string error = error_of(probe("hog"));
+  INFO(error);
+  CHECK(error.find("the target exited with status 4") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(error, m, std::regex("allocated ([0-9]+) MiB, then refused")));
+  CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) <= sim::target_data_max);
+  CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) >= sim::target_data_max - (std::int64_t(256) << 20));
 }
 
 TEST_CASE("seam: a target that starts a thread is refused") {

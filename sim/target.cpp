@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -199,6 +200,10 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     // thread that forked it dies (and at once if that happened before this line).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    // Its memory is bounded: heap and anonymous mappings (RLIMIT_DATA) past target_data_max
+    // fail to allocate, and the program's end (bad_alloc, abort, or its own error) is reported.
+    rlimit data{rlim_t(target_data_max), rlim_t(target_data_max)};
+    ::setrlimit(RLIMIT_DATA, &data);
     ::dup2(devnull, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "model/choice.hpp"
@@ -65,6 +66,10 @@ void set_target_output(const std::string& prefix);
 // The seam library preloaded into a target: $LOOPSIM_SEAM, else libloopsim_seam.so beside the
 // running executable.
 std::string seam_library();
+
+// A target's process may hold at most this much heap and anonymous memory (RLIMIT_DATA), its
+// simulation's trace included (at most trace_events_max events, about 1 GiB).
+inline constexpr std::int64_t target_data_max = std::int64_t(4) << 30;
 
 // When the scenario sets kernel.rlimit_nofile so low that an event loop cannot open its poller
 // and a listener, the likelier cause of a target that never served: "POSITION: kernel.rlimit_nofile

@@ -67,6 +67,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "nothing") == 0) return 0;
+  if (strcmp(what, "hog") == 0) {  /* asks for memory until refused, touching none of it */
+    long mib = 0;
+    while (mib < (1L << 20) && malloc(64L << 20) != NULL) mib += 64;
+    fprintf(stderr, "seam_probe: allocated %ld MiB, then refused\n", mib);
+    return 4;
+  }
   if (strcmp(what, "dies") == 0) {  /* serves nobody: takes the first connection and exits */
     accept_one(listen_on(8080));
     fprintf(stderr, "seam_probe: giving up after one connection\n");
@@ -118,6 +124,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | names\n");
+  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
   return 2;
 }
