@@ -8,7 +8,8 @@
 # Usage: fuzz/run.sh SECONDS [BUILD_DIR]   (BUILD_DIR: default build-fuzz, built if needed)
 #
 # Environment:
-#   FUZZ_ONLY="http trace"  run only these harnesses (scenario, trace, http, choices)
+#   FUZZ_ONLY="http trace"  run only these harnesses (scenario, trace, http, choices, merge,
+#                           answer, wire)
 #   FUZZ_JOBS=N             run N harnesses at once (default 1; CI runs 2 on its 2 cores)
 #   FUZZ_RUNS=N             also stop each harness after N executions
 #   FUZZ_KEEP_GOING=1       go on after a finding (libFuzzer's -fork=1 -ignore_crashes=1 ...)
@@ -22,11 +23,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:?usage: run.sh SECONDS [BUILD_DIR]}
 dir=${2:-build-fuzz}
 case "$dir" in /*) ;; *) dir=$root/$dir ;; esac
-harnesses=(${FUZZ_ONLY:-scenario trace http choices})
+harnesses=(${FUZZ_ONLY:-scenario trace http choices merge answer wire})
 
 # The longest input each harness takes: a scenario file, a trace (cut; the seeds are longer), a
 # connection's bytes (past the 8192-byte head limit), a choices list or recording.
-declare -A max_len=([scenario]=8192 [trace]=16384 [http]=10240 [choices]=4096)
+# A shard document, a server's bytes (past the 64 KiB head bound), a target's messages.
+declare -A max_len=([scenario]=8192 [trace]=16384 [http]=10240 [choices]=4096 [merge]=8192 [answer]=70000 [wire]=16384)
 
 mkdir -p "$dir/logs"
 bash "$root/fuzz/build.sh" "$dir" >"$dir/logs/build.log" 2>&1 || { cat "$dir/logs/build.log" >&2; exit 2; }

@@ -16,7 +16,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: seed_corpus.sh OUT}
-mkdir -p "$out"/{scenario,trace,http,choices}
+mkdir -p "$out"/{scenario,trace,http,choices,merge,answer,wire}
 out=$(cd "$out" && pwd)
 cd "$root"
 loopsim=./build/loopsim
@@ -90,6 +90,38 @@ printf 'replay 0 2 1 1 2 0 2 3 2 0 3 2\n' >"$out/choices/portable-replay"
 printf 'replay 0 2 1 1 3 2 2 4 3 0 2 0 1 3 1 2 4 0 0 2 1 1 3 0\n' >"$out/choices/portable-replay-fits"
 printf 'replay\n' >"$out/choices/portable-replay-empty"
 
-for dir in scenario trace http choices; do
+# ---- merge: shard documents, good and bad -------------------------------------------------
+cp tests/data/bad-input-2/merge/*.json "$out/merge/"
+if [ -x "$loopsim" ]; then
+  for i in 0 1; do
+    "$loopsim" explore bench/spin/accept-small.toml --shard "$i/2" --json >"$out/merge/explore-$i.json" 2>/dev/null || true
+    "$loopsim" generate --runs 3 --seed 1 --shard "$i/2" --json >"$out/merge/generate-$i.json" 2>/dev/null || true
+  done
+  find "$out/merge" -empty -delete
+fi
+
+# ---- answer: what servers send (a piece size byte first) -----------------------------------
+put() { printf '%b' "$2" >"$out/answer/$1"; }
+put ok '\x07HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'
+put two '\x00HTTP/1.1 200 OK\r\ncontent-length:3\r\n\r\nabcHTTP/1.0 404 No\r\nContent-Length: 0\r\n\r\n'
+put continue '\x03HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx'
+put no-length '\x10HTTP/1.1 204 No Content\r\n\r\n'
+put negative '\x01HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n'
+put two-lengths '\x02HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nok'
+put garbage '\x05garbage\x00\xff\r\n\r\n'
+put resp '\x04+OK\r\n'
+put chunked '\x08HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'
+put huge '\x20HTTP/1.1 200 OK\r\nContent-Length: 576460752303423488\r\n\r\nxxxxxxxx'
+
+# ---- wire: a target's messages (type, u32 length, body) ------------------------------------
+wput() { printf '%b' "$2" >"$out/wire/$1"; }
+wput choose 'C\x05\x00\x00\x00\x00\x02\x00\x00\x00'
+wput choose-take 'C\x05\x00\x00\x00\x04\x02\x00\x00\x00C\x05\x00\x00\x00\x01\x03\x00\x00\x00'
+wput report 'R\x1b\x00\x00\x00\x01\x00\x01\x11\x22\x33\x44\x55\x66\x77\x88\x01\x00\x00\x00\x00\x00\x00\x00\x40\x42\x0f\x00\x00\x00\x00\x00'
+wput error 'E\x0c\x00\x00\x00\x01limit: time'
+wput trace-empty 'J\x10\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00'
+wput huge-frame 'J\xff\xff\xff\xff'
+
+for dir in scenario trace http choices merge answer wire; do
   echo "$dir: $(ls "$out/$dir" | wc -l) seeds"
 done

@@ -9,6 +9,7 @@ namespace loopsim::model {
 
 namespace {
 constexpr const char* kind_names[] = {"order", "fault", "slack", "land", "take"};
+static_assert(std::size(kind_names) == choice_kinds);
 }
 
 const char* choice_kind_name(ChoiceKind kind) { return kind_names[std::size_t(kind)]; }

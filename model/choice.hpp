@@ -20,6 +20,7 @@ enum class ChoiceKind : std::uint8_t {
   take,   // how much of a write the kernel takes: its send buffer as it is, or grown (K11)
 };
 
+inline constexpr std::uint8_t choice_kinds = 5;  // how many kinds there are
 const char* choice_kind_name(ChoiceKind kind);
 std::optional<ChoiceKind> choice_kind_from_name(const std::string& name);
 

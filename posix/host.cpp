@@ -45,7 +45,7 @@ class RemoteChooser final : public model::Chooser {
     wire::put(body, std::uint8_t(kind));
     wire::put(body, options);
     if (!wire::send(host_, wire::Type::choose, body)) leave(2);
-    std::optional<wire::Message> answer = wire::receive(host_);
+    std::optional<wire::Message> answer = wire::receive(host_, wire::From::loopsim);
     if (!answer || answer->type != wire::Type::pick) leave(2);
     std::size_t at = 0;
     return wire::get<std::uint32_t>(answer->body, at);
@@ -119,7 +119,7 @@ int host_main(int argc, char** argv, char** envp) {
   real<int(int, int, ...), "fcntl">()(host, F_SETFD, FD_CLOEXEC);
   raise_descriptor_limit();
 
-  std::optional<wire::Message> start = wire::receive(host);
+  std::optional<wire::Message> start = wire::receive(host, wire::From::loopsim);
   if (!start || start->type != wire::Type::start) leave(2);
   std::istringstream in(start->body);
   std::string mode, arm, file, portable;
@@ -153,7 +153,7 @@ int host_main(int argc, char** argv, char** envp) {
     auto* world = new sim::World(scenario, arm, &chooser);  // never destroyed: the process ends
     if (!wire::send(host, wire::Type::report, wire::encode(report_of(*world, true)))) leave(2);
     for (;;) {
-      std::optional<wire::Message> message = wire::receive(host);
+      std::optional<wire::Message> message = wire::receive(host, wire::From::loopsim);
       if (!message) leave(2);
       if (message->type == wire::Type::step) {
         bool stepped = world->step();

@@ -66,12 +66,47 @@ bool read_exactly(int fd, char* into, std::size_t size) {
 
 }  // namespace
 
-std::optional<wire::Message> wire::receive(int fd) {
+bool wire::sent_by_target(Type type) {
+  return type == Type::choose || type == Type::report || type == Type::trace || type == Type::error;
+}
+
+namespace {
+
+// A frame's header: its type and body size, checked as a target's.
+std::pair<wire::Type, std::uint32_t> frame_header(std::string_view header, wire::From from = wire::From::target) {
+  std::size_t at = 1;
+  const auto size = wire::get<std::uint32_t>(header, at);
+  const auto type = wire::Type(header[0]);
+  if (from == wire::From::loopsim) return {type, size};
+  if (!wire::sent_by_target(type)) throw std::runtime_error("a message of a type no target sends");
+  if (size > wire::body_max) throw std::runtime_error("a message of " + std::to_string(size) + " bytes");
+  return {type, size};
+}
+
+}  // namespace
+
+std::optional<wire::Message> wire::take_message(std::string_view& in) {
+  if (in.size() < 5) return std::nullopt;
+  auto [type, size] = frame_header(in.substr(0, 5));
+  if (in.size() - 5 < size) return std::nullopt;
+  Message message{type, std::string(in.substr(5, size))};
+  in.remove_prefix(5 + std::size_t(size));
+  return message;
+}
+
+std::optional<wire::Choose> wire::decode_choose(std::string_view body, std::uint8_t kinds) {
+  if (body.size() != 5) return std::nullopt;
+  std::size_t at = 0;
+  Choose c{get<std::uint8_t>(body, at), get<std::uint32_t>(body, at)};
+  if (c.kind >= kinds || c.options < 2) return std::nullopt;
+  return c;
+}
+
+std::optional<wire::Message> wire::receive(int fd, From from) {
   char header[5];
   if (!read_exactly(fd, header, sizeof header)) return std::nullopt;
-  std::size_t at = 1;
-  auto size = get<std::uint32_t>(std::string_view(header, sizeof header), at);
-  Message message{Type(header[0]), std::string(size, '\0')};
+  auto [type, size] = frame_header(std::string_view(header, sizeof header), from);
+  Message message{type, std::string(size, '\0')};
   if (!read_exactly(fd, message.body.data(), size)) return std::nullopt;
   return message;
 }
@@ -308,14 +343,18 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     int ready = ::poll(&p, 1, silence_ms);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");
-    std::optional<wire::Message> message = wire::receive(socket_);
+    std::optional<wire::Message> message;
+    try {
+      message = wire::receive(socket_);
+    } catch (const std::runtime_error& e) {
+      failed(std::string("it sent what is not a message of the seam's: ") + e.what());
+    }
     if (!message) failed("it ended before the run did");
     if (message->type == wire::Type::choose) {
-      std::size_t at = 0;
-      auto kind = wire::get<std::uint8_t>(message->body, at);
-      auto options = wire::get<std::uint32_t>(message->body, at);
+      auto choice = wire::decode_choose(message->body, model::choice_kinds);
+      if (!choice) failed("it asked for a choice that is not one (an unknown kind, or fewer than 2 options)");
       std::string pick;
-      wire::put(pick, chooser.choose(model::ChoiceKind(kind), options));
+      wire::put(pick, chooser.choose(model::ChoiceKind(choice->kind), choice->options));
       if (!wire::send(socket_, wire::Type::pick, pick)) failed("it ended while choosing");
       continue;
     }

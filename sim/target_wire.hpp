@@ -80,10 +80,30 @@ struct Message {
   std::string body;
 };
 
+// What loopsim takes from a target, which may send anything: a body at most this long (a trace
+// at trace_events_max is a few hundred megabytes), and only the types a target sends.
+inline constexpr std::uint32_t body_max = std::uint32_t(1) << 30;
+bool sent_by_target(Type type);
+
+// One message from the front of `in`, taken off it: nullopt while it is not all there. Throws
+// std::runtime_error for a frame no target sends (its type, or a body over body_max).
+std::optional<Message> take_message(std::string_view& in);
+
+// A choose's body: the kind (below `kinds`, the number there are) and 2 or more options, or
+// nullopt for one that is not a choice.
+struct Choose {
+  std::uint8_t kind;
+  std::uint32_t options;
+};
+std::optional<Choose> decode_choose(std::string_view body, std::uint8_t kinds);
+
 // Blocking; false when the peer is gone (or sent a broken message).
 bool send(int fd, Type type, std::string_view body);
 // An `error` message: the failure's byte, then the message.
 bool send_failure(int fd, Failure failure, std::string_view message);
-std::optional<Message> receive(int fd);
+// Throws std::runtime_error as take_message does, for a message from a target; from loopsim (as
+// a target's process reads), any type.
+enum class From : std::uint8_t { target, loopsim };
+std::optional<Message> receive(int fd, From from = From::target);
 
 }  // namespace loopsim::sim::wire

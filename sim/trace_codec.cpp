@@ -72,6 +72,11 @@ class Reader {
   template <class... T>
   void operator()(T&... values) { (get(values), ...); }
   bool done() const { return at_ == bytes_.size(); }
+  // `n` items of at least `each` bytes must still be there: a count is believed no further than
+  // the bytes that follow it (a target's process may send anything).
+  void need_items(std::uint64_t n, std::size_t each) const {
+    if (n > (bytes_.size() - at_) / each) throw std::runtime_error("a trace's bytes count more items than they hold");
+  }
 
  private:
   void need(std::size_t n) const {
@@ -141,15 +146,18 @@ Trace decode_trace(std::string_view bytes) {
     trace.max_connections, trace.workers, trace.cut, trace.stalled, trace.liveness_watched, trace.keep);
   std::uint32_t groups = 0, clients = 0;
   r(groups);
+  r.need_items(groups, sizeof(std::uint32_t) + sizeof(int));  // a name's length, a size
   trace.groups.resize(groups);
   trace.group_sizes.resize(groups);
   for (std::uint32_t i = 0; i < groups; ++i) r(trace.groups[i], trace.group_sizes[i]);
   r(clients);
+  r.need_items(clients, 3 * sizeof(std::int32_t));
   trace.clients.resize(clients);
   for (ClientLabel& c : trace.clients) r(c.group, c.member, c.requests);
   std::uint64_t events = 0;
   r(events);
-  trace.events.reserve(std::size_t(std::min<std::uint64_t>(events, bytes.size())));
+  r.need_items(events, 1);  // a kind byte at least
+  trace.events.reserve(std::size_t(events));
   for (std::uint64_t i = 0; i < events; ++i) {
     std::uint8_t kind = 0;
     r(kind);

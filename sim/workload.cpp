@@ -48,6 +48,7 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status) {
   }
   if (head.size() > 12 && head[12] != ' ' && head[12] != '\r') return std::nullopt;
   status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
+  if (status < 100) return std::nullopt;  // RFC 9110 §15: the first digit is the class, 1 to 5
   std::optional<std::size_t> body;
   for (std::size_t at = head.find("\r\n"); at != std::string_view::npos;) {
     std::size_t start = at + 2, end = head.find("\r\n", start);

@@ -358,7 +358,7 @@ TEST_CASE("an answer is framed by its Content-Length, named in any case; one tha
   for (const char* bad : {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n",
                           "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
                           "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
-                          "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", "+OK\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n"}) {
+                          "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", "+OK\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 000 OK\r\n\r\n"}) {
     INFO(bad);
     CHECK(sim::parse_answer(bad, status) == sim::answer_malformed);
   }
