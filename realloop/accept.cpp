@@ -20,6 +20,8 @@ BatchStop stop_for(int error) {
 
 }  // namespace
 
+bool Loop::sharing() const { return group_ != nullptr && config_.accept_share && !shutting_down_; }
+
 bool Loop::table_full() const {
   return handle_capacity_ != 0 && connection_count_ >= handle_capacity_;
 }
@@ -36,6 +38,7 @@ int Loop::accept_one(Door door) {
   if (handoffs_.empty()) return -EAGAIN;
   int fd = handoffs_.front();
   handoffs_.pop_front();
+  load_.fetch_sub(1, std::memory_order_acq_rel);  // admit() counts it again as held
   return fd;
 }
 
@@ -54,7 +57,9 @@ int Loop::take_batch(Door door) {
       why = BatchStop::count;
       break;
     }
-    if (!admitting && connection_count_ >= std::size_t(config_.max_connections)) {
+    // R10: the listener's batch serves every worker it hands over to: it stops when none has room.
+    const bool for_all = door == Door::listener && sharing() && config_.share_counts_siblings;
+    if (!admitting && (for_all ? !group_->any_room() : connection_count_ >= std::size_t(config_.max_connections))) {
       why = BatchStop::max_connections;
       break;
     }
@@ -87,7 +92,7 @@ int Loop::take_batch(Door door) {
       admit(fd);
     }
     // The bound checked before the accept holds after it (R5's admission may pass it).
-    LOOPSIM_ASSERT(admitting || connection_count_ <= std::size_t(config_.max_connections));
+    LOOPSIM_ASSERT(admitting || for_all || connection_count_ <= std::size_t(config_.max_connections));
   }
   // R2/R3: owed only when the count stopped the drain; R9: or back-pressure held it.
   // A batch the shutdown cut short is unfinished too; R5's shutdown then clears what it owes.
@@ -128,8 +133,8 @@ void Loop::place(int fd) {
     kernel_.abort(fd);
     return;
   }
-  if (group_ != nullptr && config_.accept_share && !shutting_down_) {
-    Loop& to = group_->pick(*this, kernel_.now(), config_.share_busy);
+  if (sharing()) {
+    Loop& to = group_->pick(*this, kernel_.now(), config_.share_busy, config_.share_counts_siblings);
     if (&to != this && to.offer(fd)) {  // a failed hand-off keeps it here
       observer_.handed_off(worker_, to.worker(), fd);
       return;

@@ -91,6 +91,12 @@ struct LoopConfig {
   // than share_busy.
   bool accept_share = true;
   Nanos share_busy = std::chrono::milliseconds(2);
+  // R10: max_connections is per worker, so N workers hold N x max_connections. The accepting
+  // worker hands a connection only to a worker with room (held and handed over, below
+  // max_connections), and stops its batch only when no worker has room. false (sabotage): it
+  // stops when it holds max_connections itself, and connections wait in the listen queue while
+  // siblings have room.
+  bool share_counts_siblings = true;
   // R11
   HandlerMode mode = HandlerMode::loop_only;
   int pool_threads = 4;

@@ -49,6 +49,7 @@ void Loop::admit(int fd) {
   c.open = true;
   c.head_until = kernel_.now() + config_.head_timeout;  // R12: a connection that never sends is timed out as a head
   ++connection_count_;
+  load_.fetch_add(1, std::memory_order_acq_rel);
   if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
     return;
@@ -288,6 +289,7 @@ void Loop::release(int fd, bool abortive) {
   // generation, which then stays what it is (and a search's states do not count closes).
   c->generation = pool_ != nullptr ? generation + 1 : generation;
   --connection_count_;
+  load_.fetch_sub(1, std::memory_order_acq_rel);
   observer_.closed(worker_, fd);
   if (abortive) {
     kernel_.abort(fd);

@@ -36,12 +36,22 @@ std::size_t WorkerGroup::advance() {
   return at % loops_.size();
 }
 
-Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy) {
+Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy, bool room) {
+  Loop* busy_with_room = nullptr;
   for (std::size_t tried = 0; tried < loops_.size(); ++tried) {
     Loop& candidate = *loops_[advance()];
+    if (room && !candidate.has_room()) continue;
     if (&candidate == &from || !candidate.busy(now, busy)) return candidate;
+    if (busy_with_room == nullptr) busy_with_room = &candidate;
   }
+  // Every worker with room is busy: one of them, rather than none (the connection would wait
+  // in the listen queue for a slot that is free).
+  if (room && !from.has_room() && busy_with_room != nullptr) return *busy_with_room;
   return from;
+}
+
+bool WorkerGroup::any_room() const {
+  return std::any_of(loops_.begin(), loops_.end(), [](const Loop* loop) { return loop->has_room(); });
 }
 
 Loop::Loop(Kernel& kernel, LoopConfig config, LoopObserver& observer, int worker)
@@ -109,11 +119,14 @@ void Loop::post(std::function<void()> callback, std::uint64_t what) {
   kernel_.wake_signal(wake_);
 }
 
+bool Loop::has_room() const { return load_.load(std::memory_order_acquire) < config_.max_connections; }
+
 bool Loop::offer(int fd) {
   {
     std::lock_guard lock(mailbox_);
     if (shutting_down_ || handoffs_.size() >= std::size_t(config_.max_connections)) return false;
     handoffs_.push_back(fd);
+    load_.fetch_add(1, std::memory_order_acq_rel);
   }
   kernel_.wake_signal(wake_);
   return true;
@@ -293,6 +306,7 @@ void Loop::begin_shutdown() {
   } else {
     std::lock_guard lock(mailbox_);
     for (int fd : handoffs_) kernel_.close(fd);
+    load_.fetch_sub(std::int64_t(handoffs_.size()), std::memory_order_acq_rel);
     handoffs_.clear();
   }
   if (listener_ >= 0 && !listener_closed_) kernel_.unwatch(poller_, listener_);

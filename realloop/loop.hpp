@@ -33,8 +33,11 @@ class WorkerGroup {
   std::size_t size() const { return loops_.size(); }
   Loop& at(std::size_t i) const { return *loops_[i]; }
   // The loop to hand the next accepted connection to: round robin over every worker, skipping
-  // those busy in one pass for longer than `busy`. `from` itself means: keep it.
-  Loop& pick(Loop& from, Nanos now, Nanos busy);
+  // those busy in one pass for longer than `busy`. `from` itself means: keep it. With `room`,
+  // only a worker with room is picked (a busy one before none), and `from` when none has.
+  Loop& pick(Loop& from, Nanos now, Nanos busy, bool room = false);
+  // Whether any worker holds fewer than its max_connections, counting hand-offs on their way.
+  bool any_room() const;
 
  private:
   std::size_t advance();  // the next worker in turn, kept below size()
@@ -88,6 +91,8 @@ class Loop {
 
   // R10: inside one pass for longer than `busy` at `now`.
   bool busy(Nanos now, Nanos busy) const;
+  // R10: held and handed over, below max_connections (read from the accepting worker's thread).
+  bool has_room() const;
 
   // Feeds the loop's state to `add` (a digest), times relative to `now`: every field that
   // state_fields (below) does not skip.
@@ -157,6 +162,7 @@ class Loop {
   int take_batch(Door door);  // returns the connections it took
   int accept_one(Door door);
   bool table_full() const;
+  bool sharing() const;  // R10: hands accepted connections to siblings
   void note_accept_error();
   bool retry_due();
   void place(int fd);
@@ -234,6 +240,8 @@ class Loop {
   std::vector<int> deferred_;
   std::uint64_t pass_ = 0;
   std::size_t connection_count_ = 0;
+  // R10: connection_count_ plus the hand-offs in the mailbox, for the accepting sibling to read.
+  std::atomic<std::int64_t> load_{0};
   std::size_t handle_capacity_ = 0;  // R9, in connections (two handles each); 0: unbounded
   std::uint64_t inverted_accepts_ = 0;
   std::vector<Connection> connections_;  // indexed by descriptor
@@ -247,11 +255,11 @@ class Loop {
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
-  // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, the pass
-  // counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
+  // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, load_
+  // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<40> state_fields{
+  static constexpr state::Fields<41> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
       state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("pool_"),
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
@@ -262,7 +270,8 @@ class Loop {
       state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),
       state::f::value("retry_now_"),        state::f::until("retry_at_"),        state::f::value("backpressured_"),
       state::f::value("draining_"),         state::f::value("deferring_"),       state::f::value("deferred_"),
-      state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::value("handle_capacity_"),
+      state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::skip("load_"),
+      state::f::value("handle_capacity_"),
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
       state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
       state::f::value("drain_resets_")};

@@ -102,6 +102,7 @@ void Loop::expire_drain() {
     kernel_.abort(fd);
     ++drain_resets_;
   }
+  load_.fetch_sub(std::int64_t(handoffs_.size()), std::memory_order_acq_rel);
   handoffs_.clear();
 }
 

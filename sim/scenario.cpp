@@ -510,6 +510,7 @@ const Field<Scenario> loop_fields[] = {
      [](C c, N n, K k, auto& s) { s.loop.max_input = int(read_integer(c, n, k, 0, buffer_max)); }},
     {"max_output",
      [](C c, N n, K k, auto& s) { s.loop.max_output = int(read_integer(c, n, k, 0, buffer_max)); }},
+    {"share_counts_siblings", [](C c, N n, K k, auto& s) { s.loop.share_counts_siblings = read_bool(c, n, k); }},
     {"resume_after_flush", [](C c, N n, K k, auto& s) { s.loop.resume_after_flush = read_bool(c, n, k); }},
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
