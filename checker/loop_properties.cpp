@@ -206,7 +206,12 @@ struct WorkerShutdown {
 class ShutdownScan {
  public:
   void step(std::size_t i, const TraceEvent& event) {
-    if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
+    if (auto* q = std::get_if<ev::ShutdownAsked>(&event)) {
+      asked_ = asked_.value_or(q->t);
+    } else if (auto* r = std::get_if<ev::RequestBegin>(&event)) {
+      // R5: once asked, a worker closes its listener before it begins another handler.
+      if (asked_ && r->t > *asked_ && !closed(r->worker)) breach(i, handlers_before_close_);
+    } else if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
       workers_[s->worker].began = workers_[s->worker].began.value_or(i);
     } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
       workers_[c->worker].closed = workers_[c->worker].closed.value_or(i);
@@ -214,6 +219,7 @@ class ShutdownScan {
     } else if (auto* x = std::get_if<ev::LoopExit>(&event)) {
       workers_[x->worker].exited = i;
       workers_[x->worker].open_at_exit = x->open_connections;
+      last_exit_ = x->t;
     } else if (auto* h = std::get_if<ev::Handoff>(&event)) {
       handed_.emplace(std::pair(h->to, h->client), i);
     } else if (auto* a = std::get_if<ev::Accept>(&event)) {
@@ -244,8 +250,8 @@ class ShutdownScan {
       if (draining && kernel) drain_starved_ = true;
     }
   }
-  // Judges what the scan saw, and run_end's state.
-  void judge(const Trace& trace, Verdict& v) const;
+  // Judges what the scan saw, and run_end's state; with `max`, the drain's time too.
+  void judge(const Trace& trace, std::optional<Nanos> max, Verdict& v) const;
 
  private:
   bool closed(int worker) const {
@@ -278,8 +284,10 @@ class ShutdownScan {
   std::set<sim::ClientIndex> accepted_;
   bool drain_starved_ = false;          // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
   std::int64_t aborted_ = 0;            // accepts that failed ECONNABORTED, each consuming one
-  std::int64_t late_accepts_ = 0, owed_passes_ = 0, queued_resets_ = 0;
+  std::int64_t late_accepts_ = 0, owed_passes_ = 0, queued_resets_ = 0, handlers_before_close_ = 0;
   std::optional<std::size_t> first_;
+  std::optional<Nanos> asked_;  // the first shutdown_asked
+  Nanos last_exit_{-1};
 };
 
 // Breaches found, each with the line that names it.
@@ -293,14 +301,18 @@ struct Findings {
   }
 };
 
-void judge_worker(int worker, const WorkerShutdown& w, std::optional<std::size_t> end_at,
-                  Verdict& v, Findings& found) {
+// `deadline_resets`: a bounded drain (shutdown_clean's max) was asked for, and what a worker
+// reset at drain_timeout is its deadline at work: reported, not a breach.
+void judge_worker(int worker, const WorkerShutdown& w, std::optional<std::size_t> end_at, bool deadline_resets,
+                  Verdict& v, Findings& found, std::vector<std::string>& notes) {
   if (!w.began) return;
   std::string who = "worker " + std::to_string(worker);
   if (!w.closed || !w.exited) breaks_at(v, end_at.value_or(*w.began));
   if (!w.closed) found.add(1, who + " never closed its listener");
   if (!w.exited) found.add(1, who + " never exited");
-  if (w.exited && w.open_at_exit > 0) {
+  if (w.exited && w.open_at_exit > 0 && deadline_resets) {
+    notes.push_back(who + " reset " + std::to_string(w.open_at_exit) + " connection(s) at its drain_timeout");
+  } else if (w.exited && w.open_at_exit > 0) {
     breaks_at(v, *w.exited);
     found.add(1, who + " exited holding " + std::to_string(w.open_at_exit) + " connection(s)");
   }
@@ -312,16 +324,27 @@ void judge_end(const ev::RunEnd& end, std::size_t end_at, Verdict& v, Findings& 
             std::to_string(end.open_connections) + " connection(s) still open at the end");
 }
 
-void ShutdownScan::judge(const Trace& trace, Verdict& v) const {
+void ShutdownScan::judge(const Trace& trace, std::optional<Nanos> max, Verdict& v) const {
   Findings found;
   if (first_) breaks_at(v, *first_);
+  found.add(handlers_before_close_, std::to_string(handlers_before_close_) +
+                                        " handler(s) begun after the shutdown was asked, before the listener closed");
+  if (max && asked_) {
+    const Nanos took = last_exit_.count() >= 0 ? last_exit_ - *asked_ : Nanos(-1);
+    if (took.count() < 0 || took > *max) {
+      breaks_at(v, run_end_index(trace).value_or(trace.events.size() - 1));
+      found.add(1, took.count() < 0 ? "no worker exited after the shutdown was asked"
+                                    : "the drain took " + ms_text(took) + " from the shutdown's asking to the last exit");
+    }
+  }
   found.add(late_accepts_, std::to_string(late_accepts_) + " accept(s) on a closed listener");
   found.add(owed_passes_,
             std::to_string(owed_passes_) + " pass(es) ended owed after the listener closed");
   found.add(queued_resets_, std::to_string(queued_resets_) +
                                 " queued connection(s) reset when the listener closed, never accepted");
   auto end_at = run_end_index(trace);
-  for (const auto& [worker, w] : workers_) judge_worker(worker, w, end_at, v, found);
+  std::vector<std::string> notes;
+  for (const auto& [worker, w] : workers_) judge_worker(worker, w, end_at, max.has_value(), v, found, notes);
   const ev::RunEnd* end = end_at ? &std::get<ev::RunEnd>(trace.events[*end_at]) : nullptr;
   // A hand-off dropped at shutdown leaves nothing waiting at the end, which run_end's count
   // misses; one still waiting may have been cut off by the horizon, which only run_end knows.
@@ -335,6 +358,7 @@ void ShutdownScan::judge(const Trace& trace, Verdict& v) const {
     found.add(1, "the trace has no run_end");
   }
   v.measured = found.count;
+  for (std::string& note : notes) found.problems.push_back(std::move(note));
   v.detail = joined(found.problems);
 }
 
@@ -529,8 +553,19 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
   return v;
 }
 
-Verdict shutdown_clean(const Trace& trace) {
+Verdict shutdown_clean(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("shutdown_clean");
+  std::optional<Nanos> max;
+  if (expect.max) {
+    if (expect.max->unit != sim::Bound::Unit::time) {
+      v.held = false;
+      v.detail = "shutdown_clean's max is a time (from the shutdown's asking to the last exit), not \"" +
+                 expect.max->text + "\"";
+      return v;
+    }
+    max = Nanos(std::llround(expect.max->value));
+    v.bound_text = expect.max->text;
+  }
   if (!any_shutdown(trace)) {
     v.held = false;
     v.measured = -1;
@@ -540,7 +575,7 @@ Verdict shutdown_clean(const Trace& trace) {
   }
   ShutdownScan scan;
   for (std::size_t i = 0; i < trace.events.size(); ++i) scan.step(i, trace.events[i]);
-  scan.judge(trace, v);
+  scan.judge(trace, max, v);
   return v;
 }
 

@@ -41,7 +41,8 @@ Verdict no_spin(const sim::Trace& trace, const sim::Expectation& expect);
 // connection is open. Measured: the number of breaches (each late accept, owed pass_end,
 // missing close or exit, waiting hand-off and open connection counts one). Bound: 0. A run
 // without shutdown is a violation (measured -1): the scenario asked for one.
-Verdict shutdown_clean(const sim::Trace& trace);
+// With `max` (a time): also the drain, from the first shutdown_asked to the last loop_exit.
+Verdict shutdown_clean(const sim::Trace& trace, const sim::Expectation& expect = {});
 
 // batch_bound's bound when the scenario gives no `max`: R1's default batch. The bound is never
 // read from the run's own configuration: that is what is under test, and a sabotaged batch

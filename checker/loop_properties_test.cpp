@@ -431,6 +431,28 @@ TEST_CASE("shutdown_clean fails when connections, hand-offs or a loop are left a
         "open at the end");
 }
 
+TEST_CASE("shutdown_clean fails at a handler begun after the asking and before the close, and at a drain past max") {
+  Trace t = shut_down(false);
+  // Asked at 0.5 ms; a handler begins at 0.8 ms, before the listener closes at 1 ms.
+  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{500us});
+  auto closed = std::find_if(t.events.begin(), t.events.end(),
+                             [](const TraceEvent& e) { return std::holds_alternative<ev::ShutdownBegin>(e); });
+  t.events.insert(closed, ev::RequestBegin{800us, 0, 5, 0, "/slow"});
+  Verdict v = shutdown_clean(t);
+  CHECK_FALSE(v.held);
+  CHECK(v.measured == 1);
+  CHECK(v.detail == "1 handler(s) begun after the shutdown was asked, before the listener closed");
+  // The exit at 2 ms is 1.5 ms after the asking: within 2 ms, past 1 ms.
+  sim::Expectation within;
+  within.max = sim::Bound{sim::Bound::Unit::time, 2e6, "2ms"};
+  CHECK(shutdown_clean(t, within).measured == 1);
+  sim::Expectation past = within;
+  past.max = sim::Bound{sim::Bound::Unit::time, 1e6, "1ms"};
+  Verdict late = shutdown_clean(t, past);
+  CHECK(late.measured == 2);
+  CHECK(late.detail.find("the drain took 1.5 ms from the shutdown's asking to the last exit") != std::string::npos);
+}
+
 TEST_CASE("shutdown_clean fails on a queued connection that the listener's close reset") {
   Trace t = shut_down(false);
   // Client 2 completed its handshake before the shutdown and was never accepted: the close of

@@ -446,7 +446,7 @@ constexpr Judge judges[] = {
     {"capacity", [](const Trace& t, const sim::Expectation& e, const Costs&) { return capacity(t, e); }, all_of_it},
     {"post_latency", post_latency, all_of_it},
     {"no_spin", [](const Trace& t, const sim::Expectation& e, const Costs&) { return no_spin(t, e); }, all_of_it},
-    {"shutdown_clean", [](const Trace& t, const sim::Expectation&, const Costs&) { return shutdown_clean(t); }, all_of_it},
+    {"shutdown_clean", [](const Trace& t, const sim::Expectation& e, const Costs&) { return shutdown_clean(t, e); }, all_of_it},
     {"batch_bound", [](const Trace& t, const sim::Expectation& e, const Costs&) { return batch_bound(t, e); }, all_of_it},
     {"liveness", [](const Trace& t, const sim::Expectation&, const Costs&) { return liveness(t); },
      [](const sim::Expectation&) { return event_bit<ev::Lasso>(); }},

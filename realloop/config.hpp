@@ -117,6 +117,11 @@ struct LoopConfig {
   // R5: a shutdown that has not finished within drain_timeout resets what is left and exits;
   // the loop reports how many it reset. 0: no bound.
   Nanos drain_timeout = std::chrono::seconds(30);
+  // R5: the shutdown and its deadline are looked at between handlers, not only between passes:
+  // once it is asked, no handler begins before the listener is closed (the rest of the pass's
+  // requests wait for their turn), and past drain_timeout none begins at all. false (sabotage):
+  // a batch of slow handlers runs to its end first, and the drain outlasts its timeout by it.
+  bool shutdown_between_handlers = true;
 
   // R12: timeouts. Each bounds how long a connection may hold its descriptor without the
   // progress named; 0 turns it off (the sabotage: a slow or silent client holds its slot

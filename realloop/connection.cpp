@@ -175,6 +175,19 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
     auto parsed = http::parse_request(rest, std::size_t(config_.max_request_head), request);
     if (parsed == http::Parse::incomplete && rest.size() < input_limit()) return false;
     if (output_full(c)) return true;  // R13: a request waits for room
+    if (config_.shutdown_between_handlers && config_.mode == HandlerMode::loop_only) {
+      // R5: a shutdown asked during this pass closes the listener before another handler runs;
+      // the request waits for the connection's turn in the next pass.
+      if (shutdown_requested_.load(std::memory_order_acquire) && !shutting_down_) {
+        if (!c.owed_turn) {
+          c.owed_turn = true;
+          owed_turns_.push_back(fd);
+        }
+        return false;
+      }
+      // R5: past the drain's deadline no handler begins; the pass's end resets what is left.
+      if (shutting_down_ && config_.drain_timeout.count() > 0 && kernel_.now() >= drain_until_) return false;
+    }
     if (config_.yield_batch > 0 && served == config_.yield_batch) {
       c.owed_turn = true;  // R8: the rest waits for the next pass; no edge will announce it
       owed_turns_.push_back(fd);

@@ -106,7 +106,9 @@ void Loop::stop() {
   if (wake_ >= 0) kernel_.wake_signal(wake_);
 }
 
-void Loop::shutdown() {
+void Loop::shutdown(std::optional<Nanos> asked_at) {
+  std::int64_t none = -1;
+  if (asked_at) shutdown_asked_ns_.compare_exchange_strong(none, asked_at->count(), std::memory_order_acq_rel);
   shutdown_requested_.store(true, std::memory_order_release);
   if (wake_ >= 0) kernel_.wake_signal(wake_);
 }
@@ -209,6 +211,10 @@ void Loop::run_pass() {
       drain_posts(DrainPoint::chunk);
     }
   }
+  // R5: asked during the events' handlers: the listener closes before any more of them run.
+  if (config_.shutdown_between_handlers && shutdown_requested_.load(std::memory_order_acquire) && !shutting_down_) {
+    begin_shutdown();
+  }
   serve_owed_turns();
   expire_timers();  // R12: before the batches, so that the slots they free are taken at once
   take_batches();
@@ -288,7 +294,11 @@ void Loop::begin_shutdown() {
     std::lock_guard lock(mailbox_);  // offer() reads it from siblings' threads
     shutting_down_ = true;
   }
-  drain_until_ = kernel_.now() + config_.drain_timeout;
+  // R5: the drain's time runs from the asking, when its time is known: handlers that ran
+  // before the loop could begin do not lengthen it.
+  const std::int64_t asked = shutdown_asked_ns_.load(std::memory_order_acquire);
+  const bool from_asking = config_.shutdown_between_handlers && asked >= 0;
+  drain_until_ = (from_asking ? Nanos(asked) : kernel_.now()) + config_.drain_timeout;
   observer_.shutdown_begin(worker_);
   // Queued connections have sent their requests and believe they are connected: the close
   // would reset them. Taken whole, past accept_batch and max_connections; only descriptors

@@ -80,7 +80,9 @@ class Loop {
 
   // Each of these is safe from another thread; stop() also from a signal handler.
   void stop();
-  void shutdown();                           // R5
+  // R5; `asked_at`: when it was asked (the signal's time), from which drain_timeout runs (the
+  // loop's own clock when it begins, without).
+  void shutdown(std::optional<Nanos> asked_at = std::nullopt);
   // R7. `what` describes the callback, for state digests: two posts with equal `what` do the
   // same thing.
   void post(std::function<void()> callback, std::uint64_t what = 0);
@@ -211,6 +213,7 @@ class Loop {
 
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> shutdown_requested_{false};
+  std::atomic<std::int64_t> shutdown_asked_ns_{-1};  // R5: when, in the kernel's time (-1: not given)
   std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
   std::mutex mailbox_;  // guards posts_ and handoffs_
   struct Post {
@@ -259,12 +262,12 @@ class Loop {
   // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<41> state_fields{
+  static constexpr state::Fields<42> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
       state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("pool_"),
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
       state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
-      state::f::value("shutdown_requested_"), state::f::since("pass_started_ns_"), state::f::skip("mailbox_"),
+      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_ns_"), state::f::since("pass_started_ns_"), state::f::skip("mailbox_"),
       state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
       state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
       state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),

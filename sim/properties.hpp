@@ -33,7 +33,7 @@ inline constexpr PropertyKind property_kinds[] = {
     {"capacity", Measures::count, false, false, true},
     {"post_latency", Measures::time, false, true},
     {"no_spin", Measures::count},
-    {"shutdown_clean", Measures::nothing},
+    {"shutdown_clean", Measures::time},  // `max` optional: the drain's time
     {"batch_bound", Measures::count},
     {"liveness", Measures::nothing},
 };

@@ -501,6 +501,8 @@ const Field<Scenario> loop_fields[] = {
     {"shutdown_drains_backlog",
      [](C c, N n, K k, auto& s) { s.loop.shutdown_drains_backlog = read_bool(c, n, k); }},
     {"drain_timeout", [](C c, N n, K k, auto& s) { s.loop.drain_timeout = read_duration(c, n, k); }},
+    {"shutdown_between_handlers",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_between_handlers = read_bool(c, n, k); }},
     {"head_timeout", [](C c, N n, K k, auto& s) { s.loop.head_timeout = read_duration(c, n, k); }},
     {"body_timeout", [](C c, N n, K k, auto& s) { s.loop.body_timeout = read_duration(c, n, k); }},
     {"keepalive_timeout",

@@ -201,6 +201,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
             line.num("worker", e.worker).num("to", e.to).client(trace, e.client);
           },
           [&](const ev::ProcessExit& e) { line.num("status", e.status); },
+          [&](const ev::ShutdownAsked&) {},
           [&](const ev::Lasso& e) {
             line.num("since", e.since.count()).num("backlog", e.backlog);
             line.num("dead_end", e.dead_end ? 1 : 0);

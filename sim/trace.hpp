@@ -68,6 +68,8 @@ struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
 // A target program ended before the run did: it exited with `status` (exit, _exit or a return
 // from main).
 struct ProcessExit { Nanos t; int status; };
+// A shutdown asked of the server (a scenario's action; live, the signal): when R5's clock starts.
+struct ShutdownAsked { Nanos t; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
 // at `since`, with `backlog` connections waiting and none accepted in between, so they wait
 // forever; or (`dead_end`) nothing was left to happen while they waited.
@@ -88,7 +90,7 @@ using TraceEvent =
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
-                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd>;
+                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked>;
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
@@ -177,6 +179,7 @@ inline constexpr std::string_view event_kinds[] = {
     "process_exit",  // ev::ProcessExit
     "lasso",  // ev::Lasso
     "run_end",  // ev::RunEnd
+    "shutdown_asked",  // ev::ShutdownAsked
 };
 static_assert(std::size(event_kinds) == std::variant_size_v<TraceEvent>, "a name for every kind of event");
 const char* kind_of(const TraceEvent& event);

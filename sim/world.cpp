@@ -392,7 +392,7 @@ class Process final : public Server {
     return n;
   }
   void shutdown() override {
-    for (auto& loop : loops_) loop->shutdown();
+    for (auto& loop : loops_) loop->shutdown(scheduler_.now());
   }
 
   ev::RunEnd end_state() override {
@@ -447,10 +447,14 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
   }
 }
 
-void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Server& process) {
+void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Server& process, Trace& trace) {
   for (std::uint32_t a = 0; a < scenario.actions.size(); ++a) {
     const Window& at = scenario.actions[a].at;
-    scheduler.at(at, drawn_instant(at, scenario.seed, draw_salt(Drawn::action, a)), [&process] { process.shutdown(); },
+    scheduler.at(at, drawn_instant(at, scenario.seed, draw_salt(Drawn::action, a)),
+                 [&process, &trace, &scheduler] {
+                   trace.add(ev::ShutdownAsked{scheduler.now()});
+                   process.shutdown();
+                 },
                  model::Tag{model::Happening::shutdown, a});
   }
 }
@@ -498,7 +502,7 @@ struct World::Impl {
       if (own_factory()) process = std::make_unique<Own>(scenario, scheduler, kernel, recorder);
       else process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
       schedule_posters(scenario, scheduler, kernel, *process, trace);
-      schedule_actions(scenario, scheduler, *process);
+      schedule_actions(scenario, scheduler, *process, trace);
     }
     trace.listener_fd = process->listener();
     schedule_faults(scenario, scheduler, kernel, clients, trace);

@@ -36,7 +36,11 @@ extern "C" void on_stop_signal(int) {
   const bool first = signals_seen.fetch_add(1) == 0;
   if (LinuxKernel* kernel = kernel_target.load(); kernel != nullptr && !first) kernel->cancel_spending();
   for (auto& target : targets) {
-    if (Loop* loop = target.load()) first ? loop->shutdown() : loop->stop();
+    // LinuxKernel::now() is clock_gettime: async-signal-safe too.
+    Loop* loop = target.load();
+    LinuxKernel* clock = kernel_target.load();
+    if (loop != nullptr && first) loop->shutdown(clock != nullptr ? std::optional<Nanos>(clock->now()) : std::nullopt);
+    if (loop != nullptr && !first) loop->stop();
   }
 }
 
