@@ -5,7 +5,7 @@
 #   bench/live_reliability.sh
 #   LOOPSIM=build-bench/loopsim CASES="b d" bench/live_reliability.sh
 #
-# Cases (CASES picks some, default all: "a b c d e f"):
+# Cases (CASES picks some, default all: "a b c d e f g h i j"):
 #   a  wrk -t1 -c1000 -d30s on /fast: 0 errors (connect, read, write, timeout, non-2xx); req/s.
 #   b  slowloris: 500 connections each send one byte of a request head per second, never
 #      ending it. Each should be closed by the server once the head timeout (10 s) passes:
@@ -29,6 +29,15 @@
 #      build LOOPSIM_SANITIZE_BIN (default build-sanitize/loopsim; skipped, saying so, if
 #      absent). Then the server must be alive, answer /fast, and its stderr hold no
 #      "ERROR: AddressSanitizer", "ERROR: LeakSanitizer" or "runtime error": 0 crashes.
+#   g  60 and then 200 connections pipeline GET /bytes?n=16777216 (16 MiB answers) and read
+#      nothing for 4 s: server RSS before, at its peak, and 2 s after they close. Peak <= start +
+#      256 KiB a connection (64 KiB of output and of input each, R13); after <= start + 8 MiB.
+#   h  one keep-alive connection pipelines two GET /bytes?n=1000000: both answered within 5 s
+#      (one write used to take the first whole, and the second stranded behind it).
+#   i  --drain-timeout 3s, 10 keep-alive GET /slow?ms=2000 on the loop's thread (not a pool),
+#      SIGTERM 200 ms after: exit status 4 within 3 s + one handler (2 s) of the signal.
+#   j  --workers 4 --set loop.max_connections=8: 32 keep-alive connections, each answered and
+#      held at once: 32 held.
 #
 # Environment: LOOPSIM (default build/loopsim), LOOPSIM_SANITIZE_BIN, CASES, A_SECONDS (30),
 # A_CONNECTIONS (1000), FUZZ_SEED (20240917), FUZZ_REQUESTS (20000), PIPELINE_RSS_CAP_MIB.
@@ -45,7 +54,7 @@ resolve() {  # a binary path: as given, else under the repository root
 }
 LOOPSIM=$(resolve "${LOOPSIM:-build/loopsim}")
 LOOPSIM_SANITIZE_BIN=$(resolve "${LOOPSIM_SANITIZE_BIN:-build-sanitize/loopsim}")
-CASES=${CASES:-a b c d e f}
+CASES=${CASES:-a b c d e f g h i j}
 A_SECONDS=${A_SECONDS:-30}
 A_CONNECTIONS=${A_CONNECTIONS:-1000}
 FUZZ_SEED=${FUZZ_SEED:-20240917}
@@ -54,7 +63,7 @@ PIPELINE_RSS_CAP_MIB=${PIPELINE_RSS_CAP_MIB:-1024}
 
 die() { echo "live_reliability: $*" >&2; exit 2; }
 [ -x "$LOOPSIM" ] || die "no loopsim at $LOOPSIM (build it, or set LOOPSIM)"
-for c in $CASES; do case "$c" in a|b|c|d|e|f) ;; *) die "unknown case '$c' in CASES (a b c d e f)" ;; esac; done
+for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j)" ;; esac; done
 wants() { [[ " $CASES " == *" $1 "* ]]; }
 
 need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
@@ -359,6 +368,66 @@ case_f() {
     echo "--- sanitizer build stderr (first 40 lines) ---" >&2
     head -n 40 "$err" >&2
   fi
+}
+
+case_g() {
+  local conns
+  for conns in 60 200; do
+    start_server "g$conns" "$LOOPSIM" "" ||
+      { row "g. $conns × 16 MiB answers unread" "server did not start: $(head -c 200 "$srv_err")" "bounded" MISSED; continue; }
+    client_case="g. $conns × 16 MiB answers unread"
+    run_client "g$conns-client.out" pipeline --port "$srv_port" --pid "$srv_pid" --conns "$conns" --bytes $((1 << 20)) \
+      --seconds 4 --probes 50 --path '/bytes?n=16777216' || { stop_server "$srv_pid" 5; continue; }
+    stop_server "$srv_pid" 5
+    local start peak after
+    start=$(field rss_start_kib "$tmp/g$conns-client.out")
+    peak=$(field rss_peak_kib "$tmp/g$conns-client.out")
+    after=$(field rss_after_kib "$tmp/g$conns-client.out")
+    row "g. $conns × 16 MiB answers unread: RSS" "before $(mib "$start") MiB, peak $(mib "$peak") MiB, 2 s after close $(mib "$after") MiB" \
+      "peak <= before + $((conns / 4)) MiB; after <= before + 8 MiB" \
+      "$(verdict $([ "$peak" -le $((start + conns * 256)) ] && [ "$after" -le $((start + 8 * 1024)) ] && echo 1))"
+  done
+}
+
+case_h() {
+  start_server h "$LOOPSIM" "" || { row "h. 2 × 1 MB pipelined" "server did not start: $(head -c 200 "$srv_err")" "2 of 2" MISSED; return; }
+  client_case="h. 2 × 1 MB pipelined"
+  "$liveclient" pipelined --port "$srv_port" --paths '/bytes?n=1000000,/bytes?n=1000000' --timeout-ms 5000 >"$tmp/h-client.out" 2>&1 || true
+  stop_server "$srv_pid" 5
+  local answered
+  answered=$(field answered "$tmp/h-client.out")
+  row "h. 2 × 1 MB pipelined on one connection" "${answered:-0} of 2 answered in $(field ms "$tmp/h-client.out") ms" "2 of 2" \
+    "$(verdict $([ "${answered:-0}" = 2 ] && echo 1))"
+}
+
+case_i() {
+  start_server i "$LOOPSIM" "" --drain-timeout 3s ||
+    { row "i. drain bounded" "server did not start: $(head -c 200 "$srv_err")" "<= 5 s" MISSED; return; }
+  local pid=$srv_pid
+  client_case="i. drain bounded"
+  run_client i-client.out inflight --port "$srv_port" --pid "$pid" --count 10 --path '/slow?ms=2000' \
+    --signal-after-ms 200 --probe-after-ms 100 --wait-s 25 || { stop_server "$pid" 5; return; }
+  local exit_ms rc=0
+  if alive "$pid"; then
+    stop_server "$pid" 5
+    rc=$stop_rc
+  else
+    wait "$pid" 2>/dev/null || rc=$?
+    untrack "$pid"
+  fi
+  exit_ms=$(field exit_after_signal_ms "$tmp/i-client.out")
+  row "i. --drain-timeout 3s, 10 × 2 s handlers on the loop, SIGTERM" "exit status $rc, ${exit_ms:-?} ms after SIGTERM ($(tail -n1 "$srv_err"))" \
+    "status 4 within 5000 ms (3 s + one handler)" "$(verdict $([ "$rc" = 4 ] && [ -n "$exit_ms" ] && le "$exit_ms" 5000 && echo 1))"
+}
+
+case_j() {
+  start_server j "$LOOPSIM" "" --workers 4 --set loop.max_connections=8 ||
+    { row "j. --workers 4, cap 8" "server did not start: $(head -c 200 "$srv_err")" "32 held" MISSED; return; }
+  client_case="j. --workers 4, cap 8"
+  run_client j-client.out hold --port "$srv_port" --conns 32 --timeout-ms 3000 || { stop_server "$srv_pid" 5; return; }
+  stop_server "$srv_pid" 5
+  row "j. --workers 4, max_connections 8: 32 keep-alives" "$(field held "$tmp/j-client.out") held and answered" "32 held" \
+    "$(verdict $([ "$(field held "$tmp/j-client.out")" = 32 ] && echo 1))"
 }
 
 for c in $CASES; do

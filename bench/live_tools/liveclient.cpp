@@ -373,6 +373,48 @@ int cmd_get(const Args& args) {
   return x.outcome == "answered" && x.status >= 200 && x.status < 300 ? 0 : 1;
 }
 
+// --conns N: N keep-alive connections, each sends GET /fast and waits up to --timeout-ms for its
+// answer, all held open until every one has answered or timed out: how many the server holds.
+int cmd_hold(const Args& args) {
+  const int port = int(args.num("port", 0));
+  const int conns = int(args.num("conns", 32));
+  const double deadline = now_s() + double(args.num("timeout-ms", 3000)) / 1000.0;
+  std::vector<int> fds;
+  const std::string ask = request("/fast", false);
+  for (int i = 0; i < conns; ++i) {
+    int err = 0;
+    int fd = connect_nb(port, &err);
+    if (fd < 0) continue;
+    pollfd w{fd, POLLOUT, 0};
+    poll(&w, 1, 1000);
+    if (send(fd, ask.data(), ask.size(), MSG_NOSIGNAL) != ssize_t(ask.size())) {
+      close(fd);
+      continue;
+    }
+    fds.push_back(fd);
+  }
+  std::vector<bool> answered(fds.size(), false);
+  int held = 0;
+  char buffer[4096];
+  while (held < int(fds.size()) && now_s() < deadline) {
+    std::vector<pollfd> ready;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!answered[i]) ready.push_back(pollfd{fds[i], POLLIN, 0});
+    }
+    if (poll(ready.data(), ready.size(), 20) <= 0) continue;
+    for (const pollfd& p : ready) {
+      if (!(p.revents & POLLIN)) continue;
+      std::size_t i = std::size_t(std::find(fds.begin(), fds.end(), p.fd) - fds.begin());
+      ssize_t n = recv(p.fd, buffer, sizeof buffer, 0);
+      answered[i] = true;
+      if (n > 12 && std::strncmp(buffer, "HTTP/1.1 200", 12) == 0) ++held;
+    }
+  }
+  for (int fd : fds) close(fd);
+  std::printf("asked=%d\nconnected=%zu\nheld=%d\n", conns, fds.size(), held);
+  return 0;
+}
+
 // --paths A,B,...: one keep-alive connection sends every request at once, then reads answers
 // (framed by Content-Length) until all are in, the server closes, or --timeout-ms passes.
 int cmd_pipelined(const Args& args) {
@@ -1139,7 +1181,7 @@ int cmd_fuzz(const Args& args) {
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   raise_nofile();
-  if (argc < 2) die("usage: liveclient freeport|get|slowloris|burst|inflight|pipeline|pipelined|fuzz --port P ...");
+  if (argc < 2) die("usage: liveclient freeport|get|slowloris|burst|inflight|pipeline|pipelined|hold|fuzz --port P ...");
   std::string cmd = argv[1];
   Args args(argc, argv, 2);
   if (cmd == "freeport") return cmd_freeport();
@@ -1150,6 +1192,7 @@ int main(int argc, char** argv) {
   if (cmd == "inflight") return cmd_inflight(args);
   if (cmd == "pipeline") return cmd_pipeline(args);
   if (cmd == "pipelined") return cmd_pipelined(args);
+  if (cmd == "hold") return cmd_hold(args);
   if (cmd == "fuzz") return cmd_fuzz(args);
   die("unknown subcommand '" + cmd + "'");
 }
