@@ -122,6 +122,14 @@ struct LoopConfig {
   // requests wait for their turn), and past drain_timeout none begins at all. false (sabotage):
   // a batch of slow handlers runs to its end first, and the drain outlasts its timeout by it.
   bool shutdown_between_handlers = true;
+  // R5: a drain loses no request a client sent before it could see the close. For
+  // drain_idle_grace after the drain began (or to drain_timeout, if sooner) connections are
+  // served as before: a request on its way, pipelined or next, is answered. After it, the last
+  // answer the loop has a request for says `Connection: close` (and the connection closes after
+  // it), and a connection with nothing in flight is closed. false (sabotage): no grace and no
+  // close said: idle connections are closed at once, racing the requests on their way.
+  bool drain_closes_gracefully = true;
+  Nanos drain_idle_grace = std::chrono::seconds(1);
 
   // R12: timeouts. Each bounds how long a connection may hold its descriptor without the
   // progress named; 0 turns it off (the sabotage: a slow or silent client holds its slot

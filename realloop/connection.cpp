@@ -217,9 +217,22 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
       pool_->submit(*this, fd, c.generation, std::move(text));
       return false;
     }
-    respond(fd, c, http::handle(request, kernel_));
+    http::Response response = http::handle(request, kernel_);
+    // R5: in a drain, the last request in hand is answered with the close.
+    if (draining_gracefully()) {
+      http::Request next;
+      const std::string_view after = std::string_view(c.input).substr(consumed);
+      if (http::parse_request(after, std::size_t(config_.max_request_head), next) != http::Parse::complete) response.close = true;
+    }
+    respond(fd, c, response);
   }
   return false;
+}
+
+// R5: past the drain's grace, answers say close (within it, requests on their way are answered
+// as any others, so a pipelined one already sent is not lost to a close said too early).
+bool Loop::draining_gracefully() const {
+  return config_.drain_closes_gracefully && shutting_down_ && kernel_.now() >= idle_close_at_;
 }
 
 void Loop::respond(int fd, Connection& c, const http::Response& response) {
@@ -238,7 +251,14 @@ void Loop::pool_answer(int fd, std::uint64_t generation, const http::Response& r
   Connection* c = connection(fd);
   if (c == nullptr || c->generation != generation) return;
   c->in_pool = false;
-  respond(fd, *c, response);
+  http::Request next;
+  if (draining_gracefully() && http::parse_request(c->input, std::size_t(config_.max_request_head), next) != http::Parse::complete) {
+    http::Response closing = response;  // R5: the last in hand says close
+    closing.close = true;
+    respond(fd, *c, closing);
+  } else {
+    respond(fd, *c, response);
+  }
   if (c->input_full) {  // R13: the kernel holds more of this connection's requests
     serve(fd);
     return;

@@ -184,6 +184,13 @@ Nanos Loop::wait_timeout() {
     Nanos drain_end = drain_until_;
     next = std::min(next.value_or(drain_end), drain_end);
   }
+  if (shutting_down_) {  // R5: the next quiet connection's grace to run out
+    for (const Connection& c : connections_) {
+      if (!c.open || !c.output.empty() || c.owed_turn || c.in_pool) continue;
+      const Nanos at = quiet_close_at(c);
+      if (at > kernel_.now()) next = std::min(next.value_or(at), at);
+    }
+  }
   if (!next) return timeout;
   Nanos until = std::max(*next - kernel_.now(), Nanos(0));
   return timeout < Nanos(0) ? until : std::min(timeout, until);
@@ -299,6 +306,10 @@ void Loop::begin_shutdown() {
   const std::int64_t asked = shutdown_asked_ns_.load(std::memory_order_acquire);
   const bool from_asking = config_.shutdown_between_handlers && asked >= 0;
   drain_until_ = (from_asking ? Nanos(asked) : kernel_.now()) + config_.drain_timeout;
+  Nanos grace = config_.drain_closes_gracefully ? config_.drain_idle_grace : Nanos(0);
+  if (config_.drain_timeout.count() > 0) grace = std::min(grace, std::max(Nanos(0), drain_until_ - kernel_.now()));
+  drain_began_ = kernel_.now();
+  idle_close_at_ = drain_began_ + grace;
   observer_.shutdown_begin(worker_);
   // Queued connections have sent their requests and believe they are connected: the close
   // would reset them. Taken whole, past accept_batch and max_connections; only descriptors
@@ -334,6 +345,19 @@ void Loop::begin_shutdown() {
   }
 }
 
+// R5: when the drain closes `c`, quiet: once it has been idle for drain_idle_grace, and not
+// within the grace's first run from the drain's start.
+Nanos Loop::quiet_close_at(const Connection& c) const {
+  Nanos since = kernel_.now();
+  if (c.idle_until.count() >= 0) {
+    since = c.idle_until - config_.keepalive_timeout;  // its last answer
+  } else if (c.head_until.count() >= 0 && c.input.empty()) {
+    since = c.head_until - config_.head_timeout;  // admitted, nothing sent yet
+  }
+  const Nanos grace = idle_close_at_ - drain_began_;
+  return std::max(idle_close_at_, since + grace);
+}
+
 // During shutdown a connection with nothing in flight is closed; the loop is done when none is
 // left and nothing is owed. A request the kernel has already received is in flight too (its
 // readable edge may still be on its way to this pass): the connection is read once more, and
@@ -346,7 +370,9 @@ void Loop::check_finished() {
     if (!quiet(connections_[fd])) continue;
     serve(int(fd));
     const Connection* c = connection(int(fd));
-    if (c != nullptr && quiet(*c)) close_connection(int(fd));
+    // R5: a quiet connection stays open until it has been idle for the grace, for a request on
+    // its way (a keep-alive client's next one comes an RTT after its answer).
+    if (c != nullptr && quiet(*c) && kernel_.now() >= quiet_close_at(*c)) close_connection(int(fd));
   }
   if (connection_count_ == 0 && !accept_owed_ && !handoff_owed_ && handoffs_pending() == 0) {
     finished_ = true;

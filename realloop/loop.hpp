@@ -164,6 +164,8 @@ class Loop {
   int take_batch(Door door);  // returns the connections it took
   int accept_one(Door door);
   bool table_full() const;
+  bool draining_gracefully() const;
+  Nanos quiet_close_at(const Connection& connection) const;  // R5: answers say close, idle connections get their grace
   bool sharing() const;  // R10: hands accepted connections to siblings
   void note_accept_error();
   bool retry_due();
@@ -255,6 +257,8 @@ class Loop {
   std::set<std::pair<std::int64_t, int>> timers_;
   Nanos drain_until_{-1};  // R5: when the shutdown's drain_timeout runs out (-1: no shutdown yet)
   int drain_resets_ = 0;   // R5: connections reset because the drain ran out of time
+  Nanos idle_close_at_{-1};  // R5: the end of the drain's grace, before which nothing quiet closes
+  Nanos drain_began_{-1};
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
@@ -262,7 +266,7 @@ class Loop {
   // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<42> state_fields{
+  static constexpr state::Fields<44> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
       state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("pool_"),
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
@@ -277,7 +281,7 @@ class Loop {
       state::f::value("handle_capacity_"),
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
       state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
-      state::f::value("drain_resets_")};
+      state::f::value("drain_resets_"),     state::f::deadline("idle_close_at_"), state::f::since("drain_began_")};
   friend struct state::Access;
 };
 

@@ -194,7 +194,7 @@ void Clients::request_due(ClientIndex client) {
 
 void Clients::send_due(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
-  if (!c.established || c.done || c.held_back) return;
+  if (!c.established || c.done || c.held_back || c.told_close) return;
   const ClientGroup& group = *c.group;
   const std::size_t limit = request_limit(group);
   // Only a count tells a request that it is the last; a closed loop bounded by time closes
@@ -305,6 +305,8 @@ void Clients::read_answers(ClientIndex client, std::string_view bytes) {
     std::string path = c.unanswered.pop();
     ++c.answered;
     trace_.add(ev::Answer{scheduler_.now(), client, std::move(path), status});
+    // The server said it will take no more on this connection: a client sends no more on it.
+    if (c.input.closes()) c.told_close = true;
     if (c.group->closed_loop()) answered_closed(client);
   }
 }

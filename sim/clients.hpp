@@ -74,14 +74,16 @@ class Clients final : public model::ClientSink {
     Nanos up_at{0};
     Nanos down_at{0};
     std::uint64_t net_draws = 0;
+    bool told_close = false;  // an answer said Connection: close: it sends nothing more
     // Skipped: group (a pointer into the scenario; group_index names it).
-    static constexpr state::Fields<18> state_fields{
+    static constexpr state::Fields<19> state_fields{
         state::f::skip("group"),        state::f::value("group_index"), state::f::conn_name("conn"),
         state::f::value("next_request"), state::f::value("due"),        state::f::value("unanswered"),
         state::f::value("answered"),    state::f::value("input"),       state::f::value("established"),
         state::f::value("done"),        state::f::until("deadline"),    state::f::value("draws"),
         state::f::value("held_back"),   state::f::value("shut"),        state::f::value("read_tick"),
-        state::f::until("up_at"),       state::f::until("down_at"),     state::f::value("net_draws")};
+        state::f::until("up_at"),       state::f::until("down_at"),     state::f::value("net_draws"),
+        state::f::value("told_close")};
   };
 
   void start(ClientIndex client);

@@ -38,9 +38,17 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
 
 namespace {
 
+bool lower_equals(std::string_view text, std::string_view lower) {
+  if (text.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != lower[i]) return false;
+  }
+  return true;
+}
+
 // The head input[0, head_end) of an answer: its status, and its body's length (0 when it names
 // none), or nullopt when it cannot be framed.
-std::optional<std::size_t> frame_head(std::string_view head, int& status) {
+std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* close = nullptr) {
   // "HTTP/1.1 200 ...": the version, a space, three digits.
   if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[8] != ' ') return std::nullopt;
   for (std::size_t i = 9; i < 12; ++i) {
@@ -55,6 +63,13 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status) {
     std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     at = end;
     std::size_t colon = line.find(':');
+    if (close != nullptr && colon == 10 && lower_equals(line.substr(0, 10), "connection")) {
+      std::string_view value = line.substr(11);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+      if (lower_equals(value, "close")) *close = true;
+      continue;
+    }
     if (colon != content_length.size() - 2) continue;  // "Content-Length: " less ": "
     bool named = true;
     for (std::size_t i = 0; i < colon && named; ++i) {
@@ -105,7 +120,9 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
       return Step::malformed;
     }
     bytes.remove_prefix(end + 4 - had);  // what the head took of this read; the rest is body or the next answer
-    std::optional<std::size_t> body = end > answer_head_max ? std::nullopt : frame_head(std::string_view(head_).substr(0, end), status_);
+    closes_next_ = false;
+    std::optional<std::size_t> body =
+        end > answer_head_max ? std::nullopt : frame_head(std::string_view(head_).substr(0, end), status_, &closes_next_);
     head_.clear();
     if (!body) {
       broken_ = true;
@@ -122,6 +139,7 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
   in_body_ = false;
   if (status_ >= 100 && status_ < 200 && status_ != 101) return bytes.empty() ? Step::more : next(bytes, status);  // interim
   status = status_;
+  closes_ = closes_next_;
   return Step::answer;
 }
 

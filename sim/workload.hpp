@@ -68,6 +68,8 @@ class AnswerStream {
   // with the answer not yet whole, or `malformed` from the first byte that cannot be framed on
   // (every call after that too).
   Step next(std::string_view& bytes, int& status);
+  // Whether the last answer said `Connection: close`: the server will take no more requests.
+  bool closes() const { return closes_; }
 
  private:
   std::string head_;  // the current answer's head so far
@@ -75,11 +77,14 @@ class AnswerStream {
   int status_ = 0;
   bool in_body_ = false;
   bool broken_ = false;
+  bool closes_next_ = false;  // the answer whose body is coming said close
+  bool closes_ = false;
 
  public:
-  static constexpr state::Fields<5> state_fields{state::f::value("head_"), state::f::value("body_left_"),
+  static constexpr state::Fields<7> state_fields{state::f::value("head_"), state::f::value("body_left_"),
                                                  state::f::value("status_"), state::f::value("in_body_"),
-                                                 state::f::value("broken_")};
+                                                 state::f::value("broken_"), state::f::value("closes_next_"),
+                                                 state::f::value("closes_")};
   friend struct state::Access;
 };
 
