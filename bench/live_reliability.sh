@@ -5,7 +5,7 @@
 #   bench/live_reliability.sh
 #   LOOPSIM=build-bench/loopsim CASES="b d" bench/live_reliability.sh
 #
-# Cases (CASES picks some, default all: "a b c d e f g h i j"):
+# Cases (CASES picks some, default all: "a b c d e f g h i j k l"):
 #   a  wrk -t1 -c1000 -d30s on /fast: 0 errors (connect, read, write, timeout, non-2xx); req/s.
 #   b  slowloris: 500 connections each send one byte of a request head per second, never
 #      ending it. Each should be closed by the server once the head timeout (10 s) passes:
@@ -38,6 +38,15 @@
 #      SIGTERM 200 ms after: exit status 4 within 3 s + one handler (2 s) of the signal.
 #   j  --workers 4 --set loop.max_connections=8: 32 keep-alive connections, each answered and
 #      held at once: 32 held.
+#   k  --workers 2: 8 clients ask for /slow?ms=1000, one every 100 ms: the last answered within
+#      4.5 s of the first connect (an even split answers it at 4.1 s; accepting on a worker that
+#      serves, 6.0 s). Also run with --set loop.accept_thread=false, to show the difference.
+#   l  wrk -t1 -c100 -d6s on /fast, SIGTERM 2 s in, wrk stopped (SIGINT) as soon as the server
+#      has exited: 0 read and timeout errors (a request lost, or never answered); exit status 0.
+#      A connection the drain closed after an answer saying `Connection: close` is reopened by
+#      wrk, and refused by the closed listener: wrk counts that as a write error (its
+#      nonblocking connect fails at the first write), reported apart. L_SET adds one --set
+#      (L_SET=loop.drain_closes_gracefully=false shows the loop before: 100 read errors).
 #
 # Environment: LOOPSIM (default build/loopsim), LOOPSIM_SANITIZE_BIN, CASES, A_SECONDS (30),
 # A_CONNECTIONS (1000), FUZZ_SEED (20240917), FUZZ_REQUESTS (20000), PIPELINE_RSS_CAP_MIB.
@@ -54,7 +63,7 @@ resolve() {  # a binary path: as given, else under the repository root
 }
 LOOPSIM=$(resolve "${LOOPSIM:-build/loopsim}")
 LOOPSIM_SANITIZE_BIN=$(resolve "${LOOPSIM_SANITIZE_BIN:-build-sanitize/loopsim}")
-CASES=${CASES:-a b c d e f g h i j}
+CASES=${CASES:-a b c d e f g h i j k l}
 A_SECONDS=${A_SECONDS:-30}
 A_CONNECTIONS=${A_CONNECTIONS:-1000}
 FUZZ_SEED=${FUZZ_SEED:-20240917}
@@ -63,7 +72,7 @@ PIPELINE_RSS_CAP_MIB=${PIPELINE_RSS_CAP_MIB:-1024}
 
 die() { echo "live_reliability: $*" >&2; exit 2; }
 [ -x "$LOOPSIM" ] || die "no loopsim at $LOOPSIM (build it, or set LOOPSIM)"
-for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j)" ;; esac; done
+for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j|k|l) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j k l)" ;; esac; done
 wants() { [[ " $CASES " == *" $1 "* ]]; }
 
 need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
@@ -74,7 +83,7 @@ need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
     die "could not install $2"
 }
 need g++ g++
-wants a && need wrk wrk
+{ wants a || wants l; } && need wrk wrk
 
 # 1000 wrk connections, 500 slowloris sockets, and the server's side of each, in one session.
 ulimit -Sn 4096 2>/dev/null || ulimit -Sn "$(ulimit -Hn)"
@@ -428,6 +437,60 @@ case_j() {
   stop_server "$srv_pid" 5
   row "j. --workers 4, max_connections 8: 32 keep-alives" "$(field held "$tmp/j-client.out") held and answered" "32 held" \
     "$(verdict $([ "$(field held "$tmp/j-client.out")" = 32 ] && echo 1))"
+}
+
+case_k() {
+  local layout at rc_text last
+  for layout in "accept thread" "worker 0 accepts"; do
+    at=()
+    [ "$layout" = "worker 0 accepts" ] && at=(--set loop.accept_thread=false)
+    start_server k "$LOOPSIM" "" --workers 2 "${at[@]}" ||
+      { row "k. --workers 2, 8 × 1 s handlers ($layout)" "server did not start: $(head -c 200 "$srv_err")" "<= 4500 ms" MISSED; continue; }
+    client_case="k. --workers 2, 8 × 1 s handlers ($layout)"
+    run_client k-client.out burst --port "$srv_port" --clients 8 --hold-ms 0 --stagger-ms 100 --timeout-s 15 \
+      --path '/slow?ms=1000' || { stop_server "$srv_pid" 5; continue; }
+    stop_server "$srv_pid" 5
+    last=$(field recovery_ms "$tmp/k-client.out")
+    if [ "$layout" = "accept thread" ]; then
+      row "k. --workers 2, 8 × /slow?ms=1000 one every 100 ms" \
+        "$(field answered_2xx "$tmp/k-client.out") of 8 answered, the last ${last} ms after the first connect" \
+        "8 of 8, <= 4500 ms" "$(verdict $([ "$(field answered_2xx "$tmp/k-client.out")" = 8 ] && le "${last:-99999}" 4500 && echo 1))"
+    else
+      row "k. the same, \`--set loop.accept_thread=false\` (the loop before)" "the last answered ${last} ms after the first connect" "(for comparison)" "—"
+    fi
+  done
+}
+
+case_l() {
+  local sets=()
+  [ -n "${L_SET:-}" ] && sets=(--set "$L_SET")
+  start_server l "$LOOPSIM" "" "${sets[@]}" || { row "l. wrk -c100, SIGTERM" "server did not start: $(head -c 200 "$srv_err")" "0 errors" MISSED; return; }
+  local pid=$srv_pid rc=0
+  wrk -t1 -c100 -d6s "http://127.0.0.1:$srv_port/fast" >"$tmp/l.wrk" 2>&1 &
+  local wrk_pid=$!
+  sleep 2
+  kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 200; i++)); do alive "$pid" || break; sleep 0.05; done
+  if alive "$pid"; then
+    stop_server "$pid" 1
+    rc=$stop_rc
+  else
+    wait "$pid" 2>/dev/null || rc=$?
+    untrack "$pid"
+  fi
+  # wrk stops at once when the server is gone: its reconnects to the closed port would count
+  # as write errors, which are not what this case asks about.
+  kill -INT "$wrk_pid" 2>/dev/null || true
+  wait "$wrk_pid" 2>/dev/null || true
+  local connect read write timeout requests
+  # "Socket errors: connect 0, read 0, write 0, timeout 0" appears only when one is not 0.
+  read -r connect read write timeout < <(awk '/Socket errors/ { gsub(",", ""); print $4, $6, $8, $10 }' "$tmp/l.wrk")
+  requests=$(awk '/requests in/ { print $1 }' "$tmp/l.wrk")
+  row "l. wrk -t1 -c100 on /fast, SIGTERM 2 s in" \
+    "${requests:-?} requests; errors: read ${read:-0}, timeout ${timeout:-0}; refused reconnects (wrk's write errors): ${write:-0}, connect ${connect:-0}; exit status $rc" \
+    "0 read and timeout errors; status 0" \
+    "$(verdict $([ "${read:-0}" = 0 ] && [ "${timeout:-0}" = 0 ] && [ "$rc" = 0 ] && echo 1))"
 }
 
 for c in $CASES; do

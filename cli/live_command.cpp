@@ -101,7 +101,7 @@ void add_live(CLI::App& app, int& status) {
   cmd->add_option("--listen", args->listen, "Address and port; port 0 picks a free one")
       ->capture_default_str();
   cmd->add_option("--workers", args->workers,
-                  "Worker loops on threads of their own (loop.workers); worker 0 accepts and hands connections over")
+                  "Worker loops on threads of their own (loop.workers); with 2 or more, one more thread accepts and hands connections over (loop.accept_thread)")
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--reuse-port", args->reuse_port,
                 "With several workers, give each a listener of its own (SO_REUSEPORT) instead of hand-offs");

@@ -9,6 +9,7 @@
 
 #include "checker/loop_properties.hpp"
 #include "checker/suite.hpp"
+#include "realloop/loop.hpp"
 #include "base/assert.hpp"
 #include "sim/world.hpp"
 
@@ -167,9 +168,10 @@ int clients_of(const Description& d) {
 }
 
 int own_descriptors(const sim::Scenario& s) {
+  const int loops = LoopLayout::of(s.loop, s.workers).loops;  // the workers and the accept thread
   int pool = s.loop.mode == HandlerMode::pool ? 2 * s.loop.pool_threads : 0;
-  int inverted = s.loop.inverted ? s.workers : 0;
-  return 3 + 1 + 2 * s.workers + pool + inverted;
+  int inverted = s.loop.inverted ? loops : 0;
+  return 3 + 1 + 2 * loops + pool + inverted;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,7 +202,9 @@ std::string group_name(const Description& d, std::size_t i) {
 
 // The descriptors of the process before any connection, as own_descriptors counts them.
 int drawn_own_descriptors(const Description& d) {
-  return 3 + 1 + 2 * d.workers + (d.pool ? 2 * d.pool_threads : 0) + (d.inverted ? d.workers : 0);
+  LoopConfig loop;  // the drawn scenario's R10 knobs are the defaults
+  const int loops = LoopLayout::of(loop, d.workers).loops;
+  return 3 + 1 + 2 * loops + (d.pool ? 2 * d.pool_threads : 0) + (d.inverted ? loops : 0);
 }
 
 Entries kernel_entries(const Description& d) {

@@ -47,8 +47,7 @@ int Loop::take_batch(Door door) {
     accept_blocked_ = retry_now_ = false;
   }
   // R5: shutdown admits every hand-off, whatever the loop holds.
-  bool admitting = (door == Door::handoff && shutting_down_ && !listener_closed_ &&
-                    config_.shutdown_admits_past_capacity) ||
+  bool admitting = (door == Door::handoff && admitting_handoffs_ && config_.shutdown_admits_past_capacity) ||
                    draining_;  // R5: and the listener's whole queue, once, before the close
   int accepted = 0;
   BatchStop why = BatchStop::again;
@@ -106,7 +105,16 @@ int Loop::take_batch(Door door) {
     observer_.backpressured(worker_, int(connection_count_));
   }
   // Held back by max_connections: the next close owes the doors their batch, as back-pressure.
-  if (why == BatchStop::max_connections && config_.owe_when_room) backpressured_ = true;
+  if (why == BatchStop::max_connections && config_.owe_when_room) {
+    backpressured_ = true;
+    // R10: the accept thread frees no room itself: the worker that does tells it. The flag is
+    // raised before the count is read again, so that a close in between is not missed.
+    if (accept_only_ && group_ != nullptr) {
+      wants_room_.store(true);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (group_->any_room()) note_room();  // the next pass's wake owes the batch
+    }
+  }
   // R1: a batch takes at most accept_batch, but for the shutdown's drain (R5), which takes the
   // whole queue. R2: only a batch that was stopped before the queue ran dry may be owed.
   LOOPSIM_ASSERT(draining_ || config_.accept_batch <= 0 || accepted <= config_.accept_batch);
@@ -138,6 +146,15 @@ void Loop::place(int fd) {
     if (&to != this && to.offer(fd)) {  // a failed hand-off keeps it here
       observer_.handed_off(worker_, to.worker(), fd);
       return;
+    }
+    // The accept thread tries every worker before it keeps one; kept, it is served here
+    // rather than dropped (only a full mailbox or a shutting-down sibling refuses).
+    for (std::size_t i = 0; accept_only_ && i < group_->size(); ++i) {
+      Loop& sibling = group_->at(i);
+      if (&sibling != &to && sibling.offer(fd)) {
+        observer_.handed_off(worker_, sibling.worker(), fd);
+        return;
+      }
     }
   }
   admit(fd);

@@ -58,6 +58,10 @@ struct LoopConfig {
   // (sabotage, the loop before loopsim generate found it): the batch is taken (EBADF, or worse,
   // a descriptor the number was reused for).
   bool shutdown_before_batches = true;
+  // R5: the listener's event in the pass whose handlers saw the shutdown asked is dropped with
+  // the listener's close. false (sabotage, the loop before `loopsim generate` found it): that
+  // pass's batch is taken on the closed descriptor.
+  bool shutdown_drops_listener_event = true;
   // R9 and max_connections: a batch stopped because the loop holds max_connections, or because
   // its table is full, is taken again, at either door, when a connection closes; false
   // (sabotage, the loop before loopsim generate found it): only a back-pressured listener is,
@@ -97,6 +101,14 @@ struct LoopConfig {
   // stops when it holds max_connections itself, and connections wait in the listen queue while
   // siblings have room.
   bool share_counts_siblings = true;
+  // R10: with several workers sharing by hand-off, a thread of its own watches the listener and
+  // hands every connection over, so that no accept waits behind a handler. false (sabotage, the
+  // loop before): worker 0 accepts and serves, and while one of its handlers runs nothing is
+  // accepted.
+  bool accept_thread = true;
+  // R10: with hand-offs, the other workers watch the listener too and accept from it; false:
+  // only the accepting loop does (the live build).
+  bool siblings_watch_listener = false;
   // R11
   HandlerMode mode = HandlerMode::loop_only;
   int pool_threads = 4;

@@ -323,6 +323,10 @@ void Loop::release(int fd, bool abortive) {
   c->generation = pool_ != nullptr ? generation + 1 : generation;
   --connection_count_;
   load_.fetch_sub(1, std::memory_order_acq_rel);
+  if (group_ != nullptr) {  // R10: room for the accept thread, if it waits for some
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    group_->room_freed();
+  }
   observer_.closed(worker_, fd);
   if (abortive) {
     kernel_.abort(fd);

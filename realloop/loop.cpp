@@ -29,25 +29,60 @@ const char* batch_stop_name(BatchStop stop) {
 
 const char* drain_point_name(DrainPoint point) { return point == DrainPoint::top ? "top" : "chunk"; }
 
-std::size_t WorkerGroup::advance() {
-  std::size_t at = next_.load(std::memory_order_relaxed);
-  while (!next_.compare_exchange_weak(at, (at + 1) % loops_.size(), std::memory_order_relaxed)) {
+LoopLayout LoopLayout::of(const LoopConfig& config, int workers) {
+  LOOPSIM_ASSERT_OP(workers, >=, 1);
+  LoopLayout layout;
+  layout.hands_off = workers > 1 && config.accept_share;
+  layout.accept_thread = layout.hands_off && config.accept_thread;
+  layout.loops = workers + (layout.accept_thread ? 1 : 0);
+  layout.acceptor = layout.accept_thread ? workers : 0;
+  layout.siblings_watch = !layout.hands_off || config.siblings_watch_listener;
+  return layout;
+}
+
+int LoopLayout::open(const std::vector<Loop*>& loops, const ListenSpec& spec, WorkerGroup& group, int& failed) const {
+  LOOPSIM_ASSERT_OP(loops.size(), ==, std::size_t(this->loops));
+  failed = acceptor;
+  if (int rc = loops[std::size_t(acceptor)]->open(spec); rc < 0) return rc;
+  const int listener = loops[std::size_t(acceptor)]->listener();
+  for (int i = 0; i < this->loops; ++i) {
+    Loop& loop = *loops[std::size_t(i)];
+    failed = i;
+    if (i != acceptor) {
+      if (int rc = loop.attach(siblings_watch ? listener : -1); rc < 0) return rc;
+    }
+    if (this->loops == 1) continue;  // nobody to share with
+    if (i != acceptor || !accept_thread) group.add(loop);
+    if (i == acceptor && accept_thread) group.set_acceptor(loop);
+    loop.join(group, accept_thread && i == acceptor);
   }
-  return at % loops_.size();
+  return 0;
 }
 
 Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy, bool room) {
-  Loop* busy_with_room = nullptr;
-  for (std::size_t tried = 0; tried < loops_.size(); ++tried) {
-    Loop& candidate = *loops_[advance()];
+  // The turn moves past whichever worker is picked, so that workers that are all busy still
+  // take connections in turn. Concurrent pickers (siblings that watch the listener too) may
+  // both start from one turn: that costs evenness, never a connection.
+  const std::size_t start = next_.load(std::memory_order_relaxed) % loops_.size();
+  auto chosen = [&](std::size_t offset) -> Loop& {
+    next_.store((start + offset + 1) % loops_.size(), std::memory_order_relaxed);
+    return *loops_[(start + offset) % loops_.size()];
+  };
+  std::optional<std::size_t> busy_with_room;
+  for (std::size_t offset = 0; offset < loops_.size(); ++offset) {
+    Loop& candidate = *loops_[(start + offset) % loops_.size()];
     if (room && !candidate.has_room()) continue;
-    if (&candidate == &from || !candidate.busy(now, busy)) return candidate;
-    if (busy_with_room == nullptr) busy_with_room = &candidate;
+    if (&candidate == &from || !candidate.busy(now, busy)) return chosen(offset);
+    if (!busy_with_room) busy_with_room = offset;
   }
   // Every worker with room is busy: one of them, rather than none (the connection would wait
-  // in the listen queue for a slot that is free).
-  if (room && !from.has_room() && busy_with_room != nullptr) return *busy_with_room;
+  // in the listen queue for a slot that is free). The accept thread keeps nothing either way.
+  if (busy_with_room && (from.accept_only() || (room && !from.has_room()))) return chosen(*busy_with_room);
   return from;
+}
+
+void WorkerGroup::room_freed() {
+  if (acceptor_ != nullptr) acceptor_->note_room();
 }
 
 bool WorkerGroup::any_room() const {
@@ -122,6 +157,12 @@ void Loop::post(std::function<void()> callback, std::uint64_t what) {
 }
 
 bool Loop::has_room() const { return load_.load(std::memory_order_acquire) < config_.max_connections; }
+
+void Loop::note_room() {
+  // A worker's close and the accept thread's stop each write (the count; the flag), fence, then
+  // read the other's: either the worker sees the flag, or the accept thread sees the room.
+  if (wants_room_.load() && wants_room_.exchange(false)) kernel_.wake_signal(wake_);
+}
 
 bool Loop::offer(int fd) {
   {
@@ -235,6 +276,11 @@ void Loop::dispatch(const PollEvent& event) {
     kernel_.wake_drain(wake_);
     if (stop_requested_.load(std::memory_order_acquire)) stopping_ = true;
     if (handoffs_pending() > 0) handoff_owed_ = true;  // the hand-off door is ready
+    // R10: a worker told the accept thread of room (and cleared the flag): the batch is owed.
+    if (accept_only_ && backpressured_ && !wants_room_.load()) {
+      backpressured_ = false;
+      accept_owed_ = !listener_closed_;
+    }
     return;
   }
   if (event.fd == listener_ && !listener_closed_) {
@@ -322,8 +368,10 @@ void Loop::begin_shutdown() {
   }
   if (config_.shutdown_admits_handoffs) {
     // A batch that takes nothing (held back by capacity) ends it: retrying would never end.
+    admitting_handoffs_ = true;
     while (handoffs_pending() > 0 && take_batch(Door::handoff) > 0) {
     }
+    admitting_handoffs_ = false;
   } else {
     std::lock_guard lock(mailbox_);
     for (int fd : handoffs_) kernel_.close(fd);
@@ -333,6 +381,8 @@ void Loop::begin_shutdown() {
   if (listener_ >= 0 && !listener_closed_) kernel_.unwatch(poller_, listener_);
   if (owns_listener_ && !listener_closed_) kernel_.close(listener_);
   listener_closed_ = true;
+  // Its event in this pass, if any, was for the closed descriptor.
+  if (config_.shutdown_drops_listener_event) listener_ready_ = false;
   observer_.listener_closed(worker_);
   if (config_.shutdown_clears_owed) {
     accept_owed_ = handoff_owed_ = false;

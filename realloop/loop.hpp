@@ -25,6 +25,25 @@ namespace loopsim {
 
 class Loop;
 class HandlerPool;
+class WorkerGroup;
+
+// R10: the loops of a process of `workers` workers, and which of them opens the listener. When
+// several workers share by hand-off (accept_share), one loop accepts: with accept_thread a loop
+// of its own, numbered after the workers, that hands every connection over; without, worker 0,
+// which serves too. Without hand-offs, or with siblings_watch_listener, the other loops watch
+// the same listener and accept from it as well.
+struct LoopLayout {
+  int loops = 1;               // workers, and the accept thread's loop
+  int acceptor = 0;            // the loop that opens the listener
+  bool hands_off = false;      // the workers form a WorkerGroup
+  bool accept_thread = false;  // `acceptor` is a loop of its own, not a worker
+  bool siblings_watch = true;  // the other loops watch the acceptor's listener
+  static LoopLayout of(const LoopConfig& config, int workers);
+  // Opens `loops` (layout.loops of them, each numbered by its index): the acceptor's listener
+  // first, then the others' pollers, watching it or not; with hand-offs the workers form
+  // `group`. Returns 0, or -errno with `failed` set to the loop that could not open.
+  int open(const std::vector<Loop*>& loops, const ListenSpec& spec, WorkerGroup& group, int& failed) const;
+};
 
 // The loops of one process, for accept sharing (R10). Not owned by the loops.
 class WorkerGroup {
@@ -38,16 +57,20 @@ class WorkerGroup {
   Loop& pick(Loop& from, Nanos now, Nanos busy, bool room = false);
   // Whether any worker holds fewer than its max_connections, counting hand-offs on their way.
   bool any_room() const;
+  // The accept thread's loop, when there is one: told when a worker frees room.
+  void set_acceptor(Loop& acceptor) { acceptor_ = &acceptor; }
+  void room_freed();
 
  private:
-  std::size_t advance();  // the next worker in turn, kept below size()
-
   std::vector<Loop*> loops_;
+  Loop* acceptor_ = nullptr;
   std::atomic<std::size_t> next_{0};  // every worker's thread picks
 
  public:
-  // Skipped: the loops (digested as the process's own; these are references to them).
-  static constexpr state::Fields<2> state_fields{state::f::skip("loops_"), state::f::value("next_")};
+  // Skipped: the loops and the acceptor (digested as the process's own; these are references
+  // to them).
+  static constexpr state::Fields<3> state_fields{state::f::skip("loops_"), state::f::skip("acceptor_"),
+                                                 state::f::value("next_")};
   friend struct state::Access;
 };
 
@@ -63,7 +86,12 @@ class Loop {
   // Opens the poller and watches a sibling's listener (R10); -1: none, the worker takes only
   // hand-offs. Returns 0 or -errno.
   int attach(int listener);
-  void join(WorkerGroup& group) { group_ = &group; }
+  // R10: hands accepted connections to the group's workers; with `accept_only`, this loop is
+  // not one of them and keeps nothing it can hand over.
+  void join(WorkerGroup& group, bool accept_only = false) {
+    group_ = &group;
+    accept_only_ = accept_only;
+  }
   void use_pool(HandlerPool& pool) { pool_ = &pool; }
   int listener() const { return listener_; }
   int poller() const { return poller_; }
@@ -95,6 +123,9 @@ class Loop {
   bool busy(Nanos now, Nanos busy) const;
   // R10: held and handed over, below max_connections (read from the accepting worker's thread).
   bool has_room() const;
+  bool accept_only() const { return accept_only_; }
+  // R10: a worker freed room; the accept thread, if it waits for room, takes its batch again.
+  void note_room();
 
   // Feeds the loop's state to `add` (a digest), times relative to `now`: every field that
   // state_fields (below) does not skip.
@@ -206,6 +237,7 @@ class Loop {
   LoopObserver& observer_;
   int worker_;
   WorkerGroup* group_ = nullptr;
+  bool accept_only_ = false;  // R10: the accept thread's loop
   HandlerPool* pool_ = nullptr;
   int poller_ = -1;
   int listener_ = -1;
@@ -217,6 +249,9 @@ class Loop {
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<std::int64_t> shutdown_asked_ns_{-1};  // R5: when, in the kernel's time (-1: not given)
   std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
+  // R10: the accept thread stopped its batch because no worker had room, and waits to be told
+  // of some (cleared by the worker that tells it).
+  std::atomic<bool> wants_room_{false};
   std::mutex mailbox_;  // guards posts_ and handoffs_
   struct Post {
     std::function<void()> run;
@@ -238,6 +273,9 @@ class Loop {
   Nanos retry_at_{0};            // R4: the back-off's end
   bool backpressured_ = false;   // R9: accepting held back until room frees
   bool draining_ = false;        // R5: the shutdown is taking the whole accept queue
+  // R5: the shutdown is admitting what siblings handed over, past capacity. Its own flag: a
+  // worker served only by hand-offs has no listener whose close would end it.
+  bool admitting_handoffs_ = false;
   // R5: between the shutdown's first accept and the listener's close no handler runs, so no
   // time passes in which connections could queue only to be reset by the close; what was
   // admitted meanwhile is served after it (begin_shutdown).
@@ -266,17 +304,19 @@ class Loop {
   // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
   // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<44> state_fields{
+  static constexpr state::Fields<47> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
-      state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("pool_"),
+      state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("accept_only_"),
+      state::f::skip("pool_"),
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
       state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
-      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_ns_"), state::f::since("pass_started_ns_"), state::f::skip("mailbox_"),
+      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_ns_"), state::f::since("pass_started_ns_"),
+      state::f::value("wants_room_"),       state::f::skip("mailbox_"),
       state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
       state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
       state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),
       state::f::value("retry_now_"),        state::f::until("retry_at_"),        state::f::value("backpressured_"),
-      state::f::value("draining_"),         state::f::value("deferring_"),       state::f::value("deferred_"),
+      state::f::value("draining_"),         state::f::value("admitting_handoffs_"), state::f::value("deferring_"),       state::f::value("deferred_"),
       state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::skip("load_"),
       state::f::value("handle_capacity_"),
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
@@ -299,6 +339,7 @@ void Loop::visit_shared(Add&& add, Nanos now) const {
   add(std::int64_t(stop_requested_.load(std::memory_order_acquire)));
   add(std::int64_t(shutdown_requested_.load(std::memory_order_acquire)));
   add(std::int64_t(shutting_down_));
+  add(std::int64_t(wants_room_.load()));
   std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
   add(started < 0 ? -1 : now.count() - started);
 }

@@ -516,6 +516,10 @@ const Field<Scenario> loop_fields[] = {
     {"max_output",
      [](C c, N n, K k, auto& s) { s.loop.max_output = int(read_integer(c, n, k, 0, buffer_max)); }},
     {"share_counts_siblings", [](C c, N n, K k, auto& s) { s.loop.share_counts_siblings = read_bool(c, n, k); }},
+    {"accept_thread", [](C c, N n, K k, auto& s) { s.loop.accept_thread = read_bool(c, n, k); }},
+    {"shutdown_drops_listener_event",
+     [](C c, N n, K k, auto& s) { s.loop.shutdown_drops_listener_event = read_bool(c, n, k); }},
+    {"siblings_watch_listener", [](C c, N n, K k, auto& s) { s.loop.siblings_watch_listener = read_bool(c, n, k); }},
     {"resume_after_flush", [](C c, N n, K k, auto& s) { s.loop.resume_after_flush = read_bool(c, n, k); }},
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};

@@ -322,20 +322,19 @@ class Process final : public Server {
   Process(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
           LoopObserver& observer)
       : scenario_(scenario), scheduler_(scheduler), kernel_(kernel) {
-    for (int w = 0; w < scenario.workers; ++w) {
-      loops_.push_back(std::make_unique<Loop>(kernel, scenario.loop, observer, w));
-      Loop& loop = *loops_.back();
-      int rc = w == 0 ? loop.open(ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog})
-                      : loop.attach(loops_.front()->listener());
-      if (rc < 0) {
-        cannot_start(scenario, {"kernel.rlimit_nofile", "kernel.file_max", "loop.workers"},
-                     "worker " + std::to_string(w) + " could not open its poller and listener: " + errno_name(-rc));
-      }
-      if (scenario.workers > 1) {
-        group_.add(loop);
-        loop.join(group_);
-      }
+    const LoopLayout layout = LoopLayout::of(scenario.loop, scenario.workers);
+    std::vector<Loop*> loops;
+    for (int i = 0; i < layout.loops; ++i) {
+      loops_.push_back(std::make_unique<Loop>(kernel, scenario.loop, observer, i));
+      loops.push_back(loops_.back().get());
     }
+    int failed = 0;
+    const int rc = layout.open(loops, ListenSpec{"127.0.0.1", service_port, scenario.kernel.listen_backlog}, group_, failed);
+    if (rc < 0) {
+      cannot_start(scenario, {"kernel.rlimit_nofile", "kernel.file_max", "loop.workers"},
+                   "worker " + std::to_string(failed) + " could not open its poller and listener: " + errno_name(-rc));
+    }
+    acceptor_ = layout.acceptor;
     if (scenario.loop.mode == HandlerMode::pool) {
       try {
         pool_ = std::make_unique<HandlerPool>(kernel, scenario.loop.pool_threads);
@@ -350,7 +349,7 @@ class Process final : public Server {
   void start() override {
     for (auto& loop : loops_) {
       Loop* l = loop.get();
-      std::string name = "worker-" + std::to_string(l->worker());
+      std::string name = l->accept_only() ? "acceptor" : "worker-" + std::to_string(l->worker());
       if (scenario_.loop.inverted) {
         scheduler_.spawn(name, [this, l] { drive_inverted(*l); });
       } else {
@@ -385,7 +384,7 @@ class Process final : public Server {
     if (pool_) pool_->visit_shared(add, now);
     return value;
   }
-  int listener() const override { return loops_.front()->listener(); }
+  int listener() const override { return loops_.at(std::size_t(acceptor_))->listener(); }
   std::size_t handoffs_pending() const override {
     std::size_t n = 0;
     for (const auto& loop : loops_) n += loop->handoffs_pending();
@@ -414,14 +413,17 @@ class Process final : public Server {
   model::Scheduler& scheduler_;
   model::SimKernel& kernel_;
   WorkerGroup group_;
-  std::vector<std::unique_ptr<Loop>> loops_;
+  std::vector<std::unique_ptr<Loop>> loops_;  // the workers, then the accept thread's loop (R10)
+  int acceptor_ = 0;                          // the loop that listens
   std::unique_ptr<HandlerPool> pool_;
 
  public:
-  // Skipped: the scenario (fixed), the scheduler and kernel (the world's, digested there).
-  static constexpr state::Fields<6> state_fields{
+  // Skipped: the scenario and the acceptor (fixed), the scheduler and kernel (the world's,
+  // digested there).
+  static constexpr state::Fields<7> state_fields{
       state::f::skip("scenario_"), state::f::skip("scheduler_"), state::f::skip("kernel_"),
-      state::f::value("group_"),   state::f::value("loops_"),    state::f::value("pool_")};
+      state::f::value("group_"),   state::f::value("loops_"),    state::f::skip("acceptor_"),
+      state::f::value("pool_")};
   friend struct state::Access;
 };
 
@@ -477,7 +479,7 @@ struct World::Impl {
     trace.horizon = scenario.horizon;
     trace.accept_batch = scenario.loop.accept_batch;
     trace.max_connections = scenario.loop.max_connections;
-    trace.workers = scenario.workers;
+    trace.workers = LoopLayout::of(scenario.loop, scenario.workers).loops;  // with the accept thread's
     scheduler.set_chooser(&recording);
     scheduler.explore_windows(recording.explores_windows());
     if (symmetry) {

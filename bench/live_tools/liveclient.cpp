@@ -9,11 +9,12 @@
 //             each connection sends one byte of a request head per second, never ending it;
 //             counts how many the server closed, and how many are still open once each is
 //             --seconds old; meanwhile probes /fast at --probes-at seconds (e.g. "2,5,8")
-//   burst     --clients 500 --hold-ms 2500 --timeout-s 10 [--pid PID]
+//   burst     --clients 500 --hold-ms 2500 --timeout-s 10 [--pid PID] [--path /fast] [--stagger-ms 0]
 //             every client connects at once, all wait --hold-ms (the server's descriptors run
 //             out: the blocked phase, where the server's CPU and open descriptors are
 //             sampled), then each sends one `Connection: close` request and waits up to
-//             --timeout-s for its answer; no client retries
+//             --timeout-s for its answer; no client retries. With --stagger-ms, client i
+//             connects i × stagger after the first
 //   inflight  --count 20 --path '/slow?ms=2000' --pid PID --signal-after-ms 200
 //             --probe-after-ms 100 --wait-s 15
 //             COUNT keep-alive requests at once; SIGTERM to PID once all are written; a new
@@ -623,16 +624,23 @@ int cmd_burst(const Args& args) {
   const double hold = double(args.num("hold-ms", 2500)) / 1000.0;
   const double timeout = double(args.num("timeout-s", 10));
   const int pid = int(args.num("pid", 0));
+  const std::string path = args.str("path", "/fast");
   const long tck = sysconf(_SC_CLK_TCK);
   std::vector<Exchange> xs(static_cast<size_t>(clients));
   std::vector<Exchange*> ptrs;
+  // With --stagger-ms, client i connects i × stagger after the first.
+  const double stagger = double(args.num("stagger-ms", 0)) / 1000.0;
   const double t0 = now_s();
+  std::size_t started = 0;
+  auto start_due = [&](double now) {
+    for (; started < xs.size() && now >= t0 + double(started) * stagger; ++started) xs[started].start(port, now);
+  };
   for (Exchange& x : xs) {
-    x.out = request("/fast", true);
+    x.out = request(path, true);
     x.may_send = false;
-    x.start(port, t0);
     ptrs.push_back(&x);
   }
+  start_due(t0);
   // The blocked phase: sampled from 1.0 s to 2.0 s after the connects, once the server has
   // taken what its descriptors allow.
   const double window = std::min(1.0, hold * 0.4), sample_a = t0 + window, sample_b = sample_a + window;
@@ -664,6 +672,7 @@ int cmd_burst(const Args& args) {
     bool all_done = std::all_of(xs.begin(), xs.end(), [](const Exchange& x) { return x.done; });
     if (released && all_done) break;
     step(ptrs, 5);
+    start_due(now_s());
   }
   std::map<std::string, int> outcomes;
   int answered_2xx = 0;

@@ -23,7 +23,7 @@ namespace loopsim::live {
 namespace {
 
 // The only globals: a signal handler has no other way to reach the running loops.
-constexpr std::size_t max_targets = 256;
+constexpr std::size_t max_targets = 512;  // 256 workers and the accept thread, with room
 std::array<std::atomic<Loop*>, max_targets> targets{};
 std::atomic<int> signals_seen{0};
 std::atomic<LinuxKernel*> kernel_target{nullptr};  // a second signal ends handlers' spending
@@ -93,14 +93,21 @@ void announce(Kernel& kernel, const Loop& loop, const LiveOptions& options) {
   std::fflush(stdout);
 }
 
-// Opens every worker's poller and listener: worker 0 listens; its siblings either listen on
-// the same port with SO_REUSEPORT, or take only what worker 0 hands them (R10), so that no
-// two threads accept on one listener that one of them may close. Returns 0 or -errno.
-int open_workers(Kernel& kernel, const LiveOptions& options, std::vector<std::unique_ptr<Loop>>& loops) {
+// Opens every loop's poller and listener. With reuse_port each worker listens on the port
+// (SO_REUSEPORT) and accepts for itself; otherwise the layout's acceptor listens and hands
+// connections over (R10), so that no two threads accept on one listener that one of them may
+// close. Returns 0 or -errno.
+int open_loops(Kernel& kernel, const LiveOptions& options, const LoopLayout& layout,
+               std::vector<std::unique_ptr<Loop>>& loops, WorkerGroup& group) {
   ListenSpec spec{options.address, options.port, options.backlog, options.reuse_port};
+  if (!options.reuse_port) {
+    std::vector<Loop*> all;
+    for (auto& loop : loops) all.push_back(loop.get());
+    int failed = 0;
+    return layout.open(all, spec, group, failed);
+  }
   for (std::size_t w = 0; w < loops.size(); ++w) {
-    int rc = w == 0 || options.reuse_port ? loops[w]->open(spec) : loops[w]->attach(-1);
-    if (rc < 0) return rc;
+    if (int rc = loops[w]->open(spec); rc < 0) return rc;
     if (w == 0) spec.port = std::uint16_t(kernel.local_port(loops[0]->listener()));  // port 0
   }
   return 0;
@@ -127,17 +134,19 @@ LiveResult serve_live(const LiveOptions& options) {
       return LiveResult{-e.code().value()};
     }
   }
+  // R10: with reuse_port, each worker listens and accepts for itself; otherwise the layout's
+  // acceptor (the accept thread, or worker 0) hands connections over.
+  LoopConfig config = options.loop;
+  if (options.reuse_port) config.accept_share = false;
+  const LoopLayout layout = LoopLayout::of(config, options.workers);
   WorkerGroup group;
   std::vector<std::unique_ptr<Loop>> loops;
-  for (int w = 0; w < options.workers; ++w) {
-    loops.push_back(std::make_unique<Loop>(kernel, options.loop, quiet, w));
-    group.add(*loops.back());
+  for (int i = 0; i < layout.loops; ++i) {
+    loops.push_back(std::make_unique<Loop>(kernel, config, quiet, i));
     if (pool) loops.back()->use_pool(*pool);
   }
-  if (options.workers > 1 && !options.reuse_port) {
-    for (auto& loop : loops) loop->join(group);
-  }
-  if (int rc = open_workers(kernel, options, loops); rc < 0) return LiveResult{rc};
+  if (int rc = open_loops(kernel, options, layout, loops, group); rc < 0) return LiveResult{rc};
+  Loop& acceptor = *loops[std::size_t(layout.acceptor)];
 
   std::vector<std::thread> pool_threads;
   for (int i = 0; pool && i < pool->threads(); ++i) {
@@ -146,7 +155,7 @@ LiveResult serve_live(const LiveOptions& options) {
   {
     // Installed before the announcement: whoever reads it may signal at once.
     StopSignals signals(kernel, loops);
-    announce(kernel, *loops.front(), options);
+    announce(kernel, acceptor, options);
     std::vector<std::thread> siblings;
     for (std::size_t w = 1; w < loops.size(); ++w) siblings.emplace_back([&loops, w] { loops[w]->run(); });
     loops.front()->run();

@@ -12,7 +12,8 @@ namespace loopsim::live {
 struct LiveOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;  // 0: any free port; the bound one is printed
-  // R10 on threads: worker 0 accepts and hands connections to its siblings; with reuse_port,
+  // R10 on threads: with 2 or more, a thread of its own accepts and hands connections to the
+  // workers (worker 0 does, and serves too, with loop.accept_thread = false); with reuse_port,
   // each worker has a listener of its own (SO_REUSEPORT) and the kernel spreads connections.
   int workers = 1;
   bool reuse_port = false;
