@@ -29,6 +29,7 @@
 // sends its transcript back through a pipe. The limit is "k more descriptors", computed in both
 // worlds by opening k wake objects through Kernel: the limit is the highest number + 1.
 #include <arpa/inet.h>
+#include <fstream>
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -177,7 +178,23 @@ enum class Op : std::uint8_t {
   limit,  // RLIMIT_NOFILE such that `count` more descriptors can be opened
   pipe,   // a pipe: "r<k>" reads what "w<k>" writes (K13)
   shut,   // the server half-closes a connection (K14)
+  write_many,  // one write of `count` bytes; the transcript says how much it took (K11)
+  client_hold,  // client i reads nothing until its next receive (Linux's clients never read before one)
 };
+
+// What one large write took, in terms both kernels can share: "all", "short, the buffer's
+// maximum" (within [3/4, 1] of tcp_wmem's maximum: Linux charges a segment's overhead to the
+// buffer too, so it takes a little less than the maximum), "short, N", or the error.
+std::size_t send_buffer_max = 0;  // tcp_wmem's maximum, for the transcript's band (0: none)
+
+std::string took(std::int64_t n, std::size_t asked) {
+  if (n < 0) return errno_name(int(-n));
+  if (std::size_t(n) == asked) return "all";
+  if (send_buffer_max > 0 && std::size_t(n) <= send_buffer_max && std::size_t(n) >= send_buffer_max / 4 * 3) {
+    return "short, the buffer's maximum";
+  }
+  return "short, " + std::to_string(n);
+}
 
 struct Step {
   Op op = Op::accept;
@@ -229,6 +246,10 @@ struct Script {
   Script& limit(std::size_t more) { return add(Op::limit, [&](Step& s) { s.count = more; }); }
   Script& pipe() { return add(Op::pipe, [](Step&) {}); }
   Script& shut(std::string fd) { return add(Op::shut, [&](Step& s) { s.fd = std::move(fd); }); }
+  Script& client_hold(int c) { return add(Op::client_hold, [&](Step& s) { s.client = c; }); }
+  Script& write_many(std::string fd, std::size_t count) {
+    return add(Op::write_many, [&](Step& s) { s.fd = std::move(fd); s.count = count; });
+  }
 
  private:
   template <typename Fill>
@@ -256,6 +277,7 @@ class Driver {
   virtual void close(int client) = 0;
   virtual void reset(int client) = 0;
   virtual void half_close(int client) = 0;
+  virtual void hold(int client) = 0;  // reads nothing until its next receive
   virtual std::string receive(int client) = 0;
   // A descriptor just accepted: which client it is (-1: unknown). Called before it is watched.
   virtual int accepted(int fd) = 0;
@@ -268,8 +290,10 @@ class Driver {
 
 class SimDriver final : public Driver, private loopsim::model::ClientSink {
  public:
-  SimDriver() : kernel_(scheduler_, loopsim::model::SimKernelConfig{}) {
+  explicit SimDriver(const loopsim::model::SimKernelConfig& config = {}, loopsim::model::Chooser* chooser = nullptr)
+      : kernel_(scheduler_, config) {
     kernel_.set_client_sink(this);
+    if (chooser != nullptr) scheduler_.set_chooser(chooser);
   }
 
   Kernel& kernel() override { return kernel_; }
@@ -298,6 +322,7 @@ class SimDriver final : public Driver, private loopsim::model::ClientSink {
     kernel_.client_shutdown(conn(c));
     settle();
   }
+  void hold(int c) override { kernel_.set_client_reading(conn(c), false); }
   std::string receive(int c) override {
     settle();
     return slot(c).inbox.take();
@@ -487,6 +512,7 @@ class LinuxDriver final : public Driver {
     client.fd = -1;
   }
 
+  void hold(int) override {}  // a client here reads only at its receive
   void half_close(int c) override {
     Client& client = open_client(c);
     drain_probe();
@@ -764,6 +790,10 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
           driver.half_close(step.client);
           out.push_back(client_line(step, "half-closes"));
           break;
+        case Op::client_hold:
+          driver.hold(step.client);
+          out.push_back(client_line(step, "holds its reads"));
+          break;
         case Op::receive:
           out.push_back(client_line(step, "received ") + driver.receive(step.client));
           break;
@@ -847,6 +877,14 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
           fds["r" + k] = ends[0];
           fds["w" + k] = ends[1];
           out.push_back("pipe -> r" + k + " w" + k);
+          break;
+        }
+        case Op::write_many: {
+          int fd = lookup(step.fd);
+          const std::string bytes(step.count, 'x');
+          // Not driver.wrote: a client that holds its reads never acknowledges all of it.
+          std::int64_t n = kernel.write(fd, bytes);
+          out.push_back("write " + step.fd + " (" + std::to_string(step.count) + " bytes) -> " + took(n, step.count));
           break;
         }
         case Op::shut: {
@@ -1279,6 +1317,44 @@ TEST_CASE("differential: a write after the peer closed") {
               .write("c0", "later")
               .write("c0", "later")
               .wait());
+}
+
+// tcp_wmem's maximum, the autotuned send buffer's bound (0 when it cannot be read).
+std::size_t linux_wmem_max() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_wmem");
+  std::size_t min = 0, initial = 0, max = 0;
+  return in >> min >> initial >> max ? max : 0;
+}
+
+// The simulated kernel's autotuning always chosen: the buffer grows to tcp_wmem's maximum.
+struct GrowsSendBuffer final : loopsim::model::Chooser {
+  std::uint32_t choose(loopsim::model::ChoiceKind kind, std::uint32_t options) override {
+    return kind == loopsim::model::ChoiceKind::take ? options - 1 : 0;
+  }
+};
+
+TEST_CASE("differential: on loopback a fresh connection's write takes a whole megabyte, and is cut at tcp_wmem's maximum (K11)") {
+  send_buffer_max = linux_wmem_max();
+  REQUIRE(send_buffer_max > 0);  // /proc/sys/net/ipv4/tcp_wmem read
+  loopsim::model::SimKernelConfig config;
+  config.send_buffer_max = send_buffer_max;
+  const std::size_t megabyte = 1'000'000;
+  const Script script = Script{}
+                            .connect(0)
+                            .accept()
+                            .client_hold(0)
+                            .write_many("c0", megabyte)  // Linux grows the buffer at once: all of it
+                            .connect(1)
+                            .accept()
+                            .client_hold(1)
+                            .write_many("c1", 2 * send_buffer_max);  // cut at the maximum
+  GrowsSendBuffer grows;
+  SimDriver sim(config, &grows);
+  require_same(run(sim, script), run_linux(script));
+  // The choice is the simulation's: without growing, the first write is short at 16 KiB.
+  SimDriver as_is(config);
+  const std::vector<std::string> small = run(as_is, script);
+  CHECK(std::find(small.begin(), small.end(), "write c0 (1000000 bytes) -> short, 16384") != small.end());
 }
 
 TEST_CASE("differential: what the client sees of the server's writes and closes") {
