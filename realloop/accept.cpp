@@ -110,9 +110,9 @@ int Loop::take_batch(Door door) {
     // R10: the accept thread frees no room itself: the worker that does tells it. The flag is
     // raised before the count is read again, so that a close in between is not missed.
     if (accept_only_ && group_ != nullptr) {
-      wants_room_.store(true);
+      awaits_close_.store(true);
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (group_->any_room()) note_room();  // the next pass's wake owes the batch
+      if (group_->any_room()) note_close();  // the next pass's wake owes the batch
     }
   }
   // R1: a batch takes at most accept_batch, but for the shutdown's drain (R5), which takes the
@@ -132,6 +132,9 @@ void Loop::note_accept_error() {
   accept_blocked_ = true;
   retry_now_ = false;
   retry_at_ = kernel_.now() + config_.emfile_backoff;
+  // R10: the accept thread frees no descriptor itself; a worker's close tells it of one. A
+  // close just before the flag is raised is missed, and the back-off covers it.
+  if (accept_only_) awaits_close_.store(true);
 }
 
 // R9 and R10: refuse when the table is full; otherwise keep the connection or hand it over.

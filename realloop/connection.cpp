@@ -218,12 +218,7 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
       return false;
     }
     http::Response response = http::handle(request, kernel_);
-    // R5: in a drain, the last request in hand is answered with the close.
-    if (draining_gracefully()) {
-      http::Request next;
-      const std::string_view after = std::string_view(c.input).substr(consumed);
-      if (http::parse_request(after, std::size_t(config_.max_request_head), next) != http::Parse::complete) response.close = true;
-    }
+    if (says_close(std::string_view(c.input).substr(consumed))) response.close = true;
     respond(fd, c, response);
   }
   return false;
@@ -235,10 +230,16 @@ bool Loop::draining_gracefully() const {
   return config_.drain_closes_gracefully && shutting_down_ && kernel_.now() >= idle_close_at_;
 }
 
+// R5: in a drain past its grace, the last request in hand (none complete in `rest`, what the
+// connection holds after it) is answered with the close.
+bool Loop::says_close(std::string_view rest) const {
+  if (!draining_gracefully()) return false;
+  http::Request next;
+  return http::parse_request(rest, std::size_t(config_.max_request_head), next) != http::Parse::complete;
+}
+
 void Loop::respond(int fd, Connection& c, const http::Response& response) {
-  std::string text;
-  http::serialize(response, text);
-  c.output.append(text);
+  c.output.append(response);
   if (response.filler > 0) c.output.fill(response.filler);
   c.closing = c.closing || response.close;
   c.answered = true;
@@ -251,9 +252,8 @@ void Loop::pool_answer(int fd, std::uint64_t generation, const http::Response& r
   Connection* c = connection(fd);
   if (c == nullptr || c->generation != generation) return;
   c->in_pool = false;
-  http::Request next;
-  if (draining_gracefully() && http::parse_request(c->input, std::size_t(config_.max_request_head), next) != http::Parse::complete) {
-    http::Response closing = response;  // R5: the last in hand says close
+  if (says_close(c->input)) {
+    http::Response closing = response;
     closing.close = true;
     respond(fd, *c, closing);
   } else {
@@ -325,7 +325,7 @@ void Loop::release(int fd, bool abortive) {
   load_.fetch_sub(1, std::memory_order_acq_rel);
   if (group_ != nullptr) {  // R10: room for the accept thread, if it waits for some
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    group_->room_freed();
+    group_->closed_one();
   }
   observer_.closed(worker_, fd);
   if (abortive) {

@@ -81,8 +81,8 @@ Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy, bool room) {
   return from;
 }
 
-void WorkerGroup::room_freed() {
-  if (acceptor_ != nullptr) acceptor_->note_room();
+void WorkerGroup::closed_one() {
+  if (acceptor_ != nullptr) acceptor_->note_close();
 }
 
 bool WorkerGroup::any_room() const {
@@ -158,10 +158,10 @@ void Loop::post(std::function<void()> callback, std::uint64_t what) {
 
 bool Loop::has_room() const { return load_.load(std::memory_order_acquire) < config_.max_connections; }
 
-void Loop::note_room() {
+void Loop::note_close() {
   // A worker's close and the accept thread's stop each write (the count; the flag), fence, then
   // read the other's: either the worker sees the flag, or the accept thread sees the room.
-  if (wants_room_.load() && wants_room_.exchange(false)) kernel_.wake_signal(wake_);
+  if (awaits_close_.load() && awaits_close_.exchange(false)) kernel_.wake_signal(wake_);
 }
 
 bool Loop::offer(int fd) {
@@ -227,7 +227,7 @@ Nanos Loop::wait_timeout() {
   }
   if (shutting_down_) {  // R5: the next quiet connection's grace to run out
     for (const Connection& c : connections_) {
-      if (!c.open || !c.output.empty() || c.owed_turn || c.in_pool) continue;
+      if (!quiet(c)) continue;
       const Nanos at = quiet_close_at(c);
       if (at > kernel_.now()) next = std::min(next.value_or(at), at);
     }
@@ -276,10 +276,14 @@ void Loop::dispatch(const PollEvent& event) {
     kernel_.wake_drain(wake_);
     if (stop_requested_.load(std::memory_order_acquire)) stopping_ = true;
     if (handoffs_pending() > 0) handoff_owed_ = true;  // the hand-off door is ready
-    // R10: a worker told the accept thread of room (and cleared the flag): the batch is owed.
-    if (accept_only_ && backpressured_ && !wants_room_.load()) {
-      backpressured_ = false;
-      accept_owed_ = !listener_closed_;
+    // R10: a worker told the accept thread of a close (and cleared the flag): room, so the
+    // batch is owed (R9); a descriptor, so the accept is retried now (R4).
+    if (accept_only_ && !awaits_close_.load()) {
+      if (backpressured_) {
+        backpressured_ = false;
+        accept_owed_ = !listener_closed_;
+      }
+      if (accept_blocked_) retry_now_ = true;
     }
     return;
   }
@@ -415,7 +419,6 @@ Nanos Loop::quiet_close_at(const Connection& c) const {
 void Loop::check_finished() {
   if (!shutting_down_) return;
   expire_drain();
-  auto quiet = [](const Connection& c) { return c.open && c.output.empty() && !c.owed_turn && !c.in_pool; };
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
     if (!quiet(connections_[fd])) continue;
     serve(int(fd));

@@ -57,9 +57,10 @@ class WorkerGroup {
   Loop& pick(Loop& from, Nanos now, Nanos busy, bool room = false);
   // Whether any worker holds fewer than its max_connections, counting hand-offs on their way.
   bool any_room() const;
-  // The accept thread's loop, when there is one: told when a worker frees room.
+  // The accept thread's loop, when there is one: told when a worker closes a connection,
+  // which frees room and a descriptor.
   void set_acceptor(Loop& acceptor) { acceptor_ = &acceptor; }
-  void room_freed();
+  void closed_one();
 
  private:
   std::vector<Loop*> loops_;
@@ -124,8 +125,9 @@ class Loop {
   // R10: held and handed over, below max_connections (read from the accepting worker's thread).
   bool has_room() const;
   bool accept_only() const { return accept_only_; }
-  // R10: a worker freed room; the accept thread, if it waits for room, takes its batch again.
-  void note_room();
+  // R10: a worker closed a connection; the accept thread, if it waits for one, takes its batch
+  // again (room under max_connections, R9) or retries its accept (a descriptor, R4).
+  void note_close();
 
   // Feeds the loop's state to `add` (a digest), times relative to `now`: every field that
   // state_fields (below) does not skip.
@@ -196,6 +198,9 @@ class Loop {
   int accept_one(Door door);
   bool table_full() const;
   bool draining_gracefully() const;
+  bool says_close(std::string_view rest) const;
+  // R5: open, nothing to write, no owed turn, nothing with the pool.
+  static bool quiet(const Connection& c) { return c.open && c.output.empty() && !c.owed_turn && !c.in_pool; }
   Nanos quiet_close_at(const Connection& connection) const;  // R5: answers say close, idle connections get their grace
   bool sharing() const;  // R10: hands accepted connections to siblings
   void note_accept_error();
@@ -249,9 +254,10 @@ class Loop {
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<std::int64_t> shutdown_asked_ns_{-1};  // R5: when, in the kernel's time (-1: not given)
   std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
-  // R10: the accept thread stopped its batch because no worker had room, and waits to be told
-  // of some (cleared by the worker that tells it).
-  std::atomic<bool> wants_room_{false};
+  // R10: the accept thread stopped its batch because no worker had room (R9), or because the
+  // process ran out of descriptors (R4), and waits for a worker's close to tell it (the worker
+  // clears the flag). It frees neither itself.
+  std::atomic<bool> awaits_close_{false};
   std::mutex mailbox_;  // guards posts_ and handoffs_
   struct Post {
     std::function<void()> run;
@@ -311,7 +317,7 @@ class Loop {
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
       state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
       state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_ns_"), state::f::since("pass_started_ns_"),
-      state::f::value("wants_room_"),       state::f::skip("mailbox_"),
+      state::f::value("awaits_close_"),       state::f::skip("mailbox_"),
       state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
       state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
       state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),
@@ -339,7 +345,7 @@ void Loop::visit_shared(Add&& add, Nanos now) const {
   add(std::int64_t(stop_requested_.load(std::memory_order_acquire)));
   add(std::int64_t(shutdown_requested_.load(std::memory_order_acquire)));
   add(std::int64_t(shutting_down_));
-  add(std::int64_t(wants_room_.load()));
+  add(std::int64_t(awaits_close_.load()));
   std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
   add(started < 0 ? -1 : now.count() - started);
 }

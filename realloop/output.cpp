@@ -18,6 +18,12 @@ void Output::append(std::string_view bytes) {
   bytes_.append(bytes);
 }
 
+void Output::append(const http::Response& response) {
+  LOOPSIM_ASSERT(fill_left_ == 0);
+  if (sent_ == bytes_.size()) clear();
+  http::serialize(response, bytes_);
+}
+
 void Output::fill(std::uint64_t n) {
   LOOPSIM_ASSERT(fill_left_ == 0);
   fill_left_ = n;
