@@ -14,7 +14,9 @@ namespace loopsim::model {
 namespace {
 constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
 // K13: Linux's default pipe buffer (16 pages), and the size up to which a write is atomic.
-constexpr std::size_t pipe_capacity = 65536;
+constexpr std::size_t pipe_default_capacity = 65536;  // K13: Linux's 16 pages
+constexpr std::size_t pipe_max_size = 1048576;         // /proc/sys/fs/pipe-max-size's default
+constexpr std::size_t page_size = 4096;
 constexpr std::size_t pipe_atomic = 4096;
 
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
@@ -365,7 +367,7 @@ std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
   if (FdEntry* p = entry(fd, FdKind::pipe_read)) {
     Pipe& pipe = pipes_[p->object];
     if (pipe.bytes.empty()) return pipe.write_fd < 0 ? 0 : -EAGAIN;
-    bool was_full = pipe.bytes.size() >= pipe_capacity;
+    bool was_full = pipe.bytes.size() >= pipe.capacity;
     std::size_t n = std::min(into.size(), pipe.bytes.size());
     std::memcpy(into.data(), pipe.bytes.data(), n);
     pipe.bytes.erase(0, n);
@@ -395,7 +397,7 @@ std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
   if (FdEntry* p = entry(fd, FdKind::pipe_write)) {
     Pipe& pipe = pipes_[p->object];
     if (pipe.read_fd < 0) return -EPIPE;  // Linux raises SIGPIPE too; loops ignore it
-    std::size_t room = pipe_capacity - std::min(pipe_capacity, pipe.bytes.size());
+    std::size_t room = pipe.capacity - std::min(pipe.capacity, pipe.bytes.size());
     // Up to PIPE_BUF bytes are written whole or not at all; more may be written in part.
     if (room == 0 || (from.size() <= pipe_atomic && room < from.size())) return -EAGAIN;
     std::size_t n = std::min(room, from.size());
@@ -519,7 +521,7 @@ int SimKernel::pipe_now(int ends[2]) {
     release_fd(reader);
     return writer;
   }
-  pipes_.push_back(Pipe{{}, reader, writer});
+  pipes_.push_back(Pipe{{}, reader, writer, pipe_default_capacity});
   ends[0] = reader;
   ends[1] = writer;
   return 0;
@@ -544,6 +546,29 @@ std::int64_t SimKernel::pending_bytes(int fd) const {
   if (e->kind == FdKind::socket) return std::int64_t(conns_[e->conn].to_server.size());
   if (e->kind == FdKind::pipe_read) return std::int64_t(pipes_[e->object].bytes.size());
   return -EINVAL;
+}
+
+// K13: F_GETPIPE_SZ and F_SETPIPE_SZ. Linux rounds a size up to a power of two pages (one
+// page at least), refuses one past pipe-max-size to an unprivileged process (EPERM), and one
+// smaller than what the pipe holds (EBUSY). Either end may ask; anything else is EBADF.
+std::int64_t SimKernel::pipe_size(int fd) const {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr || (e->kind != FdKind::pipe_read && e->kind != FdKind::pipe_write)) return -EBADF;
+  return std::int64_t(pipes_[e->object].capacity);
+}
+
+std::int64_t SimKernel::set_pipe_size(int fd, std::uint64_t size) {
+  const FdEntry* e = entry(fd);
+  if (e == nullptr || (e->kind != FdKind::pipe_read && e->kind != FdKind::pipe_write)) return -EBADF;
+  if (size > pipe_max_size) return -EPERM;
+  std::size_t capacity = page_size;
+  while (capacity < size) capacity *= 2;
+  Pipe& pipe = pipes_[e->object];
+  if (pipe.bytes.size() > capacity) return -EBUSY;
+  const bool room_before = pipe.bytes.size() < pipe.capacity;
+  pipe.capacity = capacity;
+  if (!room_before && pipe.bytes.size() < capacity && pipe.write_fd >= 0) notify(pipe.write_fd);
+  return std::int64_t(capacity);
 }
 
 // ---- wake objects ----
@@ -584,7 +609,7 @@ std::uint32_t SimKernel::readiness(int fd) const {
     case FdKind::pipe_write: {  // writable while there is room; an error once the reader closed
       const Pipe& pipe = pipes_[e->object];
       if (pipe.read_fd < 0) return io::writable | io::error;
-      return pipe.bytes.size() < pipe_capacity ? io::writable : 0;
+      return pipe.bytes.size() < pipe.capacity ? io::writable : 0;
     }
     case FdKind::poller:  // readable while it has items queued (they are re-checked at harvest)
       return pollers_[e->object].ready.empty() ? 0 : io::readable;

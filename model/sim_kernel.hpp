@@ -119,6 +119,9 @@ class SimKernel final : public Kernel {
   int file_open();
   // Bytes waiting to be read on a socket or a pipe's reading end (FIONREAD), or -errno.
   std::int64_t pending_bytes(int fd) const;
+  // K13: a pipe's capacity (F_GETPIPE_SZ), and a new one (F_SETPIPE_SZ): the size set, or -errno.
+  std::int64_t pipe_size(int fd) const;
+  std::int64_t set_pipe_size(int fd, std::uint64_t size);
 
   // The client side.
   void set_client_sink(ClientSink* sink) { sink_ = sink; }
@@ -273,8 +276,9 @@ class SimKernel final : public Kernel {
     std::string bytes;
     int read_fd = -1;
     int write_fd = -1;
-    static constexpr state::Fields<3> state_fields{state::f::value("bytes"), state::f::value("read_fd"),
-                                                   state::f::value("write_fd")};
+    std::size_t capacity = 0;  // K13: 65536 when made; F_SETPIPE_SZ changes it
+    static constexpr state::Fields<4> state_fields{state::f::value("bytes"), state::f::value("read_fd"),
+                                                   state::f::value("write_fd"), state::f::value("capacity")};
   };
   struct FaultState {
     AcceptFault fault;

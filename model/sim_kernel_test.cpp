@@ -653,6 +653,32 @@ TEST_CASE("K13 a pipe reads what was written, says EAGAIN when empty, and ends w
   CHECK(f.kernel.read(ends[0], buffer) == 0);
 }
 
+TEST_CASE("K13 a pipe's size: a power of two pages, at most pipe-max-size, never below what it holds, only on a pipe") {
+  Fixture f;
+  int ends[2];
+  REQUIRE(f.kernel.pipe(ends) == 0);
+  CHECK(f.kernel.pipe_size(ends[0]) == 65536);
+  CHECK(f.kernel.set_pipe_size(ends[1], 5000) == 8192);  // rounded up to two pages
+  CHECK(f.kernel.pipe_size(ends[0]) == 8192);            // either end sees it
+  CHECK(f.kernel.set_pipe_size(ends[0], 100) == 4096);   // one page at least
+  CHECK(f.kernel.set_pipe_size(ends[1], 1048577) == -EPERM);  // past pipe-max-size, unprivileged
+  CHECK(f.kernel.write(ends[1], std::string(5000, 'x')) == 4096);  // the new size bounds a write
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, ends[1], io::writable, Trigger::edge) == 0);
+  CHECK(f.poll(p).empty());  // full
+  CHECK(f.kernel.set_pipe_size(ends[1], 16384) == 16384);
+  auto events = f.poll(p);  // room again: a writable edge
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].fd == ends[1]);
+  CHECK(f.kernel.write(ends[1], std::string(8000, 'y')) == 8000);
+  CHECK(f.kernel.set_pipe_size(ends[1], 4096) == -EBUSY);  // it holds 12,096 bytes
+  CHECK(f.kernel.pipe_size(ends[0]) == 16384);
+  int l = f.listener();
+  CHECK(f.kernel.pipe_size(l) == -EBADF);
+  CHECK(f.kernel.set_pipe_size(l, 4096) == -EBADF);
+  CHECK(f.kernel.pipe_size(99) == -EBADF);
+}
+
 TEST_CASE("K13 a full pipe refuses small writes whole, takes part of a large one, and errs once the reader closed") {
   Fixture f;
   int ends[2];

@@ -48,6 +48,29 @@ long result(long rc) {
   return rc;
 }
 
+// A call served by the seam: its result, or -1 with errno set. errno is otherwise the program's:
+// while a call blocks, the engine runs the simulation's other threads (clients, timers) on
+// this OS thread, and they may set it, so a call that succeeds leaves errno as it found it.
+// Nothing the engine throws may cross libc's frames: it ends the run, naming the call.
+template <typename F>
+long served(const char* call, F&& serve) noexcept {
+  const int saved = errno;
+  long rc = 0;
+  try {
+    rc = serve();
+  } catch (const std::exception& e) {
+    current->fatal(call, e.what());
+  } catch (...) {
+    current->fatal(call, "an exception of unknown type");
+  }
+  if (rc < 0) {
+    errno = int(-rc);
+    return -1;
+  }
+  errno = saved;
+  return rc;
+}
+
 bool owned(int fd) { return current != nullptr && current->owns(fd); }
 bool making() { return current != nullptr && current->in_target(); }
 
@@ -71,13 +94,13 @@ std::int64_t virtual_ns(clockid_t clock) {
 timespec to_timespec(std::int64_t ns) { return timespec{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)}; }
 Nanos from_timespec(const timespec& t) { return Nanos(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
 
-long read_socket(int fd, void* buffer, size_t size, int flags) {
+long read_socket(const char* call, int fd, void* buffer, size_t size, int flags) {
   if (flags & MSG_PEEK) current->refuse("recv(MSG_PEEK)", fd, "the seam does not implement peeking");
-  return result(current->read(fd, buffer, size, (flags & MSG_DONTWAIT) != 0));
+  return served(call, [&] { return long(current->read(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); });
 }
 
-long write_socket(int fd, const void* buffer, size_t size, int flags) {
-  return result(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0));
+long write_socket(const char* call, int fd, const void* buffer, size_t size, int flags) {
+  return served(call, [&] { return long(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); });
 }
 
 std::size_t total(const iovec* iov, int count) {
@@ -97,7 +120,7 @@ bool any_owned(const pollfd* fds, nfds_t n) {
 // ---- descriptors that are made ----
 
 SEAM_EXPORT int socket(int domain, int type, int protocol) noexcept {
-  if (making()) return int(result(current->socket(domain, type)));
+  if (making()) return int(served(__func__, [&] { return long(current->socket(domain, type)); }));
   return real<int(int, int, int), "socket">()(domain, type, protocol);
 }
 
@@ -110,27 +133,27 @@ SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexc
 }
 
 SEAM_EXPORT int epoll_create(int size) noexcept {
-  if (making()) return size <= 0 ? int(result(-EINVAL)) : int(result(current->poller_create()));
+  if (making()) return size <= 0 ? int(result(-EINVAL)) : int(served(__func__, [&] { return long(current->poller_create()); }));
   return real<int(int), "epoll_create">()(size);
 }
 
 SEAM_EXPORT int epoll_create1(int flags) noexcept {
-  if (making()) return int(result(current->poller_create()));
+  if (making()) return int(served(__func__, [&] { return long(current->poller_create()); }));
   return real<int(int), "epoll_create1">()(flags);
 }
 
 SEAM_EXPORT int eventfd(unsigned int count, int flags) noexcept {
-  if (making()) return int(result(current->eventfd(count, flags)));
+  if (making()) return int(served(__func__, [&] { return long(current->eventfd(count, flags)); }));
   return real<int(unsigned int, int), "eventfd">()(count, flags);
 }
 
 SEAM_EXPORT int pipe2(int fds[2], int flags) noexcept {
-  if (making()) return int(result(current->pipe(fds, flags)));
+  if (making()) return int(served(__func__, [&] { return long(current->pipe(fds, flags)); }));
   return real<int(int*, int), "pipe2">()(fds, flags);
 }
 
 SEAM_EXPORT int pipe(int fds[2]) noexcept {
-  if (making()) return int(result(current->pipe(fds, 0)));
+  if (making()) return int(served(__func__, [&] { return long(current->pipe(fds, 0)); }));
   return real<int(int*), "pipe">()(fds);
 }
 
@@ -201,22 +224,22 @@ SEAM_EXPORT int __openat64_2(int dir, const char* path, int flags) {
 // ---- sockets ----
 
 SEAM_EXPORT int bind(int fd, const sockaddr* address, socklen_t length) noexcept {
-  if (owned(fd)) return int(result(current->bind(fd, address, length)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->bind(fd, address, length)); }));
   return real<int(int, const sockaddr*, socklen_t), "bind">()(fd, address, length);
 }
 
 SEAM_EXPORT int listen(int fd, int backlog) noexcept {
-  if (owned(fd)) return int(result(current->listen(fd, backlog)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->listen(fd, backlog)); }));
   return real<int(int, int), "listen">()(fd, backlog);
 }
 
 SEAM_EXPORT int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
-  if (owned(fd)) return int(result(current->accept(fd, address, length, flags)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->accept(fd, address, length, flags)); }));
   return real<int(int, sockaddr*, socklen_t*, int), "accept4">()(fd, address, length, flags);
 }
 
 SEAM_EXPORT int accept(int fd, sockaddr* address, socklen_t* length) {
-  if (owned(fd)) return int(result(current->accept(fd, address, length, 0)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->accept(fd, address, length, 0)); }));
   return real<int(int, sockaddr*, socklen_t*), "accept">()(fd, address, length);
 }
 
@@ -226,45 +249,45 @@ SEAM_EXPORT int connect(int fd, const sockaddr* address, socklen_t length) {
 }
 
 SEAM_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
-  if (owned(fd)) return int(result(current->setsockopt(fd, level, name, value, length)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->setsockopt(fd, level, name, value, length)); }));
   return real<int(int, int, int, const void*, socklen_t), "setsockopt">()(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockopt(int fd, int level, int name, void* value, socklen_t* length) noexcept {
-  if (owned(fd)) return int(result(current->getsockopt(fd, level, name, value, length)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->getsockopt(fd, level, name, value, length)); }));
   return real<int(int, int, int, void*, socklen_t*), "getsockopt">()(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockname(int fd, sockaddr* address, socklen_t* length) noexcept {
-  if (owned(fd)) return int(result(current->sockname(fd, address, length, false)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->sockname(fd, address, length, false)); }));
   return real<int(int, sockaddr*, socklen_t*), "getsockname">()(fd, address, length);
 }
 
 SEAM_EXPORT int getpeername(int fd, sockaddr* address, socklen_t* length) noexcept {
-  if (owned(fd)) return int(result(current->sockname(fd, address, length, true)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->sockname(fd, address, length, true)); }));
   return real<int(int, sockaddr*, socklen_t*), "getpeername">()(fd, address, length);
 }
 
 SEAM_EXPORT int shutdown(int fd, int how) noexcept {
-  if (owned(fd)) return int(result(current->shutdown(fd, how)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->shutdown(fd, how)); }));
   return real<int(int, int), "shutdown">()(fd, how);
 }
 
 // ---- reading and writing ----
 
 SEAM_EXPORT ssize_t read(int fd, void* buffer, size_t size) {
-  if (owned(fd)) return result(current->read(fd, buffer, size, false));
+  if (owned(fd)) return served(__func__, [&] { return long(current->read(fd, buffer, size, false)); });
   return real<ssize_t(int, void*, size_t), "read">()(fd, buffer, size);
 }
 SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t) { return read(fd, buffer, size); }
 
 SEAM_EXPORT ssize_t write(int fd, const void* buffer, size_t size) {
-  if (owned(fd)) return result(current->write(fd, buffer, size, false));
+  if (owned(fd)) return served(__func__, [&] { return long(current->write(fd, buffer, size, false)); });
   return real<ssize_t(int, const void*, size_t), "write">()(fd, buffer, size);
 }
 
 SEAM_EXPORT ssize_t recv(int fd, void* buffer, size_t size, int flags) {
-  if (owned(fd)) return read_socket(fd, buffer, size, flags);
+  if (owned(fd)) return read_socket(__func__, fd, buffer, size, flags);
   return real<ssize_t(int, void*, size_t, int), "recv">()(fd, buffer, size, flags);
 }
 SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t, int flags) {
@@ -273,7 +296,7 @@ SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t, int fl
 
 SEAM_EXPORT ssize_t recvfrom(int fd, void* buffer, size_t size, int flags, sockaddr* address, socklen_t* length) {
   if (owned(fd)) {
-    ssize_t n = read_socket(fd, buffer, size, flags);
+    ssize_t n = read_socket(__func__, fd, buffer, size, flags);
     if (n >= 0 && address != nullptr) current->sockname(fd, address, length, true);
     return n;
   }
@@ -286,13 +309,13 @@ SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t, in
 }
 
 SEAM_EXPORT ssize_t send(int fd, const void* buffer, size_t size, int flags) {
-  if (owned(fd)) return write_socket(fd, buffer, size, flags);
+  if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags);
   return real<ssize_t(int, const void*, size_t, int), "send">()(fd, buffer, size, flags);
 }
 
 SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
                            socklen_t length) {
-  if (owned(fd)) return write_socket(fd, buffer, size, flags);
+  if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags);
   return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t), "sendto">()(fd, buffer, size, flags,
                                                                                            address, length);
 }
@@ -300,8 +323,8 @@ SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, c
 SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
   if (owned(fd)) {
     std::vector<char> buffer(total(iov, count));
-    long n = current->read(fd, buffer.data(), buffer.size(), false);
-    if (n < 0) return result(n);
+    long n = served(__func__, [&] { return current->read(fd, buffer.data(), buffer.size(), false); });
+    if (n < 0) return n;
     std::size_t at = 0;
     for (int i = 0; i < count && at < std::size_t(n); ++i) {
       std::size_t part = std::min(iov[i].iov_len, std::size_t(n) - at);
@@ -321,7 +344,7 @@ SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
       const char* base = static_cast<const char*>(iov[i].iov_base);
       buffer.insert(buffer.end(), base, base + iov[i].iov_len);
     }
-    return result(current->write(fd, buffer.data(), buffer.size(), false));
+    return served(__func__, [&] { return long(current->write(fd, buffer.data(), buffer.size(), false)); });
   }
   return real<ssize_t(int, const iovec*, int), "writev">()(fd, iov, count);
 }
@@ -347,18 +370,37 @@ SEAM_EXPORT off_t lseek(int fd, off_t offset, int whence) noexcept {
   return real<off_t(int, off_t, int), "lseek">()(fd, offset, whence);
 }
 SEAM_EXPORT int fstat(int fd, struct stat* st) noexcept {
-  unserved("fstat", fd);
+  if (owned(fd)) return st == nullptr ? int(result(-EFAULT)) : int(served(__func__, [&] { return current->stat(fd, st); }));
   return real<int(int, struct stat*), "fstat">()(fd, st);
 }
+static_assert(sizeof(struct stat) == sizeof(struct stat64), "fstat64 fills the same structure on this ABI");
 SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
-  unserved("fstat", fd);
+  if (owned(fd)) {
+    if (st == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->stat(fd, reinterpret_cast<struct stat*>(st)); }));
+  }
   return real<int(int, struct stat64*), "fstat64">()(fd, st);
+}
+// fstatat(fd, "", st, AT_EMPTY_PATH) is fstat; a path relative to a simulated descriptor is not.
+SEAM_EXPORT int fstatat(int dir, const char* path, struct stat* st, int flags) noexcept {
+  if (owned(dir)) {
+    if (path == nullptr || path[0] != '\0' || !(flags & AT_EMPTY_PATH)) return int(result(-ENOTDIR));
+    return fstat(dir, st);
+  }
+  return real<int(int, const char*, struct stat*, int), "fstatat">()(dir, path, st, flags);
+}
+SEAM_EXPORT int fstatat64(int dir, const char* path, struct stat64* st, int flags) noexcept {
+  if (owned(dir)) {
+    if (path == nullptr || path[0] != '\0' || !(flags & AT_EMPTY_PATH)) return int(result(-ENOTDIR));
+    return fstat64(dir, st);
+  }
+  return real<int(int, const char*, struct stat64*, int), "fstatat64">()(dir, path, st, flags);
 }
 
 // ---- closing, duplicating, flags ----
 
 SEAM_EXPORT int close(int fd) {
-  if (owned(fd)) return int(result(current->close(fd)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->close(fd)); }));
   if (current != nullptr && current->holds_file(fd)) current->file_closed(fd);
   return real<int(int), "close">()(fd);
 }
@@ -387,7 +429,7 @@ SEAM_EXPORT int fcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   long arg = fcntl_arg(ap);
   va_end(ap);
-  if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
   return real<int(int, int, ...), "fcntl">()(fd, cmd, arg);
 }
 SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
@@ -395,7 +437,7 @@ SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_start(ap, cmd);
   long arg = fcntl_arg(ap);
   va_end(ap);
-  if (owned(fd)) return int(result(current->fcntl(fd, cmd, arg)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
   return real<int(int, int, ...), "fcntl64">()(fd, cmd, arg);
 }
 
@@ -404,26 +446,26 @@ SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
   va_start(ap, request);
   void* arg = va_arg(ap, void*);
   va_end(ap);
-  if (owned(fd)) return int(result(current->ioctl(fd, request, arg)));
+  if (owned(fd)) return int(served(__func__, [&] { return long(current->ioctl(fd, request, arg)); }));
   return real<int(int, unsigned long, ...), "ioctl">()(fd, request, arg);
 }
 
 // ---- pollers ----
 
 SEAM_EXPORT int epoll_ctl(int poller, int op, int fd, epoll_event* event) noexcept {
-  if (owned(poller)) return int(result(current->poller_control(poller, op, fd, event)));
+  if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_control(poller, op, fd, event)); }));
   if (owned(fd)) current->refuse("epoll_ctl", fd, "a real poller cannot watch a simulated descriptor");
   return real<int(int, int, int, epoll_event*), "epoll_ctl">()(poller, op, fd, event);
 }
 
 SEAM_EXPORT int epoll_wait(int poller, epoll_event* events, int max, int timeout) {
-  if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
+  if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_wait(poller, events, max, timeout)); }));
   return real<int(int, epoll_event*, int, int), "epoll_wait">()(poller, events, max, timeout);
 }
 
 SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   // The mask matters for signals, which the simulation does not deliver.
-  if (owned(poller)) return int(result(current->poller_wait(poller, events, max, timeout)));
+  if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_wait(poller, events, max, timeout)); }));
   return real<int(int, epoll_event*, int, int, const sigset_t*), "epoll_pwait">()(poller, events, max, timeout, mask);
 }
 
@@ -512,7 +554,10 @@ SEAM_EXPORT time_t time(time_t* out) noexcept {
 
 SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
   if (making() && request != nullptr) {
-    current->sleep(from_timespec(*request));
+    served(__func__, [&] {
+      current->sleep(from_timespec(*request));
+      return 0L;
+    });
     if (remaining != nullptr) *remaining = timespec{0, 0};
     return 0;
   }
@@ -523,7 +568,10 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
   if (making() && request != nullptr) {
     Nanos wanted = from_timespec(*request);
     if (flags & TIMER_ABSTIME) wanted = Nanos(wanted.count() - virtual_ns(clock));  // until then
-    current->sleep(wanted);
+    served(__func__, [&] {
+      current->sleep(wanted);
+      return 0L;
+    });
     return 0;
   }
   return real<int(clockid_t, int, const timespec*, timespec*), "clock_nanosleep">()(clock, flags, request, remaining);
@@ -531,7 +579,10 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
 
 SEAM_EXPORT int usleep(useconds_t us) {
   if (making()) {
-    current->sleep(Nanos(std::int64_t(us) * 1000));
+    served(__func__, [&] {
+      current->sleep(Nanos(std::int64_t(us) * 1000));
+      return 0L;
+    });
     return 0;
   }
   return real<int(useconds_t), "usleep">()(us);
@@ -539,7 +590,10 @@ SEAM_EXPORT int usleep(useconds_t us) {
 
 SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
   if (making()) {
-    current->sleep(Nanos(std::int64_t(seconds) * 1'000'000'000));
+    served(__func__, [&] {
+      current->sleep(Nanos(std::int64_t(seconds) * 1'000'000'000));
+      return 0L;
+    });
     return 0;
   }
   return real<unsigned int(unsigned int), "sleep">()(seconds);
@@ -549,25 +603,34 @@ SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
 
 SEAM_EXPORT int getrlimit(int resource, rlimit* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
-    limit->rlim_cur = limit->rlim_max = rlim_t(current->descriptor_limit());
+    limit->rlim_cur = rlim_t(current->descriptor_limit());
+    limit->rlim_max = rlim_t(current->descriptor_hard_limit());
     return 0;
   }
   return real<int(int, rlimit*), "getrlimit">()(resource, limit);
 }
 SEAM_EXPORT int getrlimit64(int resource, rlimit64* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
-    limit->rlim_cur = limit->rlim_max = rlim64_t(current->descriptor_limit());
+    limit->rlim_cur = rlim64_t(current->descriptor_limit());
+    limit->rlim_max = rlim64_t(current->descriptor_hard_limit());
     return 0;
   }
   return real<int(int, rlimit64*), "getrlimit64">()(resource, limit);
 }
-// The scenario owns the descriptor limit (kernel.rlimit_nofile, and its faults).
+// The scenario sets the descriptor limit (kernel.rlimit_nofile, soft and hard, and its faults);
+// the program may move the soft one within the hard one, and lower the hard one.
 SEAM_EXPORT int setrlimit(int resource, const rlimit* limit) noexcept {
-  if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
+  if (making() && resource == RLIMIT_NOFILE) {
+    if (limit == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->set_descriptor_limits(limit->rlim_cur, limit->rlim_max); }));
+  }
   return real<int(int, const rlimit*), "setrlimit">()(resource, limit);
 }
 SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
-  if (making() && resource == RLIMIT_NOFILE) return int(result(-EPERM));
+  if (making() && resource == RLIMIT_NOFILE) {
+    if (limit == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->set_descriptor_limits(limit->rlim_cur, limit->rlim_max); }));
+  }
   return real<int(int, const rlimit64*), "setrlimit64">()(resource, limit);
 }
 

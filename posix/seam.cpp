@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstring>
 
+#include "base/assert.hpp"
 #include "sim/target_wire.hpp"
 
 namespace loopsim::posix {
@@ -90,6 +91,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   kernel_ = &kernel;
   trace_ = &trace;
   clients_ = &clients;
+  hard_limit_ = std::uint64_t(std::max(0, kernel.descriptor_limit()));
   anchor_ = real<int(const char*, int, ...), "open">()("/", O_PATH | O_CLOEXEC);
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
@@ -118,6 +120,48 @@ void Seam::sleep(Nanos duration) {
 }
 
 int Seam::descriptor_limit() const { return kernel_->descriptor_limit(); }
+
+std::uint64_t Seam::descriptor_hard_limit() const {
+  // A fault may have raised the soft limit past it: the hard limit is never below the soft.
+  return std::max<std::uint64_t>(hard_limit_, std::uint64_t(std::max(0, kernel_->descriptor_limit())));
+}
+
+long Seam::set_descriptor_limits(std::uint64_t soft, std::uint64_t hard) {
+  Inside inside(*this);
+  if (soft > hard) return failed(-EINVAL);
+  if (hard > descriptor_hard_limit()) return failed(-EPERM);  // raising it takes CAP_SYS_RESOURCE
+  hard_limit_ = hard;
+  kernel_->set_rlimit_nofile(int(std::min<std::uint64_t>(soft, std::uint64_t(INT32_MAX))));
+  return 0;
+}
+
+// What Linux's fstat says of each kind, less the numbers that name a machine's devices.
+long Seam::stat(int fd, struct stat* into) {
+  Inside inside(*this);
+  const Fd& f = *simulated(fd);
+  *into = {};
+  switch (f.kind) {
+    case Kind::pipe_read:
+    case Kind::pipe_write: into->st_mode = S_IFIFO | 0600; break;
+    case Kind::poller:
+    case Kind::eventfd: into->st_mode = 0600; break;  // an anonymous inode: no type bits
+    default: into->st_mode = S_IFSOCK | 0777; break;
+  }
+  into->st_nlink = 1;
+  into->st_blksize = 4096;
+  into->st_uid = ::getuid();
+  into->st_gid = ::getgid();
+  into->st_ino = ino_t(f.sim + 1);
+  return 0;
+}
+
+void Seam::fatal(const char* call, const std::string& cause) {
+  std::string message = scenario_.position_of({"target.exec"}) + ": the seam failed inside " + call + where(-1) + ": " +
+                        cause + " (a defect of loopsim's, not of the target)";
+  sim::wire::send_failure(host_, sim::wire::Failure::bad_input, message);
+  real<void(int), "_exit">()(2);
+  __builtin_unreachable();
+}
 
 std::string Seam::where(int fd) const {
   std::string text = fd >= 0 ? " on simulated descriptor " + std::to_string(fd) : "";
@@ -154,6 +198,10 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking) {
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
   Fd& f = fds_[std::size_t(fd)];
+  // A fresh real number is one the seam holds nothing under: every close of one it holds
+  // comes through close() (syscall(SYS_close) included), which forgets it first.
+  LOOPSIM_ASSERT(f.kind == Kind::none);
+  LOOPSIM_ASSERT_OP(sim, >=, 0);
   f = Fd{};
   f.kind = kind;
   f.sim = sim;
@@ -163,6 +211,7 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking) {
 }
 
 void Seam::forget(int fd) {
+  LOOPSIM_ASSERT(fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind != Kind::none);
   Fd& f = fds_[std::size_t(fd)];
   for (int p : pollers_) fds_[std::size_t(p)].watched.erase(fd);  // K12, on this side too
   if (f.sim >= 0 && std::size_t(f.sim) < by_sim_.size() && by_sim_[std::size_t(f.sim)] == fd)
@@ -174,6 +223,7 @@ void Seam::forget(int fd) {
 }
 
 void Seam::known_as(int sim, int fd) {
+  LOOPSIM_ASSERT(sim >= 0 && fd >= 0);
   if (std::size_t(sim) >= by_sim_.size()) by_sim_.resize(std::size_t(sim) + 1, -1);
   by_sim_[std::size_t(sim)] = fd;
 }
@@ -182,7 +232,10 @@ int Seam::process_fd(int sim) const {
   return sim >= 0 && std::size_t(sim) < by_sim_.size() ? by_sim_[std::size_t(sim)] : -1;
 }
 
-sim::ClientIndex Seam::client_of(int fd) const { return clients_->client_of(fds_[std::size_t(fd)].sim); }
+sim::ClientIndex Seam::client_of(int fd) const {
+  LOOPSIM_ASSERT(owns(fd));
+  return clients_->client_of(fds_[std::size_t(fd)].sim);
+}
 
 long Seam::failed(long error) {
   if (scenario_.target->call_cost > Nanos(0)) scheduler_->sleep_until(now() + scenario_.target->call_cost);
@@ -541,6 +594,42 @@ long Seam::pipe(int ends[2], int flags) {
   return 0;
 }
 
+namespace {
+
+// An fcntl command by its name, for a refusal's message.
+std::string fcntl_name(int cmd) {
+  switch (cmd) {
+    case F_DUPFD: return "F_DUPFD";
+    case F_GETFD: return "F_GETFD";
+    case F_SETFD: return "F_SETFD";
+    case F_GETFL: return "F_GETFL";
+    case F_SETFL: return "F_SETFL";
+    case F_GETLK: return "F_GETLK";
+    case F_SETLK: return "F_SETLK";
+    case F_SETLKW: return "F_SETLKW";
+    case F_SETOWN: return "F_SETOWN";
+    case F_GETOWN: return "F_GETOWN";
+    case F_SETSIG: return "F_SETSIG";
+    case F_GETSIG: return "F_GETSIG";
+    case F_SETOWN_EX: return "F_SETOWN_EX";
+    case F_GETOWN_EX: return "F_GETOWN_EX";
+    case F_OFD_GETLK: return "F_OFD_GETLK";
+    case F_OFD_SETLK: return "F_OFD_SETLK";
+    case F_OFD_SETLKW: return "F_OFD_SETLKW";
+    case F_SETLEASE: return "F_SETLEASE";
+    case F_GETLEASE: return "F_GETLEASE";
+    case F_NOTIFY: return "F_NOTIFY";
+    case F_DUPFD_CLOEXEC: return "F_DUPFD_CLOEXEC";
+    case F_SETPIPE_SZ: return "F_SETPIPE_SZ";
+    case F_GETPIPE_SZ: return "F_GETPIPE_SZ";
+    case F_ADD_SEALS: return "F_ADD_SEALS";
+    case F_GET_SEALS: return "F_GET_SEALS";
+    default: return "command " + std::to_string(cmd);
+  }
+}
+
+}  // namespace
+
 long Seam::fcntl(int fd, int cmd, long arg) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
@@ -554,11 +643,17 @@ long Seam::fcntl(int fd, int cmd, long arg) {
       return 0;
     case F_GETFD: return FD_CLOEXEC;  // placeholders are close-on-exec, and exec is refused
     case F_SETFD: return 0;
-    case F_GETPIPE_SZ:
-      if (f.kind == Kind::pipe_read || f.kind == Kind::pipe_write) return 65536;
-      return failed(-EBADF);
+    case F_GETPIPE_SZ: {
+      std::int64_t n = kernel_->pipe_size(f.sim);
+      return n < 0 ? failed(n) : long(n);
+    }
+    case F_SETPIPE_SZ: {
+      std::int64_t n = kernel_->set_pipe_size(f.sim, arg < 0 ? std::uint64_t(-1) : std::uint64_t(arg));
+      return n < 0 ? failed(n) : long(n);
+    }
     default:
-      refuse("fcntl(cmd " + std::to_string(cmd) + ")", fd, "the seam serves F_GETFL, F_SETFL, F_GETFD and F_SETFD");
+      refuse("fcntl(" + fcntl_name(cmd) + ")", fd,
+             "the seam serves F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_GETPIPE_SZ and F_SETPIPE_SZ");
   }
 }
 

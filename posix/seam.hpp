@@ -13,6 +13,7 @@
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -105,6 +106,14 @@ class Seam final : public sim::ForeignServer {
   Nanos now() const;
   void sleep(Nanos duration);
   int descriptor_limit() const;
+  // getrlimit and setrlimit(RLIMIT_NOFILE) as Linux does them for an unprivileged process: the
+  // soft limit anywhere up to the hard one, the hard one lowered only. -errno on refusal.
+  std::uint64_t descriptor_hard_limit() const;
+  long set_descriptor_limits(std::uint64_t soft, std::uint64_t hard);
+  long stat(int fd, struct stat* into);  // fstat on a simulated descriptor
+  // A simulated call failed inside the engine (an exception where none may cross libc's
+  // frames): the run stops (exit status 2) naming the call and the cause.
+  [[noreturn]] void fatal(const char* call, const std::string& cause);
 
   // The program ended (main returned, or it called exit): its descriptors close, as a
   // process's do, and its thread waits for the run's end.
@@ -173,6 +182,7 @@ class Seam final : public sim::ForeignServer {
   bool in_pass_ = false;
   std::uint64_t passes_ = 0;
   std::uint64_t calls_ = 0;
+  std::uint64_t hard_limit_ = 0;  // RLIMIT_NOFILE's hard limit: the scenario's, or lowered since
   bool ended_ = false;  // main() returned, or the program called exit
   int exit_status_ = 0;  // ...with this status
   Nanos ended_at_{0};

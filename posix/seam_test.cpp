@@ -250,6 +250,46 @@ TEST_CASE("seam: real and simulated descriptors never collide, clocks are virtua
   CHECK(result.stats.accepted == 1);
 }
 
+namespace {
+
+// The probe's lines, without those that depend on CAP_SYS_RESOURCE.
+std::vector<std::string> unprivileged_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("privileged ", 0) != 0 && line.rfind("errno after a blocking", 0) != 0) lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer as Linux does") {
+  // Linux's answers: the same probe run natively, without a listener.
+  const std::string native_out = loopsim::testing::temp_path("seam-calls-native");
+  REQUIRE(std::system((probes + "/seam_probe_dynamic calls alone > " + native_out).c_str()) == 0);
+  const std::string native = file_text(native_out);
+  std::string prefix = loopsim::testing::temp_path("seam-calls");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("calls"));
+  sim::set_target_output("");
+  const std::string simulated = file_text(prefix + ".base.stdout");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("setpipe-4096-holding-10000 -1 EBUSY") != std::string::npos);  // the probe asked what it means to
+  CHECK(unprivileged_lines(simulated) == unprivileged_lines(native));
+  // The seam's process is never privileged: no pipe past pipe-max-size, no higher hard limit.
+  CHECK(simulated.find("privileged setpipe-2MiB -1 EPERM") != std::string::npos);
+  CHECK(simulated.find("privileged raise-hard -1 EPERM") != std::string::npos);
+  // While the target blocked, the clients ran on the same OS thread; its errno is its own.
+  // (Nothing on this path sets errno today, restored or not: the line guards the contract.)
+  CHECK(simulated.find("errno after a blocking wait 4321") != std::string::npos);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: an fcntl command it does not serve is refused by its name") {
+  CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
+}
+
 TEST_CASE("seam: epoll_wait asked for INT_MAX events is EINVAL, as Linux says, not an allocation") {
   std::string prefix = loopsim::testing::temp_path("seam-intmax");
   sim::set_target_output(prefix);

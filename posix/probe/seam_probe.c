@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +48,67 @@ static int accept_one(int listener) {
 
 static void* idle(void* unused) { return unused; }
 
+/* A call's result and errno's name, one line: the same lines whether the seam or Linux answers. */
+static void say(const char* what, long rc) {
+  printf("%s %ld %s\n", what, rc, rc < 0 ? strerrorname_np(errno) : "ok");
+}
+
+static void show_stat(const char* name, int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    say(name, -1);
+    return;
+  }
+  printf("fstat %s mode %o nlink %lu size %lld\n", name, (unsigned)st.st_mode, (unsigned long)st.st_nlink,
+         (long long)st.st_size);
+}
+
+/* fstat, the pipe size commands and the descriptor limit, as Linux answers them. The lines
+ * prefixed "privileged" depend on CAP_SYS_RESOURCE, which the seam's process never has. */
+static void calls(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0), p[2], e = eventfd(0, 0), ep = epoll_create1(0);
+  if (pipe(p) != 0) perror("pipe");
+  show_stat("socket", s);
+  show_stat("pipe-read", p[0]);
+  show_stat("pipe-write", p[1]);
+  show_stat("eventfd", e);
+  show_stat("epoll", ep);
+  struct stat st;
+  say("fstatat-empty-path", fstatat(s, "", &st, AT_EMPTY_PATH));
+  say("getpipe", fcntl(p[0], F_GETPIPE_SZ));
+  say("setpipe-5000", fcntl(p[1], F_SETPIPE_SZ, 5000));
+  say("getpipe-after", fcntl(p[0], F_GETPIPE_SZ));
+  say("setpipe-100", fcntl(p[1], F_SETPIPE_SZ, 100));
+  say("setpipe-65536", fcntl(p[1], F_SETPIPE_SZ, 65536));
+  fcntl(p[1], F_SETFL, O_NONBLOCK);
+  static char bytes[10000];
+  say("write-10000", write(p[1], bytes, sizeof bytes));
+  say("setpipe-4096-holding-10000", fcntl(p[1], F_SETPIPE_SZ, 4096));
+  say("setpipe-socket", fcntl(s, F_SETPIPE_SZ, 4096));
+  say("getpipe-socket", fcntl(s, F_GETPIPE_SZ));
+  say("privileged setpipe-2MiB", fcntl(p[1], F_SETPIPE_SZ, 2 * 1024 * 1024));
+  struct rlimit limit, asked;
+  getrlimit(RLIMIT_NOFILE, &limit);
+  printf("rlimit soft<=hard %d\n", limit.rlim_cur <= limit.rlim_max);
+  asked = (struct rlimit){limit.rlim_cur - 10, limit.rlim_max};
+  say("lower-soft", setrlimit(RLIMIT_NOFILE, &asked));
+  getrlimit(RLIMIT_NOFILE, &asked);
+  printf("soft lowered by %lld\n", (long long)(limit.rlim_cur - asked.rlim_cur));
+  asked = (struct rlimit){limit.rlim_max + 1, limit.rlim_max};
+  say("soft-above-hard", setrlimit(RLIMIT_NOFILE, &asked));
+  asked = (struct rlimit){limit.rlim_cur - 10, limit.rlim_cur - 5};
+  say("lower-hard", setrlimit(RLIMIT_NOFILE, &asked));
+  getrlimit(RLIMIT_NOFILE, &asked);
+  printf("hard now soft+5 %d\n", asked.rlim_max == asked.rlim_cur + 5);
+  asked = (struct rlimit){limit.rlim_cur, limit.rlim_cur};
+  say("privileged raise-hard", setrlimit(RLIMIT_NOFILE, &asked));
+  errno = 4321;
+  struct timespec ms = {0, 1000000};
+  nanosleep(&ms, NULL);
+  printf("errno after a sleep %d\n", errno);
+  fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
   if (strcmp(what, "thread") == 0) {
@@ -64,6 +128,21 @@ int main(int argc, char** argv) {
   if (strcmp(what, "elsewhere") == 0) {  /* listens, but not on the scenario's port */
     listen_on(9090);
     sleep(10);
+    return 0;
+  }
+  if (strcmp(what, "calls") == 0) {  /* with "alone", natively: no listener */
+    calls();
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    int listener = listen_on(8080);
+    errno = 4321;
+    int fd = accept_one(listener); /* blocks in epoll_wait while the client connects */
+    printf("errno after a blocking wait %d\n", errno);
+    fflush(stdout);
+    return fd < 0;
+  }
+  if (strcmp(what, "fcntl-lease") == 0) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    fcntl(s, F_SETLEASE, F_RDLCK);
     return 0;
   }
   if (strcmp(what, "nothing") == 0) return 0;
@@ -124,6 +203,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
+  fprintf(stderr, "seam_probe: calls | fcntl-lease | thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
   return 2;
 }
