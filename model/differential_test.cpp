@@ -180,17 +180,19 @@ enum class Op : std::uint8_t {
   shut,   // the server half-closes a connection (K14)
   write_many,  // one write of `count` bytes; the transcript says how much it took (K11)
   client_hold,  // client i reads nothing until its next receive (Linux's clients never read before one)
+  socketpair,   // a socketpair(AF_UNIX, SOCK_STREAM): "a<k>" and "b<k>", each reading what the other writes (K15)
 };
 
 // What one large write took, in terms both kernels can share: "all", "short, the buffer's
-// maximum" (within [3/4, 1] of tcp_wmem's maximum: Linux charges a segment's overhead to the
-// buffer too, so it takes a little less than the maximum), "short, N", or the error.
-std::size_t send_buffer_max = 0;  // tcp_wmem's maximum, for the transcript's band (0: none)
+// maximum" (within [3/4, 5/4] of the buffer's maximum: Linux charges each segment's overhead to
+// the buffer, so it takes a little less, or on a unix socket a little more), "short, N", or the
+// error.
+std::size_t send_buffer_max = 0;  // the buffer's maximum, for the transcript's band (0: none)
 
 std::string took(std::int64_t n, std::size_t asked) {
   if (n < 0) return errno_name(int(-n));
   if (std::size_t(n) == asked) return "all";
-  if (send_buffer_max > 0 && std::size_t(n) <= send_buffer_max && std::size_t(n) >= send_buffer_max / 4 * 3) {
+  if (send_buffer_max > 0 && std::size_t(n) <= send_buffer_max / 4 * 5 && std::size_t(n) >= send_buffer_max / 4 * 3) {
     return "short, the buffer's maximum";
   }
   return "short, " + std::to_string(n);
@@ -246,6 +248,7 @@ struct Script {
   Script& limit(std::size_t more) { return add(Op::limit, [&](Step& s) { s.count = more; }); }
   Script& pipe() { return add(Op::pipe, [](Step&) {}); }
   Script& shut(std::string fd) { return add(Op::shut, [&](Step& s) { s.fd = std::move(fd); }); }
+  Script& socketpair() { return add(Op::socketpair, [](Step&) {}); }
   Script& client_hold(int c) { return add(Op::client_hold, [&](Step& s) { s.client = c; }); }
   Script& write_many(std::string fd, std::size_t count) {
     return add(Op::write_many, [&](Step& s) { s.fd = std::move(fd); s.count = count; });
@@ -285,6 +288,7 @@ class Driver {
   virtual void closing(int fd) = 0;  // before a server close
   virtual void closed(int fd) = 0;   // after it
   virtual void limit_descriptors(int limit) = 0;  // RLIMIT_NOFILE's soft limit
+  virtual int socketpair(int ends[2]) = 0;        // non-blocking, both ends; 0 or -errno
   virtual void shut(int fd) = 0;  // after a server's half-close: its FIN has reached the client
 };
 
@@ -338,6 +342,7 @@ class SimDriver final : public Driver, private loopsim::model::ClientSink {
   void closing(int) override {}
   void closed(int) override { settle(); }
   void limit_descriptors(int limit) override { kernel_.set_rlimit_nofile(limit); }
+  int socketpair(int ends[2]) override { return kernel_.socketpair(ends); }
   void shut(int) override { settle(); }
 
  private:
@@ -600,6 +605,9 @@ class LinuxDriver final : public Driver {
     if (client.fd >= 0) await("the server's FIN or reset at the client", left_established(client.fd));
   }
 
+  int socketpair(int ends[2]) override {
+    return ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends) == 0 ? 0 : -errno;
+  }
   void shut(int fd) override {
     for (const Client& client : clients_) {
       if (client.server == fd && client.fd >= 0) {
@@ -744,6 +752,7 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
   int poller = -1;
   int next_conn = 0;
   int next_pipe = 0;
+  int next_pair = 0;
 
   auto name_of = [&](int fd) {
     for (const auto& [name, open] : fds) {
@@ -877,6 +886,19 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
           fds["r" + k] = ends[0];
           fds["w" + k] = ends[1];
           out.push_back("pipe -> r" + k + " w" + k);
+          break;
+        }
+        case Op::socketpair: {
+          int ends[2];
+          int rc = driver.socketpair(ends);
+          if (rc < 0) {
+            out.push_back("socketpair -> " + result(rc));
+            break;
+          }
+          std::string k = std::to_string(next_pair++);
+          fds["a" + k] = ends[0];
+          fds["b" + k] = ends[1];
+          out.push_back("socketpair -> a" + k + " b" + k);
           break;
         }
         case Op::write_many: {
@@ -1355,6 +1377,51 @@ TEST_CASE("differential: on loopback a fresh connection's write takes a whole me
   SimDriver as_is(config);
   const std::vector<std::string> small = run(as_is, script);
   CHECK(std::find(small.begin(), small.end(), "write c0 (1000000 bytes) -> short, 16384") != small.end());
+}
+
+TEST_CASE("differential: a socketpair's ends read what the other wrote, and its half-close and close (K15)") {
+  const std::uint32_t all = io::readable | io::writable | io::read_hangup;
+  compare(Script{}
+              .socketpair()
+              .watch("a0", Trigger::level, all)
+              .watch("b0", Trigger::level, all)
+              .wait()  // both writable
+              .write("a0", "hello")
+              .wait()
+              .read("b0", 3)
+              .read("b0", 64)
+              .read("b0", 64)  // empty: EAGAIN
+              .write("b0", "back")
+              .read("a0", 64)
+              .shut("a0")  // b0 reads the end; a0 still reads, and its writes fail
+              .wait()
+              .read("b0", 64)
+              .write("a0", "late")
+              .write("b0", "still")
+              .read("a0", 64)
+              .close("b0")  // a0 hangs up
+              .wait()
+              .read("a0", 64)
+              .write("a0", "gone"));
+}
+
+TEST_CASE("differential: a socketpair's end closed with bytes unread resets the other, and a full one is EAGAIN (K15)") {
+  send_buffer_max = 212992;  // net.core.wmem_default: a unix socket's send buffer
+  compare(Script{}
+              .socketpair()
+              .watch("a0", Trigger::edge, io::readable | io::writable | io::read_hangup)
+              .write("a0", "unread")
+              .close("b0")  // with "unread" in its queue
+              .wait()
+              .read("a0", 64)  // ECONNRESET, once
+              .read("a0", 64)  // then the end
+              .socketpair()
+              .write_many("a1", 1 << 20)
+              .write("a1", "more")  // full
+              .read("b1", 16)
+              .close("a1")
+              .close("b1"));
+  send_buffer_max = 0;
 }
 
 TEST_CASE("differential: what the client sees of the server's writes and closes") {

@@ -17,6 +17,7 @@ constexpr int stdio_fds = 3;  // 0, 1 and 2 are taken, as in any process
 constexpr std::size_t pipe_default_capacity = 65536;  // K13: Linux's 16 pages
 constexpr std::size_t pipe_max_size = 1048576;         // /proc/sys/fs/pipe-max-size's default
 constexpr std::size_t page_size = 4096;
+constexpr std::size_t pair_capacity = 212992;  // K15: net.core.wmem_default, a unix socket's send buffer
 constexpr std::size_t pipe_atomic = 4096;
 
 // Reported whatever the interest, as epoll always reports EPOLLHUP and EPOLLERR; the peer's
@@ -375,6 +376,20 @@ std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
     return std::int64_t(n);
   }
   if (entry(fd, FdKind::pipe_write) != nullptr) return -EBADF;  // the wrong end, as Linux says
+  if (FdEntry* p = entry(fd, FdKind::pair_end)) {  // K15
+    PairEnd& self = pair_end(p->object);
+    const PairEnd& other = pair_end(p->object ^ 1);
+    if (self.in.empty()) {
+      if (self.error != 0) return -std::exchange(self.error, 0);
+      return other.fd < 0 || other.shut ? 0 : -EAGAIN;
+    }
+    const bool was_full = self.in.size() >= pair_capacity;
+    std::size_t n = std::min(into.size(), self.in.size());
+    std::memcpy(into.data(), self.in.data(), n);
+    self.in.erase(0, n);
+    if (was_full && other.fd >= 0) notify(other.fd);  // room again: a writable edge
+    return std::int64_t(n);
+  }
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->conn;
@@ -406,6 +421,17 @@ std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
     return std::int64_t(n);
   }
   if (entry(fd, FdKind::pipe_read) != nullptr) return -EBADF;
+  if (FdEntry* p = entry(fd, FdKind::pair_end)) {  // K15
+    const PairEnd& self = pair_end(p->object);
+    PairEnd& other = pair_end(p->object ^ 1);
+    if (self.shut || other.fd < 0) return -EPIPE;  // Linux raises SIGPIPE too
+    std::size_t room = pair_capacity - std::min(pair_capacity, other.in.size());
+    if (room == 0) return -EAGAIN;
+    std::size_t n = std::min(room, from.size());
+    other.in.append(from.data(), n);
+    notify(other.fd);  // K3: every arrival is a wake-up
+    return std::int64_t(n);
+  }
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -EINVAL;
   ConnId id = e->conn;
@@ -456,6 +482,17 @@ int SimKernel::close_now(int fd) {
     int other = reader ? pipe.write_fd : pipe.read_fd;
     release_fd(fd);
     if (other >= 0) notify(other);  // K13: the other end hangs up (reader) or errs (writer)
+    return 0;
+  } else if (e->kind == FdKind::pair_end) {  // K15
+    PairEnd& self = pair_end(e->object);
+    PairEnd& other = pair_end(e->object ^ 1);
+    // Closing with bytes unread resets the other end: its next read says ECONNRESET, once.
+    if (!self.in.empty() && other.fd >= 0) other.error = ECONNRESET;
+    self.in.clear();
+    self.fd = -1;
+    const int peer = other.fd;
+    release_fd(fd);
+    if (peer >= 0) notify(peer);  // it reads the end, and hangs up
     return 0;
   } else if (e->kind == FdKind::poller) {
     Poller& poller = pollers_[e->object];
@@ -527,8 +564,33 @@ int SimKernel::pipe_now(int ends[2]) {
   return 0;
 }
 
+int SimKernel::socketpair_now(int ends[2]) {
+  auto index = std::uint32_t(pairs_.size());
+  int first = allocate_fd(FdKind::pair_end, index * 2);
+  if (first < 0) return first;
+  int second = allocate_fd(FdKind::pair_end, index * 2 + 1);
+  if (second < 0) {
+    release_fd(first);
+    return second;
+  }
+  Pair pair;
+  pair.ends.resize(2);
+  pair.ends[0].fd = first;
+  pair.ends[1].fd = second;
+  pairs_.push_back(std::move(pair));
+  ends[0] = first;
+  ends[1] = second;
+  return 0;
+}
+
 int SimKernel::shutdown_write_now(int fd) {
   if (entry(fd, FdKind::listener) != nullptr) return 0;  // Linux: a listener has nothing to send
+  if (FdEntry* p = entry(fd, FdKind::pair_end)) {  // K15: the other end reads the end after the bytes
+    pair_end(p->object).shut = true;
+    if (const int peer = pair_end(p->object ^ 1).fd; peer >= 0) notify(peer);
+    notify(fd);
+    return 0;
+  }
   FdEntry* e = entry(fd, FdKind::socket);
   if (e == nullptr) return entry(fd) == nullptr ? -EBADF : -ENOTSOCK;
   Conn& conn = conns_[e->conn];
@@ -545,6 +607,7 @@ std::int64_t SimKernel::pending_bytes(int fd) const {
   if (e == nullptr) return -EBADF;
   if (e->kind == FdKind::socket) return std::int64_t(conns_[e->conn].to_server.size());
   if (e->kind == FdKind::pipe_read) return std::int64_t(pipes_[e->object].bytes.size());
+  if (e->kind == FdKind::pair_end) return std::int64_t(pair_end(e->object).in.size());
   return -EINVAL;
 }
 
@@ -610,6 +673,18 @@ std::uint32_t SimKernel::readiness(int fd) const {
       const Pipe& pipe = pipes_[e->object];
       if (pipe.read_fd < 0) return io::writable | io::error;
       return pipe.bytes.size() < pipe.capacity ? io::writable : 0;
+    }
+    case FdKind::pair_end: {  // K15
+      const PairEnd& self = pair_end(e->object);
+      const PairEnd& other = pair_end(e->object ^ 1);
+      const bool closed = other.fd < 0, ended = closed || other.shut;
+      std::uint32_t mask = closed || other.in.size() < pair_capacity ? io::writable : 0;
+      if (!self.in.empty() || ended || self.error != 0) mask |= io::readable;
+      if (ended) mask |= io::read_hangup;
+      // Linux: hung up once both directions are shut, the other end's close shutting both.
+      if (closed || (self.shut && other.shut)) mask |= io::hangup;
+      if (self.error != 0) mask |= io::error;
+      return mask;
     }
     case FdKind::poller:  // readable while it has items queued (they are re-checked at harvest)
       return pollers_[e->object].ready.empty() ? 0 : io::readable;
@@ -787,7 +862,7 @@ class Learnt {
 
 enum Op : int {
   op_now, op_spend, op_listen, op_accept, op_read, op_write, op_close, op_abort, op_poller, op_watch, op_rewatch,
-  op_unwatch, op_wait, op_wake_create, op_wake_signal, op_wake_drain, op_pipe, op_shutdown, op_file
+  op_unwatch, op_wait, op_wake_create, op_wake_signal, op_wake_drain, op_pipe, op_shutdown, op_file, op_pair
 };
 }  // namespace
 
@@ -890,6 +965,13 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
   if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
   scheduler_.learn(learnt.value());
   return n;
+}
+
+int SimKernel::socketpair(int ends[2]) {
+  scheduler_.call_point(Call{K::allocate, -1});
+  int rc = socketpair_now(ends);
+  scheduler_.learn(Learnt(op_pair).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
+  return rc;
 }
 
 int SimKernel::pipe(int ends[2]) {

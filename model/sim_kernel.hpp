@@ -119,6 +119,9 @@ class SimKernel final : public Kernel {
   int file_open();
   // Bytes waiting to be read on a socket or a pipe's reading end (FIONREAD), or -errno.
   std::int64_t pending_bytes(int fd) const;
+  // K15: a connected pair of local stream sockets, both non-blocking: what one end writes the
+  // other reads. Returns 0 or -errno. read, write, close and shutdown_write serve its ends.
+  int socketpair(int ends[2]);
   // K13: a pipe's capacity (F_GETPIPE_SZ), and a new one (F_SETPIPE_SZ): the size set, or -errno.
   std::int64_t pipe_size(int fd) const;
   std::int64_t set_pipe_size(int fd, std::uint64_t size);
@@ -195,7 +198,7 @@ class SimKernel final : public Kernel {
   std::uint64_t conn_digest(ConnId conn) const;
 
  private:
-  enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file };
+  enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file, pair_end };
   struct FdEntry {
     FdKind kind = FdKind::free;
     std::uint32_t object = 0;      // index into the kind's table (but a socket's)
@@ -280,6 +283,20 @@ class SimKernel final : public Kernel {
     static constexpr state::Fields<4> state_fields{state::f::value("bytes"), state::f::value("read_fd"),
                                                    state::f::value("write_fd"), state::f::value("capacity")};
   };
+  // K15: a socketpair(AF_UNIX, SOCK_STREAM). A pair_end's FdEntry::object is the pair's index
+  // times two, plus its end.
+  struct PairEnd {
+    std::string in;            // what the other end wrote, not yet read here
+    int fd = -1;               // -1 once closed
+    bool shut = false;         // this end shut its writing (SHUT_WR)
+    std::int32_t error = 0;    // ECONNRESET once, after the other end closed with `in` of its unread
+    static constexpr state::Fields<4> state_fields{state::f::value("in"), state::f::value("fd"),
+                                                   state::f::value("shut"), state::f::value("error")};
+  };
+  struct Pair {
+    std::vector<PairEnd> ends;  // two
+    static constexpr state::Fields<1> state_fields{state::f::value("ends")};
+  };
   struct FaultState {
     AcceptFault fault;
     std::uint32_t landed = 0;
@@ -291,6 +308,9 @@ class SimKernel final : public Kernel {
                                                    state::f::value("spent"), state::f::value("calls_left")};
   };
 
+  // K15: the end of a pair that a pair_end's object names.
+  PairEnd& pair_end(std::uint32_t object) { return pairs_[object / 2].ends[object % 2]; }
+  const PairEnd& pair_end(std::uint32_t object) const { return pairs_[object / 2].ends[object % 2]; }
   // K11: the bytes `conn`'s send buffer holds now.
   std::size_t send_size(const Conn& conn) const {
     return conn.send_grown ? config_.send_buffer_max : config_.send_buffer;
@@ -314,6 +334,7 @@ class SimKernel final : public Kernel {
   void wake_signal_now(int wake);
   void wake_drain_now(int wake);
   int pipe_now(int ends[2]);
+  int socketpair_now(int ends[2]);
   int shutdown_write_now(int fd);
   int file_open_now();
 
@@ -350,6 +371,7 @@ class SimKernel final : public Kernel {
   std::vector<Poller> pollers_;
   std::vector<bool> wakes_;  // signalled
   std::vector<Pipe> pipes_;
+  std::vector<Pair> pairs_;  // K15
   std::vector<FaultState> accept_faults_;
   std::uint16_t next_port_ = 32768;
   struct Work {
@@ -378,12 +400,12 @@ class SimKernel final : public Kernel {
   // (collaborators, digested on their own), next_port_ (a port only names a connection; conns_
   // counts them), work_ (what the trace says of past passes; nothing ahead depends on it) and
   // the stall guard (a run it stops ends there).
-  static constexpr state::Fields<18> state_fields{
+  static constexpr state::Fields<19> state_fields{
       state::f::skip("scheduler_"),    state::f::value("config_"),   state::f::skip("sink_"),
       state::f::value("fds_"),         state::f::value("free_fds_"), state::f::value("open_fds_"),
       state::f::value("client_files_"), state::f::value("listeners_"), state::f::by_conn("conns_"),
       state::f::value("pollers_"),     state::f::value("wakes_"),    state::f::value("pipes_"),
-      state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_"),
+      state::f::value("pairs_"),       state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_"),
       state::f::skip("calls_instant_"), state::f::skip("calls_at_instant_"), state::f::skip("stalled_")};
   friend struct state::Access;
 };

@@ -679,6 +679,43 @@ TEST_CASE("K13 a pipe's size: a power of two pages, at most pipe-max-size, never
   CHECK(f.kernel.pipe_size(99) == -EBADF);
 }
 
+TEST_CASE("K15 a socketpair: each end reads what the other wrote, up to 212,992 bytes, and sees its half-close and close") {
+  Fixture f;
+  int ends[2];
+  REQUIRE(f.kernel.socketpair(ends) == 0);
+  CHECK(ends[0] == 3);  // K2: the lowest free numbers
+  CHECK(ends[1] == 4);
+  int p = f.kernel.poller_create();
+  REQUIRE(f.kernel.watch(p, ends[1], io::readable | io::read_hangup, Trigger::edge) == 0);
+  CHECK(f.kernel.write(ends[0], std::string(300000, 'x')) == 212992);  // net.core.wmem_default
+  CHECK(f.kernel.write(ends[0], std::string_view("y")) == -EAGAIN);
+  CHECK(f.kernel.pending_bytes(ends[1]) == 212992);
+  auto events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ready == io::readable);
+  std::vector<char> buffer(212992);
+  CHECK(f.kernel.read(ends[1], buffer) == 212992);
+  CHECK(f.kernel.read(ends[1], buffer) == -EAGAIN);
+  CHECK(f.kernel.write(ends[1], std::string_view("back")) == 4);  // both ways
+  CHECK(f.kernel.read(ends[0], std::span<char>(buffer.data(), 16)) == 4);
+  REQUIRE(f.kernel.shutdown_write(ends[0]) == 0);
+  events = f.poll(p);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ready == (io::readable | io::read_hangup));
+  CHECK(f.kernel.read(ends[1], buffer) == 0);
+  CHECK(f.kernel.write(ends[0], std::string_view("late")) == -EPIPE);
+  CHECK(f.kernel.pipe_size(ends[0]) == -EBADF);  // not a pipe
+  REQUIRE(f.kernel.close(ends[0]) == 0);
+  CHECK(f.kernel.write(ends[1], std::string_view("gone")) == -EPIPE);
+  // A close with bytes unread resets the other end, once.
+  int pair[2];
+  REQUIRE(f.kernel.socketpair(pair) == 0);
+  CHECK(f.kernel.write(pair[0], std::string_view("unread")) == 6);
+  REQUIRE(f.kernel.close(pair[1]) == 0);
+  CHECK(f.kernel.read(pair[0], buffer) == -ECONNRESET);
+  CHECK(f.kernel.read(pair[0], buffer) == 0);
+}
+
 TEST_CASE("K13 a full pipe refuses small writes whole, takes part of a large one, and errs once the reader closed") {
   Fixture f;
   int ends[2];

@@ -125,9 +125,9 @@ SEAM_EXPORT int socket(int domain, int type, int protocol) noexcept {
 }
 
 SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexcept {
-  if (making()) {  // refused, with an error a program can handle (nginx's EPOLLRDHUP probe does)
-    errno = EOPNOTSUPP;
-    return -1;
+  if (making()) {
+    if (fds == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->socketpair(domain, type, fds); }));
   }
   return real<int(int, int, int, int*), "socketpair">()(domain, type, protocol, fds);
 }

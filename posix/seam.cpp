@@ -336,7 +336,9 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
 long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+    return failed(-ENOTSOCK);
+  }
   if (level == SOL_SOCKET && name == SO_LINGER) {
     if (value == nullptr || length < socklen_t(sizeof(linger))) return failed(-EINVAL);
     linger l{};
@@ -351,14 +353,18 @@ long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t 
 long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+    return failed(-ENOTSOCK);
+  }
+  const bool pair = f.kind == Kind::pair;  // K15's buffer: net.core.wmem_default
   if (level == SOL_SOCKET) {
     switch (name) {
       case SO_TYPE: return put_int(value, length, SOCK_STREAM);
       case SO_ERROR: return put_int(value, length, 0);
       case SO_ACCEPTCONN: return put_int(value, length, f.kind == Kind::listener);
-      case SO_SNDBUF: return put_int(value, length, int(scenario_.kernel.send_buffer));
-      case SO_RCVBUF: return put_int(value, length, int(scenario_.kernel.receive_buffer));
+      case SO_DOMAIN: return put_int(value, length, pair ? AF_UNIX : AF_INET);
+      case SO_SNDBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.send_buffer));
+      case SO_RCVBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.receive_buffer));
       default: break;
     }
   }
@@ -368,8 +374,16 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
 long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+    return failed(-ENOTSOCK);
+  }
   if (address == nullptr || length == nullptr) return failed(-EFAULT);
+  if (f.kind == Kind::pair) {  // an unnamed local socket: its family alone, either end
+    const sa_family_t family = AF_UNIX;
+    std::memcpy(address, &family, std::min<std::size_t>(*length, sizeof family));
+    *length = sizeof family;
+    return 0;
+  }
   if (peer) {
     if (f.kind != Kind::socket) return failed(-ENOTCONN);
     fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(f.sim) % 20000));
@@ -383,7 +397,7 @@ long Seam::shutdown(int fd, int how) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
   if (f.kind == Kind::unbound) return failed(-ENOTCONN);
-  if (f.kind != Kind::listener && f.kind != Kind::socket) return failed(-ENOTSOCK);
+  if (f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return failed(-EINVAL);
   if (how == SHUT_RD) return 0;  // K14 covers the sending half; the receiving half changes nothing here
   long rc = kernel_->shutdown_write(f.sim);
@@ -401,6 +415,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
     switch (f.kind) {
       case Kind::socket:
       case Kind::pipe_read:
+      case Kind::pair:
         if (size == 0) return 0;
         n = long(kernel_->read(f.sim, std::span(static_cast<char*>(into), size)));
         break;
@@ -449,7 +464,7 @@ long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_no
   }
   if (f.kind == Kind::pipe_read) return failed(-EBADF);
   if (f.kind == Kind::listener || f.kind == Kind::unbound) return failed(-ENOTCONN);
-  if (f.kind != Kind::socket && f.kind != Kind::pipe_write) return failed(-EINVAL);
+  if (f.kind != Kind::socket && f.kind != Kind::pipe_write && f.kind != Kind::pair) return failed(-EINVAL);
   if (size == 0) return 0;
   std::size_t done = 0;
   for (;;) {
@@ -591,6 +606,25 @@ long Seam::pipe(int ends[2], int flags) {
   bool nonblocking = (flags & O_NONBLOCK) != 0;
   ends[0] = adopt(Kind::pipe_read, sim[0], nonblocking);
   ends[1] = adopt(Kind::pipe_write, sim[1], nonblocking);
+  return 0;
+}
+
+// K15. Linux's other local socket types are refused by name: a program given an error would go
+// another way than it goes on Linux. Other families are EOPNOTSUPP, as Linux says of AF_INET.
+long Seam::socketpair(int domain, int type, int ends[2]) {
+  Inside inside(*this);
+  if (domain != AF_UNIX) return failed(-EOPNOTSUPP);
+  const int kind = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (kind != SOCK_STREAM) {
+    refuse("socketpair(AF_UNIX, " + std::string(kind == SOCK_DGRAM ? "SOCK_DGRAM" : kind == SOCK_SEQPACKET ? "SOCK_SEQPACKET" : "type " + std::to_string(kind)) + ")",
+           -1, "the seam serves socketpair(AF_UNIX, SOCK_STREAM) only");
+  }
+  int sim[2];
+  int rc = kernel_->socketpair(sim);
+  if (rc < 0) return failed(rc);
+  bool nonblocking = (type & SOCK_NONBLOCK) != 0;
+  ends[0] = adopt(Kind::pair, sim[0], nonblocking);
+  ends[1] = adopt(Kind::pair, sim[1], nonblocking);
   return 0;
 }
 

@@ -50,7 +50,7 @@ F* real() {
 
 class Seam final : public sim::ForeignServer {
  private:
-  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file };
+  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file, pair };
 
  public:
   Seam(const sim::Scenario& scenario, int (*main)(int, char**, char**), int argc, char** argv, char** envp,
@@ -97,6 +97,7 @@ class Seam final : public sim::ForeignServer {
   long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
   long eventfd(unsigned int value, int flags);
   long pipe(int ends[2], int flags);
+  long socketpair(int domain, int type, int ends[2]);  // K15: AF_UNIX, SOCK_STREAM
   long fcntl(int fd, int cmd, long arg);
   long ioctl(int fd, unsigned long request, void* arg);
   long file_slot();                 // a real file the program opens takes a simulated number too

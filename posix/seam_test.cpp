@@ -301,6 +301,28 @@ TEST_CASE("seam: epoll_wait asked for INT_MAX events is EINVAL, as Linux says, n
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: Python's asyncio runs: its socketpair self-pipe, its wakeup fd, and 100 failing accepts per EMFILE") {
+  sim::Scenario s = sim::load_scenario(source + "/examples/python/py-asyncio.toml");
+  sim::RunResult r = sim::run(s);
+  std::vector<checker::Verdict> verdicts = checker::evaluate(r.trace, s.expect, {});
+  REQUIRE(verdicts.size() == 3);
+  for (const checker::Verdict& v : verdicts) {
+    INFO(v.property << " " << v.detail);
+    CHECK(v.held);
+  }
+  CHECK(r.stats.answered == 6);
+  CHECK(verdicts[1].measured >= 1000.0);  // ms: ACCEPT_RETRY_DELAY, 1 s
+  // CPython 3.11 goes on calling accept() after EMFILE, up to its backlog argument.
+  const std::string text = jsonl(r.trace);
+  std::size_t emfile = 0;
+  for (std::size_t at = text.find("\"outcome\":\"EMFILE\""); at != std::string::npos;
+       at = text.find("\"outcome\":\"EMFILE\"", at + 1)) {
+    ++emfile;
+  }
+  CHECK(emfile == 100);
+  CHECK(verdicts[2].measured == 100);
+}
+
 TEST_CASE("seam: a target's trace renders as a pass timeline and a Chrome trace") {
   std::string out = loopsim::testing::temp_path("seam-render");
   std::filesystem::create_directories(out);
