@@ -469,21 +469,76 @@ SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeou
   return real<int(int, epoll_event*, int, int, const sigset_t*), "epoll_pwait">()(poller, events, max, timeout, mask);
 }
 
+namespace {
+
+Nanos poll_timeout(int ms) { return ms < 0 ? loopsim::wait_forever : Nanos(std::int64_t(ms) * 1'000'000); }
+Nanos poll_timeout(const timespec* t) { return t == nullptr ? loopsim::wait_forever : from_timespec(*t); }
+Nanos poll_timeout(const timeval* t) {
+  return t == nullptr ? loopsim::wait_forever : Nanos(std::int64_t(t->tv_sec) * 1'000'000'000 + std::int64_t(t->tv_usec) * 1000);
+}
+
+// select(2) as poll(2) over the descriptors its sets name; the sets are rewritten with what is
+// ready. Linux's mapping: readable (and hung up, or in error) counts as readable, writable (or
+// in error) as writable, and nothing is exceptional on a stream socket.
+long select_as_poll(const char* call, int n, fd_set* r, fd_set* w, fd_set* e, Nanos timeout) {
+  if (n < 0 || n > FD_SETSIZE) return result(-EINVAL);
+  std::vector<pollfd> entries;
+  for (int fd = 0; fd < n; ++fd) {
+    short events = 0;
+    if (r != nullptr && FD_ISSET(fd, r)) events |= POLLIN;
+    if (w != nullptr && FD_ISSET(fd, w)) events |= POLLOUT;
+    if (e != nullptr && FD_ISSET(fd, e)) events |= POLLPRI;
+    if (events != 0) entries.push_back(pollfd{fd, events, 0});
+  }
+  long rc = served(call, [&] { return current->poll(entries.data(), entries.size(), timeout); });
+  if (rc < 0) return rc;
+  if (r != nullptr) FD_ZERO(r);
+  if (w != nullptr) FD_ZERO(w);
+  if (e != nullptr) FD_ZERO(e);
+  long count = 0;
+  for (const pollfd& p : entries) {
+    if (r != nullptr && (p.events & POLLIN) && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      FD_SET(p.fd, r);
+      ++count;
+    }
+    if (w != nullptr && (p.events & POLLOUT) && (p.revents & (POLLOUT | POLLERR))) {
+      FD_SET(p.fd, w);
+      ++count;
+    }
+  }
+  return count;
+}
+
+bool any_named_owned(int n, const fd_set* r, const fd_set* w, const fd_set* e) {
+  for (int fd = 0; current != nullptr && fd < n && fd < FD_SETSIZE; ++fd) {
+    bool named = (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
+    if (named && owned(fd)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (any_owned(fds, n)) current->refuse("poll", -1, "the seam serves epoll, not poll");
+  if (any_owned(fds, n)) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
   return real<int(pollfd*, nfds_t, int), "poll">()(fds, n, timeout);
 }
 SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
+// The signal mask matters for signals, which the simulation does not deliver yet.
 SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
-  if (any_owned(fds, n)) current->refuse("ppoll", -1, "the seam serves epoll, not poll");
+  if (any_owned(fds, n)) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
   return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*), "ppoll">()(fds, n, timeout, mask);
 }
+SEAM_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t) {
+  return ppoll(fds, n, timeout, mask);
+}
 SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
-  for (int fd = 0; current != nullptr && fd < n && fd < FD_SETSIZE; ++fd) {
-    bool named = (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
-    if (named && owned(fd)) current->refuse("select", fd, "the seam serves epoll, not select");
-  }
+  if (any_named_owned(n, r, w, e)) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
   return real<int(int, fd_set*, fd_set*, fd_set*, timeval*), "select">()(n, r, w, e, timeout);
+}
+SEAM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
+  if (any_named_owned(n, r, w, e)) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  return real<int(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*), "pselect">()(n, r, w, e, timeout, mask);
 }
 
 // ---- syscall(): libuv closes with it; io_uring is refused ----

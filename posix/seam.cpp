@@ -584,6 +584,79 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   return n < 0 ? failed(n) : out;
 }
 
+namespace {
+
+std::uint32_t poll_interest(short events) {
+  std::uint32_t interest = 0;
+  if (events & (POLLIN | POLLPRI | POLLRDNORM)) interest |= io::readable;
+  if (events & (POLLOUT | POLLWRNORM)) interest |= io::writable;
+  return interest;
+}
+
+// What Linux's poll reports of `ready` to an entry that asked for `events`: the bits asked
+// for, and hang-ups and errors always.
+short poll_reported(std::uint32_t ready, short events) {
+  short out = 0;
+  if (ready & io::readable) out |= short(events & (POLLIN | POLLRDNORM));
+  if (ready & io::writable) out |= short(events & (POLLOUT | POLLWRNORM));
+  if ((ready & io::read_hangup) && (events & POLLRDHUP)) out |= POLLRDHUP;
+  if (ready & io::hangup) out |= POLLHUP;
+  if (ready & io::error) out |= POLLERR;
+  return out;
+}
+
+}  // namespace
+
+long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
+  Inside inside(*this);
+  if (blocker_ < 0) {
+    blocker_ = kernel_->poller_create();
+    if (blocker_ < 0) return failed(blocker_);
+  }
+  // One registration a descriptor, asking for what all its entries ask.
+  std::map<int, std::uint32_t> interest;  // by simulated descriptor
+  for (std::size_t i = 0; i < n; ++i) {
+    fds[i].revents = 0;
+    if (fds[i].fd < 0) continue;
+    if (!owns(fds[i].fd)) {
+      refuse("poll", fds[i].fd, "it mixes real descriptors with simulated ones, which no one wait can watch");
+    }
+    interest[fds_[std::size_t(fds[i].fd)].sim] |= poll_interest(fds[i].events);
+  }
+  for (const auto& [sim, wanted] : interest) kernel_->watch(blocker_, sim, wanted, Trigger::level);
+  end_pass();
+  in_pass_ = true;
+  ++passes_;
+  trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
+  sim::ev::Events seen{now(), 0, passes_, {}, -1};
+  scratch_.resize(std::max<std::size_t>(interest.size(), 1));
+  const Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
+  long ready = 0;
+  int rc = 0;
+  for (;;) {
+    Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
+    rc = kernel_->wait(blocker_, scratch_, left);
+    seen.t = now();
+    if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
+    std::map<int, std::uint32_t> now_ready;
+    for (int i = 0; i < std::max(rc, 0); ++i) now_ready[scratch_[std::size_t(i)].fd] = scratch_[std::size_t(i)].ready;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (fds[i].fd < 0) continue;
+      auto it = now_ready.find(fds_[std::size_t(fds[i].fd)].sim);
+      fds[i].revents = it == now_ready.end() ? 0 : poll_reported(it->second, fds[i].events);
+      if (fds[i].revents != 0) {
+        ++ready;
+        seen.fds.push_back(fds[i].fd);
+      }
+    }
+    // Reported only what no entry asked for: Linux goes on waiting while it may.
+    if (ready > 0 || rc < 0 || left == Nanos(0)) break;
+  }
+  for (const auto& [sim, wanted] : interest) kernel_->unwatch(blocker_, sim);
+  trace_->events.push_back(std::move(seen));
+  return rc < 0 ? failed(rc) : ready;
+}
+
 // ---- eventfds, pipes, descriptor flags ----
 
 long Seam::eventfd(unsigned int value, int flags) {

@@ -11,6 +11,7 @@
 // the seam does not know reaches the placeholder and fails with EBADF, never with real I/O.
 #pragma once
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -95,6 +96,9 @@ class Seam final : public sim::ForeignServer {
   long poller_create();
   long poller_control(int poller, int op, int fd, const epoll_event* event);
   long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
+  // poll(2) on descriptors of which at least one is simulated (a mix with real ones is refused):
+  // level-triggered, as Linux's, one pass of the trace. Negative descriptors are skipped.
+  long poll(struct pollfd* fds, std::size_t n, Nanos timeout);
   long eventfd(unsigned int value, int flags);
   long pipe(int ends[2], int flags);
   long socketpair(int domain, int type, int ends[2]);  // K15: AF_UNIX, SOCK_STREAM

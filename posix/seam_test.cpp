@@ -286,6 +286,21 @@ TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer a
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does") {
+  const std::string native_out = loopsim::testing::temp_path("seam-polls-native");
+  REQUIRE(std::system((probes + "/seam_probe_dynamic polls alone > " + native_out).c_str()) == 0);
+  const std::string native = file_text(native_out);
+  std::string prefix = loopsim::testing::temp_path("seam-polls");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("polls"));
+  sim::set_target_output("");
+  const std::string simulated = file_text(prefix + ".base.stdout");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("poll pair, other end shut -> 1 revents 0x2001") != std::string::npos);  // POLLIN | POLLRDHUP
+  CHECK(simulated == native);
+  (void)result;  // the probe listens only after its 100 ms poll, when the client has come and gone
+}
+
 TEST_CASE("seam: an fcntl command it does not serve is refused by its name") {
   CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
 }

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -61,6 +63,45 @@ static void show_stat(const char* name, int fd) {
   }
   printf("fstat %s mode %o nlink %lu size %lld\n", name, (unsigned)st.st_mode, (unsigned long)st.st_nlink,
          (long long)st.st_size);
+}
+
+static void show_poll(const char* what, int fd, short events, int timeout) {
+  struct pollfd entry = {fd, events, 0};
+  int n = poll(&entry, 1, timeout);
+  printf("poll %s -> %d revents %#x\n", what, n, (unsigned)entry.revents);
+}
+
+/* poll and select on pipes and socket pairs, as Linux answers them. */
+static void polls(void) {
+  int p[2], s[2];
+  if (pipe(p) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) perror("pipe, socketpair");
+  show_poll("empty pipe, reader", p[0], POLLIN, 0);
+  show_poll("empty pipe, writer", p[1], POLLOUT, 0);
+  say("write", write(p[1], "x", 1));
+  show_poll("pipe with a byte", p[0], POLLIN | POLLOUT, 0);
+  close(p[1]);
+  show_poll("pipe, writer closed", p[0], POLLIN, 0);
+  char byte;
+  say("read", read(p[0], &byte, 1));
+  show_poll("pipe, drained and ended", p[0], POLLIN, 0);
+  show_poll("quiet pair, 100 ms", s[1], POLLIN, 100);
+  say("shutdown", shutdown(s[0], SHUT_WR));
+  show_poll("pair, other end shut", s[1], POLLIN | POLLRDHUP, 0);
+  show_poll("pair, own end shut", s[0], POLLIN | POLLOUT, 0);
+  struct pollfd both[2] = {{s[0], POLLOUT, 0}, {s[1], POLLIN, 0}};
+  int ready = poll(both, 2, 0);
+  printf("poll both -> %d revents %#x %#x\n", ready, (unsigned)both[0].revents, (unsigned)both[1].revents);
+  fd_set readable, writable;
+  FD_ZERO(&readable);
+  FD_ZERO(&writable);
+  FD_SET(s[1], &readable);
+  FD_SET(s[0], &writable);
+  struct timeval now = {0, 0};
+  int n = select((s[0] > s[1] ? s[0] : s[1]) + 1, &readable, &writable, NULL, &now);
+  printf("select -> %d readable %d writable %d\n", n, FD_ISSET(s[1], &readable), FD_ISSET(s[0], &writable));
+  close(s[1]);
+  show_poll("pair, other end closed", s[0], POLLOUT, 0);
+  fflush(stdout);
 }
 
 /* fstat, the pipe size commands and the descriptor limit, as Linux answers them. The lines
@@ -140,6 +181,12 @@ int main(int argc, char** argv) {
     fflush(stdout);
     return fd < 0;
   }
+  if (strcmp(what, "polls") == 0) {  /* with "alone", natively: no listener */
+    polls();
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    accept_one(listen_on(8080));
+    return 0;
+  }
   if (strcmp(what, "fcntl-lease") == 0) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     fcntl(s, F_SETLEASE, F_RDLCK);
@@ -203,6 +250,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: calls | fcntl-lease | thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
+  fprintf(stderr, "seam_probe: calls | polls | fcntl-lease | thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
   return 2;
 }
