@@ -181,7 +181,7 @@ int explore_file(const ExploreArgs& args) {
       out << "# loopsim explore --maximize " << args.maximize << ": the worst of " << result.judged
           << " executions measured " << result.worst->verdict.measured
           << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "") << "\n# replay: loopsim run "
-          << worst_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices);
+          << worst_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices, {}, worst_path);
     });
   }
   if (!result.audit_failure.empty()) {
@@ -232,7 +232,7 @@ int explore_file(const ExploreArgs& args) {
     cex_path = stem + ".toml";
     write_output_file("--out", cex_path, [&](std::ostream& out) {
       out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
-          << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts);
+          << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts, cex_path);
     });
     write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); });
   }

@@ -223,3 +223,25 @@ TEST_CASE("explore reaches the request stranded behind a large answer through th
   Outcome fixed = run_cli("explore " + file + " --json");
   CHECK(fixed.status == 0);
 }
+
+#ifdef LOOPSIM_SEAM_BUILT
+TEST_CASE("explore's counterexample for a target keeps its relative arguments working where it is written") {
+  // exec names its script relatively ("poll_http.py"): the target runs in the scenario's folder,
+  // and the counterexample, written elsewhere, says so with target.dir.
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/examples/python/py-poll.toml";
+  std::string out = loopsim::testing::temp_path("explore-target-dir");
+  Outcome found = run_cli("explore " + file + " --arm keep-alive --json --out " + out);
+  REQUIRE(found.status == 1);
+  auto doc = nlohmann::json::parse(found.output);
+  const std::string cex = doc["counterexample"];
+  std::ifstream in(cex);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("dir = ") != std::string::npos);
+  CHECK(text.find("poll_http.py") != std::string::npos);
+  Outcome replay = loopsim::testing::run_loopsim("run " + cex);
+  INFO(replay.output);
+  CHECK(replay.status == 1);  // the failure again, not "the target never listened" (exit 2)
+  CHECK(replay.output.find("caught") == std::string::npos);
+  CHECK(replay.output.find("answered") != std::string::npos);
+}
+#endif

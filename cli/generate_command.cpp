@@ -182,6 +182,16 @@ int generate(const GenerateArgs& args) {
       // Left as written: the scenario loader reports it at its column.
     }
   }
+  // A target's relative arguments in --set target.exec are relative to here too: the target
+  // runs here, named absolutely, since the scenarios are read both here and from --out.
+  const bool target = std::any_of(options.overrides.begin(), options.overrides.end(),
+                                  [](const sim::Override& o) { return o.key == "target.exec"; });
+  const bool has_dir = std::any_of(options.overrides.begin(), options.overrides.end(),
+                                   [](const sim::Override& o) { return o.key == "target.dir"; });
+  if (target && !has_dir) {
+    std::error_code error;
+    options.overrides.push_back(sim::Override{"target.dir", sim::toml_string(std::filesystem::current_path(error).string())});
+  }
   options.budget = explore::StepBudget{args.max_steps_at_instant, args.max_steps};
   options.max_shrinks = args.max_shrinks;
   std::tie(options.shard, options.shards) = parse_shard(args.shard);

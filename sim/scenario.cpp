@@ -538,13 +538,26 @@ std::vector<std::string> read_exec(C c, N n, K k) {
   return exec;
 }
 
-// exec[0] as a path: with a slash, from the scenario file's folder when relative; without
-// one, looked up on PATH as a shell does. Empty when there is no such file.
-std::string resolve_program(const std::string& file, const std::string& name) {
+}  // namespace
+
+// The target's folder: `dir` from the scenario file's folder, or that folder; absolute.
+std::string target_folder(const std::string& file, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path folder = fs::path(file).parent_path();
+  if (!dir.empty()) folder = fs::path(dir).is_absolute() ? fs::path(dir) : folder / dir;
+  return fs::absolute(folder.empty() ? fs::path(".") : folder, error).lexically_normal().string();
+}
+
+namespace {
+
+// exec[0] as a path: with a slash, from the target's folder when relative; without one,
+// looked up on PATH as a shell does. Empty when there is no such file.
+std::string resolve_program(const std::string& folder, const std::string& name) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (name.find('/') != std::string::npos) {
-    fs::path path = name.front() == '/' ? fs::path(name) : fs::path(file).parent_path() / name;
+    fs::path path = name.front() == '/' ? fs::path(name) : fs::path(folder) / name;
     return fs::is_regular_file(path, error) ? fs::absolute(path, error).lexically_normal().string() : std::string();
   }
   // Programs built with loopsim (itself, and its examples), beside it; then PATH.
@@ -569,19 +582,26 @@ void finish_target(const Context& c, const toml::table& table, Scenario& s) {
   if (!table.contains("port"))
     c.fail(table.source(), "[target] needs port, where the program listens", "e.g. port = 8080");
   TargetSpec& t = *s.target;
-  t.program = resolve_program(c.file(), t.exec.front());
+  t.folder = target_folder(c.file(), table["dir"].value_or(std::string()));
+  std::error_code error;
+  if (!std::filesystem::is_directory(t.folder, error)) {
+    c.fail(table["dir"].node()->source(), cat("target.dir: no folder ", t.folder),
+           "a relative dir is taken from the scenario file's folder");
+  }
+  t.program = resolve_program(t.folder, t.exec.front());
   if (t.program.empty())
     c.fail(table["exec"].node()->source(),
            cat("target.exec: no program \"", t.exec.front(), "\"",
-               t.exec.front().find('/') != std::string::npos ? " (a relative path is taken from the scenario's folder)"
+               t.exec.front().find('/') != std::string::npos ? " (a relative path is taken from the target's folder)"
                                                              : " on PATH"),
-           "a path with a slash is taken from the scenario file's folder; a bare name is looked for beside loopsim and among the examples built with it, then on PATH");
+           "a path with a slash is taken from the target's folder (target.dir, or the scenario file's); a bare name is looked for beside loopsim and among the examples built with it, then on PATH");
 }
 
 const Field<Scenario> target_fields[] = {
     {"exec", [](C c, N n, K k, auto& s) { s.target->exec = read_exec(c, n, k); }},
     {"port", [](C c, N n, K k, auto& s) { s.target->port = int(read_integer(c, n, k, 1, 65535)); }},
     {"call_cost", [](C c, N n, K k, auto& s) { s.target->call_cost = read_duration(c, n, k); }},
+    {"dir", [](C c, N n, K k, auto&) { read_string(c, n, k); }},  // resolved in finish_target
 };
 const Section<Scenario> target_section{"target", "[target]", target_fields, {}, finish_target};
 
@@ -874,6 +894,14 @@ Scenario convert(const std::string& text, const std::string& file, const Arm* ar
 }
 
 }  // namespace
+
+std::string toml_string(const std::string& text) {
+  toml::array array;
+  array.push_back(text);
+  const std::string listed = toml_text(array);  // "[ 'text' ]": the one item, quoted as TOML would
+  const std::size_t open = listed.find_first_not_of("[ "), close = listed.find_last_not_of("] ");
+  return listed.substr(open, close - open + 1);
+}
 
 std::string toml_strings(const std::vector<std::string>& items) {
   toml::array array;

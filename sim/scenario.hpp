@@ -159,7 +159,10 @@ struct ActionSpec {
 // built-in loop (docs/targets.md).
 struct TargetSpec {
   std::vector<std::string> exec;  // the program and its arguments, as written
-  std::string program;            // exec[0] resolved: from the scenario's folder, or on PATH
+  std::string program;            // exec[0] resolved: from `folder`, or on PATH
+  // Where the program runs, and its relative paths start: `dir` resolved from the scenario
+  // file's folder, or that folder itself. Absolute.
+  std::string folder;
   int port = 0;                   // where the program listens; the clients connect there
   Nanos call_cost = std::chrono::microseconds(1);  // what a failing call costs the program
 };
@@ -257,13 +260,19 @@ Scenario scenario_for_arm(const std::string& text, const std::string& name, cons
                           const std::vector<Override>& overrides = {});
 // The scenario as `arm` runs it, with `overrides` applied, its arms left out and `choices`
 // pinned: a counterexample that `loopsim run` replays. Throws ScenarioError.
-// `counts` shrinks client groups (group name -> clients; 0 removes the group).
+// `counts` shrinks client groups (group name -> clients; 0 removes the group). With
+// `written_to`, the file it will be written as: a target keeps running where it ran
+// (`target.dir`, relative to that file's folder), so that its relative arguments still work.
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
                             const std::vector<model::Choice>& choices,
-                            const std::map<std::string, int>& counts = {});
-// A TOML array of strings, as an override's value.
+                            const std::map<std::string, int>& counts = {}, const std::string& written_to = {});
+// The folder a target runs in: `dir` (absolute, or from `file`'s folder), or `file`'s folder.
+std::string target_folder(const std::string& file, const std::string& dir);
+
+// A TOML array of strings, as an override's value; and one string.
 std::string toml_strings(const std::vector<std::string>& items);
+std::string toml_string(const std::string& text);
 // Parses "key=value" from the command line. Throws ScenarioError.
 Override parse_override(const std::string& assignment);
 // The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of

@@ -3,6 +3,7 @@
 // traced back to where it was written, scoped to one arm, and written back with the choices of
 // a run pinned (the counterexample and worst-case files of `loopsim explore`).
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -209,12 +210,30 @@ void scope_faults(toml::table& root, const std::string& arm) {
 
 using namespace reading;
 
+namespace {
+
+// Sets `root`'s target.dir so that, written as `to`, the target runs where it ran as `from`.
+void keep_target_folder(toml::table& root, const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  toml::table* target = root["target"].as_table();
+  if (target == nullptr) return;
+  std::error_code error;
+  const fs::path folder = target_folder(from, (*target)["dir"].value_or(std::string()));
+  const fs::path written = fs::absolute(fs::path(to).parent_path().empty() ? fs::path(".") : fs::path(to).parent_path(), error);
+  fs::path relative = folder.lexically_relative(written.lexically_normal());
+  if (relative.empty()) relative = folder;  // no relative way (another root): as it is
+  target->insert_or_assign("dir", relative.empty() || relative == "." ? std::string(".") : relative.string());
+}
+
+}  // namespace
+
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
                             const std::vector<model::Choice>& choices,
-                            const std::map<std::string, int>& counts) {
+                            const std::map<std::string, int>& counts, const std::string& written_to) {
   Context c(name);
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
+  if (!written_to.empty()) keep_target_folder(root, name, written_to);
   scope_faults(root, arm.name);
   root.erase("arms");
   if (toml::array* clients = root["clients"].as_array()) {

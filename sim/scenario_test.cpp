@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/loopsim_process_for_tests.hpp"
+
 namespace {
 
 using namespace loopsim;
@@ -474,13 +476,32 @@ TEST_CASE("A target table names a program found from the file's folder or on PAT
   CHECK(s.source.find("[target]") != std::string::npos);  // the text its process reads back
   CHECK(std::string(error_for("[target]\nexec = []\nport = 1\n").what()) == "t.toml:2:8: target.exec must name a program");
   CHECK(std::string(error_for("[target]\nexec = [\"./no-such\"]\nport = 1\n").what()).find(
-            "t.toml:2:8: target.exec: no program \"./no-such\" (a relative path is taken from the scenario's folder)") == 0);
+            "t.toml:2:8: target.exec: no program \"./no-such\" (a relative path is taken from the target's folder)") == 0);
   CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\n").what()) == "t.toml:1:1: [target] needs port, where the program listens");
   CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\nport = 0\n").what()) == "t.toml:3:8: target.port must be at least 1, not 0");
   CHECK(std::string(error_for("[target]\nexec = [\"sh\"]\nport = 70000\n").what()) == "t.toml:3:8: target.port must be at most 65535, not 70000");
   // --set target.exec=[...] overrides it, checked like the file.
   Scenario other = parse_scenario(target, "t.toml", {Override{"target.exec", "[\"env\"]"}});
   CHECK(other.target->program.ends_with("/env"));
+}
+
+TEST_CASE("A target runs in its dir, taken from the file's folder, and exec[0]'s relative path starts there") {
+  namespace fs = std::filesystem;
+  const std::string folder = loopsim::testing::temp_path("target-dir");
+  fs::create_directories(folder + "/sub/bin");
+  { std::ofstream(folder + "/sub/bin/prog") << "#!/bin/sh\n"; }
+  const std::string file = folder + "/t.toml";
+  Scenario s = parse_scenario("[target]\nexec = [\"bin/prog\", \"a.conf\"]\nport = 1\ndir = \"sub\"\n", file);
+  CHECK(s.target->folder == fs::path(folder + "/sub").lexically_normal().string());
+  CHECK(s.target->program == fs::path(folder + "/sub/bin/prog").lexically_normal().string());
+  Scenario plain = parse_scenario("[target]\nexec = [\"sh\"]\nport = 1\n", file);
+  CHECK(plain.target->folder == fs::path(folder).lexically_normal().string());
+  try {
+    parse_scenario("[target]\nexec = [\"sh\"]\nport = 1\ndir = \"nowhere\"\n", file);
+    FAIL("a dir that does not exist was taken");
+  } catch (const ScenarioError& e) {
+    CHECK(std::string(e.what()).find(file + ":4:7: target.dir: no folder ") == 0);
+  }
 }
 
 TEST_CASE("A target is its own loop: a loop knob, a poster or an action is an error at its key") {

@@ -172,8 +172,11 @@ std::string text_for(const Scenario& scenario) {
   }
   std::vector<std::string> exec = scenario.target->exec;
   exec.front() = scenario.target->program;
+  // Both absolute: the target's process reads it from the target's folder.
   return pinned_scenario(scenario.source, scenario.file, Arm{"base", {}, {}},
-                         {Override{"target.exec", toml_strings(exec)}}, {}, counts);
+                         {Override{"target.exec", toml_strings(exec)},
+                          Override{"target.dir", toml_string(scenario.target->folder)}},
+                         {}, counts);
 }
 
 }  // namespace
@@ -224,8 +227,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   args.front() = target.program;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::string folder = std::filesystem::path(scenario.file).parent_path().string();
-  if (folder.empty()) folder = ".";
+  const std::string folder = target.folder.empty() ? "." : target.folder;  // target.dir, or the file's
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t parent = ::getpid();
 
