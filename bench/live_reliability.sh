@@ -156,6 +156,18 @@ stop_server() {
   untrack "$pid"
 }
 
+# reap PID GRACE: the exit status of a server that should have exited by now (stop_rc); one
+# still running is stopped as stop_server does.
+reap() {
+  if alive "$1"; then
+    stop_server "$1" "$2"
+    return
+  fi
+  stop_rc=0
+  wait "$1" 2>/dev/null || stop_rc=$?
+  untrack "$1"
+}
+
 # others FILE: the outcomes other than answered, e.g. "timeout 13, reset 2" (empty if none).
 others() { awk -F'[_=]' '/^outcome_/ && $2 != "answered" { printf "%s%s %s", sep, $2, $3; sep = ", " }' "$1"; }
 field() { sed -n "s/^$1=//p" "$2" | head -n1; }  # field KEY FILE: a key=value figure
@@ -292,7 +304,7 @@ case_d() {
     --signal-after-ms 200 --probe-after-ms 100 --wait-s 15 || { stop_server "$pid" 5; return; }
   local exited=1
   alive "$pid" && exited=0
-  stop_server "$pid" 0  # already gone, or killed now: it outlived the 15 s bound
+  reap "$pid" 0  # already gone, or killed now: it outlived the 15 s bound
   local rc=$stop_rc
   local answered probe exit_ms closed_after lost
   answered=$(field answered_200 "$tmp/d.out")
@@ -418,14 +430,9 @@ case_i() {
   client_case="i. drain bounded"
   run_client i-client.out inflight --port "$srv_port" --pid "$pid" --count 10 --path '/slow?ms=2000' \
     --signal-after-ms 200 --probe-after-ms 100 --wait-s 25 || { stop_server "$pid" 5; return; }
-  local exit_ms rc=0
-  if alive "$pid"; then
-    stop_server "$pid" 5
-    rc=$stop_rc
-  else
-    wait "$pid" 2>/dev/null || rc=$?
-    untrack "$pid"
-  fi
+  local exit_ms rc
+  reap "$pid" 5
+  rc=$stop_rc
   exit_ms=$(field exit_after_signal_ms "$tmp/i-client.out")
   row "i. --drain-timeout 3s, 10 × 2 s handlers on the loop, SIGTERM" "exit status $rc, ${exit_ms:-?} ms after SIGTERM ($(tail -n1 "$srv_err"))" \
     "status 4 within 5000 ms (3 s + one handler)" "$(verdict $([ "$rc" = 4 ] && [ -n "$exit_ms" ] && le "$exit_ms" 5000 && echo 1))"
@@ -474,13 +481,8 @@ case_l() {
   kill -TERM "$pid" 2>/dev/null || true
   local i
   for ((i = 0; i < 200; i++)); do alive "$pid" || break; sleep 0.05; done
-  if alive "$pid"; then
-    stop_server "$pid" 1
-    rc=$stop_rc
-  else
-    wait "$pid" 2>/dev/null || rc=$?
-    untrack "$pid"
-  fi
+  reap "$pid" 1
+  rc=$stop_rc
   # wrk stops at once when the server is gone: its reconnects to the closed port would count
   # as write errors, which are not what this case asks about.
   kill -INT "$wrk_pid" 2>/dev/null || true

@@ -262,18 +262,29 @@ std::vector<std::string> unprivileged_lines(const std::string& text) {
   return lines;
 }
 
+// The probe's `mode` run twice: natively, without a listener (Linux's answers), and under the
+// seam. Its stdout each time, and the run.
+struct BothWays {
+  std::string native, simulated;
+  sim::RunResult result;
+};
+BothWays both_ways(const std::string& mode) {
+  BothWays both;
+  const std::string native_out = loopsim::testing::temp_path("seam-" + mode + "-native");
+  REQUIRE(std::system((probes + "/seam_probe_dynamic " + mode + " alone > " + native_out).c_str()) == 0);
+  both.native = file_text(native_out);
+  const std::string prefix = loopsim::testing::temp_path("seam-" + mode);
+  sim::set_target_output(prefix);
+  both.result = sim::run(probe(mode));
+  sim::set_target_output("");
+  both.simulated = file_text(prefix + ".base.stdout");
+  return both;
+}
+
 }  // namespace
 
 TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer as Linux does") {
-  // Linux's answers: the same probe run natively, without a listener.
-  const std::string native_out = loopsim::testing::temp_path("seam-calls-native");
-  REQUIRE(std::system((probes + "/seam_probe_dynamic calls alone > " + native_out).c_str()) == 0);
-  const std::string native = file_text(native_out);
-  std::string prefix = loopsim::testing::temp_path("seam-calls");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("calls"));
-  sim::set_target_output("");
-  const std::string simulated = file_text(prefix + ".base.stdout");
+  const auto [native, simulated, result] = both_ways("calls");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("setpipe-4096-holding-10000 -1 EBUSY") != std::string::npos);  // the probe asked what it means to
   CHECK(unprivileged_lines(simulated) == unprivileged_lines(native));
@@ -287,14 +298,7 @@ TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer a
 }
 
 TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does") {
-  const std::string native_out = loopsim::testing::temp_path("seam-polls-native");
-  REQUIRE(std::system((probes + "/seam_probe_dynamic polls alone > " + native_out).c_str()) == 0);
-  const std::string native = file_text(native_out);
-  std::string prefix = loopsim::testing::temp_path("seam-polls");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("polls"));
-  sim::set_target_output("");
-  const std::string simulated = file_text(prefix + ".base.stdout");
+  const auto [native, simulated, result] = both_ways("polls");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("poll pair, other end shut -> 1 revents 0x2001") != std::string::npos);  // POLLIN | POLLRDHUP
   CHECK(simulated == native);
