@@ -320,41 +320,76 @@ SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, c
                                                                                            address, length);
 }
 
-SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
-  if (owned(fd)) {
-    std::vector<char> buffer(total(iov, count));
-    long n = served(__func__, [&] { return current->read(fd, buffer.data(), buffer.size(), false); });
-    if (n < 0) return n;
-    std::size_t at = 0;
-    for (int i = 0; i < count && at < std::size_t(n); ++i) {
-      std::size_t part = std::min(iov[i].iov_len, std::size_t(n) - at);
-      std::memcpy(iov[i].iov_base, buffer.data() + at, part);
-      at += part;
-    }
-    return n;
+namespace {
+
+// A read into `count` buffers, as readv and recvmsg make it: one read of their total size.
+long read_scattered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking) {
+  std::vector<char> buffer(total(iov, int(count)));
+  long n = served(call, [&] { return current->read(fd, buffer.data(), buffer.size(), nonblocking); });
+  if (n < 0) return n;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < count && at < std::size_t(n); ++i) {
+    std::size_t part = std::min(iov[i].iov_len, std::size_t(n) - at);
+    std::memcpy(iov[i].iov_base, buffer.data() + at, part);
+    at += part;
   }
+  return n;
+}
+
+// A write of `count` buffers, as writev and sendmsg make it: one write of them all.
+long write_gathered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking) {
+  std::vector<char> buffer;
+  buffer.reserve(total(iov, int(count)));
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* base = static_cast<const char*>(iov[i].iov_base);
+    buffer.insert(buffer.end(), base, base + iov[i].iov_len);
+  }
+  return served(call, [&] { return current->write(fd, buffer.data(), buffer.size(), nonblocking); });
+}
+
+}  // namespace
+
+SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
+  if (owned(fd)) return count < 0 ? result(-EINVAL) : read_scattered(__func__, fd, iov, std::size_t(count), false);
   return real<ssize_t(int, const iovec*, int), "readv">()(fd, iov, count);
 }
 
 SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
-  if (owned(fd)) {
-    std::vector<char> buffer;
-    buffer.reserve(total(iov, count));
-    for (int i = 0; i < count; ++i) {
-      const char* base = static_cast<const char*>(iov[i].iov_base);
-      buffer.insert(buffer.end(), base, base + iov[i].iov_len);
-    }
-    return served(__func__, [&] { return long(current->write(fd, buffer.data(), buffer.size(), false)); });
-  }
+  if (owned(fd)) return count < 0 ? result(-EINVAL) : write_gathered(__func__, fd, iov, std::size_t(count), false);
   return real<ssize_t(int, const iovec*, int), "writev">()(fd, iov, count);
 }
 
+// Without ancillary data: none ever arrives, and one sent (SCM_RIGHTS, credentials) is refused.
 SEAM_EXPORT ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  unserved("recvmsg", fd);
+  if (owned(fd)) {
+    if (message == nullptr) return result(-EFAULT);
+    if (flags & MSG_PEEK) current->refuse("recvmsg(MSG_PEEK)", fd, "the seam does not implement peeking");
+    long n = read_scattered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0);
+    if (n < 0) return n;
+    message->msg_controllen = 0;
+    message->msg_flags = 0;
+    if (message->msg_name != nullptr) {  // the peer's address; an unnamed one (a socketpair's) has none
+      socklen_t length = message->msg_namelen;
+      const int saved = errno;
+      if (current->sockname(fd, static_cast<sockaddr*>(message->msg_name), &length, true) < 0 ||
+          static_cast<sockaddr*>(message->msg_name)->sa_family == AF_UNIX) {
+        length = 0;
+      }
+      errno = saved;
+      message->msg_namelen = length;
+    }
+    return n;
+  }
   return real<ssize_t(int, msghdr*, int), "recvmsg">()(fd, message, flags);
 }
 SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
-  unserved("sendmsg", fd);
+  if (owned(fd)) {
+    if (message == nullptr) return result(-EFAULT);
+    if (message->msg_control != nullptr && message->msg_controllen > 0) {
+      current->refuse("sendmsg with ancillary data", fd, "the seam passes no descriptors or credentials");
+    }
+    return write_gathered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0);
+  }
   return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);
 }
 SEAM_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {

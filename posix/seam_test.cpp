@@ -95,9 +95,9 @@ TEST_CASE("seam: the built-in loop judged from the kernel's side gives the verdi
 }
 
 TEST_CASE("seam: a call it does not serve stops the run, naming the call, the descriptor and the time") {
-  std::string error = error_of(probe("recvmsg"));
+  std::string error = error_of(probe("dup"));
   CHECK(error.find("probe.toml:") == 0);
-  CHECK(error.find("the target called recvmsg on simulated descriptor") != std::string::npos);
+  CHECK(error.find("the target called dup on simulated descriptor") != std::string::npos);
   CHECK(error.find("10.000 ms of virtual time") != std::string::npos);
 }
 
@@ -303,6 +303,14 @@ TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does"
   CHECK(native.find("poll pair, other end shut -> 1 revents 0x2001") != std::string::npos);  // POLLIN | POLLRDHUP
   CHECK(simulated == native);
   (void)result;  // the probe listens only after its 100 ms poll, when the client has come and gone
+}
+
+TEST_CASE("seam: sendmsg and recvmsg without ancillary data answer as Linux does") {
+  const auto [native, simulated, result] = both_ways("msgs");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("recvmsg 5 [he][llo] namelen 0 controllen 0 flags 0") != std::string::npos);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
 }
 
 TEST_CASE("seam: an fcntl command it does not serve is refused by its name") {

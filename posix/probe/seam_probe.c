@@ -104,6 +104,26 @@ static void polls(void) {
   fflush(stdout);
 }
 
+/* sendmsg and recvmsg, without ancillary data, on a socket pair, as Linux answers them. */
+static void msgs(void) {
+  int s[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) perror("socketpair");
+  struct iovec out[2] = {{"hel", 3}, {"lo", 2}};
+  struct msghdr sent = {.msg_iov = out, .msg_iovlen = 2};
+  say("sendmsg", sendmsg(s[0], &sent, 0));
+  char a[2], b[10];
+  struct iovec in[2] = {{a, sizeof a}, {b, sizeof b}};
+  struct sockaddr_storage peer;
+  struct msghdr got = {.msg_name = &peer, .msg_namelen = sizeof peer, .msg_iov = in, .msg_iovlen = 2};
+  long n = recvmsg(s[1], &got, 0);
+  printf("recvmsg %ld [%.2s][%.*s] namelen %u controllen %zu flags %d\n", n, a, (int)(n > 2 ? n - 2 : 0), b,
+         (unsigned)got.msg_namelen, (size_t)got.msg_controllen, got.msg_flags);
+  say("recvmsg empty, MSG_DONTWAIT", recvmsg(s[1], &got, MSG_DONTWAIT));
+  close(s[0]);
+  say("recvmsg after the close", recvmsg(s[1], &got, 0));
+  fflush(stdout);
+}
+
 /* fstat, the pipe size commands and the descriptor limit, as Linux answers them. The lines
  * prefixed "privileged" depend on CAP_SYS_RESOURCE, which the seam's process never has. */
 static void calls(void) {
@@ -158,12 +178,9 @@ int main(int argc, char** argv) {
     pthread_create(&thread, NULL, idle, NULL);
     return 0;
   }
-  if (strcmp(what, "recvmsg") == 0) {
+  if (strcmp(what, "dup") == 0) {  /* a call the seam does not serve, on a simulated descriptor */
     int fd = accept_one(listen_on(8080));
-    char buffer[64];
-    struct iovec part = {buffer, sizeof buffer};
-    struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1};
-    recvmsg(fd, &message, 0);
+    dup(fd);
     return 0;
   }
   if (strcmp(what, "elsewhere") == 0) {  /* listens, but not on the scenario's port */
@@ -180,6 +197,12 @@ int main(int argc, char** argv) {
     printf("errno after a blocking wait %d\n", errno);
     fflush(stdout);
     return fd < 0;
+  }
+  if (strcmp(what, "msgs") == 0) {  /* with "alone", natively: no listener */
+    msgs();
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    accept_one(listen_on(8080));
+    return 0;
   }
   if (strcmp(what, "polls") == 0) {  /* with "alone", natively: no listener */
     polls();
@@ -250,6 +273,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: calls | polls | fcntl-lease | thread | recvmsg | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
+  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
   return 2;
 }
