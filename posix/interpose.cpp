@@ -552,27 +552,41 @@ bool any_named_owned(int n, const fd_set* r, const fd_set* w, const fd_set* e) {
   return false;
 }
 
+// A poll or select that names no descriptor at all is a sleep (a common idiom): on the
+// target's thread, one in virtual time, as nanosleep is.
+bool names_none(const pollfd* fds, nfds_t n) {
+  for (nfds_t i = 0; i < n; ++i)
+    if (fds[i].fd >= 0) return false;
+  return true;
+}
+bool names_none(int n, const fd_set* r, const fd_set* w, const fd_set* e) {
+  for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
+    if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (any_owned(fds, n)) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
+  if (any_owned(fds, n) || (making() && names_none(fds, n))) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
   return real<int(pollfd*, nfds_t, int), "poll">()(fds, n, timeout);
 }
 SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
 // The signal mask matters for signals, which the simulation does not deliver yet.
 SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
-  if (any_owned(fds, n)) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
+  if (any_owned(fds, n) || (making() && names_none(fds, n))) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
   return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*), "ppoll">()(fds, n, timeout, mask);
 }
 SEAM_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t) {
   return ppoll(fds, n, timeout, mask);
 }
 SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
-  if (any_named_owned(n, r, w, e)) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
   return real<int(int, fd_set*, fd_set*, fd_set*, timeval*), "select">()(n, r, w, e, timeout);
 }
 SEAM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
-  if (any_named_owned(n, r, w, e)) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
   return real<int(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*), "pselect">()(n, r, w, e, timeout, mask);
 }
 

@@ -101,6 +101,15 @@ static void polls(void) {
   printf("select -> %d readable %d writable %d\n", n, FD_ISSET(s[1], &readable), FD_ISSET(s[0], &writable));
   close(s[1]);
   show_poll("pair, other end closed", s[0], POLLOUT, 0);
+  /* Naming no descriptor, poll and select sleep: in virtual time under the seam. */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int slept = poll(NULL, 0, 250);
+  struct timeval tenth = {0, 100000};
+  int selected = select(0, NULL, NULL, NULL, &tenth);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  printf("poll and select of nothing -> %d %d, at least 350 ms: %d\n", slept, selected, ms >= 350);
   fflush(stdout);
 }
 
