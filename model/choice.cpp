@@ -8,7 +8,7 @@
 namespace loopsim::model {
 
 namespace {
-constexpr const char* kind_names[] = {"order", "fault", "slack", "land", "take"};
+constexpr const char* kind_names[] = {"order", "fault", "slack", "land", "take", "preempt"};
 static_assert(std::size(kind_names) == choice_kinds);
 }
 

@@ -18,9 +18,10 @@ enum class ChoiceKind : std::uint8_t {
   slack,  // which timer slack this sleep gets, from the scenario's set
   land,   // whether a windowed happening lands here, and which (model/scheduler.hpp)
   take,   // how much of a write the kernel takes: its send buffer as it is, or grown (K11)
+  preempt,  // whether a target's thread, at a synchronisation call, gives way to another that may run
 };
 
-inline constexpr std::uint8_t choice_kinds = 5;  // how many kinds there are
+inline constexpr std::uint8_t choice_kinds = 6;  // how many kinds there are
 const char* choice_kind_name(ChoiceKind kind);
 std::optional<ChoiceKind> choice_kind_from_name(const std::string& name);
 

@@ -10,8 +10,9 @@ TEST_CASE("a chooser rebuilt from its portable text decides the same, and text t
   REQUIRE(rebuilt != nullptr);
   CHECK(rebuilt->choose(ChoiceKind::order, 3) == 2);
   CHECK(rebuilt->choose(ChoiceKind::slack, 2) == 1);
-  // A kind past the known five, a pick outside its options, or junk: not a recording.
-  for (const char* bad : {"replay 5 2 0", "replay -1 2 0", "replay 0 2 2", "replay 0 2 1 x", "nonsense 1"}) {
+  CHECK(rebuild_chooser("replay 5 2 1") != nullptr);  // preempt, the sixth
+  // A kind past the known six, a pick outside its options, or junk: not a recording.
+  for (const char* bad : {"replay 6 2 0", "replay -1 2 0", "replay 0 2 2", "replay 0 2 1 x", "nonsense 1"}) {
     INFO(bad);
     CHECK(rebuild_chooser(bad) == nullptr);
   }

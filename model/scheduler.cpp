@@ -88,21 +88,24 @@ struct Scheduler::Thread {
   std::uint64_t context = 0;
   bool resting = false;
   Nanos rest_at{0};
+  Nanos resume_at{0};  // sleeping: until when
   // Decisions taken inside the kernel call it is making (a fault's, a slack's), so that two in
   // one call are two states.
   std::uint32_t in_call = 0;
   // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
   // its context and its owner's declared state stand for), generation (bumped at every block,
   // to tell stale resumptions, which the digest leaves out), and rest_at, when it last left its
-  // rest point (the context holds times relative to it).
-  static constexpr loopsim::state::Fields<14> state_fields{
+  // rest point (the context holds times relative to it), and resume_at (its pending resumption,
+  // which the pending work's digest holds relative to now).
+  static constexpr loopsim::state::Fields<15> state_fields{
       loopsim::state::f::skip("name"),       loopsim::state::f::skip("body"),
       loopsim::state::f::skip("fiber"),      loopsim::state::f::skip("sink"),
       loopsim::state::f::value("state"),     loopsim::state::f::skip("generation"),
       loopsim::state::f::value("woken"),     loopsim::state::f::skip("stack"),
       loopsim::state::f::skip("fake_stack"), loopsim::state::f::value("cancelled"),
       loopsim::state::f::value("context"),   loopsim::state::f::value("resting"),
-      loopsim::state::f::skip("rest_at"),    loopsim::state::f::value("in_call")};
+      loopsim::state::f::skip("rest_at"),    loopsim::state::f::skip("resume_at"),
+      loopsim::state::f::value("in_call")};
 };
 
 namespace {
@@ -455,6 +458,18 @@ bool Scheduler::finished(ThreadId thread) const {
   return threads_.at(std::size_t(thread))->state == Thread::State::done;
 }
 
+bool Scheduler::due_now(ThreadId id) const {
+  if (id == current_) return false;
+  const Thread& thread = *threads_.at(std::size_t(id));
+  switch (thread.state) {
+    case Thread::State::runnable: return true;  // spawned, its first resumption pending
+    case Thread::State::sleeping: return thread.resume_at <= now_;
+    case Thread::State::blocked: return thread.woken;
+    case Thread::State::done: return false;
+  }
+  return false;
+}
+
 void Scheduler::yield(Thread& thread) {
   char here = 0;
   base::note_stack_depth(&here);
@@ -469,6 +484,7 @@ void Scheduler::sleep_until(Nanos when) {
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::sleeping;
+  thread.resume_at = std::max(when, now_);
   push(Entry{std::max(when, now_), seq_++, Kind::resume, current_, ++thread.generation, nullptr});
   yield(thread);
 }

@@ -191,6 +191,9 @@ class Scheduler {
   // the thread knows (its context).
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
   bool finished(ThreadId thread) const;
+  // Whether `thread` may run at this instant without time moving: started and not yet run,
+  // woken, or sleeping until now. (The running thread is not due: it runs.)
+  bool due_now(ThreadId thread) const;
   // Every thread not finished is blocked at a rest point: nothing lives on any stack.
   bool at_rest() const;
   // Windowed happenings still open (deferred past their start and not landed).

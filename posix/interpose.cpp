@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "posix/interpose.hpp"
 #include "posix/seam.hpp"
 
 #define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -32,67 +33,9 @@
 using loopsim::Nanos;
 using loopsim::posix::current;
 using loopsim::posix::real;
+using namespace loopsim::posix::calls;
 
 namespace {
-
-// The virtual clocks' origins: a monotonic clock that has been up for 1000 s, and a calendar
-// that starts at 2026-01-01T00:00:00Z. Fixed, so that the same run reads the same times.
-constexpr std::int64_t monotonic_origin_ns = 1'000'000'000'000;
-constexpr std::int64_t realtime_origin_ns = 1'767'225'600'000'000'000;
-
-long result(long rc) {
-  if (rc < 0) {
-    errno = int(-rc);
-    return -1;
-  }
-  return rc;
-}
-
-// A call served by the seam: its result, or -1 with errno set. errno is otherwise the program's:
-// while a call blocks, the engine runs the simulation's other threads (clients, timers) on
-// this OS thread, and they may set it, so a call that succeeds leaves errno as it found it.
-// Nothing the engine throws may cross libc's frames: it ends the run, naming the call.
-template <typename F>
-long served(const char* call, F&& serve) noexcept {
-  const int saved = errno;
-  long rc = 0;
-  try {
-    rc = serve();
-  } catch (const std::exception& e) {
-    current->fatal(call, e.what());
-  } catch (...) {
-    current->fatal(call, "an exception of unknown type");
-  }
-  if (rc < 0) {
-    errno = int(-rc);
-    return -1;
-  }
-  errno = saved;
-  return rc;
-}
-
-bool owned(int fd) { return current != nullptr && current->owns(fd); }
-bool making() { return current != nullptr && current->in_target(); }
-
-// A call the seam does not serve, on a simulated descriptor: the run stops and says so.
-void unserved(const char* call, int fd) {
-  if (owned(fd)) current->refuse(call, fd, "the seam does not implement it (docs/targets.md lists what it serves)");
-}
-
-std::int64_t virtual_ns(clockid_t clock) {
-  std::int64_t t = current->now().count();
-  switch (clock) {
-    case CLOCK_REALTIME:
-    case CLOCK_REALTIME_COARSE:
-    case CLOCK_TAI: return realtime_origin_ns + t;
-    case CLOCK_PROCESS_CPUTIME_ID:
-    case CLOCK_THREAD_CPUTIME_ID: return t;
-    default: return monotonic_origin_ns + t;
-  }
-}
-
-timespec to_timespec(std::int64_t ns) { return timespec{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)}; }
-Nanos from_timespec(const timespec& t) { return Nanos(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
 
 long read_socket(const char* call, int fd, void* buffer, size_t size, int flags) {
   if (flags & MSG_PEEK) current->refuse("recv(MSG_PEEK)", fd, "the seam does not implement peeking");
@@ -590,7 +533,7 @@ SEAM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* 
   return real<int(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*), "pselect">()(n, r, w, e, timeout, mask);
 }
 
-// ---- syscall(): libuv closes with it; io_uring is refused ----
+// ---- syscall(): libuv closes with it; io_uring is refused; a target thread's futex waits ----
 
 SEAM_EXPORT long syscall(long number, ...) noexcept {
   va_list ap;
@@ -619,6 +562,9 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
         return epoll_ctl(int(a[0]), int(a[1]), int(a[2]), reinterpret_cast<epoll_event*>(a[3]));
       case SYS_clock_gettime:
         return clock_gettime(clockid_t(a[0]), reinterpret_cast<timespec*>(a[1]));
+      case SYS_futex:
+        if (making()) return futex_call(a);
+        break;
       default: break;
     }
   }
@@ -740,32 +686,25 @@ SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
 
 // ---- threads, processes, exits ----
 
-SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
-                               void* argument) noexcept {
-  if (making()) current->refuse("pthread_create", -1, "the target starts a thread; targets run one thread for now (docs/targets.md)");
-  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*), "pthread_create">()(thread, attributes,
-                                                                                                  start, argument);
-}
-
 SEAM_EXPORT pid_t fork() noexcept {
   if (making()) current->refuse("fork", -1, "the target starts a process; targets run as one process (docs/targets.md)");
   return real<pid_t(), "fork">()();
 }
 
 SEAM_EXPORT void exit(int status) noexcept {
-  if (making()) current->exited(status);
+  if (making()) current->on_engine([&] { current->exited(status); });
   real<void(int), "exit">()(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _exit(int status) {
-  if (making()) current->exited(status);
+  if (making()) current->on_engine([&] { current->exited(status); });
   real<void(int), "_exit">()(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _Exit(int status) noexcept {
-  if (making()) current->exited(status);
+  if (making()) current->on_engine([&] { current->exited(status); });
   real<void(int), "_Exit">()(status);
   __builtin_unreachable();
 }

@@ -95,11 +95,31 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   anchor_ = real<int(const char*, int, ...), "open">()("/", O_PATH | O_CLOEXEC);
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
+  set_engine_thread();
   thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
 }
 
 bool Seam::in_target() const {
-  return kernel_ != nullptr && depth_ == 0 && scheduler_->current() == thread_;
+  if (kernel_ == nullptr) return false;
+  // A target thread runs only while it holds the baton: its proxy is the simulated thread now.
+  if (const TargetThread* t = this_thread()) return scheduler_->current() == t->fiber && here().depth == 0;
+  return on_engine_thread() && scheduler_->current() == thread_ && here().depth == 0;
+}
+
+Seam::PerThread& Seam::here() { return const_cast<PerThread&>(std::as_const(*this).here()); }
+
+const Seam::PerThread& Seam::here() const {
+  const auto i = std::size_t(scheduler_->current() + 1);
+  if (i >= per_thread_.size()) per_thread_.resize(i + 1);
+  return per_thread_[i];
+}
+
+int Seam::worker() const { return here().worker; }
+
+int Seam::blocker() {
+  PerThread& t = here();
+  if (t.blocker < 0) t.blocker = kernel_->poller_create();
+  return t.blocker;
 }
 
 std::int64_t Seam::open_connections() const {
@@ -244,20 +264,30 @@ long Seam::failed(long error) {
 
 // A blocking call on a descriptor that is not ready waits for it, on a poller of the seam's own.
 void Seam::block_until(int sim, std::uint32_t ready) {
-  if (blocker_ < 0) {
-    blocker_ = kernel_->poller_create();
-    if (blocker_ < 0) refuse("a blocking call", process_fd(sim), "no descriptor is left for the seam to wait with");
-  }
-  kernel_->watch(blocker_, sim, ready, Trigger::level);
+  const int poller = blocker();
+  if (poller < 0) refuse("a blocking call", process_fd(sim), "no descriptor is left for the seam to wait with");
+  kernel_->watch(poller, sim, ready, Trigger::level);
   PollEvent event[1];
-  kernel_->wait(blocker_, event, wait_forever);
-  kernel_->unwatch(blocker_, sim);
+  kernel_->wait(poller, event, wait_forever);
+  kernel_->unwatch(poller, sim);
+}
+
+std::uint64_t Seam::begin_pass(Nanos timeout) {
+  end_pass();
+  PerThread& t = here();
+  t.in_pass = true;
+  ++passes_;
+  ++t.passes;
+  trace_->workers = std::max(trace_->workers, std::int64_t(t.worker) + 1);
+  trace_->events.push_back(sim::ev::PassBegin{now(), t.worker, t.passes, timeout});
+  return t.passes;
 }
 
 void Seam::end_pass() {
-  if (!in_pass_) return;
-  in_pass_ = false;
-  trace_->events.push_back(sim::ev::PassEnd{now(), 0, passes_, false, false});
+  PerThread& t = here();
+  if (!t.in_pass) return;
+  t.in_pass = false;
+  trace_->events.push_back(sim::ev::PassEnd{now(), t.worker, t.passes, false, false});
 }
 
 // ---- sockets ----
@@ -318,16 +348,16 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
   for (;;) {
     int sim = kernel_->accept(f.sim);
     if (sim == -EAGAIN && !f.nonblocking) {  // a blocking accept waits for a connection
-      trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, sim, sim::no_client});
+      trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, sim, sim::no_client});
       block_until(f.sim, io::readable);
       continue;
     }
     if (sim < 0) {
-      trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, sim, sim::no_client});
+      trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, sim, sim::no_client});
       return failed(sim);
     }
     int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0);
-    trace_->events.push_back(sim::ev::Accept{now(), 0, Door::listener, conn, client_of(conn)});
+    trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, conn, client_of(conn)});
     fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(sim) % 20000));
     return conn;
   }
@@ -443,7 +473,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
     }
     if (n > 0 && f.kind == Kind::socket && !f.request_open) {
       f.request_open = true;
-      trace_->events.push_back(sim::ev::RequestBegin{now(), 0, fd, client_of(fd), ""});
+      trace_->events.push_back(sim::ev::RequestBegin{now(), worker(), fd, client_of(fd), ""});
     }
     return n < 0 ? failed(n) : n;
   }
@@ -472,7 +502,7 @@ long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_no
     if (n > 0) done += std::size_t(n);
     if (n > 0 && f.kind == Kind::socket && f.request_open) {
       f.request_open = false;
-      trace_->events.push_back(sim::ev::RequestEnd{now(), 0, fd, client_of(fd), 0});
+      trace_->events.push_back(sim::ev::RequestEnd{now(), worker(), fd, client_of(fd), 0});
     }
     // A blocking write waits until all of it is taken, as Linux's does.
     if (!nonblocking && (n == -EAGAIN || (n > 0 && done < size))) {
@@ -489,7 +519,7 @@ long Seam::close(int fd) {
   Fd& f = fds_[std::size_t(fd)];
   long rc = 0;
   if (f.kind == Kind::socket) {
-    trace_->events.push_back(sim::ev::Close{now(), 0, fd, client_of(fd)});
+    trace_->events.push_back(sim::ev::Close{now(), worker(), fd, client_of(fd)});
     rc = f.linger_zero ? kernel_->abort(f.sim) : kernel_->close(f.sim);
   } else if (f.sim >= 0) {
     if (f.kind == Kind::listener && f.sim == listener_) listener_ = -1;
@@ -551,25 +581,22 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
   if (p.kind != Kind::poller || max <= 0 || max > ep_max_events) return failed(-EINVAL);
   Nanos timeout = timeout_ms < 0 ? wait_forever : Nanos(std::int64_t(timeout_ms) * 1'000'000);
-  end_pass();
-  in_pass_ = true;
-  ++passes_;
-  trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
-  scratch_.resize(static_cast<std::size_t>(std::min(max, 4096)));
+  const std::uint64_t pass = begin_pass(timeout);
+  std::vector<PollEvent> scratch(static_cast<std::size_t>(std::min(max, 4096)));  // this thread's
   Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
   int n = 0, out = 0;
-  sim::ev::Events seen{now(), 0, passes_, {}, -1};
+  sim::ev::Events seen{now(), worker(), pass, {}, -1};
   for (;;) {
     Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
-    n = kernel_->wait(p.sim, scratch_, left);
+    n = kernel_->wait(p.sim, scratch, left);
     seen.t = now();
     // The first wait of the loop is the pass's: what came before it is the previous pass's work.
     if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
     for (int i = 0; i < std::max(n, 0); ++i) {
-      int fd = process_fd(scratch_[std::size_t(i)].fd);
+      int fd = process_fd(scratch[std::size_t(i)].fd);
       auto it = p.watched.find(fd);
       if (it == p.watched.end()) continue;
-      std::uint32_t bits = reported(scratch_[std::size_t(i)].ready, it->second.events);
+      std::uint32_t bits = reported(scratch[std::size_t(i)].ready, it->second.events);
       if (bits == 0) continue;
       events[out].events = bits;
       events[out].data = it->second.data;
@@ -609,10 +636,8 @@ short poll_reported(std::uint32_t ready, short events) {
 
 long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
   Inside inside(*this);
-  if (blocker_ < 0) {
-    blocker_ = kernel_->poller_create();
-    if (blocker_ < 0) return failed(blocker_);
-  }
+  const int poller = blocker();
+  if (poller < 0) return failed(poller);
   // One registration a descriptor, asking for what all its entries ask.
   std::map<int, std::uint32_t> interest;  // by simulated descriptor
   for (std::size_t i = 0; i < n; ++i) {
@@ -623,23 +648,20 @@ long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
     }
     interest[fds_[std::size_t(fds[i].fd)].sim] |= poll_interest(fds[i].events);
   }
-  for (const auto& [sim, wanted] : interest) kernel_->watch(blocker_, sim, wanted, Trigger::level);
-  end_pass();
-  in_pass_ = true;
-  ++passes_;
-  trace_->events.push_back(sim::ev::PassBegin{now(), 0, passes_, timeout});
-  sim::ev::Events seen{now(), 0, passes_, {}, -1};
-  scratch_.resize(std::max<std::size_t>(interest.size(), 1));
+  for (const auto& [sim, wanted] : interest) kernel_->watch(poller, sim, wanted, Trigger::level);
+  const std::uint64_t pass = begin_pass(timeout);
+  sim::ev::Events seen{now(), worker(), pass, {}, -1};
+  std::vector<PollEvent> scratch(std::max<std::size_t>(interest.size(), 1));
   const Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
   long ready = 0;
   int rc = 0;
   for (;;) {
     Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
-    rc = kernel_->wait(blocker_, scratch_, left);
+    rc = kernel_->wait(poller, scratch, left);
     seen.t = now();
     if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
     std::map<int, std::uint32_t> now_ready;
-    for (int i = 0; i < std::max(rc, 0); ++i) now_ready[scratch_[std::size_t(i)].fd] = scratch_[std::size_t(i)].ready;
+    for (int i = 0; i < std::max(rc, 0); ++i) now_ready[scratch[std::size_t(i)].fd] = scratch[std::size_t(i)].ready;
     for (std::size_t i = 0; i < n; ++i) {
       if (fds[i].fd < 0) continue;
       auto it = now_ready.find(fds_[std::size_t(fds[i].fd)].sim);
@@ -652,7 +674,7 @@ long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
     // Reported only what no entry asked for: Linux goes on waiting while it may.
     if (ready > 0 || rc < 0 || left == Nanos(0)) break;
   }
-  for (const auto& [sim, wanted] : interest) kernel_->unwatch(blocker_, sim);
+  for (const auto& [sim, wanted] : interest) kernel_->unwatch(poller, sim);
   trace_->events.push_back(std::move(seen));
   return rc < 0 ? failed(rc) : ready;
 }

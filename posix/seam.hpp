@@ -19,8 +19,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "model/scheduler.hpp"
@@ -29,6 +32,7 @@
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 #include "sim/world.hpp"
+#include "posix/threads.hpp"
 
 namespace loopsim::posix {
 
@@ -76,6 +80,7 @@ class Seam final : public sim::ForeignServer {
 
   // Routing.
   bool owns(int fd) const { return kind_of(fd) != Kind::none && kind_of(fd) != Kind::file; }
+  std::size_t thread_count() const { return threads_.size(); }  // threads it started
   // A real file the program opened, counted among the simulated descriptors (K2).
   bool holds_file(int fd) const { return kind_of(fd) == Kind::file; }
   bool in_target() const;
@@ -127,14 +132,43 @@ class Seam final : public sim::ForeignServer {
   // message naming the call, the descriptor and the virtual time.
   [[noreturn]] void refuse(const std::string& call, int fd, const std::string& why);
 
-  // While the seam serves a call, the calls it makes itself go to libc.
+  // While the seam serves a call, the calls it makes itself go to libc. Counted for each
+  // simulated thread: another may run the program's code while this one blocks in a call.
   struct Inside {
     explicit Inside(Seam& seam) : seam_(seam) {
-      if (seam_.depth_++ == 0) ++seam_.calls_;
+      if (seam_.here().depth++ == 0) ++seam_.calls_;
     }
-    ~Inside() { --seam_.depth_; }
+    ~Inside() { --seam_.here().depth; }
     Seam& seam_;
   };
+
+  // ---- the target's threads (posix/threads.hpp) ----
+
+  // Runs `f` on the engine's OS thread, on the calling thread's simulated thread: directly when
+  // called there, else handed to the calling target thread's proxy, the baton with it.
+  template <typename F>
+  void on_engine(F&& f) {
+    using Body = std::remove_reference_t<F>;
+    run_request(Request{&f, [](void* body) { (*static_cast<Body*>(body))(); }});
+  }
+  // pthread_create: a real thread that waits for the baton, and its proxy. Returns 0 or the
+  // error pthread_create would (positive), as pthread functions do.
+  long create_thread(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*), void* argument);
+  TargetThread* thread_of(pthread_t thread);
+  long join(TargetThread& thread, void** value);
+  // The running simulated thread waits on `address` (a mutex's, a condition's, a futex word's)
+  // until woken or `deadline` (wait_forever: none): 0, or -ETIMEDOUT.
+  long wait_on(const void* address, Nanos deadline);
+  // Wakes up to `most` of the threads waiting on `address`, first come first woken; how many.
+  int wake_on(const void* address, int most);
+  bool awaited(const void* address) const;
+  // A point where the running thread may give way to another target thread that can run now:
+  // a choice (kind preempt) while the run's preemptions are within [target] preemptions.
+  void switch_point();
+  // sched_yield: whoever else may run now runs first.
+  void yield_thread();
+  // The index of the target thread the running simulated thread stands for (0: main()).
+  int worker() const;
 
  private:
   struct Fd {
@@ -158,8 +192,22 @@ class Seam final : public sim::ForeignServer {
   int process_fd(int sim) const;
   void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
   void block_until(int sim, std::uint32_t ready);
+  // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
+  struct PerThread {
+    int worker = 0;    // the target thread's index, for the trace
+    int depth = 0;     // Inside's count
+    int blocker = -1;  // a simulated poller for its blocking calls, made when first needed
+    bool in_pass = false;
+    std::uint64_t passes = 0;
+  };
+  PerThread& here();
+  const PerThread& here() const;
+  int blocker();  // here()'s poller, made if need be; -errno if none could be
+  void run_request(Request request);
+  void run_thread(TargetThread& thread);  // a proxy's body
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
+  std::uint64_t begin_pass(Nanos timeout);  // a wait begins the thread's next pass: its number
   void end_pass();
   std::string where(int fd) const;
 
@@ -174,17 +222,18 @@ class Seam final : public sim::ForeignServer {
   sim::Trace* trace_ = nullptr;
   const sim::Clients* clients_ = nullptr;
   model::ThreadId thread_ = model::no_thread;
-  int depth_ = 0;
   int anchor_ = -1;   // the real descriptor placeholders are copied from
-  int blocker_ = -1;  // a simulated poller for blocking calls, made when one is first needed
-  std::vector<PollEvent> scratch_;   // a wait's events, reused
+  mutable std::vector<PerThread> per_thread_;  // by ThreadId + 1
+  std::vector<std::unique_ptr<TargetThread>> threads_;  // in the order they were started
+  // Who waits on each address, by ThreadId: looked up, never iterated.
+  std::map<const void*, std::deque<model::ThreadId>> waiting_;
+  int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::vector<Fd> fds_;              // by the program's descriptor number
   std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
   std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in
   std::vector<std::uint16_t> ports_;  // every port it listened on
   int listener_ = -1;                // SimKernel's descriptor of the listener on the port
   bool listened_ = false;
-  bool in_pass_ = false;
   std::uint64_t passes_ = 0;
   std::uint64_t calls_ = 0;
   std::uint64_t hard_limit_ = 0;  // RLIMIT_NOFILE's hard limit: the scenario's, or lowered since

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <regex>
 #include <sstream>
+#include <set>
 #include <string>
 
 #include "checker/properties.hpp"
@@ -35,9 +36,12 @@ std::string jsonl(const sim::Trace& trace) {
 }
 
 // A scenario running the probe with `what`; one client connects at 10 ms.
-sim::Scenario probe(const std::string& what, const std::string& program = "seam_probe_dynamic") {
+// `target` adds lines to its [target] table, `clients` sets how many clients there are.
+sim::Scenario probe(const std::string& what, const std::string& program = "seam_probe_dynamic",
+                    const std::string& target = "", int clients = 1) {
   std::string text = "name = \"probe\"\nhorizon = \"3s\"\n[target]\nexec = [\"" + probes + "/" + program +
-                     "\", \"" + what + "\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\n"
+                     "\", \"" + what + "\"]\nport = 8080\n" + target + "[[clients]]\nname = \"c\"\ncount = " +
+                     std::to_string(clients) + "\nconnect_at = \"10ms\"\n"
                      "requests = [{ at = \"10ms\", path = \"/\" }]\n[[expect]]\nproperty = \"answered\"\n";
   return sim::parse_scenario(text, "probe.toml");
 }
@@ -113,8 +117,45 @@ TEST_CASE("seam: a target's memory is bounded at target_data_max, and running pa
   CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) >= sim::target_data_max - (std::int64_t(256) << 20));
 }
 
-TEST_CASE("seam: a target that starts a thread is refused") {
-  CHECK(error_of(probe("thread")).find("called pthread_create") != std::string::npos);
+TEST_CASE("seam: a target's thread starts, ends and is joined, with its return value") {
+  const std::string prefix = loopsim::testing::temp_path("seam-thread");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("thread"));
+  sim::set_target_output("");
+  CHECK(file_text(prefix + ".base.stdout").find("joined 0 value (nil)") != std::string::npos);
+  (void)result;
+}
+
+TEST_CASE("seam: a target's threads serve in virtual time, one at a time, each seed its own schedule") {
+  // The main thread accepts; two workers take connections from a queue (a mutex and a
+  // condition variable); a third thread computes and is joined.
+  sim::Scenario s = probe("threads", "seam_probe_dynamic", "", 6);
+  std::set<std::string> schedules;
+  std::set<int> answered_by;  // the workers that read a request, over all seeds
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    s.seed = seed;
+    sim::RunResult first = sim::run(s);
+    CHECK(first.stats.accepted == 6);
+    CHECK(checker::evaluate(first.trace, s.expect, {}).front().held);
+    const std::string trace = jsonl(first.trace);
+    CHECK(jsonl(sim::run(s).trace) == trace);  // the same seed, byte for byte
+    CHECK(trace.find("\"kind\":\"preempt\"") != std::string::npos);
+    schedules.insert(trace);
+    for (const sim::TraceEvent& e : first.trace.events) {
+      if (auto* r = std::get_if<sim::ev::RequestBegin>(&e)) answered_by.insert(r->worker);
+    }
+  }
+  CHECK(schedules.size() == 4);
+  CHECK(answered_by == std::set<int>{1, 2});  // the trace names the thread: both workers answered
+  // Without preemptions the run offers none: each thread runs until it blocks.
+  s = probe("threads", "seam_probe_dynamic", "preemptions = 0\n", 6);
+  CHECK(jsonl(sim::run(s).trace).find("\"kind\":\"preempt\"") == std::string::npos);
+}
+
+TEST_CASE("seam: a target thread that never makes a served call is reported, not waited for") {
+  const std::string error = error_of(probe("thread-spins", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
+  CHECK(error.find("the target's thread 1 at 0.000 ms of virtual time ran for 300 ms of the machine's time without a call "
+                   "the simulation serves") != std::string::npos);
 }
 
 TEST_CASE("seam: a program that never listens on its port is named, with where it did listen") {
@@ -295,6 +336,14 @@ TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer a
   // (Nothing on this path sets errno today, restored or not: the line guards the contract.)
   CHECK(simulated.find("errno after a blocking wait 4321") != std::string::npos);
   CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: a target's threads block and wake as Linux's do: barriers, semaphores, locks, futexes, timed waits") {
+  const auto [native, simulated, result] = both_ways("sync");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("cond timedwait ETIMEDOUT, at least 1 s: 1") != std::string::npos);
+  CHECK(simulated == native);
+  (void)result;
 }
 
 TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does") {

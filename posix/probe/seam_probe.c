@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/eventfd.h>
@@ -49,6 +53,142 @@ static int accept_one(int listener) {
 }
 
 static void* idle(void* unused) { return unused; }
+
+/* "threads": the main thread accepts with blocking calls and queues each connection; two
+ * worker threads take them from the queue (a mutex and a condition variable), read a request
+ * and answer it. One more thread only computes, and is joined. */
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_ready = PTHREAD_COND_INITIALIZER;
+static int queue[64];
+static int queued = 0;
+static long served_by[3];
+
+static void* worker(void* number) {
+  long me = (long)number;
+  for (;;) {
+    pthread_mutex_lock(&queue_lock);
+    while (queued == 0) pthread_cond_wait(&queue_ready, &queue_lock);
+    int fd = queue[--queued];
+    pthread_mutex_unlock(&queue_lock);
+    char request[1024];
+    ssize_t n = read(fd, request, sizeof request);
+    if (n > 0) {
+      char answer[128];
+      int length = snprintf(answer, sizeof answer, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n%ld\n", me);
+      write(fd, answer, (size_t)length);
+      ++served_by[me];
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+static void* compute_forever(void* unused) {
+  volatile unsigned long sum = 0;
+  for (;;) ++sum;
+  return unused;
+}
+
+static void* compute(void* unused) {
+  volatile unsigned long sum = 0;
+  for (unsigned long i = 0; i < 1000000; ++i) sum += i;
+  return unused;
+}
+
+/* "sync": each blocking point of threads, with lines that are the same whoever schedules them. */
+static sem_t sync_sem;
+static pthread_barrier_t sync_barrier;
+static pthread_rwlock_t sync_rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static int sync_counter = 0, serial = 0, futex_word = 0, timedlock_rc = 0;
+
+static void* sync_worker(void* number) {
+  if (pthread_barrier_wait(&sync_barrier) == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&serial, 1, __ATOMIC_SEQ_CST);
+  sem_wait(&sync_sem);
+  pthread_rwlock_wrlock(&sync_rw);
+  ++sync_counter;
+  pthread_rwlock_unlock(&sync_rw);
+  return (void*)((long)number * 10);
+}
+
+static void* futex_waiter(void* unused) {
+  while (__atomic_load_n(&futex_word, __ATOMIC_SEQ_CST) == 0) syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+  return unused;
+}
+
+static void* timed_locker(void* unused) {
+  struct timespec at;
+  clock_gettime(CLOCK_REALTIME, &at);
+  at.tv_nsec += 100000000;
+  if (at.tv_nsec >= 1000000000) { at.tv_sec += 1; at.tv_nsec -= 1000000000; }
+  timedlock_rc = pthread_mutex_timedlock(&sync_lock, &at);
+  return unused;
+}
+
+static void sync_points(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  sem_init(&sync_sem, 0, 0);
+  pthread_barrier_init(&sync_barrier, NULL, 3);
+  pthread_t workers[2];
+  for (long i = 0; i < 2; ++i) pthread_create(&workers[i], NULL, sync_worker, (void*)(i + 1));
+  if (pthread_barrier_wait(&sync_barrier) == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&serial, 1, __ATOMIC_SEQ_CST);
+  sem_post(&sync_sem);
+  sem_post(&sync_sem);
+  void* values[2];
+  for (int i = 0; i < 2; ++i) pthread_join(workers[i], &values[i]);
+  printf("joined %ld %ld counter %d serial %d\n", (long)values[0], (long)values[1], sync_counter, serial);
+  printf("sched_yield %d\n", sched_yield());
+
+  pthread_t waiter;
+  pthread_create(&waiter, NULL, futex_waiter, NULL);
+  struct timespec ms = {0, 20000000};
+  nanosleep(&ms, NULL);
+  __atomic_store_n(&futex_word, 1, __ATOMIC_SEQ_CST);
+  syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  printf("futex waiter joined %d\n", pthread_join(waiter, NULL));
+
+  pthread_t locker;
+  pthread_mutex_lock(&sync_lock);
+  pthread_create(&locker, NULL, timed_locker, NULL);
+  pthread_join(locker, NULL);
+  pthread_mutex_unlock(&sync_lock);
+  printf("timedlock %s\n", timedlock_rc == ETIMEDOUT ? "ETIMEDOUT" : "other");
+
+  struct timespec before, at, after;
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  clock_gettime(CLOCK_REALTIME, &at);
+  at.tv_sec += 1;
+  pthread_mutex_lock(&sync_lock);
+  int rc = pthread_cond_timedwait(&sync_cond, &sync_lock, &at);
+  pthread_mutex_unlock(&sync_lock);
+  clock_gettime(CLOCK_MONOTONIC, &after);
+  long waited_ms = (after.tv_sec - before.tv_sec) * 1000 + (after.tv_nsec - before.tv_nsec) / 1000000;
+  printf("cond timedwait %s, at least 1 s: %d\n", rc == ETIMEDOUT ? "ETIMEDOUT" : "other", waited_ms >= 999);
+  fflush(stdout);
+}
+
+static void threads(void) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in address;
+  memset(&address, 0, sizeof address);
+  address.sin_family = AF_INET;
+  address.sin_port = htons(8080);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, (struct sockaddr*)&address, sizeof address) != 0 || listen(listener, 16) != 0) exit(1);
+  pthread_t workers[2], computer;
+  for (long i = 0; i < 2; ++i) pthread_create(&workers[i], NULL, worker, (void*)(i + 1));
+  pthread_create(&computer, NULL, compute, NULL);
+  pthread_join(computer, NULL);
+  for (;;) {
+    int fd = accept(listener, NULL, NULL);
+    if (fd < 0) continue;
+    pthread_mutex_lock(&queue_lock);
+    queue[queued++] = fd;
+    pthread_cond_signal(&queue_ready);
+    pthread_mutex_unlock(&queue_lock);
+  }
+}
 
 /* A call's result and errno's name, one line: the same lines whether the seam or Linux answers. */
 static void say(const char* what, long rc) {
@@ -181,10 +321,30 @@ static void calls(void) {
 
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
-  if (strcmp(what, "thread") == 0) {
+  if (strcmp(what, "thread") == 0) {  /* starts a thread that ends at once, and joins it */
     listen_on(8080);
     pthread_t thread;
+    void* value = &what;
     pthread_create(&thread, NULL, idle, NULL);
+    int rc = pthread_join(thread, &value);
+    printf("joined %d value %p\n", rc, value);
+    fflush(stdout);
+    sleep(10);
+    return 0;
+  }
+  if (strcmp(what, "threads") == 0) threads();
+  if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
+    sync_points();
+    if (argc > 2) return 0;
+    int fd = accept_one(listen_on(8080));
+    close(fd);
+    return 0;
+  }
+  if (strcmp(what, "thread-spins") == 0) {  /* a thread that never makes a call the seam serves */
+    listen_on(8080);
+    pthread_t spinner;
+    pthread_create(&spinner, NULL, compute_forever, NULL);
+    sleep(1);
     return 0;
   }
   if (strcmp(what, "dup") == 0) {  /* a call the seam does not serve, on a simulated descriptor */

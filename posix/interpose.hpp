@@ -1,0 +1,93 @@
+// What the interposers share (posix/interpose.cpp, posix/interpose_threads.cpp): how a call is
+// served, whether the seam serves it, and the virtual clocks.
+#pragma once
+
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <exception>
+
+#include "posix/seam.hpp"
+
+namespace loopsim::posix::calls {
+
+// The virtual clocks' origins: a monotonic clock that has been up for 1000 s, and a calendar
+// that starts at 2026-01-01T00:00:00Z. Fixed, so that the same run reads the same times.
+inline constexpr std::int64_t monotonic_origin_ns = 1'000'000'000'000;
+inline constexpr std::int64_t realtime_origin_ns = 1'767'225'600'000'000'000;
+
+inline long result(long rc) {
+  if (rc < 0) {
+    errno = int(-rc);
+    return -1;
+  }
+  return rc;
+}
+
+// Runs `serve` on the engine, on the calling thread's behalf (Seam::on_engine), and returns what
+// it returns. Nothing the engine throws may cross libc's frames: it ends the run, naming the call.
+template <typename F>
+long engine_call(const char* call, F&& serve) noexcept {
+  long rc = 0;
+  current->on_engine([&] {
+    try {
+      rc = serve();
+    } catch (const std::exception& e) {
+      current->fatal(call, e.what());
+    } catch (...) {
+      current->fatal(call, "an exception of unknown type");
+    }
+  });
+  return rc;
+}
+
+// A call served by the seam: its result, or -1 with errno set. errno is otherwise the program's:
+// while a call blocks, the engine runs the simulation's other threads (clients, timers) on
+// this OS thread, and they may set it, so a call that succeeds leaves errno as it found it.
+template <typename F>
+long served(const char* call, F&& serve) noexcept {
+  const int saved = errno;
+  long rc = engine_call(call, serve);
+  if (rc < 0) {
+    errno = int(-rc);
+    return -1;
+  }
+  errno = saved;
+  return rc;
+}
+
+inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
+inline bool making() { return current != nullptr && current->in_target(); }
+
+// A call the seam does not serve, on a simulated descriptor: the run stops and says so.
+inline void unserved(const char* call, int fd) {
+  if (owned(fd)) current->refuse(call, fd, "the seam does not implement it (docs/targets.md lists what it serves)");
+}
+
+inline std::int64_t virtual_ns(clockid_t clock) {
+  std::int64_t t = current->now().count();
+  switch (clock) {
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_TAI: return realtime_origin_ns + t;
+    case CLOCK_PROCESS_CPUTIME_ID:
+    case CLOCK_THREAD_CPUTIME_ID: return t;
+    default: return monotonic_origin_ns + t;
+  }
+}
+
+inline timespec to_timespec(std::int64_t ns) { return timespec{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)}; }
+inline Nanos from_timespec(const timespec& t) { return Nanos(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
+
+// The virtual instant a deadline on `clock` (an absolute time, as pthread's timed waits take)
+// stands for.
+inline Nanos deadline_of(clockid_t clock, const timespec& at) {
+  return current->now() + (from_timespec(at) - Nanos(virtual_ns(clock)));
+}
+
+// syscall(SYS_futex, ...) from a target's thread: its waits and wakes in virtual time
+// (posix/interpose_threads.cpp).
+long futex_call(const long* arguments);
+
+}  // namespace loopsim::posix::calls

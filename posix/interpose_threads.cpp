@@ -1,0 +1,360 @@
+// The interposers for a target's threads: starting and joining them, and every point where one
+// blocks or yields (mutexes, condition variables, read-write locks, spin locks, semaphores,
+// barriers, futexes, sched_yield). A target thread never blocks in the kernel: each of these
+// tries the real object without waiting, and where it would wait, its simulated thread waits in
+// virtual time instead, until an unlock, a post or a signal from another wakes it
+// (posix/threads.hpp). Without a simulation, or from a thread it does not run, each is libc's.
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+
+#include <cerrno>
+#include <climits>
+#include <map>
+#include <optional>
+
+#include "posix/interpose.hpp"
+#include "posix/seam.hpp"
+
+#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
+
+// libc declares some pointers nonnull; a program may still pass null, and the seam checks.
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+
+using loopsim::Nanos;
+using loopsim::wait_forever;
+using loopsim::posix::current;
+using loopsim::posix::real;
+using loopsim::posix::TargetThread;
+using namespace loopsim::posix::calls;
+
+namespace {
+
+// The waits below go through the engine only when they must: an object taken at the first try
+// costs no switch.
+long wait_for(const char* call, const void* object, Nanos deadline) {
+  return engine_call(call, [&] { return current->wait_on(object, deadline); });
+}
+
+// After a release (an unlock, a post): wakes whoever waits on `object`, and offers a switch.
+void released(const char* call, const void* object) {
+  if (!making() || !current->awaited(object)) return;
+  engine_call(call, [&] {
+    current->wake_on(object, INT_MAX);
+    current->switch_point();
+    return 0L;
+  });
+}
+
+// A lock taken by trying: `attempt` returns 0, EBUSY (held: wait for a release) or an error.
+template <typename Try>
+int acquire(const char* call, const void* object, Nanos deadline, Try attempt) {
+  for (;;) {
+    int rc = attempt();
+    if (rc != EBUSY) return rc;
+    if (wait_for(call, object, deadline) == -ETIMEDOUT) {
+      rc = attempt();
+      return rc == EBUSY ? ETIMEDOUT : rc;
+    }
+  }
+}
+
+int try_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_trylock">()(m); }
+int unlock_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_unlock">()(m); }
+
+int lock_mutex(const char* call, pthread_mutex_t* m, Nanos deadline) {
+  return acquire(call, m, deadline, [&] { return try_mutex(m); });
+}
+
+// The clock a condition variable's timed waits read: glibc keeps it in bit 1 of __wrefs
+// (pthread_condattr_setclock), which only its own waits would change, and no real wait runs.
+clockid_t clock_of(const pthread_cond_t* c) {
+  return (c->__data.__wrefs & 2) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+}
+
+int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, Nanos deadline) {
+  int rc = unlock_mutex(m);
+  if (rc != 0) return rc;
+  // Released and waiting in one step of the engine: no signal can fall between the two.
+  long waited = engine_call(call, [&] {
+    current->wake_on(m, INT_MAX);
+    return current->wait_on(c, deadline);
+  });
+  rc = lock_mutex(call, m, wait_forever);
+  if (rc != 0) return rc;
+  return waited == -ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+// sem_* report errors through errno; a wait that succeeds leaves errno as it found it.
+int sem_acquire(const char* call, sem_t* s, Nanos deadline) {
+  const int saved = errno;
+  int rc = acquire(call, s, deadline, [&] {
+    if (real<int(sem_t*), "sem_trywait">()(s) == 0) return 0;
+    return errno == EAGAIN ? EBUSY : errno;
+  });
+  if (rc == 0) {
+    errno = saved;
+    return 0;
+  }
+  errno = rc;
+  return -1;
+}
+
+// Barriers: how many each needs, how many have come, and which round it is in. Touched only by
+// the thread holding the baton.
+struct Barrier {
+  unsigned needed = 0;
+  unsigned arrived = 0;
+  std::uint64_t round = 0;
+};
+std::map<const void*, Barrier>& barriers() {
+  static std::map<const void*, Barrier> all;
+  return all;
+}
+
+}  // namespace
+
+// ---- starting, joining, ending ----
+
+SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
+                               void* argument) noexcept {
+  if (making()) {
+    return int(engine_call(__func__, [&] {
+      long rc = current->create_thread(thread, attributes, start, argument);
+      if (rc == 0) current->switch_point();
+      return rc;
+    }));
+  }
+  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*), "pthread_create">()(thread, attributes,
+                                                                                                  start, argument);
+}
+
+SEAM_EXPORT int pthread_join(pthread_t thread, void** value) {
+  if (making()) {
+    if (TargetThread* t = current->thread_of(thread)) return int(engine_call(__func__, [&] { return current->join(*t, value); }));
+  }
+  return real<int(pthread_t, void**), "pthread_join">()(thread, value);
+}
+
+SEAM_EXPORT int pthread_detach(pthread_t thread) noexcept {
+  if (making()) {
+    if (TargetThread* t = current->thread_of(thread)) {
+      if (t->detached) return EINVAL;
+      t->detached = true;  // its proxy joins the OS thread either way
+      return 0;
+    }
+  }
+  return real<int(pthread_t), "pthread_detach">()(thread);
+}
+
+SEAM_EXPORT void pthread_exit(void* value) {
+  if (TargetThread* t = loopsim::posix::this_thread()) t->value = value;
+  real<void(void*), "pthread_exit">()(value);
+  __builtin_unreachable();
+}
+
+SEAM_EXPORT int sched_yield() noexcept {
+  if (making() && current->thread_count() > 0) {
+    engine_call(__func__, [&] {
+      current->yield_thread();
+      return 0L;
+    });
+    return 0;
+  }
+  return real<int(), "sched_yield">()();
+}
+
+// ---- mutexes ----
+
+SEAM_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
+  if (making()) return lock_mutex(__func__, m, wait_forever);
+  return real<int(pthread_mutex_t*), "pthread_mutex_lock">()(m);
+}
+
+SEAM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* at) noexcept {
+  if (making() && at != nullptr) return lock_mutex(__func__, m, deadline_of(CLOCK_REALTIME, *at));
+  return real<int(pthread_mutex_t*, const timespec*), "pthread_mutex_timedlock">()(m, at);
+}
+
+SEAM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const timespec* at) noexcept {
+  if (making() && at != nullptr) return lock_mutex(__func__, m, deadline_of(clock, *at));
+  return real<int(pthread_mutex_t*, clockid_t, const timespec*), "pthread_mutex_clocklock">()(m, clock, at);
+}
+
+SEAM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
+  int rc = unlock_mutex(m);
+  if (rc == 0) released(__func__, m);
+  return rc;
+}
+
+// ---- condition variables ----
+
+SEAM_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+  if (making()) return cond_wait(__func__, c, m, wait_forever);
+  return real<int(pthread_cond_t*, pthread_mutex_t*), "pthread_cond_wait">()(c, m);
+}
+
+SEAM_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* at) {
+  if (making() && at != nullptr) return cond_wait(__func__, c, m, deadline_of(clock_of(c), *at));
+  return real<int(pthread_cond_t*, pthread_mutex_t*, const timespec*), "pthread_cond_timedwait">()(c, m, at);
+}
+
+SEAM_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* at) {
+  if (making() && at != nullptr) return cond_wait(__func__, c, m, deadline_of(clock, *at));
+  return real<int(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*), "pthread_cond_clockwait">()(c, m, clock, at);
+}
+
+SEAM_EXPORT int pthread_cond_signal(pthread_cond_t* c) noexcept {
+  if (making()) {
+    if (current->awaited(c)) {
+      engine_call(__func__, [&] {
+        current->wake_on(c, 1);
+        current->switch_point();
+        return 0L;
+      });
+    }
+    return 0;
+  }
+  return real<int(pthread_cond_t*), "pthread_cond_signal">()(c);
+}
+
+SEAM_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
+  if (making()) {
+    released(__func__, c);
+    return 0;
+  }
+  return real<int(pthread_cond_t*), "pthread_cond_broadcast">()(c);
+}
+
+// ---- read-write locks and spin locks ----
+
+SEAM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) noexcept {
+  if (making()) return acquire(__func__, l, wait_forever, [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_tryrdlock">()(l); });
+  return real<int(pthread_rwlock_t*), "pthread_rwlock_rdlock">()(l);
+}
+
+SEAM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) noexcept {
+  if (making()) return acquire(__func__, l, wait_forever, [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_trywrlock">()(l); });
+  return real<int(pthread_rwlock_t*), "pthread_rwlock_wrlock">()(l);
+}
+
+SEAM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* at) noexcept {
+  if (making() && at != nullptr)
+    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_tryrdlock">()(l); });
+  return real<int(pthread_rwlock_t*, const timespec*), "pthread_rwlock_timedrdlock">()(l, at);
+}
+
+SEAM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* at) noexcept {
+  if (making() && at != nullptr)
+    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_trywrlock">()(l); });
+  return real<int(pthread_rwlock_t*, const timespec*), "pthread_rwlock_timedwrlock">()(l, at);
+}
+
+SEAM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) noexcept {
+  int rc = real<int(pthread_rwlock_t*), "pthread_rwlock_unlock">()(l);
+  if (rc == 0) released(__func__, l);
+  return rc;
+}
+
+SEAM_EXPORT int pthread_spin_lock(pthread_spinlock_t* l) noexcept {
+  // A spin lock is a volatile int: its address names it.
+  if (making()) return acquire(__func__, const_cast<const int*>(l), wait_forever, [&] { return real<int(pthread_spinlock_t*), "pthread_spin_trylock">()(l); });
+  return real<int(pthread_spinlock_t*), "pthread_spin_lock">()(l);
+}
+
+SEAM_EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) noexcept {
+  int rc = real<int(pthread_spinlock_t*), "pthread_spin_unlock">()(l);
+  if (rc == 0) released(__func__, const_cast<const int*>(l));
+  return rc;
+}
+
+// ---- semaphores ----
+
+SEAM_EXPORT int sem_wait(sem_t* s) {
+  if (making()) return sem_acquire(__func__, s, wait_forever);
+  return real<int(sem_t*), "sem_wait">()(s);
+}
+
+SEAM_EXPORT int sem_timedwait(sem_t* s, const timespec* at) {
+  if (making() && at != nullptr) return sem_acquire(__func__, s, deadline_of(CLOCK_REALTIME, *at));
+  return real<int(sem_t*, const timespec*), "sem_timedwait">()(s, at);
+}
+
+SEAM_EXPORT int sem_clockwait(sem_t* s, clockid_t clock, const timespec* at) {
+  if (making() && at != nullptr) return sem_acquire(__func__, s, deadline_of(clock, *at));
+  return real<int(sem_t*, clockid_t, const timespec*), "sem_clockwait">()(s, clock, at);
+}
+
+SEAM_EXPORT int sem_post(sem_t* s) noexcept {
+  int rc = real<int(sem_t*), "sem_post">()(s);
+  if (rc == 0) released(__func__, s);
+  return rc;
+}
+
+// ---- barriers ----
+
+SEAM_EXPORT int pthread_barrier_init(pthread_barrier_t* b, const pthread_barrierattr_t* attributes,
+                                     unsigned count) noexcept {
+  if (making()) {
+    if (count == 0) return EINVAL;
+    barriers()[b] = Barrier{count, 0, 0};
+    return 0;
+  }
+  return real<int(pthread_barrier_t*, const pthread_barrierattr_t*, unsigned), "pthread_barrier_init">()(b, attributes, count);
+}
+
+SEAM_EXPORT int pthread_barrier_wait(pthread_barrier_t* b) {
+  if (making()) {
+    auto it = barriers().find(b);
+    if (it == barriers().end()) return EINVAL;
+    Barrier& barrier = it->second;
+    if (++barrier.arrived == barrier.needed) {
+      barrier.arrived = 0;
+      ++barrier.round;
+      released(__func__, b);
+      return PTHREAD_BARRIER_SERIAL_THREAD;
+    }
+    const std::uint64_t round = barrier.round;
+    while (barriers()[b].round == round) wait_for(__func__, b, wait_forever);
+    return 0;
+  }
+  return real<int(pthread_barrier_t*), "pthread_barrier_wait">()(b);
+}
+
+SEAM_EXPORT int pthread_barrier_destroy(pthread_barrier_t* b) noexcept {
+  if (making() && barriers().erase(b) > 0) return 0;
+  return real<int(pthread_barrier_t*), "pthread_barrier_destroy">()(b);
+}
+
+// ---- futexes, through syscall() ----
+
+long loopsim::posix::calls::futex_call(const long* a) {
+  auto* word = reinterpret_cast<const int*>(a[0]);
+  const int op = int(a[1]) & FUTEX_CMD_MASK;
+  const bool realtime = (int(a[1]) & FUTEX_CLOCK_REALTIME) != 0;
+  const auto* timeout = reinterpret_cast<const timespec*>(a[3]);
+  switch (op) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET: {
+      if (word == nullptr) return result(-EFAULT);
+      if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
+      Nanos deadline = wait_forever;
+      if (timeout != nullptr) {
+        deadline = op == FUTEX_WAIT ? current->now() + from_timespec(*timeout)
+                                    : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, *timeout);
+      }
+      return served("futex(FUTEX_WAIT)", [&] { return current->wait_on(word, deadline); });
+    }
+    case FUTEX_WAKE:
+    case FUTEX_WAKE_BITSET:
+      return served("futex(FUTEX_WAKE)", [&] {
+        long woken = current->wake_on(word, int(std::min<long>(a[2], INT_MAX)));
+        if (woken > 0) current->switch_point();
+        return woken;
+      });
+    default:
+      current->refuse("futex (operation " + std::to_string(op) + ")", -1,
+                      "a target thread's futex may only wait and wake (FUTEX_WAIT, FUTEX_WAKE and their BITSET forms)");
+  }
+}

@@ -1,0 +1,214 @@
+// The target's threads: the baton between OS threads, and the Seam's side of pthread_create,
+// joins and waits (posix/threads.hpp).
+#include "posix/threads.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+#include "base/assert.hpp"
+#include "posix/seam.hpp"
+#include "sim/target_wire.hpp"
+
+namespace loopsim::posix {
+
+namespace {
+
+thread_local TargetThread* running = nullptr;  // the target thread this OS thread is
+thread_local bool engine_here = false;
+
+long futex(std::atomic<int>* word, int op, int value, const timespec* timeout) {
+  return real<long(long, ...), "syscall">()(SYS_futex, reinterpret_cast<long>(word), long(op), long(value),
+                                            reinterpret_cast<long>(timeout), 0L, 0L);
+}
+
+std::int64_t machine_ns() {
+  timespec t{};
+  real<int(clockid_t, timespec*), "clock_gettime">()(CLOCK_MONOTONIC, &t);
+  return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// The OS thread of a target thread: waits for the baton, runs the program's start routine,
+// and tells its proxy when it ends (by return, or by pthread_exit's unwinding).
+void* trampoline(void* argument) {
+  auto* t = static_cast<TargetThread*>(argument);
+  t->run.take();
+  running = t;
+  struct Finish {
+    TargetThread* t;
+    ~Finish() {
+      running = nullptr;  // what the thread's exit runs after this goes to libc
+      t->finished = true;
+      t->back.give();
+    }
+  } finish{t};
+  t->value = t->start(t->argument);
+  return t->value;
+}
+
+}  // namespace
+
+TargetThread* this_thread() { return running; }
+bool on_engine_thread() { return engine_here; }
+void set_engine_thread() { engine_here = true; }
+
+void Baton::give() {
+  word_.store(1, std::memory_order_release);
+  futex(&word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+bool Baton::take(std::int64_t limit_ns) {
+  const std::int64_t deadline = limit_ns > 0 ? machine_ns() + limit_ns : 0;
+  for (;;) {
+    int expected = 1;
+    if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) return true;
+    if (limit_ns <= 0) {
+      futex(&word_, FUTEX_WAIT_PRIVATE, 0, nullptr);
+      continue;
+    }
+    const std::int64_t left = deadline - machine_ns();
+    if (left <= 0) return false;
+    timespec wait{time_t(left / 1'000'000'000), long(left % 1'000'000'000)};
+    futex(&word_, FUTEX_WAIT_PRIVATE, 0, &wait);
+  }
+}
+
+// ---- the Seam's side ----
+
+void Seam::run_request(Request request) {
+  if (TargetThread* t = this_thread()) {
+    t->request = request;
+    t->back.give();
+    t->run.take();
+    return;
+  }
+  if (!on_engine_thread()) {
+    refuse("a call on a simulated descriptor", -1,
+           "it came from an OS thread the simulation does not run (one the program started before the "
+           "simulation, or one ending after its start routine returned)");
+  }
+  request.call(request.object);
+}
+
+long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
+                         void* argument) {
+  Inside inside(*this);
+  auto t = std::make_unique<TargetThread>();
+  t->index = int(threads_.size()) + 1;
+  t->start = start;
+  t->argument = argument;
+  // Every OS thread is made joinable, and its proxy joins it as it ends, with the engine waiting:
+  // its exit (thread-local destructors) then runs alone too. The program's detach is kept as a flag.
+  pthread_attr_t attr;
+  if (attributes != nullptr) {
+    attr = *attributes;
+    int state = PTHREAD_CREATE_JOINABLE;
+    pthread_attr_getdetachstate(&attr, &state);
+    t->detached = state == PTHREAD_CREATE_DETACHED;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_JOINABLE);
+  }
+  using Create = int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  int rc = real<Create, "pthread_create">()(&t->os, attributes != nullptr ? &attr : nullptr, trampoline, t.get());
+  if (rc != 0) return rc;
+  if (thread != nullptr) *thread = t->os;
+  TargetThread* made = t.get();
+  threads_.push_back(std::move(t));
+  made->fiber = scheduler_->spawn("thread " + std::to_string(made->index), [this, made] { run_thread(*made); },
+                                  model::Scheduler::default_stack);
+  const auto slot = std::size_t(made->fiber + 1);
+  if (slot >= per_thread_.size()) per_thread_.resize(slot + 1);
+  per_thread_[slot].worker = made->index;
+  return 0;
+}
+
+void Seam::run_thread(TargetThread& t) {
+  for (;;) {
+    t.run.give();
+    const Nanos limit = scenario_.target->spin_limit;
+    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1))) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.0f ms", double(limit.count()) / 1e6);
+      sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
+                              scenario_.position_of({"target.spin_limit", "target.exec"}) + ": the target's thread " +
+                                  std::to_string(t.index) + where(-1) + " ran for " + ms +
+                                  " of the machine's time without a call the simulation serves: a spin, which "
+                                  "virtual time cannot move past (target.spin_limit)");
+      real<void(int), "_exit">()(2);
+    }
+    if (t.finished) break;
+    Request request = std::exchange(t.request, Request{});
+    LOOPSIM_ASSERT(request.call != nullptr);
+    request.call(request.object);
+  }
+  real<int(pthread_t, void**), "pthread_join">()(t.os, nullptr);
+  t.gone = true;
+  wake_on(&t, INT32_MAX);
+}
+
+TargetThread* Seam::thread_of(pthread_t thread) {
+  // The newest first: an exited thread's identifier is given again to a later one.
+  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
+    if (pthread_equal((*it)->os, thread)) return it->get();
+  }
+  return nullptr;
+}
+
+long Seam::join(TargetThread& t, void** value) {
+  if (t.detached || t.joined) return EINVAL;
+  if (t.fiber == scheduler_->current()) return EDEADLK;
+  while (!t.gone) wait_on(&t, wait_forever);
+  t.joined = true;
+  if (value != nullptr) *value = t.value;
+  return 0;
+}
+
+long Seam::wait_on(const void* address, Nanos deadline) {
+  const model::ThreadId me = scheduler_->current();
+  LOOPSIM_ASSERT(me != model::no_thread);
+  std::deque<model::ThreadId>& queue = waiting_[address];
+  queue.push_back(me);
+  const bool woken = scheduler_->block(deadline);
+  if (woken) return 0;
+  // The deadline came first: no longer waiting (a wake that came since has found it gone).
+  auto it = waiting_.find(address);
+  if (it != waiting_.end()) {
+    std::erase(it->second, me);
+    if (it->second.empty()) waiting_.erase(it);
+  }
+  return -ETIMEDOUT;
+}
+
+int Seam::wake_on(const void* address, int most) {
+  auto it = waiting_.find(address);
+  if (it == waiting_.end()) return 0;
+  int woken = 0;
+  while (woken < most && !it->second.empty()) {
+    scheduler_->wake(it->second.front());
+    it->second.pop_front();
+    ++woken;
+  }
+  if (it->second.empty()) waiting_.erase(it);
+  return woken;
+}
+
+bool Seam::awaited(const void* address) const { return waiting_.count(address) > 0; }
+
+void Seam::switch_point() {
+  if (threads_.empty() || preemptions_ >= scenario_.target->preemptions) return;
+  const model::ThreadId me = scheduler_->current();
+  bool other = me != thread_ && scheduler_->due_now(thread_);
+  for (const auto& t : threads_) other = other || (t->fiber != me && !t->gone && scheduler_->due_now(t->fiber));
+  if (!other) return;
+  if (scheduler_->choose(model::ChoiceKind::preempt, 2) == 0) return;
+  ++preemptions_;
+  scheduler_->sleep_until(now());
+}
+
+void Seam::yield_thread() { scheduler_->sleep_until(now()); }
+
+}  // namespace loopsim::posix
