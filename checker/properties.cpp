@@ -275,6 +275,25 @@ std::int64_t resolve(const sim::Bound& bound, const Costs& costs) {
   return 0;
 }
 
+// Bytes as a person reads them: CR, LF, tab and backslash escaped, other unprintables as \xNN.
+std::string printable(std::string_view bytes) {
+  std::string out;
+  for (unsigned char ch : bytes) {
+    if (ch == '\r') out += "\\r";
+    else if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else if (ch == '\\') out += "\\\\";
+    else if (ch < 0x20 || ch >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", ch);
+      out += hex;
+    } else {
+      out += char(ch);
+    }
+  }
+  return out;
+}
+
 Verdict answered(const Trace& trace, const std::string& of) {
   Verdict v;
   v.property = "answered";
@@ -284,6 +303,7 @@ Verdict answered(const Trace& trace, const std::string& of) {
   std::vector<std::int32_t> answers(trace.clients.size(), 0);
   std::vector<std::optional<std::size_t>> first_event(trace.clients.size());
   std::vector<bool> withdrew(trace.clients.size(), false);  // reset by a fault: asks no more
+  const ev::Unframed* unframed = nullptr;  // the first bytes a client could not frame
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     if (auto* r = std::get_if<ev::Reset>(&trace.events[i])) withdrew[std::size_t(r->client)] = true;
     if (auto* a = std::get_if<ev::Answer>(&trace.events[i])) {
@@ -293,6 +313,8 @@ Verdict answered(const Trace& trace, const std::string& of) {
       }
     }
     if (auto* c = std::get_if<ev::Connect>(&trace.events[i])) first_event[std::size_t(c->client)] = i;
+    if (auto* u = std::get_if<ev::Unframed>(&trace.events[i]); u != nullptr && !unframed && counted(std::size_t(u->client)))
+      unframed = u;
   }
   std::int64_t lost = 0, duplicated = 0;
   for (std::size_t c = 0; c < trace.clients.size(); ++c) {
@@ -310,6 +332,10 @@ Verdict answered(const Trace& trace, const std::string& of) {
   if (!v.held) {
     v.detail = std::to_string(lost) + " request(s) never answered, " + std::to_string(duplicated) +
                " answered twice";
+    if (unframed != nullptr) {
+      v.detail += "; " + trace.client_name(unframed->client) + " received bytes that do not frame as an answer (clients.framing): \"" +
+                  printable(unframed->bytes) + "\"";
+    }
   }
   return v;
 }

@@ -35,6 +35,7 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
       Nanos connect_at = drawn_instant(connect, seed_, draw_salt(Drawn::connect, group_index, member));
       Client c;
       c.group = &group;
+      c.input = AnswerStream(group);
       c.group_index = group_index;
       if (group.closed_loop()) {
         c.due = std::min(std::size_t(group.pipeline), request_limit(group));
@@ -299,8 +300,11 @@ void Clients::read_answers(ClientIndex client, std::string_view bytes) {
   Client& c = clients_[std::size_t(client)];
   int status = 0;
   while (!bytes.empty()) {
+    const bool was_broken = c.input.broken();
     const AnswerStream::Step step = c.input.next(bytes, status);
     // Malformed: no way to frame the rest, so no answer will come of this connection's bytes.
+    if (step == AnswerStream::Step::malformed && !was_broken)
+      trace_.add(ev::Unframed{scheduler_.now(), client, c.input.unframed()});
     if (step != AnswerStream::Step::answer) return;
     std::string path = c.unanswered.pop();
     ++c.answered;
@@ -308,6 +312,16 @@ void Clients::read_answers(ClientIndex client, std::string_view bytes) {
     // The server said it will take no more on this connection: a client sends no more on it.
     if (c.input.closes()) c.told_close = true;
     if (c.group->closed_loop()) answered_closed(client);
+    // Any protocol but HTTP has no Connection: close: a client done with it closes it.
+    if (c.group->raw && !c.group->keep_alive && c.unanswered.empty() && !closed_sending(c)) finish(client);
+  }
+}
+
+void Clients::report_unframed() {
+  for (std::size_t i = 0; i < clients_.size(); ++i) {
+    const Client& c = clients_[i];
+    if (!c.unanswered.empty() && !c.input.broken() && !c.input.unframed().empty())
+      trace_.add(ev::Unframed{scheduler_.now(), ClientIndex(i), c.input.unframed()});
   }
 }
 

@@ -24,6 +24,9 @@ class Clients final : public model::ClientSink {
   void schedule(const std::vector<ClientGroup>& groups);
   // Resets the connections of up to `count` (0: all) connected clients of `group`.
   void reset_group(const std::string& group, int count);
+  // At the run's end: each client still waiting for an answer whose bytes so far do not frame
+  // as one records them (ev::Unframed), so that the report shows what came instead.
+  void report_unframed();
   // Every client's progress, for state digests.
   void digest(model::Digest& digest) const;
   // For canonical names (sim/canonical.hpp): how many clients there are, each one's group and

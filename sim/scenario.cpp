@@ -222,12 +222,29 @@ constexpr HandlerMode mode_values[] = {HandlerMode::loop_only, HandlerMode::pool
 constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"};  // HandlePolicy
 constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
 
+// A raw request's bytes, as TOML writes them ("PING\r\n", "get k\r\n").
+std::string read_bytes(C c, N n, K k) {
+  std::string bytes = read_string(c, n, k);
+  if (bytes.empty()) c.fail(n.source(), cat(k, " is empty: a request sends at least one byte"), R"(e.g. bytes = "PING\r\n")");
+  if (bytes.size() > std::size_t(body_max))
+    c.fail(n.source(), cat(k, " is longer than ", body_max, " bytes"), "send less in one request");
+  return bytes;
+}
+
+void finish_request(const Context& c, const toml::table& table, RequestSpec& r) {
+  if (table.contains("path") == table.contains("bytes"))
+    c.fail(table.source(), "a request needs path (an HTTP GET) or bytes (sent as written), and only one of them",
+           R"({ at = "10ms", path = "/fast" } or { at = "10ms", bytes = "PING\r\n" })");
+  r.raw = table.contains("bytes");
+}
+
 const Field<RequestSpec> request_fields[] = {
     {"at", [](C c, N n, K k, auto& r) { r.at = read_window(c, n, k); }},
     {"path", [](C c, N n, K k, auto& r) { r.path = read_path(c, n, k); }},
+    {"bytes", [](C c, N n, K k, auto& r) { r.path = read_bytes(c, n, k); }},
 };
 const Section<RequestSpec> request_section{
-    "clients.requests", "a request", request_fields, "path"};
+    "clients.requests", "a request", request_fields, {}, finish_request};
 
 const Field<ClientGroup::WeightedPath> weighted_path_fields[] = {
     {"path", [](C c, N n, K k, auto& w) { w.path = read_path(c, n, k); }},
@@ -270,9 +287,40 @@ void finish_group(const Context& c, const toml::table& table, ClientGroup& g) {
            "keep one of them");
   if (g.arrivals == ClientGroup::Arrivals::poisson && g.rate <= 0)
     c.fail(at("arrivals"), "clients.arrivals = \"poisson\" needs a rate", "add rate = 100 (connections per second)");
+  // Raw requests: all of a group's, or none.
+  g.raw = table.contains("bytes");
+  if (!g.requests.empty()) {
+    const bool raw = g.requests.front().raw;
+    for (const RequestSpec& r : g.requests) {
+      if (r.raw != raw)
+        c.fail(at("requests"), cat("the requests of \"", g.name, "\" mix paths and bytes"),
+               "a group speaks one protocol: give every request a path, or every one bytes");
+    }
+    g.raw = g.raw || raw;
+  }
+  if (table.contains("bytes") && table.contains("path"))
+    c.fail(at("bytes"), "clients.bytes and clients.path are both set", "keep one: path for HTTP, bytes for any protocol");
+  if (table.contains("bytes") && !g.closed_loop())
+    c.fail(at("bytes"), cat("clients.bytes belongs to a closed loop, and \"", g.name, "\" is not one"),
+           R"(set requests = N, or give each scripted request its own bytes = "...")");
+  if (g.raw) {
+    for (const char* key : {"body", "stall", "paths"}) {
+      if (table.contains(key))
+        c.fail(at(key), cat("clients.", key, " shapes HTTP requests, and \"", g.name, "\" sends bytes"),
+               "drop it, or write the request's bytes to say what they carry");
+    }
+  }
+  const bool terminated = g.framing == ClientGroup::Framing::terminator, sized = g.framing == ClientGroup::Framing::length;
+  if (terminated != table.contains("terminator"))
+    c.fail(at(terminated ? "framing" : "terminator"), "clients.terminator goes with framing = \"terminator\", and only with it",
+           R"(framing = "terminator" and terminator = "END\r\n")");
+  if (sized != table.contains("answer_bytes"))
+    c.fail(at(sized ? "framing" : "answer_bytes"), "clients.answer_bytes goes with framing = \"length\", and only with it",
+           R"(framing = "length" and answer_bytes = 5)");
 }
 
 constexpr std::string_view arrivals_names[] = {"uniform", "poisson"};
+constexpr std::string_view framing_names[] = {"http", "terminator", "length", "resp"};  // ClientGroup::Framing
 constexpr std::string_view stall_names[] = {"none", "head", "body"};
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
@@ -297,6 +345,15 @@ const Field<ClientGroup> client_fields[] = {
     {"send_after_connect", [](C c, N n, K k, auto& g) { g.send_after_connect = read_duration(c, n, k); }},
     {"arrivals",
      [](C c, N n, K k, auto& g) { g.arrivals = ClientGroup::Arrivals(read_choice(c, n, k, arrivals_names)); }},
+    {"bytes", [](C c, N n, K k, auto& g) { g.path = read_bytes(c, n, k); }},
+    {"framing",
+     [](C c, N n, K k, auto& g) { g.framing = ClientGroup::Framing(read_choice(c, n, k, framing_names)); }},
+    {"terminator",
+     [](C c, N n, K k, auto& g) {
+       g.terminator = read_string(c, n, k);
+       if (g.terminator.empty()) c.fail(n.source(), cat(k, " is empty"), R"(e.g. terminator = "END\r\n")");
+     }},
+    {"answer_bytes", [](C c, N n, K k, auto& g) { g.answer_bytes = read_integer(c, n, k, 1, body_max); }},
 };
 const Section<ClientGroup> client_section{"clients", "[[clients]]", client_fields, "name", finish_group};
 
@@ -602,6 +659,8 @@ const Field<Scenario> target_fields[] = {
     {"port", [](C c, N n, K k, auto& s) { s.target->port = int(read_integer(c, n, k, 1, 65535)); }},
     {"call_cost", [](C c, N n, K k, auto& s) { s.target->call_cost = read_duration(c, n, k); }},
     {"dir", [](C c, N n, K k, auto&) { read_string(c, n, k); }},  // resolved in finish_target
+    {"preemptions", [](C c, N n, K k, auto& s) { s.target->preemptions = int(read_integer(c, n, k, 0, 1000)); }},
+    {"spin_limit", [](C c, N n, K k, auto& s) { s.target->spin_limit = read_duration(c, n, k); }},
 };
 const Section<Scenario> target_section{"target", "[target]", target_fields, {}, finish_target};
 

@@ -37,7 +37,8 @@ using Window = model::Window;
 
 struct RequestSpec {
   Window at;  // absolute virtual time; sent once connected, never before
-  std::string path;
+  std::string path;  // an HTTP request's path, or a raw request's bytes (`bytes`)
+  bool raw = false;
 };
 
 struct ClientGroup {
@@ -93,6 +94,18 @@ struct ClientGroup {
 
   // Every request carries a body of this many bytes, with its Content-Length.
   std::int64_t body = 0;
+
+  // Any protocol: requests that are bytes (each request's `bytes`, or a closed loop's), sent as
+  // written, instead of HTTP GETs for a path; then `path` holds the bytes. Without keep_alive, a
+  // client closes its connection once its last request is answered.
+  bool raw = false;
+  // How the group's answers are framed: HTTP (header names in any case, Content-Length or a
+  // chunked body), ending at `terminator`, `answer_bytes` long, or one RESP value. A framed
+  // answer that is not HTTP has status 200, a RESP error (-ERR, !bulk error) 500.
+  enum class Framing : std::uint8_t { http, terminator, length, resp };
+  Framing framing = Framing::http;
+  std::string terminator;
+  std::int64_t answer_bytes = 0;
   // How connections arrive at `rate`: evenly spaced, or a Poisson process (exponential gaps
   // drawn from the scenario's seed).
   enum class Arrivals : std::uint8_t { uniform, poisson };
@@ -165,6 +178,12 @@ struct TargetSpec {
   std::string folder;
   int port = 0;                   // where the program listens; the clients connect there
   Nanos call_cost = std::chrono::microseconds(1);  // what a failing call costs the program
+  // How many times a run may switch from one of the program's threads to another at a
+  // synchronisation call (a preemption, choice kind `preempt`): the search's bound, as CHESS's.
+  int preemptions = 2;
+  // How long one of its threads may run, in the machine's time, without a call the simulation
+  // serves, before the run stops: virtual time cannot move while it runs (a spin).
+  Nanos spin_limit = std::chrono::seconds(20);
 };
 
 // One `--set` or arm override: a dotted key and its value as TOML source text.

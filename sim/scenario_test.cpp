@@ -666,3 +666,38 @@ at = "100ms..200ms"
   CHECK_THAT(error_for("[[clients]]\nname = \"c\"\nrequests = [{ at = \"9ms..1ms\", path = \"/fast\" }]\n").what(),
              Catch::StartsWith("t.toml:3:20: ") && Catch::Contains("ends before it starts"));
 }
+
+TEST_CASE("raw requests and framings load, and keys that disagree are refused where they are written") {
+  const std::string base = "name = \"p\"\n[[clients]]\nname = \"r\"\nframing = \"resp\"\n"
+                           "requests = [{ at = \"1ms\", bytes = \"PING\\r\\n\" }]\n";
+  const Scenario s = parse_scenario(base, "t.toml");
+  CHECK(s.clients[0].raw);
+  CHECK(s.clients[0].requests[0].path == "PING\r\n");
+  CHECK(s.clients[0].framing == ClientGroup::Framing::resp);
+  const Scenario closed = parse_scenario(
+      "name = \"p\"\n[[clients]]\nname = \"m\"\nframing = \"terminator\"\nterminator = \"END\\r\\n\"\nrequests = 3\n"
+      "bytes = \"get k\\r\\n\"\n",
+      "t.toml");
+  CHECK(closed.clients[0].raw);
+  CHECK(closed.clients[0].path == "get k\r\n");
+  CHECK(closed.clients[0].terminator == "END\r\n");
+  struct Bad {
+    std::string text, where, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {replaced(base, "bytes = \"PING\\r\\n\" }]", "bytes = \"PING\\r\\n\" }, { at = \"2ms\", path = \"/\" }]"),
+            "t.toml:5:12:", "mix paths and bytes"},
+           {replaced(base, "bytes = \"PING\\r\\n\"", "bytes = \"PING\\r\\n\", path = \"/\""), "t.toml:5:13:",
+            "path (an HTTP GET) or bytes"},
+           {replaced(base, "bytes = \"PING\\r\\n\"", "bytes = \"\""), "t.toml:5:35:", "is empty"},
+           {base + "terminator = \"END\"\n", "t.toml:6:14:", "terminator goes with framing = \"terminator\""},
+           {replaced(base, "\"resp\"", "\"length\""), "t.toml:4:11:", "answer_bytes goes with framing = \"length\""},
+           {base + "body = 10\n", "t.toml:6:8:", "shapes HTTP requests"},
+           {replaced(base, "\"resp\"", "\"smtp\""), "t.toml:4:11:", "framing"},
+       }) {
+    INFO(bad.text);
+    const std::string message = error_for(bad.text).what();
+    CHECK(message.rfind(bad.where, 0) == 0);
+    CHECK(message.find(bad.says) != std::string::npos);
+  }
+}

@@ -202,6 +202,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           },
           [&](const ev::ProcessExit& e) { line.num("status", e.status); },
           [&](const ev::ShutdownAsked&) {},
+          [&](const ev::Unframed& e) { line.client(trace, e.client).str("bytes", e.bytes); },
           [&](const ev::Lasso& e) {
             line.num("since", e.since.count()).num("backlog", e.backlog);
             line.num("dead_end", e.dead_end ? 1 : 0);

@@ -46,6 +46,10 @@ struct Refused { Nanos t; ClientIndex client; int error; };
 struct Send { Nanos t; ClientIndex client; std::string path; };
 struct Answer { Nanos t; ClientIndex client; std::string path; int status; };
 struct PeerClosed { Nanos t; ClientIndex client; };
+// Bytes the client received that do not frame as an answer by its group's framing: from the
+// first byte that cannot be framed, or those of an answer still incomplete at the run's end
+// while requests wait. The first AnswerStream::unframed_kept of them.
+struct Unframed { Nanos t; ClientIndex client; std::string bytes; };
 // A choice point's decision (model/choice.hpp): `kind`, one of `options`, `pick` taken.
 struct Choice { Nanos t; std::uint8_t kind; std::uint32_t options; std::uint32_t pick; };
 // A fault landing: the descriptor limit changed, or a client reset its connection.
@@ -90,7 +94,7 @@ using TraceEvent =
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
-                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked>;
+                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked, ev::Unframed>;
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
@@ -180,6 +184,7 @@ inline constexpr std::string_view event_kinds[] = {
     "lasso",  // ev::Lasso
     "run_end",  // ev::RunEnd
     "shutdown_asked",  // ev::ShutdownAsked
+    "unframed",  // ev::Unframed
 };
 static_assert(std::size(event_kinds) == std::variant_size_v<TraceEvent>, "a name for every kind of event");
 const char* kind_of(const TraceEvent& event);

@@ -248,6 +248,7 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   if (kind == "loop_exit") return ev::LoopExit{t, l.small("worker"), l.small("open_connections")};
   if (kind == "process_exit") return ev::ProcessExit{t, int(l.integer("status"))};
   if (kind == "shutdown_asked") return ev::ShutdownAsked{t};
+  if (kind == "unframed") return ev::Unframed{t, book.required(l), l.text("bytes")};
   if (kind == "handoff") return ev::Handoff{t, l.small("worker"), l.small("to"), book.provisional(l)};
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "model/choice.hpp"
 
@@ -19,6 +20,7 @@ double unit_draw(std::uint64_t& state) { return double(model::splitmix64(state) 
 }  // namespace
 
 std::string request_text(const std::string& path, bool close, const ClientGroup& group) {
+  if (group.raw) return path;  // bytes, sent as written
   std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
   if (close) text += "Connection: close\r\n";
   switch (group.stall) {
@@ -48,7 +50,22 @@ bool lower_equals(std::string_view text, std::string_view lower) {
 
 // The head input[0, head_end) of an answer: its status, and its body's length (0 when it names
 // none), or nullopt when it cannot be framed.
-std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* close = nullptr) {
+std::string_view trimmed(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
+}
+
+// Whether a Transfer-Encoding's value ends in "chunked" (RFC 9112 §6.1: it must be the last).
+bool ends_chunked(std::string_view value) {
+  value = trimmed(value);
+  const std::size_t comma = value.rfind(',');
+  if (comma != std::string_view::npos) value = trimmed(value.substr(comma + 1));
+  return lower_equals(value, "chunked");
+}
+
+std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* close = nullptr,
+                                      bool* chunked = nullptr) {
   // "HTTP/1.1 200 ...": the version, a space, three digits.
   if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[8] != ' ') return std::nullopt;
   for (std::size_t i = 9; i < 12; ++i) {
@@ -63,6 +80,10 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* 
     std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     at = end;
     std::size_t colon = line.find(':');
+    if (chunked != nullptr && colon == 17 && lower_equals(line.substr(0, 17), "transfer-encoding")) {
+      if (ends_chunked(line.substr(18))) *chunked = true;
+      continue;
+    }
     if (close != nullptr && colon == 10 && lower_equals(line.substr(0, 10), "connection")) {
       std::string_view value = line.substr(11);
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
@@ -101,11 +122,56 @@ std::size_t parse_answer(std::string_view input, int& status) {
   return input.size() >= total ? total : 0;
 }
 
+void AnswerStream::saw(std::string_view taken) {
+  if (seen_.size() < unframed_kept) seen_.append(taken.substr(0, unframed_kept - seen_.size()));
+}
+
+AnswerStream::Step AnswerStream::broke(std::string_view& bytes) {
+  broken_ = true;
+  head_.clear();
+  bytes = {};
+  return Step::malformed;
+}
+
+bool AnswerStream::take_line(std::string_view& bytes) {
+  const std::size_t had = head_.size();
+  const std::size_t room = answer_head_max + 2 - std::min(had, answer_head_max + 2);
+  head_.append(bytes.substr(0, room));
+  const std::size_t end = head_.find("\r\n", had == 0 ? 0 : had - 1);
+  if (end == std::string::npos) {
+    bytes.remove_prefix(std::min(bytes.size(), room));
+    if (head_.size() > answer_head_max) broken_ = true;
+    return false;
+  }
+  bytes.remove_prefix(end + 2 - had);
+  head_.resize(end);
+  return true;
+}
+
 AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
   if (broken_) {
     bytes = {};
     return Step::malformed;
   }
+  const std::string_view before = bytes;
+  Step step = Step::more;
+  switch (framing_) {
+    case ClientGroup::Framing::http: step = next_http(bytes, status); break;
+    case ClientGroup::Framing::terminator: step = next_terminated(bytes, status); break;
+    case ClientGroup::Framing::length: step = next_sized(bytes, status); break;
+    case ClientGroup::Framing::resp: step = next_resp(bytes, status); break;
+  }
+  // What this call took: kept (the first bytes) while the answer is not whole.
+  if (step == Step::answer) {
+    seen_.clear();
+  } else {
+    saw(before.substr(0, before.size() - bytes.size()));
+    if (step == Step::malformed) saw(bytes);
+  }
+  return step;
+}
+
+AnswerStream::Step AnswerStream::next_http(std::string_view& bytes, int& status) {
   if (!in_body_) {
     const std::size_t had = head_.size();
     const std::size_t room = answer_head_max + 4 - had;
@@ -114,33 +180,145 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
     if (end == std::string::npos) {
       bytes.remove_prefix(std::min(bytes.size(), room));
       if (head_.size() <= answer_head_max) return Step::more;
-      broken_ = true;  // a head longer than any answer's
-      head_.clear();
-      bytes = {};
-      return Step::malformed;
+      return broke(bytes);  // a head longer than any answer's
     }
     bytes.remove_prefix(end + 4 - had);  // what the head took of this read; the rest is body or the next answer
     closes_next_ = false;
+    bool chunked = false;
     std::optional<std::size_t> body =
-        end > answer_head_max ? std::nullopt : frame_head(std::string_view(head_).substr(0, end), status_, &closes_next_);
+        end > answer_head_max ? std::nullopt
+                              : frame_head(std::string_view(head_).substr(0, end), status_, &closes_next_, &chunked);
     head_.clear();
-    if (!body) {
-      broken_ = true;
-      bytes = {};
-      return Step::malformed;
-    }
-    body_left_ = *body;
+    if (!body) return broke(bytes);
+    body_left_ = chunked ? 0 : *body;
+    chunk_ = chunked ? Chunk::size : Chunk::none;
     in_body_ = true;
   }
-  const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
-  bytes.remove_prefix(take);
-  body_left_ -= take;
-  if (body_left_ > 0) return Step::more;
+  Step body = http_body(bytes);
+  if (body != Step::answer) return body;
   in_body_ = false;
-  if (status_ >= 100 && status_ < 200 && status_ != 101) return bytes.empty() ? Step::more : next(bytes, status);  // interim
+  if (status_ >= 100 && status_ < 200 && status_ != 101) return bytes.empty() ? Step::more : next_http(bytes, status);  // interim
   status = status_;
   closes_ = closes_next_;
   return Step::answer;
+}
+
+// RFC 9112 §7.1: chunks of a hex size (extensions after ';' ignored), each followed by CRLF; a
+// last chunk of size 0; trailer lines up to an empty one.
+AnswerStream::Step AnswerStream::http_body(std::string_view& bytes) {
+  for (;;) {
+    if (chunk_ == Chunk::none || chunk_ == Chunk::data) {
+      const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
+      bytes.remove_prefix(take);
+      body_left_ -= take;
+      if (body_left_ > 0) return Step::more;
+      if (chunk_ == Chunk::none) return Step::answer;
+      chunk_ = Chunk::data_end;
+      continue;
+    }
+    if (!take_line(bytes)) return broken_ ? broke(bytes) : Step::more;
+    const std::string line = std::exchange(head_, std::string());
+    switch (chunk_) {
+      case Chunk::size: {
+        std::string_view digits = trimmed(std::string_view(line).substr(0, line.find(';')));
+        std::uint64_t size = 0;
+        auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
+        if (digits.empty() || digits.size() > 15 || error != std::errc() || end != digits.data() + digits.size())
+          return broke(bytes);
+        body_left_ = size;
+        chunk_ = size == 0 ? Chunk::trailer : Chunk::data;
+        break;
+      }
+      case Chunk::data_end:
+        if (!line.empty()) return broke(bytes);  // the chunk was longer than it said
+        chunk_ = Chunk::size;
+        break;
+      case Chunk::trailer:
+        if (line.empty()) {
+          chunk_ = Chunk::none;
+          return Step::answer;
+        }
+        break;
+      default: break;
+    }
+  }
+}
+
+AnswerStream::Step AnswerStream::next_terminated(std::string_view& bytes, int& status) {
+  // head_ keeps the terminator's length less one of what came last, so that one split across
+  // two reads is found.
+  const std::size_t keep = terminator_.size() - 1;
+  const std::size_t had = head_.size();
+  head_.append(bytes);
+  const std::size_t end = head_.find(terminator_);
+  if (end == std::string::npos) {
+    taken_ += bytes.size();
+    bytes = {};
+    if (head_.size() > keep) head_.erase(0, head_.size() - keep);
+    return Step::more;
+  }
+  bytes.remove_prefix(end + terminator_.size() - had);
+  head_.clear();
+  taken_ = 0;
+  status = 200;
+  return Step::answer;
+}
+
+AnswerStream::Step AnswerStream::next_sized(std::string_view& bytes, int& status) {
+  const std::size_t take = std::size_t(std::min<std::uint64_t>(length_ - taken_, bytes.size()));
+  bytes.remove_prefix(take);
+  taken_ += take;
+  if (taken_ < length_) return Step::more;
+  taken_ = 0;
+  status = 200;
+  return Step::answer;
+}
+
+// RESP2 and RESP3 (https://redis.io/docs/reference/protocol-spec/): a value is a line of a type
+// byte and text; bulk kinds ($ ! =) then carry that many bytes and a CRLF; aggregates (* ~ >)
+// that many values, a map (%) twice that many. A length of -1 is a null.
+AnswerStream::Step AnswerStream::next_resp(std::string_view& bytes, int& status) {
+  for (;;) {
+    if (body_left_ > 0) {
+      const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
+      bytes.remove_prefix(take);
+      body_left_ -= take;
+      if (body_left_ > 0) return Step::more;
+    } else {
+      if (!take_line(bytes)) return broken_ ? broke(bytes) : Step::more;
+      const std::string line = std::exchange(head_, std::string());
+      if (line.empty()) return broke(bytes);
+      const char type = line[0];
+      const bool top = pending_.empty();
+      if (top) status_ = 200;
+      std::int64_t n = 0;
+      const bool bulk = type == '$' || type == '!' || type == '=';
+      const bool aggregate = type == '*' || type == '~' || type == '>' || type == '%';
+      if (bulk || aggregate) {
+        auto [end, error] = std::from_chars(line.data() + 1, line.data() + line.size(), n);
+        if (line.size() < 2 || error != std::errc() || end != line.data() + line.size() || n < -1 ||
+            n > std::int64_t(1) << 40)
+          return broke(bytes);
+      } else if (std::string_view("+-:_#,(").find(type) == std::string_view::npos) {
+        return broke(bytes);
+      }
+      if (top && (type == '-' || type == '!')) status_ = 500;
+      if (bulk && n >= 0) {
+        body_left_ = std::uint64_t(n) + 2;
+        continue;
+      }
+      if (aggregate && n > 0) {
+        pending_.push_back(type == '%' ? 2 * n : n);
+        continue;
+      }
+    }
+    // A value ended: it counts toward the aggregate it is in, which may end with it.
+    while (!pending_.empty() && --pending_.back() == 0) pending_.pop_back();
+    if (pending_.empty()) {
+      status = status_;
+      return Step::answer;
+    }
+  }
 }
 
 Arrivals::Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)

@@ -57,12 +57,21 @@ inline constexpr std::size_t answer_malformed = SIZE_MAX;
 inline constexpr std::size_t answer_head_max = 64 * 1024;
 std::size_t parse_answer(std::string_view input, int& status);
 
-// Answers framed as their bytes arrive, by the rules of parse_answer, holding at most one head
-// (answer_head_max) and never a body: a reader of a live server whose answers may be endless.
-// An interim answer (1xx but 101, such as 100 Continue) is taken and not counted.
+// Answers framed as their bytes arrive, holding at most one head or line (answer_head_max)
+// and never a body: a reader of a live server whose answers may be endless. By the group's
+// framing (ClientGroup::Framing):
+// - HTTP, by the rules of parse_answer, with a chunked body read to its last chunk and trailer.
+//   An interim answer (1xx but 101, such as 100 Continue) is taken and not counted;
+// - a terminator: everything up to and with it;
+// - a length: that many bytes;
+// - RESP (2 and 3): one value, an aggregate with all its elements.
+// What does not frame is kept, its first unframed_kept bytes, for the report.
 class AnswerStream {
  public:
   enum class Step : std::uint8_t { more, answer, malformed };
+  AnswerStream() = default;
+  explicit AnswerStream(const ClientGroup& group)
+      : framing_(group.framing), terminator_(group.terminator), length_(std::uint64_t(group.answer_bytes)) {}
   // Takes bytes from the front of `bytes` up to the end of one answer: `answer` (its status in
   // `status`, the rest of `bytes` left for the next call), `more` once all of `bytes` is taken
   // with the answer not yet whole, or `malformed` from the first byte that cannot be framed on
@@ -70,21 +79,48 @@ class AnswerStream {
   Step next(std::string_view& bytes, int& status);
   // Whether the last answer said `Connection: close`: the server will take no more requests.
   bool closes() const { return closes_; }
+  // The first bytes of the answer not framed yet, or of the one that could not be: what a
+  // report shows of an answer that never came whole.
+  const std::string& unframed() const { return seen_; }
+  bool broken() const { return broken_; }
+  static constexpr std::size_t unframed_kept = 64;
 
  private:
-  std::string head_;  // the current answer's head so far
+  Step next_http(std::string_view& bytes, int& status);
+  Step http_body(std::string_view& bytes);  // the body after a head: counted, or chunked
+  Step next_terminated(std::string_view& bytes, int& status);
+  Step next_sized(std::string_view& bytes, int& status);
+  Step next_resp(std::string_view& bytes, int& status);
+  // A line ending in CRLF, gathered in head_: true once whole (head_ then holds it, without
+  // its CRLF), false when `bytes` ran out first. Breaks the stream on one past answer_head_max.
+  bool take_line(std::string_view& bytes);
+  Step broke(std::string_view& bytes);
+  void saw(std::string_view taken);
+
+  enum class Chunk : std::uint8_t { none, size, data, data_end, trailer };
+  ClientGroup::Framing framing_ = ClientGroup::Framing::http;
+  std::string terminator_;
+  std::uint64_t length_ = 0;
+  std::string head_;  // the current answer's head (or line) so far
   std::uint64_t body_left_ = 0;
   int status_ = 0;
   bool in_body_ = false;
   bool broken_ = false;
   bool closes_next_ = false;  // the answer whose body is coming said close
   bool closes_ = false;
+  Chunk chunk_ = Chunk::none;
+  std::uint64_t taken_ = 0;            // the current answer's bytes so far (terminator, length)
+  std::vector<std::int64_t> pending_;  // RESP: elements still to come at each open aggregate
+  std::string seen_;
 
  public:
-  static constexpr state::Fields<7> state_fields{state::f::value("head_"), state::f::value("body_left_"),
-                                                 state::f::value("status_"), state::f::value("in_body_"),
-                                                 state::f::value("broken_"), state::f::value("closes_next_"),
-                                                 state::f::value("closes_")};
+  // Skipped: the framing, fixed by the group.
+  static constexpr state::Fields<14> state_fields{
+      state::f::skip("framing_"),    state::f::skip("terminator_"), state::f::skip("length_"),
+      state::f::value("head_"),      state::f::value("body_left_"), state::f::value("status_"),
+      state::f::value("in_body_"),   state::f::value("broken_"),    state::f::value("closes_next_"),
+      state::f::value("closes_"),    state::f::value("chunk_"),     state::f::value("taken_"),
+      state::f::value("pending_"),   state::f::value("seen_")};
   friend struct state::Access;
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -412,4 +413,118 @@ TEST_CASE("an answer stream frames answers split at any byte, skips interim ones
     std::string_view bytes = bad;
     CHECK(s.next(bytes, status) == sim::AnswerStream::Step::malformed);
   }
+}
+
+namespace {
+
+// The statuses `stream` frames from `bytes` fed `piece` bytes at a time; nullopt once malformed.
+std::optional<std::vector<int>> frame_all(sim::AnswerStream stream, const std::string& bytes, std::size_t piece) {
+  std::vector<int> statuses;
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    std::string_view part = std::string_view(bytes).substr(at, piece);
+    int status = 0;
+    while (!part.empty()) {
+      auto step = stream.next(part, status);
+      if (step == sim::AnswerStream::Step::malformed) return std::nullopt;
+      if (step == sim::AnswerStream::Step::answer) statuses.push_back(status);
+    }
+  }
+  return statuses;
+}
+
+sim::ClientGroup framed(sim::ClientGroup::Framing framing, std::string terminator = "", std::int64_t length = 0) {
+  sim::ClientGroup g;
+  g.framing = framing;
+  g.terminator = std::move(terminator);
+  g.answer_bytes = length;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a length, RESP; split at any byte") {
+  using F = sim::ClientGroup::Framing;
+  struct Case {
+    sim::ClientGroup group;
+    std::string bytes;
+    std::vector<int> statuses;
+  };
+  const std::vector<Case> cases = {
+      // RFC 9112 §7.1: sizes in hex with an extension, a trailer, then a counted answer after it.
+      {framed(F::http),
+       "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, Chunked\r\n\r\n5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+       "0\r\nX-Trailer: t\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+       {200, 201}},
+      {framed(F::terminator, "END\r\n"), "VALUE k 0 5\r\nhello\r\nEND\r\nEND\r\nVALUE a 0 3\r\nEND\r\nEND\r\n", {200, 200, 200, 200}},
+      {framed(F::length, "", 4), "abcdefghijkl", {200, 200, 200}},
+      // RESP2 and RESP3: simple, error, integer, bulk (with CRLF inside), null bulk, nested
+      // arrays, a map, an empty array, a bulk error.
+      {framed(F::resp),
+       "+OK\r\n-ERR unknown\r\n:42\r\n$7\r\nab\r\ncde\r\n$-1\r\n*2\r\n*2\r\n:1\r\n$1\r\nx\r\n+y\r\n%1\r\n+k\r\n:2\r\n*0\r\n"
+       "!5\r\noops!\r\n_\r\n",
+       {200, 500, 200, 200, 200, 200, 200, 200, 500, 200}},
+  };
+  for (const Case& c : cases) {
+    for (std::size_t piece = 1; piece <= c.bytes.size(); ++piece) {
+      INFO(c.bytes << " in pieces of " << piece);
+      auto statuses = frame_all(sim::AnswerStream(c.group), c.bytes, piece);
+      REQUIRE(statuses.has_value());
+      CHECK(*statuses == c.statuses);
+    }
+  }
+  // What cannot frame is malformed, and its first bytes are kept for the report.
+  for (const auto& [group, bad] : std::vector<std::pair<sim::ClientGroup, std::string>>{
+           {framed(F::resp), "?what\r\n"},
+           {framed(F::resp), "$x\r\n"},
+           {framed(F::http), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"},
+           {framed(F::http), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"}}) {
+    INFO(bad);
+    sim::AnswerStream stream(group);
+    std::string_view bytes = bad;
+    int status = 0;
+    CHECK(stream.next(bytes, status) == sim::AnswerStream::Step::malformed);
+    CHECK(stream.unframed() == bad.substr(0, sim::AnswerStream::unframed_kept));
+  }
+  // A RESP server read as HTTP never frames; the bytes it sent are kept, not lost.
+  sim::AnswerStream http;
+  std::string_view pong = "+PONG\r\n";
+  int status = 0;
+  CHECK(http.next(pong, status) == sim::AnswerStream::Step::more);
+  CHECK(http.unframed() == "+PONG\r\n");
+}
+
+TEST_CASE("a group that sends bytes: each request as written, answers by its framing, closed once answered") {
+  // The built-in loop speaks HTTP: raw bytes that are a GET get an HTTP answer, framed by length.
+  const std::string text = R"(name = "raw"
+horizon = "1s"
+[[clients]]
+name = "raw"
+framing = "http"
+requests = [{ at = "10ms", bytes = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n" }]
+[[clients]]
+name = "as-resp"
+framing = "resp"
+requests = [{ at = "10ms", bytes = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n" }]
+[[expect]]
+property = "answered"
+)";
+  sim::Trace trace = run_text(text);
+  auto sends = all<sim::ev::Send>(trace, 0);
+  REQUIRE(sends.size() == 1);
+  CHECK(sends[0].path == "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(all<sim::ev::Answer>(trace, 0).size() == 1);
+  CHECK(all<sim::ev::Connect>(trace).size() == 2);
+  // The client that got its answer closed its connection: the loop saw the end.
+  CHECK(std::any_of(trace.events.begin(), trace.events.end(), [](const sim::TraceEvent& e) {
+    auto* c = std::get_if<sim::ev::Close>(&e);
+    return c != nullptr && c->client == 0;
+  }));
+  // The other read the same answer as RESP: not a value. It is named, with what came.
+  auto unframed = all<sim::ev::Unframed>(trace, 1);
+  REQUIRE(unframed.size() == 1);
+  CHECK(unframed[0].bytes.rfind("HTTP/1.1 200", 0) == 0);
+  checker::Verdict v = answered(trace);
+  CHECK_FALSE(v.held);
+  CHECK(v.detail.find("as-resp received bytes that do not frame as an answer (clients.framing): \"HTTP/1.1 200") !=
+        std::string::npos);
 }

@@ -688,6 +688,7 @@ RunResult World::stop_short(const std::string& why, bool stalled, bool liveness_
 RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
+  w.clients.report_unframed();
   if (w.lasso) w.result.trace.add(*w.lasso);
   w.result.trace.add(w.process->end_state());
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
