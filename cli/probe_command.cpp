@@ -229,7 +229,7 @@ void add_probe(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand("probe", "Run a scenario simulated and live against a server on loopback, and compare");
   cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(non_empty);
   cmd->add_option("--live", args->live,
-                  "ADDR:PORT of a live HTTP/1.1 server on loopback, or self: loopsim live --config FILE on a free port")
+                  "ADDR:PORT of a live server on loopback, or self: loopsim live --config FILE on a free port")
       ->required()
       ->check(non_empty);
   cmd->add_option("--time-limit", args->time_limit, "Wall time the live run may take at most (and never past the horizon)")
@@ -238,11 +238,12 @@ void add_probe(CLI::App& app, int& status) {
   cmd->add_option("--trace", args->trace, "Write the live run's trace here (JSON Lines, the simulation's schema)");
   cmd->add_option("--set", args->set, "Override a key, as for run (and for the self server)");
   cmd->footer(
-      "The scenario's clients (their times, closed loops, paths and bodies, and reset faults) run on real\n"
-      "sockets; answered, latency and max_gap judge both runs, and the table puts each figure beside the\n"
-      "simulated one with their ratio. The server's own side (its passes, queue, descriptors) is not seen\n"
-      "from its clients, so those properties are listed, not judged. Answers must carry Content-Length;\n"
-      "one that cannot be framed ends its connection, and is counted. No body is kept.\n"
+      "The scenario's clients (their times, closed loops, paths, bytes and bodies, and reset faults) run on\n"
+      "real sockets; answered, latency and max_gap judge both runs, and the table puts each figure beside\n"
+      "the simulated one with their ratio. The server's own side (its passes, queue, descriptors) is not\n"
+      "seen from its clients, so those properties are listed, not judged. Answers are framed by each\n"
+      "group's framing (HTTP by Content-Length or chunks, a terminator, a length, RESP); one that cannot\n"
+      "be framed ends its connection, and is counted. No body is kept.\n"
       "At most 20,000 clients. Exit status: 0 every judged property held live, 1 one was violated live,\n"
       "2 bad input (or the server did not start), 3 a limit (too many clients, or descriptors).");
   cmd->callback([args, &status] { status = probe_scenario(*args); });

@@ -170,6 +170,7 @@ class Driver {
                                               sim::draw_salt(sim::Drawn::connect, group_index, member));
         Client c;
         c.group = &group;
+        c.input = sim::AnswerStream(group);
         if (group.closed_loop()) {
           c.due = std::min(std::size_t(group.pipeline), sim::request_limit(group));
           if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
@@ -331,6 +332,7 @@ class Driver {
         case sim::AnswerStream::Step::malformed:
           // No way to frame the rest, so no answer can come of it: the probe hangs up (EPROTO).
           ++run_.unframed;
+          trace_.events.push_back(ev::Unframed{now(), client, c.input.unframed()});
           return refused(client, EPROTO);
         case sim::AnswerStream::Step::answer: break;
       }
@@ -338,6 +340,8 @@ class Driver {
       trace_.events.push_back(ev::Answer{now(), client, std::move(path), status});
       if (c.group->closed_loop()) answered_closed(client);
       if (c.done) return;
+      // Any protocol but HTTP has no Connection: close: a client done with it closes it.
+      if (c.group->raw && !c.group->keep_alive && c.unanswered.empty() && !closed_sending(c)) return close_client(c);
     }
   }
 
