@@ -832,6 +832,7 @@ int SimKernel::wait_now(int poller_fd, std::span<PollEvent> into, Nanos timeout)
     pollers_[index].waiter = scheduler_.current();
     scheduler_.block(deadline);
     pollers_[index].waiter = no_thread;
+    if (std::exchange(pollers_[index].interrupted, false)) return -EINTR;
   }
 }
 
@@ -865,6 +866,16 @@ enum Op : int {
   op_unwatch, op_wait, op_wake_create, op_wake_signal, op_wake_drain, op_pipe, op_shutdown, op_file, op_pair
 };
 }  // namespace
+
+bool SimKernel::interrupt(ThreadId thread) {
+  for (Poller& p : pollers_) {
+    if (p.waiter != thread || thread == no_thread) continue;
+    p.interrupted = true;
+    scheduler_.wake(thread);
+    return true;
+  }
+  return false;
+}
 
 void SimKernel::count_call() {
   if (scheduler_.current() == no_thread) return;

@@ -123,6 +123,10 @@ class SimKernel final : public Kernel {
   // other reads. Returns 0 or -errno. read, write, close and shutdown_write serve its ends.
   int socketpair(int ends[2]);
   // K13: a pipe's capacity (F_GETPIPE_SZ), and a new one (F_SETPIPE_SZ): the size set, or -errno.
+  // A signal for `thread`: a wait it is blocked in returns -EINTR (signal(7): epoll_wait, poll
+  // and select are never restarted). True if it was waiting; a thread not waiting learns of the
+  // signal at its next call's return (the seam's business).
+  bool interrupt(ThreadId thread);
   std::int64_t pipe_size(int fd) const;
   std::int64_t set_pipe_size(int fd, std::uint64_t size);
 
@@ -269,10 +273,11 @@ class SimKernel final : public Kernel {
     std::deque<int> ready;
     ThreadId waiter = no_thread;
     Nanos last_empty_poll{-1};  // when a non-blocking wait last found nothing
+    bool interrupted = false;   // a signal came for its waiter: the wait returns EINTR
     // The last empty poll matters only while it is now (the next one costs time).
-    static constexpr state::Fields<5> state_fields{state::f::value("fd"), state::f::value("items"),
+    static constexpr state::Fields<6> state_fields{state::f::value("fd"), state::f::value("items"),
                                                    state::f::value("ready"), state::f::value("waiter"),
-                                                   state::f::at_now("last_empty_poll")};
+                                                   state::f::at_now("last_empty_poll"), state::f::value("interrupted")};
   };
   // K13: a pipe's buffer and which of its ends are open.
   struct Pipe {

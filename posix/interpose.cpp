@@ -335,13 +335,53 @@ SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   }
   return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);
 }
+namespace {
+
+// sendfile onto a simulated socket or pipe, from a real file: what the file holds at the offset
+// (or its position), read for real, then written as write() would (blocking or not, as the
+// descriptor is). What the write did not take is not consumed: the offset (or the position)
+// moves by what was sent. From a simulated descriptor Linux's sendfile fails EINVAL (its
+// input must be a file), as here.
+long send_file(const char* call, int out, int in, off64_t* offset, size_t count) {
+  if (owned(in)) return result(-EINVAL);
+  std::vector<char> buffer(std::min<size_t>(count, 1 << 16));
+  const ssize_t got = offset != nullptr ? real<ssize_t(int, void*, size_t, off64_t), "pread64">()(in, buffer.data(), buffer.size(), *offset)
+                                        : real<ssize_t(int, void*, size_t), "read">()(in, buffer.data(), buffer.size());
+  if (got <= 0) return got;  // the end of the file, or the read's own error in errno
+  const long sent = served(call, [&] { return current->write(out, buffer.data(), size_t(got), false); });
+  const off64_t moved = sent > 0 ? sent : 0;
+  if (offset != nullptr) *offset += moved;
+  else real<off64_t(int, off64_t, int), "lseek64">()(in, moved - got, SEEK_CUR);
+  return sent;
+}
+
+}  // namespace
+
 SEAM_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
-  unserved("sendfile", out);
+  if (owned(out)) {
+    if (offset == nullptr) return send_file(__func__, out, in, nullptr, count);
+    off64_t at = *offset;
+    const long sent = send_file(__func__, out, in, &at, count);
+    *offset = off_t(at);
+    return sent;
+  }
+  if (owned(in)) return result(-EINVAL);
   return real<ssize_t(int, int, off_t*, size_t), "sendfile">()(out, in, offset, count);
 }
 SEAM_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
-  unserved("sendfile", out);
+  if (owned(out)) return send_file(__func__, out, in, offset, count);
+  if (owned(in)) return result(-EINVAL);
   return real<ssize_t(int, int, off64_t*, size_t), "sendfile64">()(out, in, offset, count);
+}
+// splice and tee move pages between a pipe and another descriptor; on a simulated one they fail
+// EINVAL, as Linux's do where an end cannot splice, and programs (lighttpd) copy instead.
+SEAM_EXPORT ssize_t splice(int in, loff_t* in_offset, int out, loff_t* out_offset, size_t length, unsigned int flags) noexcept {
+  if (owned(in) || owned(out)) return result(-EINVAL);
+  return real<ssize_t(int, loff_t*, int, loff_t*, size_t, unsigned int), "splice">()(in, in_offset, out, out_offset, length, flags);
+}
+SEAM_EXPORT ssize_t tee(int in, int out, size_t length, unsigned int flags) noexcept {
+  if (owned(in) || owned(out)) return result(-EINVAL);
+  return real<ssize_t(int, int, size_t, unsigned int), "tee">()(in, out, length, flags);
 }
 SEAM_EXPORT off_t lseek(int fd, off_t offset, int whence) noexcept {
   if (owned(fd)) return result(-ESPIPE);

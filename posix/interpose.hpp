@@ -49,6 +49,8 @@ template <typename F>
 long served(const char* call, F&& serve) noexcept {
   const int saved = errno;
   long rc = engine_call(call, serve);
+  // A signal that came meanwhile is delivered on the way back to the program (main thread).
+  if (current->signals_pending() && this_thread() == nullptr && current->in_target()) current->deliver_signals();
   if (rc < 0) {
     errno = int(-rc);
     return -1;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <climits>
@@ -357,4 +358,23 @@ long loopsim::posix::calls::futex_call(const long* a) {
       current->refuse("futex (operation " + std::to_string(op) + ")", -1,
                       "a target thread's futex may only wait and wake (FUTEX_WAIT, FUTEX_WAKE and their BITSET forms)");
   }
+}
+
+// ---- signals: the dispositions of those a scenario can send (posix/signals.cpp) ----
+
+SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sigaction* old) noexcept {
+  if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
+  return real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, action, old);
+}
+
+// signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted.
+SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
+  if (making() && loopsim::posix::Seam::simulated_signal(signal)) {
+    struct sigaction action{}, old{};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    current->sigaction(signal, &action, &old);
+    return old.sa_handler;
+  }
+  return real<sighandler_t(int, sighandler_t), "signal">()(signal, handler);
 }

@@ -203,6 +203,7 @@ void Seam::exited(int status) {
   ended_ = true;
   exit_status_ = status;
   ended_at_ = now();
+  trace_->events.push_back(sim::ev::LoopExit{now(), 0, int(open_connections())});
   trace_->events.push_back(sim::ev::ProcessExit{now(), status});
   {
     Inside inside(*this);
@@ -263,13 +264,21 @@ long Seam::failed(long error) {
 }
 
 // A blocking call on a descriptor that is not ready waits for it, on a poller of the seam's own.
-void Seam::block_until(int sim, std::uint32_t ready) {
+bool Seam::block_until(int sim, std::uint32_t ready) {
   const int poller = blocker();
   if (poller < 0) refuse("a blocking call", process_fd(sim), "no descriptor is left for the seam to wait with");
   kernel_->watch(poller, sim, ready, Trigger::level);
   PollEvent event[1];
-  kernel_->wait(poller, event, wait_forever);
+  const int rc = kernel_->wait(poller, event, wait_forever);
   kernel_->unwatch(poller, sim);
+  // A signal came: with SA_RESTART (for every one pending) its handler runs here and the call
+  // goes on waiting; without, the call fails EINTR, and the handler runs as it returns.
+  if (rc != -EINTR) return true;
+  if (!restarts()) return false;
+  const int depth = std::exchange(here().depth, 0);  // the handlers' calls are the program's
+  deliver_signals();
+  here().depth = depth;
+  return true;
 }
 
 std::uint64_t Seam::begin_pass(Nanos timeout) {
@@ -349,7 +358,7 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
     int sim = kernel_->accept(f.sim);
     if (sim == -EAGAIN && !f.nonblocking) {  // a blocking accept waits for a connection
       trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, sim, sim::no_client});
-      block_until(f.sim, io::readable);
+      if (!block_until(f.sim, io::readable)) return failed(-EINTR);
       continue;
     }
     if (sim < 0) {
@@ -468,7 +477,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
       default: return failed(-EINVAL);
     }
     if (n == -EAGAIN && !nonblocking) {
-      block_until(f.sim, io::readable);
+      if (!block_until(f.sim, io::readable)) return failed(-EINTR);
       continue;
     }
     if (n > 0 && f.kind == Kind::socket && !f.request_open) {
@@ -506,7 +515,7 @@ long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_no
     }
     // A blocking write waits until all of it is taken, as Linux's does.
     if (!nonblocking && (n == -EAGAIN || (n > 0 && done < size))) {
-      block_until(f.sim, io::writable);
+      if (!block_until(f.sim, io::writable)) return done > 0 ? long(done) : failed(-EINTR);
       continue;
     }
     if (n < 0 && done == 0) return failed(n);
@@ -522,7 +531,10 @@ long Seam::close(int fd) {
     trace_->events.push_back(sim::ev::Close{now(), worker(), fd, client_of(fd)});
     rc = f.linger_zero ? kernel_->abort(f.sim) : kernel_->close(f.sim);
   } else if (f.sim >= 0) {
-    if (f.kind == Kind::listener && f.sim == listener_) listener_ = -1;
+    if (f.kind == Kind::listener && f.sim == listener_) {
+      listener_ = -1;
+      trace_->events.push_back(sim::ev::ListenerClosed{now(), worker()});
+    }
     rc = kernel_->close(f.sim);
   }
   forget(fd);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -170,6 +171,22 @@ class Seam final : public sim::ForeignServer {
   // The index of the target thread the running simulated thread stands for (0: main()).
   int worker() const;
 
+  // ---- signals (a scenario's [[actions]], posix/signals.cpp) ----
+
+  // Whether the seam keeps `signal`'s disposition itself: those a scenario can send. Others are
+  // libc's, really installed.
+  static bool simulated_signal(int signal);
+  // sigaction(2) for a simulated signal: the disposition is kept, never installed.
+  long sigaction(int signal, const struct sigaction* action, struct sigaction* old);
+  // ForeignServer: a signal arrives for the process. It is the main thread's: a wait it blocks
+  // in returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
+  void signal(int signal) override;
+  bool signals_pending() const { return pending_signals_ != 0; }
+  // On the program's main thread, as a call returns to it: runs what came, as Linux does on
+  // the way back to user space: the handler, nothing if ignored, or the default action (these
+  // signals' is to end the process, status 128 + the signal's number).
+  void deliver_signals();
+
  private:
   struct Fd {
     Kind kind = Kind::none;
@@ -191,7 +208,9 @@ class Seam final : public sim::ForeignServer {
   void forget(int fd);
   int process_fd(int sim) const;
   void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
-  void block_until(int sim, std::uint32_t ready);
+  // false: a signal interrupted the wait, and the call fails EINTR.
+  bool block_until(int sim, std::uint32_t ready);
+  bool restarts() const;  // every pending signal's handler asked SA_RESTART (or is ignored)
   // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
   struct PerThread {
     int worker = 0;    // the target thread's index, for the trace
@@ -228,6 +247,8 @@ class Seam final : public sim::ForeignServer {
   // Who waits on each address, by ThreadId: looked up, never iterated.
   std::map<const void*, std::deque<model::ThreadId>> waiting_;
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
+  std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
+  std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
   std::vector<Fd> fds_;              // by the program's descriptor number
   std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
   std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in

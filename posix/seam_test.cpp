@@ -152,6 +152,53 @@ TEST_CASE("seam: a target's threads serve in virtual time, one at a time, each s
   CHECK(jsonl(sim::run(s).trace).find("\"kind\":\"preempt\"") == std::string::npos);
 }
 
+namespace {
+
+// The "signals" probe with a SIGHUP at 100 ms and `last` at 200 ms; two clients answered early,
+// one connected at 150 ms whose request comes at 300 ms.
+sim::Scenario signalled(const std::string& last) {
+  std::string text = "name = \"signals\"\nhorizon = \"3s\"\n[target]\nexec = [\"" + probes +
+                     "/seam_probe_dynamic\", \"signals\"]\nport = 8080\n"
+                     "[[clients]]\nname = \"early\"\ncount = 2\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n"
+                     "[[clients]]\nname = \"held\"\nconnect_at = \"150ms\"\nrequests = [{ at = \"300ms\", path = \"/\" }]\n"
+                     "[[actions]]\nkind = \"signal\"\nsignal = \"SIGHUP\"\nat = \"100ms\"\n"
+                     "[[actions]]\nkind = \"signal\"\nsignal = \"" + last + "\"\nat = \"200ms\"\n"
+                     "[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"shutdown_clean\"\n";
+  return sim::parse_scenario(text, "signals.toml");
+}
+
+}  // namespace
+
+TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown_clean judges its drain") {
+  const std::string prefix = loopsim::testing::temp_path("seam-signals");
+  sim::set_target_output(prefix);
+  sim::Scenario s = signalled("SIGTERM");
+  sim::RunResult r = sim::run(s);
+  sim::set_target_output("");
+  const std::string out = file_text(prefix + ".base.stdout");
+  INFO(out);
+  CHECK(out.find("SIGTERM's handler kept 1") != std::string::npos);  // sigaction answers what was set
+  // epoll_wait is never restarted: each signal ends the wait with EINTR, its handler run first.
+  CHECK(out.find("epoll_wait EINTR hup 1 term 0\nepoll_wait EINTR hup 1 term 1\nclosed the listener, holding 1") !=
+        std::string::npos);
+  std::vector<checker::Verdict> verdicts = checker::evaluate(r.trace, s.expect, {});
+  CHECK(verdicts.at(0).held);  // the held client was answered during the drain
+  CHECK(verdicts.at(1).held);
+  const std::string trace = jsonl(r.trace);
+  CHECK(trace.find("{\"t\":200000000,\"ev\":\"shutdown_asked\"}") != std::string::npos);
+  CHECK(trace.find("\"ev\":\"listener_closed\",\"worker\":0") != std::string::npos);
+  CHECK(trace.find("{\"t\":300000000,\"ev\":\"process_exit\",\"status\":0}") != std::string::npos);
+
+  // SIGQUIT has no handler: its default action ends the process at once, holding the
+  // connection whose request is still to come. shutdown_clean says so.
+  s = signalled("SIGQUIT");
+  r = sim::run(s);
+  verdicts = checker::evaluate(r.trace, s.expect, {});
+  CHECK_FALSE(verdicts.at(1).held);
+  CHECK(verdicts.at(1).detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
+  CHECK(jsonl(r.trace).find("\"ev\":\"process_exit\",\"status\":131}") != std::string::npos);  // 128 + SIGQUIT
+}
+
 TEST_CASE("seam: a target thread that never makes a served call is reported, not waited for") {
   const std::string error = error_of(probe("thread-spins", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
   CHECK(error.find("the target's thread 1 at 0.000 ms of virtual time ran for 300 ms of the machine's time without a call "
@@ -361,6 +408,18 @@ TEST_CASE("seam: sendmsg and recvmsg without ancillary data answer as Linux does
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("recvmsg 5 [he][llo] namelen 0 controllen 0 flags 0") != std::string::npos);
   CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: sendfile from a real file onto a simulated socket answers as Linux does; splice falls back") {
+  const auto [native, simulated, result] = both_ways("files");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("got [23456] offset now 7 position 0") != std::string::npos);
+  CHECK(native.find("sendfile from a socket -1 EINVAL") != std::string::npos);
+  auto without_splice = [](const std::string& text) { return text.substr(0, text.find("splice ")); };
+  CHECK(without_splice(simulated) == without_splice(native));
+  CHECK(native.find("splice pair to pipe 4 ok") != std::string::npos);
+  CHECK(simulated.find("splice pair to pipe -1 EINVAL") != std::string::npos);  // lighttpd copies instead
   CHECK(result.stats.accepted == 1);
 }
 

@@ -674,13 +674,22 @@ const Field<PosterSpec> poster_fields[] = {
 };
 const Section<PosterSpec> poster_section{"posters", "[[posters]]", poster_fields, "name"};
 
-constexpr std::string_view action_kind_names[] = {"shutdown"};
+constexpr std::string_view action_kind_names[] = {"shutdown", "signal"};
+constexpr std::string_view signal_names[] = {"SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGQUIT"};  // action_signals
+
+void finish_action(const Context& c, const toml::table& table, ActionSpec& a) {
+  const bool signal = a.kind == ActionSpec::Kind::signal;
+  if (signal != table.contains("signal"))
+    c.fail(table.contains("signal") ? table.get("signal")->source() : table.source(),
+           "actions.signal goes with kind = \"signal\", and only with it", R"(kind = "signal", signal = "SIGTERM")");
+}
 const Field<ActionSpec> action_fields[] = {
     {"kind",
      [](C c, N n, K k, auto& a) { a.kind = ActionSpec::Kind(read_choice(c, n, k, action_kind_names)); }},
     {"at", [](C c, N n, K k, auto& a) { a.at = read_window(c, n, k); }},
+    {"signal", [](C c, N n, K k, auto& a) { a.signal = action_signals[read_choice(c, n, k, signal_names)].first; }},
 };
-const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, "kind"};
+const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, "kind", finish_action};
 
 void read_format(C c, N n, K k) {
   const std::int64_t format = read_integer(c, n, k, 0, INT64_MAX);
@@ -829,16 +838,26 @@ void check_references(C c, const toml::table& root, const Scenario& s) {
 // A target is its own loop: the loop's knobs, posters and actions belong to the built-in one.
 void check_target(C c, const toml::table& root) {
   constexpr std::string_view hint =
-      "a target program is its own loop: only [kernel], [[clients]], [[faults]], [[expect]] and [[arms]] apply";
+      "a target program is its own loop: only [kernel], [[clients]], [[faults]], [[actions]], [[expect]] and [[arms]] apply";
   if (const toml::table* loop = root["loop"].as_table()) {
     auto entries = in_document_order(*loop);
     const toml::source_region& at = entries.empty() ? loop->source() : entries.front().second->source();
     const std::string key = entries.empty() ? std::string("[loop]") : cat("loop.", entries.front().first->str());
     c.fail(at, cat(key, " is a knob of the built-in loop, and the scenario runs a [target]"), hint);
   }
-  for (const char* table : {"posters", "actions"}) {
-    if (const toml::node* node = root.get(table))
-      c.fail(node->source(), cat("[[", table, "]] cannot reach into a target program yet"), hint);
+  if (const toml::node* node = root.get("posters"))
+    c.fail(node->source(), "[[posters]] cannot reach into a target program yet", hint);
+}
+
+// The built-in loop takes the signals loopsim live takes: SIGTERM and SIGINT.
+void check_builtin_signals(C c, const toml::table& root, const Scenario& s) {
+  const toml::array* actions = root["actions"].as_array();
+  for (std::size_t i = 0; actions != nullptr && i < s.actions.size() && i < actions->size(); ++i) {
+    const ActionSpec& a = s.actions[i];
+    if (a.kind != ActionSpec::Kind::signal || a.signal == 15 || a.signal == 2) continue;
+    c.fail(actions->get(i)->as_table()->get("signal")->source(),
+           "the built-in loop takes SIGTERM and SIGINT, as loopsim live does; other signals reach a [target]",
+           R"(signal = "SIGTERM")");
   }
 }
 
@@ -904,6 +923,7 @@ Scenario to_scenario(C c, const toml::table& root) {
     c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
   }
   if (s.target) check_target(c, root);
+  else check_builtin_signals(c, root, s);
   // Where the kernel's and the loop's knobs were set, for errors found when the run starts.
   for (const char* section : {"kernel", "loop", "target"}) {
     const toml::table* table = root[section].as_table();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/choice.hpp"
@@ -163,10 +164,19 @@ struct PosterSpec {
 
 // [[actions]]: things done to the loops.
 struct ActionSpec {
-  enum class Kind : std::uint8_t { shutdown };
+  // shutdown: the built-in loop's graceful shutdown (R5), SIGTERM for a target. signal: a
+  // signal, delivered as Linux delivers it to a target's handlers; the built-in loop takes
+  // SIGTERM and SIGINT, as loopsim live does, and shuts down.
+  enum class Kind : std::uint8_t { shutdown, signal };
   Kind kind = Kind::shutdown;
   Window at;
+  int signal = 15;  // SIGTERM
 };
+// The signals a scenario may send, and their names.
+inline constexpr std::pair<int, const char*> action_signals[] = {
+    {15, "SIGTERM"}, {2, "SIGINT"}, {1, "SIGHUP"}, {10, "SIGUSR1"}, {12, "SIGUSR2"}, {3, "SIGQUIT"}};
+// SIGTERM, SIGINT and SIGQUIT ask a server to stop: shutdown_clean judges its drain from there.
+constexpr bool stopping_signal(int signal) { return signal == 15 || signal == 2 || signal == 3; }
 
 // [target]: a program of someone else's, run unmodified under the POSIX seam instead of the
 // built-in loop (docs/targets.md).

@@ -701,3 +701,25 @@ TEST_CASE("raw requests and framings load, and keys that disagree are refused wh
     CHECK(message.find(bad.says) != std::string::npos);
   }
 }
+
+TEST_CASE("a signal action loads with its signal; the built-in loop takes only SIGTERM and SIGINT") {
+  const std::string base = "name = \"p\"\n[[actions]]\nkind = \"signal\"\nsignal = \"SIGINT\"\nat = \"1s\"\n";
+  const Scenario s = parse_scenario(base, "t.toml");
+  REQUIRE(s.actions.size() == 1);
+  CHECK(s.actions[0].kind == ActionSpec::Kind::signal);
+  CHECK(s.actions[0].signal == 2);
+  struct Bad {
+    std::string text, where, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {replaced(base, "SIGINT", "SIGHUP"), "t.toml:4:10:", "the built-in loop takes SIGTERM and SIGINT"},
+           {replaced(base, "SIGINT", "SIGKILL"), "t.toml:4:10:", "signal"},
+           {replaced(base, "signal = \"SIGINT\"\n", ""), "t.toml:2:1:", "actions.signal goes with kind = \"signal\""},
+           {replaced(base, "kind = \"signal\"", "kind = \"shutdown\""), "t.toml:4:10:", "goes with kind = \"signal\""},
+       }) {
+    INFO(bad.text);
+    const std::string message = error_for(bad.text).what();
+    CHECK(message.rfind(bad.where, 0) == 0);
+    CHECK(message.find(bad.says) != std::string::npos);
+  }
+}

@@ -238,6 +238,10 @@ class Server {
   // A scenario's posts and shutdowns (schedule_posters, schedule_actions).
   virtual void post(int /*worker*/, std::function<void()> /*task*/, std::uint64_t /*what*/) {}
   virtual void shutdown() {}
+  // The built-in loop stops on SIGTERM and SIGINT (the loader refuses it the others).
+  virtual void signal(int signal) {
+    if (stopping_signal(signal)) shutdown();
+  }
 };
 
 ForeignFactory& foreign_factory() {
@@ -261,6 +265,8 @@ class Foreign final : public Server {
   ev::RunEnd end_state() override { return run_end(scheduler_, kernel_, listener(), server_->open_connections(), 0); }
   std::uint64_t passes() const override { return server_->passes(); }
   bool unwinds() const override { return false; }
+  void shutdown() override { server_->signal(15); }  // SIGTERM, as a service manager sends
+  void signal(int signal) override { server_->signal(signal); }
 
  private:
   std::unique_ptr<ForeignServer> server_;
@@ -451,11 +457,14 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
 
 void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Server& process, Trace& trace) {
   for (std::uint32_t a = 0; a < scenario.actions.size(); ++a) {
-    const Window& at = scenario.actions[a].at;
+    const ActionSpec& action = scenario.actions[a];
+    const Window& at = action.at;
     scheduler.at(at, drawn_instant(at, scenario.seed, draw_salt(Drawn::action, a)),
-                 [&process, &trace, &scheduler] {
-                   trace.add(ev::ShutdownAsked{scheduler.now()});
-                   process.shutdown();
+                 [&process, &trace, &scheduler, &action] {
+                   const bool shutdown = action.kind == ActionSpec::Kind::shutdown;
+                   if (shutdown || stopping_signal(action.signal)) trace.add(ev::ShutdownAsked{scheduler.now()});
+                   if (shutdown) process.shutdown();
+                   else process.signal(action.signal);
                  },
                  model::Tag{model::Happening::shutdown, a});
   }
@@ -497,6 +506,7 @@ struct World::Impl {
       while (!foreign->settled() && scheduler.step(Nanos(1))) {
       }
       process = std::move(foreign);
+      schedule_actions(scenario, scheduler, *process, trace);
       schedule_faults(scenario, scheduler, kernel, clients, trace);
       clients.schedule(scenario.clients);
       return;

@@ -139,6 +139,8 @@ class ForeignServer {
   virtual std::int64_t open_connections() const = 0;
   // The program's memory is not part of a state digest: only what the kernel holds for it.
   virtual void digest(model::Digest&) const {}
+  // A signal reaches the program (a scenario's [[actions]]), from the scheduler's stack.
+  virtual void signal(int /*signal*/) {}
 };
 using ForeignFactory = std::function<std::unique_ptr<ForeignServer>(const Scenario&)>;
 void install_foreign_server(ForeignFactory factory);

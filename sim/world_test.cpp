@@ -1,6 +1,7 @@
 // The walking skeleton end to end in simulation: the accept-burst scenario through the real
 // loop, its figures, and determinism.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -236,4 +237,22 @@ TEST_CASE("a windowed arrival may land between two accepts of one batch, where v
     }
   }
   CHECK(between);
+}
+
+TEST_CASE("SIGTERM and SIGINT reach the built-in loop as its shutdown, as loopsim live takes them") {
+  std::ifstream in(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown-backlog.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string original = text.str();
+  const auto at = original.find("kind = \"shutdown\"");
+  REQUIRE(at != std::string::npos);
+  std::ostringstream asked;
+  sim::write_jsonl(sim::run(sim::parse_scenario(original, "s.toml")).trace, asked);
+  for (const char* signal : {"SIGTERM", "SIGINT"}) {
+    std::string changed = original;
+    changed.replace(at, std::string("kind = \"shutdown\"").size(), std::string("kind = \"signal\"\nsignal = \"") + signal + "\"");
+    std::ostringstream signalled;
+    sim::write_jsonl(sim::run(sim::parse_scenario(changed, "s.toml")).trace, signalled);
+    CHECK(signalled.str() == asked.str());
+  }
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <semaphore.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -19,6 +20,7 @@
 #include <sys/select.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -168,6 +170,58 @@ static void sync_points(void) {
   fflush(stdout);
 }
 
+/* "signals": a SIGTERM handler by sigaction (no SA_RESTART), a SIGHUP one by signal(); an epoll
+ * loop that serves until SIGTERM, then closes its listener, answers what it holds, and returns. */
+static volatile sig_atomic_t got_term = 0, got_hup = 0;
+static void on_term(int number) { (void)number; got_term = 1; }
+static void on_hup(int number) { (void)number; got_hup++; }
+
+static int signals_mode(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_term;
+  sigaction(SIGTERM, &action, NULL);
+  signal(SIGHUP, on_hup);
+  struct sigaction asked;
+  sigaction(SIGTERM, NULL, &asked);
+  printf("SIGTERM's handler kept %d\n", asked.sa_handler == on_term);
+  int listener = listen_on(8080);
+  int poller = epoll_create1(0);
+  struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
+  epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
+  int held = 0;
+  for (;;) {
+    struct epoll_event ready[8];
+    int n = epoll_wait(poller, ready, 8, -1);
+    if (n < 0) printf("epoll_wait %s hup %d term %d\n", strerrorname_np(errno), (int)got_hup, (int)got_term);
+    if (got_term && listener >= 0) {
+      close(listener);
+      listener = -1;
+      printf("closed the listener, holding %d\n", held);
+    }
+    for (int i = 0; i < n; ++i) {
+      int fd = ready[i].data.fd;
+      if (fd == listener) {
+        int conn = accept4(listener, NULL, NULL, SOCK_NONBLOCK);
+        if (conn < 0) continue;
+        struct epoll_event readable = {.events = EPOLLIN, .data.fd = conn};
+        epoll_ctl(poller, EPOLL_CTL_ADD, conn, &readable);
+        ++held;
+        continue;
+      }
+      char request[1024];
+      if (read(fd, request, sizeof request) > 0) {
+        const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        write(fd, answer, sizeof answer - 1);
+      }
+      close(fd);
+      --held;
+    }
+    if (listener < 0 && held == 0) return 0;
+  }
+}
+
 static void threads(void) {
   int listener = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in address;
@@ -254,6 +308,33 @@ static void polls(void) {
 }
 
 /* sendmsg and recvmsg, without ancillary data, on a socket pair, as Linux answers them. */
+/* sendfile from a real file onto a socket pair, with an offset and from the file's position;
+ * splice from the pair into a pipe (the line the seam answers otherwise: EINVAL). */
+static void files(void) {
+  char name[] = "/tmp/seam-probe-XXXXXX";
+  int file = mkstemp(name);
+  unlink(name);
+  if (file < 0 || write(file, "0123456789", 10) != 10) perror("mkstemp");
+  lseek(file, 0, SEEK_SET);
+  int s[2], p[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0 || pipe(p) != 0) perror("socketpair, pipe");
+  off_t at = 2;
+  say("sendfile 5 at 2", sendfile(s[0], file, &at, 5));
+  char got[16] = {0};
+  say("read", read(s[1], got, sizeof got - 1));
+  printf("got [%s] offset now %ld position %ld\n", got, (long)at, (long)lseek(file, 0, SEEK_CUR));
+  say("sendfile 3 from the position", sendfile(s[0], file, NULL, 3));
+  memset(got, 0, sizeof got);
+  say("read", read(s[1], got, sizeof got - 1));
+  printf("got [%s] position %ld\n", got, (long)lseek(file, 0, SEEK_CUR));
+  say("sendfile the rest", sendfile(s[0], file, NULL, 100));
+  say("sendfile 100 from the offset", sendfile(s[0], file, &at, 100));
+  say("sendfile from a socket", sendfile(s[0], s[1], NULL, 1));
+  say("write", write(s[0], "abcd", 4));
+  say("splice pair to pipe", splice(s[1], NULL, p[1], NULL, 4, SPLICE_F_NONBLOCK));
+  fflush(stdout);
+}
+
 static void msgs(void) {
   int s[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) perror("socketpair");
@@ -333,6 +414,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "threads") == 0) threads();
+  if (strcmp(what, "signals") == 0) return signals_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
     sync_points();
     if (argc > 2) return 0;
@@ -366,6 +448,12 @@ int main(int argc, char** argv) {
     printf("errno after a blocking wait %d\n", errno);
     fflush(stdout);
     return fd < 0;
+  }
+  if (strcmp(what, "files") == 0) {  /* with "alone", natively: no listener */
+    files();
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    accept_one(listen_on(8080));
+    return 0;
   }
   if (strcmp(what, "msgs") == 0) {  /* with "alone", natively: no listener */
     msgs();
