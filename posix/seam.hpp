@@ -223,6 +223,7 @@ class Seam final : public sim::ForeignServer {
   const PerThread& here() const;
   int blocker();  // here()'s poller, made if need be; -errno if none could be
   void run_request(Request request);
+  void stop_if_ended();
   void run_thread(TargetThread& thread);  // a proxy's body
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
@@ -249,7 +250,9 @@ class Seam final : public sim::ForeignServer {
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
   std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
-  std::vector<Fd> fds_;              // by the program's descriptor number
+  // By the program's descriptor number. A deque: a thread blocked in a call holds its entry
+  // while another thread's new descriptor grows the table, which must not move it.
+  std::deque<Fd> fds_;
   std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
   std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in
   std::vector<std::uint16_t> ports_;  // every port it listened on

@@ -199,6 +199,16 @@ TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown
   CHECK(jsonl(r.trace).find("\"ev\":\"process_exit\",\"status\":131}") != std::string::npos);  // 128 + SIGQUIT
 }
 
+TEST_CASE("seam: a thread blocked in a call keeps its descriptor while another opens a thousand") {
+  // Found by node: its task scheduler's epoll_wait read a descriptor table that another thread's
+  // new descriptors had moved, and failed EBADF.
+  const std::string prefix = loopsim::testing::temp_path("seam-grow");
+  sim::set_target_output(prefix);
+  sim::run(probe("grow", "seam_probe_dynamic", "", 1));
+  sim::set_target_output("");
+  CHECK(file_text(prefix + ".base.stdout") == "woke with 1 event(s), data 77\n");
+}
+
 TEST_CASE("seam: a target thread that never makes a served call is reported, not waited for") {
   const std::string error = error_of(probe("thread-spins", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
   CHECK(error.find("the target's thread 1 at 0.000 ms of virtual time ran for 300 ms of the machine's time without a call "

@@ -93,6 +93,14 @@ void Seam::run_request(Request request) {
            "simulation, or one ending after its start routine returned)");
   }
   request.call(request.object);
+  stop_if_ended();
+}
+
+// A process's exit ends all its threads at once (exit_group): none of them sees its descriptors
+// close under it. A thread whose call returns after the exit began is stopped there.
+void Seam::stop_if_ended() {
+  if (!ended_) return;
+  for (;;) scheduler_->block(wait_forever);
 }
 
 long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
@@ -144,6 +152,7 @@ void Seam::run_thread(TargetThread& t) {
     Request request = std::exchange(t.request, Request{});
     LOOPSIM_ASSERT(request.call != nullptr);
     request.call(request.object);
+    stop_if_ended();
   }
   real<int(pthread_t, void**), "pthread_join">()(t.os, nullptr);
   t.gone = true;

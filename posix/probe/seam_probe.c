@@ -222,6 +222,32 @@ static int signals_mode(void) {
   }
 }
 
+/* "grow": a thread blocks in epoll_wait on a pipe while the main thread opens a thousand
+ * descriptors, then writes to the pipe: the thread wakes with its event. */
+static int grow_pipe[2];
+static void* grow_waiter(void* unused) {
+  int poller = epoll_create1(0);
+  struct epoll_event event = {.events = EPOLLIN, .data.u64 = 77};
+  epoll_ctl(poller, EPOLL_CTL_ADD, grow_pipe[0], &event);
+  struct epoll_event ready;
+  int n = epoll_wait(poller, &ready, 1, -1);
+  printf("woke with %d event(s), data %llu\n", n, (unsigned long long)ready.data.u64);
+  fflush(stdout);
+  return unused;
+}
+
+static void grow(void) {
+  listen_on(8080);
+  if (pipe(grow_pipe) != 0) perror("pipe");
+  pthread_t waiter;
+  pthread_create(&waiter, NULL, grow_waiter, NULL);
+  struct timespec ms = {0, 1000000};
+  nanosleep(&ms, NULL);  /* the waiter blocks */
+  for (int i = 0; i < 1000; ++i) eventfd(0, 0);
+  write(grow_pipe[1], "x", 1);
+  pthread_join(waiter, NULL);
+}
+
 static void threads(void) {
   int listener = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in address;
@@ -414,6 +440,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "threads") == 0) threads();
+  if (strcmp(what, "grow") == 0) {
+    grow();
+    return 0;
+  }
   if (strcmp(what, "signals") == 0) return signals_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
     sync_points();
