@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -377,4 +378,23 @@ SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
     return old.sa_handler;
   }
   return real<sighandler_t(int, sighandler_t), "signal">()(signal, handler);
+}
+
+// A signal the program sends itself (node's handlers re-raise what they caught) is delivered
+// before the call returns, as Linux delivers a signal sent to the caller's own thread.
+namespace {
+int to_self(int signal) {
+  current->raise_signal(signal);
+  return 0;
+}
+}  // namespace
+
+SEAM_EXPORT int raise(int signal) noexcept {
+  if (making() && loopsim::posix::Seam::simulated_signal(signal)) return to_self(signal);
+  return real<int(int), "raise">()(signal);
+}
+
+SEAM_EXPORT int kill(pid_t pid, int signal) noexcept {
+  if (making() && loopsim::posix::Seam::simulated_signal(signal) && (pid == 0 || pid == getpid())) return to_self(signal);
+  return real<int(pid_t, int), "kill">()(pid, signal);
 }

@@ -182,6 +182,9 @@ class Seam final : public sim::ForeignServer {
   // in returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
   void signal(int signal) override;
   bool signals_pending() const { return pending_signals_ != 0; }
+  // raise(), or kill() of its own process, from the program: delivered now, on the main thread
+  // (from another, when that one next returns from a call).
+  void raise_signal(int signal);
   // On the program's main thread, as a call returns to it: runs what came, as Linux does on
   // the way back to user space: the handler, nothing if ignored, or the default action (these
   // signals' is to end the process, status 128 + the signal's number).

@@ -178,6 +178,7 @@ TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown
   const std::string out = file_text(prefix + ".base.stdout");
   INFO(out);
   CHECK(out.find("SIGTERM's handler kept 1") != std::string::npos);  // sigaction answers what was set
+  CHECK(out.find("raised twice, handled 2") != std::string::npos);   // raise and kill(getpid()) deliver at once
   // epoll_wait is never restarted: each signal ends the wait with EINTR, its handler run first.
   CHECK(out.find("epoll_wait EINTR hup 1 term 0\nepoll_wait EINTR hup 1 term 1\nclosed the listener, holding 1") !=
         std::string::npos);

@@ -30,6 +30,11 @@ void Seam::signal(int signal) {
   kernel_->interrupt(thread_);
 }
 
+void Seam::raise_signal(int signal) {
+  pending_signals_ |= std::uint64_t(1) << signal;
+  if (this_thread() == nullptr) deliver_signals();
+}
+
 bool Seam::restarts() const {
   for (int signal = 1; signal < 64; ++signal) {
     if ((pending_signals_ & (std::uint64_t(1) << signal)) == 0) continue;

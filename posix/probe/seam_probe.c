@@ -175,6 +175,8 @@ static void sync_points(void) {
 static volatile sig_atomic_t got_term = 0, got_hup = 0;
 static void on_term(int number) { (void)number; got_term = 1; }
 static void on_hup(int number) { (void)number; got_hup++; }
+static volatile sig_atomic_t got_usr2 = 0;
+static void on_usr2(int number) { (void)number; got_usr2++; }
 
 static int signals_mode(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -186,6 +188,10 @@ static int signals_mode(void) {
   struct sigaction asked;
   sigaction(SIGTERM, NULL, &asked);
   printf("SIGTERM's handler kept %d\n", asked.sa_handler == on_term);
+  signal(SIGUSR2, on_usr2);
+  raise(SIGUSR2);
+  kill(getpid(), SIGUSR2);
+  printf("raised twice, handled %d\n", (int)got_usr2);
   int listener = listen_on(8080);
   int poller = epoll_create1(0);
   struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
