@@ -210,6 +210,20 @@ TEST_CASE("seam: a thread blocked in a call keeps its descriptor while another o
   CHECK(file_text(prefix + ".base.stdout") == "woke with 1 event(s), data 77\n");
 }
 
+TEST_CASE("examples: redis cuts a client still connected at SIGTERM, and shutdown_clean says so") {
+  // examples/redis/redis.toml, with one more client that stays connected, idle, past the signal.
+  std::string text = file_text(source + "/examples/redis/redis.toml");
+  text += "\n[[clients]]\nname = \"idle\"\nconnect_at = \"150ms\"\nkeep_alive = true\nframing = \"resp\"\n"
+          "requests = [{ at = \"150ms\", bytes = \"PING\\r\\n\" }]\n";
+  sim::Scenario s = sim::parse_scenario(text, source + "/examples/redis/redis.toml");
+  sim::RunResult r = sim::run(s);
+  std::vector<checker::Verdict> verdicts = checker::evaluate(r.trace, s.expect, {});
+  REQUIRE(verdicts.size() == 3);
+  CHECK(verdicts[0].held);  // every request was answered, the idle client's PING too
+  CHECK_FALSE(verdicts[2].held);
+  CHECK(verdicts[2].detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
+}
+
 TEST_CASE("seam: a target thread that never makes a served call is reported, not waited for") {
   const std::string error = error_of(probe("thread-spins", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
   CHECK(error.find("the target's thread 1 at 0.000 ms of virtual time ran for 300 ms of the machine's time without a call "
