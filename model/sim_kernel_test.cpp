@@ -108,6 +108,34 @@ TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
   CHECK(waited == 7ms);
 }
 
+TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR; one not waiting is not touched") {
+  Fixture f;
+  int poller = f.kernel.poller_create();
+  int rc = 1;
+  Nanos ended{};
+  model::ThreadId waiter = f.scheduler.spawn("t", [&] {
+    std::vector<PollEvent> events(4);
+    rc = f.kernel.wait(poller, events, wait_forever);
+    ended = f.kernel.now();
+  });
+  model::ThreadId idle = f.scheduler.spawn("idle", [&] { f.kernel.spend(1s); });
+  bool waiting = false, idle_waiting = true;
+  f.scheduler.at(30ms, [&] {
+    waiting = f.kernel.interrupt(waiter);
+    idle_waiting = f.kernel.interrupt(idle);
+  }, model::Tag{model::Happening::scripted, 0});
+  f.scheduler.run_until(2s);
+  CHECK(waiting);
+  CHECK_FALSE(idle_waiting);
+  CHECK(rc == -EINTR);
+  CHECK(ended == 30ms);
+  // The flag was taken: the next wait blocks again, to its timeout.
+  std::vector<PollEvent> events(4);
+  f.scheduler.spawn("again", [&] { rc = f.kernel.wait(poller, events, 5ms); });
+  f.scheduler.run_until(3s);
+  CHECK(rc == 0);
+}
+
 TEST_CASE("K2 descriptors take the lowest free number") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));
