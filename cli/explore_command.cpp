@@ -244,6 +244,10 @@ int explore_file(const ExploreArgs& args) {
   doc["merged"] = result.merged;
   if (!result.merging_note.empty()) doc["merging"] = result.merging_note;
   doc["executions"] = result.executions;
+  if (scenario.target) {
+    doc["preemption_bound"] = scenario.target->preemptions;  // [target] preemptions
+    doc["preempted_executions"] = result.preempted;
+  }
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
   doc["cut"] = result.cut;

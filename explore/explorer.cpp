@@ -194,6 +194,9 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
   // Only an end with nothing left to happen is a way out taken (into nothing); one at the
   // horizon leaves what comes after it unexplored.
   if (last != no_node) shape_nodes_[key_nodes_[last].shape].quiescent |= stop.quiescent;
+  if (std::any_of(path_.begin(), path_.end(),
+                  [](const model::Choice& c) { return c.kind == model::ChoiceKind::preempt && c.pick != 0; }))
+    ++result_.preempted;
   Outcome outcome = exec_->outcome();
   exec_->abandon();
   if (!outcome.cut.empty()) hit("trace limit");

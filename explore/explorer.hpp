@@ -88,6 +88,10 @@ struct ExploreResult {
   bool merged = true;               // states were merged (System::merging)
   std::string merging_note;         // why not, when they were not
   std::uint64_t executions = 0;
+  // Executions that switched between a target's threads at least once (a `preempt` choice
+  // taken): those the preemption bound let the search try beyond each thread running until it
+  // blocks.
+  std::uint64_t preempted = 0;
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
   std::uint64_t cut = 0;  // executions stopped at a state reached before

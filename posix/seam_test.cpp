@@ -224,6 +224,24 @@ TEST_CASE("examples: redis cuts a client still connected at SIGTERM, and shutdow
   CHECK(verdicts[2].detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
 }
 
+TEST_CASE("explore tries a target's thread interleavings within the preemption bound, and counts them") {
+  const std::string file = loopsim::testing::temp_path("threads-explore") + ".toml";
+  {
+    std::ofstream out(file);
+    out << "name = \"threads\"\nhorizon = \"1s\"\n[target]\nexec = [\"" << probes
+        << "/seam_probe_dynamic\", \"threads\"]\nport = 8080\npreemptions = 1\n"
+           "[[clients]]\nname = \"c\"\ncount = 2\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n"
+           "[[expect]]\nproperty = \"answered\"\n";
+  }
+  auto outcome = loopsim::testing::run_loopsim("explore " + file + " --json --max-executions 300", true);
+  INFO(outcome.output);
+  nlohmann::json doc = nlohmann::json::parse(outcome.output);
+  CHECK(doc["preemption_bound"] == 1);
+  CHECK(doc["executions"].get<int>() == 300);
+  CHECK(doc["preempted_executions"].get<int>() > 0);
+  CHECK(doc["preempted_executions"].get<int>() < 300);  // the bound leaves room for runs that never switch
+}
+
 TEST_CASE("seam: a target thread that never makes a served call is reported, not waited for") {
   const std::string error = error_of(probe("thread-spins", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
   CHECK(error.find("the target's thread 1 at 0.000 ms of virtual time ran for 300 ms of the machine's time without a call "
