@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The seam's overhead: 10,000 requests over 100 keep-alive connections, served by the libuv
 # example (examples/libuv/uv_http.c, unmodified, under the POSIX seam) and by the built-in loop
-# in loopsim's own process, on the same scenario.
+# in loopsim's own process, on the same scenario; and a threaded row: the same shape of
+# workload (10,000 "get" requests of memcached's text protocol) served by Debian's memcached
+# with four worker threads, whose every request crosses threads on the seam's baton.
 #
 #   bench/seam_overhead.sh [--runs R] [--loopsim PATH]
 #
@@ -33,11 +35,16 @@ clients=$(printf '[[clients]]\nname = "echo"\ncount = 100\nconnect_at = "10ms"\n
 printf 'name = "echo-builtin"\nhorizon = "1s"\n\n%s' "$clients" >"$work/echo-builtin.toml"
 printf 'name = "echo-seam"\nhorizon = "1s"\n\n[target]\nexec = ["uv_http", "--port", "8080"]\nport = 8080\n\n%s' \
   "$clients" >"$work/echo-seam.toml"
+gets=$(for k in $(seq 0 99); do printf '{ at = "%dms", bytes = "get key\\r\\n" }, ' $((10 + k)); done)
+printf 'name = "echo-threads"\nhorizon = "1s"\n\n[target]\nexec = ["memcached", "-p", "11311", "-l", "127.0.0.1", "-t", "4", "-U", "0", "-u", "root"]\nport = 11311\n\n[[clients]]\nname = "echo"\ncount = 100\nconnect_at = "10ms"\nkeep_alive = true\nframing = "terminator"\nterminator = "END\\r\\n"\nrequests = [ %s]\n\n[[expect]]\nproperty = "answered"\n' \
+  "$gets" >"$work/echo-threads.toml"
+sides="builtin seam"
+command -v memcached >/dev/null && sides="$sides threads" || echo "seam_overhead: no memcached on PATH: the threaded row is left out" >&2
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A wall answered
-for side in builtin seam; do
+for side in $sides; do
   times=()
   for _ in $(seq "$runs"); do
     start=$(date +%s%N)
@@ -56,3 +63,8 @@ done
 calls=$(grep -o 'loopsim seam: [0-9]*' "$work/seam.base.stderr" | grep -o '[0-9]*$')
 printf 'ratio seam/builtin: %.2f (target: at most 3)\n' "$(echo "${wall[seam]} / ${wall[builtin]}" | bc -l)"
 printf 'seam calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
+if [ -n "${wall[threads]:-}" ]; then
+  calls=$(grep -o 'loopsim seam: [0-9]*' "$work/threads.base.stderr" | grep -o '[0-9]*$')
+  printf 'ratio threads/builtin: %.2f (memcached -t 4; no target set)\n' "$(echo "${wall[threads]} / ${wall[builtin]}" | bc -l)"
+  printf 'threads calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
+fi
