@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "explore/generate.hpp"
+#include "explore/shaped.hpp"
 
 namespace loopsim::cli {
 
@@ -25,6 +26,7 @@ struct GenerateArgs {
   std::uint64_t max_steps_at_instant = explore::StepBudget{}.at_instant;
   std::uint64_t max_shrinks = explore::GenerateOptions{}.max_shrinks;
   std::string shard = "0/1";
+  std::string shape;  // --shape FILE
   bool json = false;
 };
 
@@ -33,6 +35,7 @@ std::string command_of(const GenerateArgs& args) {
   std::string command = "loopsim generate --seed " + std::to_string(args.seed) + " --runs " +
                         std::to_string(args.runs);
   if (args.shard != "0/1") command += " --shard " + args.shard;
+  if (!args.shape.empty()) command += " --shape " + args.shape;
   for (const auto& s : args.set) command += " --set " + s;
   return command;
 }
@@ -211,7 +214,18 @@ int generate(const GenerateArgs& args) {
     };
   }
   std::int64_t started = wall_ns();
-  explore::GenerateResult result = explore::generate(options);
+  explore::GenerateResult result;
+  if (args.shape.empty()) {
+    result = explore::generate(options);
+  } else {
+    if (!options.overrides.empty())
+      throw sim::ScenarioError("--set:1:1: --set and --shape do not go together", "write the change into the shape's file");
+    std::ifstream in(args.shape);
+    if (!in) throw sim::ScenarioError("--shape:1:1: cannot read " + args.shape, "--shape takes a scenario file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    result = explore::generate_shaped(text.str(), args.shape, options);
+  }
   std::int64_t wall = wall_ns() - started;
   if (progress) std::cerr << '\n';
   Written written;
@@ -256,6 +270,9 @@ void add_generate(CLI::App& app, int& status) {
                   "I/N: judge only the runs whose number is I modulo N (every shard draws the same\n"
                   "scenarios); loopsim merge combines the shards' --json")
       ->capture_default_str();
+  cmd->add_option("--shape", args->shape,
+                  "A scenario file whose workload, faults, actions and expectations shape every run:\n"
+                  "only counts, times, rates, which faults and actions happen, and the seed are drawn");
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer(
       "Each run draws a whole scenario (RapidCheck generators): the poller flavour, the loop's\n"
@@ -274,6 +291,14 @@ void add_generate(CLI::App& app, int& status) {
       "(RapidCheck's shrinks) while it fails the same way,\n"
       "written to --out with its [[expect]] entries (and the scenario as drawn, and for a livelock\n"
       "the trace so far), and `loopsim run FILE` replays it.\n\n"
+      "With --shape FILE the runs are the file varied, not the format drawn: its client groups\n"
+      "keep their requests (paths or bytes), framing, keep-alive, bodies and half-closes, and\n"
+      "get 1 to twice their count (100 clients in all at most) and maybe a rate, the whole\n"
+      "workload moved up to 300 ms later; each of its [[faults]] and [[actions]] (accept errors, the\n"
+      "descriptor limit, resets, signals) happens or not, moved with the workload and then\n"
+      "within 150 ms either side; its\n"
+      "[[expect]] entries judge every run, and its arms are left out. A failure is shrunk by\n"
+      "halving groups and leaving out groups, faults and actions while it fails the same way.\n\n"
       "Exit status:\n"
       "  0  every scenario drawn held: a sample of the format, not a proof\n"
       "  1  a failure (or a livelock) was found, shrunk and written\n"

@@ -77,3 +77,18 @@ TEST_CASE("generate says what it checked: per property, the runs that judged it 
   CHECK(doc["judged"]["no_spin"]["judged"] == runs);       // never left out
   CHECK(doc["judged"]["answered"]["left_out"].get<std::uint64_t>() > 0);  // left out, and said so
 }
+
+TEST_CASE("generate --shape runs a target's own file varied, and refuses --set beside it", "[generate]") {
+  const std::string out = loopsim::testing::temp_path("generate-shape");
+  const std::string shape = std::string(LOOPSIM_SOURCE_DIR) + "/examples/python/py-poll.toml";
+  Outcome held = run_cli("generate --shape " + shape + " --runs 5 --json --out " + out);
+  INFO(held.output);
+  CHECK(held.status == 0);
+  CHECK(held.output.find("\"runs\": 5") != std::string::npos);
+  Outcome both = loopsim::testing::run_loopsim("generate --shape " + shape + " --set seed=2 --out " + out);
+  CHECK(both.status == 2);
+  CHECK(both.output.find("--set and --shape do not go together") != std::string::npos);
+  Outcome missing = loopsim::testing::run_loopsim("generate --shape /nonexistent.toml --out " + out);
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find("--shape:1:1: cannot read /nonexistent.toml") != std::string::npos);
+}

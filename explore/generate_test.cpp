@@ -1,6 +1,7 @@
 // The scenario generator: deterministic by seed, every scenario it draws loads and runs, a
 // sabotaged rule is found and shrunk, and a run without progress is a livelock, not a hang.
 #include "explore/generate.hpp"
+#include "explore/shaped.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -150,4 +151,67 @@ TEST_CASE("steps at one virtual instant have their own budget", "[generate]") {
   Judged cut = judge_text(spinning, "spin", StepBudget{2, 50'000'000});
   CHECK(cut.verdict == Judged::Verdict::livelock);
   CHECK(cut.detail.find("no virtual progress in 2 steps") != std::string::npos);
+}
+
+TEST_CASE("generate --shape varies a file's counts and times, keeps its workload, and finds what the file's loop breaks", "[generate]") {
+  using namespace std::chrono_literals;
+  const std::string shape = R"(name = "shape"
+horizon = "2s"
+[[clients]]
+name = "raw"
+count = 3
+connect_at = "20ms"
+keep_alive = true
+framing = "http"
+requests = [{ at = "20ms", bytes = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n" }, { at = "30ms", bytes = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" }]
+[[faults]]
+kind = "accept_error"
+errno = "EMFILE"
+at = "25ms"
+until = "26ms"
+[[expect]]
+property = "answered"
+[[arms]]
+name = "never-drawn"
+set = { "loop.accept_batch" = 0 }
+expect_violated = []
+)";
+  for (std::uint64_t run = 0; run < 20; ++run) {
+    INFO(run);
+    const std::string text = explore::shaped_text(shape, "shape.toml", 7, run);
+    CHECK(text == explore::shaped_text(shape, "shape.toml", 7, run));  // the same seed, the same file
+    const sim::Scenario s = sim::parse_scenario(text, "shape.toml");
+    REQUIRE(s.clients.size() == 1);
+    const sim::ClientGroup& g = s.clients[0];
+    CHECK(g.count >= 1);
+    CHECK(g.count <= 6);
+    CHECK(g.keep_alive);
+    CHECK(g.raw);
+    REQUIRE(g.requests.size() == 2);
+    CHECK(g.requests[0].path == "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(g.connect_at.lo >= 20ms);                                   // never earlier than written
+    CHECK(g.connect_at.lo < 320ms);
+    CHECK(g.requests[1].at.lo - g.requests[0].at.lo == 10ms);         // the workload keeps its shape
+    CHECK(s.arms.empty());                                            // a run is the base
+    CHECK(s.faults.size() <= 1);
+    for (const sim::FaultSpec& f : s.faults) CHECK(f.until - f.at.lo == 1ms);
+  }
+  CHECK(explore::shaped_text(shape, "shape.toml", 7, 0) != explore::shaped_text(shape, "shape.toml", 8, 0));
+
+  explore::GenerateOptions options;
+  options.runs = 30;
+  explore::GenerateResult none = explore::generate_shaped(shape, "shape.toml", options);
+  CHECK(none.verdict == explore::GenerateResult::Verdict::none_found);
+  CHECK(none.runs == 30);
+
+  // The file's loop holds one connection and refuses the rest: with two clients or more, one
+  // is reset. generate finds it within the shape, and shrinks it to two.
+  std::string broken = shape;
+  broken.replace(broken.find("[[faults]]"), 0, "[loop]\nmax_connections = 1\non_full = \"refuse\"\n");
+  explore::GenerateResult found = explore::generate_shaped(broken, "shape.toml", options);
+  REQUIRE(found.verdict == explore::GenerateResult::Verdict::found);
+  CHECK(found.judged.violated == std::vector<std::string>{"answered"});
+  CHECK(found.clients_after == 2);
+  CHECK(found.clients_after < found.clients_before);
+  CHECK(explore::judge_text(found.shrunk, "shape.toml", {}).violated == std::vector<std::string>{"answered"});
 }

@@ -1,0 +1,250 @@
+#include "explore/shaped.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "model/choice.hpp"
+#include "sim/scenario.hpp"
+
+namespace loopsim::explore {
+
+namespace {
+
+// At most this many clients in all, as for generate's targets (well below any listen backlog).
+constexpr std::int64_t clients_max = 100;
+// Connections and fault times are drawn within this much of the file's own.
+constexpr std::int64_t spread_us = 300'000;
+
+std::string us_text(std::int64_t us) { return std::to_string(us) + "us"; }
+
+struct Draws {
+  std::uint64_t state;
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : model::splitmix64(state) % n; }
+  bool coin() { return below(2) == 0; }
+};
+
+std::int64_t micros(Nanos t) { return t.count() / 1000; }
+
+// A key of `table` read as a duration in microseconds (0 when absent).
+std::int64_t duration_us(const toml::table& table, const char* key) {
+  const auto* text = table.get_as<std::string>(key);
+  return text == nullptr ? 0 : micros(sim::parse_duration(text->get()));
+}
+
+toml::table parsed(const std::string& shape, const std::string& file) {
+  try {
+    return toml::parse(shape, file);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw sim::ScenarioError(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " +
+                                 std::string(e.description()),
+                             "--shape takes a scenario file");
+  }
+}
+
+// Redraws the `at` of each table in `list`: moved by `shift` with the workload, then anywhere
+// within spread_us / 2 either side; or drops it (with `optional`). Windows ("A..B") are left as
+// written; an `until` keeps its distance.
+void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift) {
+  if (list == nullptr) return;
+  for (std::size_t i = list->size(); i-- > 0;) {
+    toml::table* t = list->get(i)->as_table();
+    if (t == nullptr) continue;
+    if (optional && draws.below(3) == 0) {
+      list->erase(list->begin() + std::ptrdiff_t(i));
+      continue;
+    }
+    const auto* at = t->get_as<std::string>("at");
+    if (at == nullptr || at->get().find("..") != std::string::npos) continue;
+    const std::int64_t was = micros(sim::parse_duration(at->get()));
+    const std::int64_t now = std::max<std::int64_t>(0, was + shift + std::int64_t(draws.below(spread_us)) - spread_us / 2);
+    const std::int64_t width = duration_us(*t, "until") > 0 ? duration_us(*t, "until") - was : 0;
+    t->insert_or_assign("at", us_text(now));
+    if (width > 0) t->insert_or_assign("until", us_text(now + width));
+  }
+}
+
+}  // namespace
+
+std::string shaped_text(const std::string& shape, const std::string& file, std::uint64_t seed, std::uint64_t run) {
+  const sim::Scenario base = sim::parse_scenario(shape, file);  // the shape must load as it is
+  toml::table doc = parsed(shape, file);
+  Draws draws{seed ^ (0x9e3779b97f4a7c15ull * (run + 1))};
+  doc.insert_or_assign("seed", std::int64_t(draws.below(1'000'000) + 1));
+  doc.erase("arms");
+  doc.erase("choices");
+  // The program runs where the shape's does, wherever the drawn file is written and replayed.
+  if (base.target) {
+    if (toml::table* target = doc.get_as<toml::table>("target")) target->insert_or_assign("dir", base.target->folder);
+  }
+  std::int64_t left = clients_max;
+  // The workload moves as a whole, later by up to spread_us: the groups keep their times to one
+  // another (an expectation may measure one group after another), and never come earlier than
+  // the file says (a program may take time to start: redis spends 563 us of failing calls
+  // before it listens, and the file's times leave it that room).
+  const std::int64_t shift = std::int64_t(draws.below(spread_us));
+  if (toml::array* groups = doc.get_as<toml::array>("clients")) {
+    for (std::size_t g = 0; g < groups->size() && g < base.clients.size(); ++g) {
+      toml::table& t = *groups->get(g)->as_table();
+      const sim::ClientGroup& was = base.clients[g];
+      const std::int64_t count =
+          std::min<std::int64_t>(std::max<std::int64_t>(left, 1), 1 + std::int64_t(draws.below(std::uint64_t(2 * was.count))));
+      left -= count;
+      t.insert_or_assign("count", count);
+      // The group moves as a whole: its requests keep their times after the connection.
+      const std::int64_t connect_was = micros(was.connect_at.lo);
+      const std::int64_t connect = connect_was + shift;
+      if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", us_text(connect));
+      if (was.rate > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
+      if (toml::array* requests = t.get_as<toml::array>("requests")) {
+        for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
+          const sim::RequestSpec& spec = was.requests[r];
+          if (spec.at.lo != spec.at.hi) continue;  // a window stays as written
+          requests->get(r)->as_table()->insert_or_assign(
+              "at", us_text(connect + std::max<std::int64_t>(0, micros(spec.at.lo) - connect_was)));
+        }
+      }
+    }
+  }
+  // A fault that names arms is theirs: the base, which a run is, never injects it.
+  if (toml::array* faults = doc.get_as<toml::array>("faults")) {
+    for (std::size_t i = faults->size(); i-- > 0;) {
+      if (faults->get(i)->as_table()->contains("arms")) faults->erase(faults->begin() + std::ptrdiff_t(i));
+    }
+  }
+  redraw_times(doc.get_as<toml::array>("faults"), draws, true, shift);
+  redraw_times(doc.get_as<toml::array>("actions"), draws, true, shift);
+  // Without a stop (a shutdown, SIGTERM, SIGINT, SIGQUIT) there is no drain to judge.
+  bool stops = false;
+  if (const toml::array* actions = doc.get_as<toml::array>("actions")) {
+    for (const toml::node& a : *actions) {
+      const toml::table& t = *a.as_table();
+      const std::string kind = t["kind"].value_or(std::string());
+      const std::string signal = t["signal"].value_or(std::string());
+      stops = stops || kind == "shutdown" || signal == "SIGTERM" || signal == "SIGINT" || signal == "SIGQUIT";
+    }
+  }
+  if (toml::array* expect = doc.get_as<toml::array>("expect"); expect != nullptr && !stops) {
+    for (std::size_t i = expect->size(); i-- > 0;) {
+      if (expect->get(i)->as_table()->get_as<std::string>("property") != nullptr &&
+          **expect->get(i)->as_table()->get_as<std::string>("property") == "shutdown_clean")
+        expect->erase(expect->begin() + std::ptrdiff_t(i));
+    }
+  }
+  for (const char* list : {"faults", "actions", "expect"}) {
+    if (const toml::array* items = doc.get_as<toml::array>(list); items != nullptr && items->empty()) doc.erase(list);
+  }
+  std::ostringstream out;
+  out << doc << '\n';
+  return out.str();
+}
+
+namespace {
+
+int clients_in(const std::string& text) {
+  toml::table doc = toml::parse(text);
+  int n = 0;
+  if (const toml::array* groups = doc.get_as<toml::array>("clients")) {
+    for (const toml::node& g : *groups) n += int(g.as_table()->get_as<std::int64_t>("count") ? **g.as_table()->get_as<std::int64_t>("count") : 1);
+  }
+  return n;
+}
+
+// Smaller versions of a failing scenario: each group with half its clients, each group, fault
+// and action left out.
+std::vector<std::string> smaller(const std::string& text) {
+  std::vector<std::string> out;
+  const toml::table doc = toml::parse(text);
+  auto emit = [&](const toml::table& t) {
+    std::ostringstream s;
+    s << t << '\n';
+    out.push_back(s.str());
+  };
+  if (const toml::array* groups = doc.get_as<toml::array>("clients")) {
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const auto* count = groups->get(g)->as_table()->get_as<std::int64_t>("count");
+      if (count != nullptr && **count > 1) {
+        toml::table t = doc;
+        t.get_as<toml::array>("clients")->get(g)->as_table()->insert_or_assign("count", **count / 2);
+        emit(t);
+      }
+      if (groups->size() > 1) {
+        toml::table t = doc;
+        t.get_as<toml::array>("clients")->erase(t.get_as<toml::array>("clients")->begin() + std::ptrdiff_t(g));
+        emit(t);
+      }
+    }
+  }
+  for (const char* list : {"faults", "actions"}) {
+    const toml::array* items = doc.get_as<toml::array>(list);
+    for (std::size_t i = 0; items != nullptr && i < items->size(); ++i) {
+      toml::table t = doc;
+      t.get_as<toml::array>(list)->erase(t.get_as<toml::array>(list)->begin() + std::ptrdiff_t(i));
+      if (t.get_as<toml::array>(list)->empty()) t.erase(list);
+      if (std::string(list) == "actions") continue;  // a drain judged needs its stop: kept
+      emit(t);
+    }
+  }
+  return out;
+}
+
+bool same_failure(const Judged& a, const Judged& b) { return b.failed() && a.violated == b.violated; }
+
+}  // namespace
+
+GenerateResult generate_shaped(const std::string& shape, const std::string& file, const GenerateOptions& options) {
+  GenerateResult result;
+  const std::string name = file;
+  const std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
+  auto elapsed_past = [&] { return options.time_limit_ns > 0 && options.wall_ns && options.wall_ns() - started >= options.time_limit_ns; };
+  for (std::uint64_t run = 0; run < options.runs; ++run) {
+    if (run % options.shards != options.shard) continue;
+    if (elapsed_past()) {
+      result.out_of_time = true;
+      result.verdict = GenerateResult::Verdict::limit;
+      return result;
+    }
+    const std::string text = shaped_text(shape, file, options.seed, run);
+    Judged j = judge_text(text, name, options.budget);
+    ++result.runs;
+    if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, 0, false});
+    if (!j.failed()) continue;
+    result.verdict = GenerateResult::Verdict::found;
+    result.failing_run = run;
+    result.original = text;
+    result.clients_before = clients_in(text);
+    std::string best = text;
+    Judged best_judged = j;
+    for (bool shrunk = true; shrunk;) {
+      shrunk = false;
+      for (const std::string& candidate : smaller(best)) {
+        if (result.shrink_tries >= options.max_shrinks || elapsed_past()) {
+          result.shrink_cut = true;
+          break;
+        }
+        ++result.shrink_tries;
+        if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, result.shrink_tries, true});
+        Judged c;
+        try {
+          c = judge_text(candidate, name, options.budget);
+        } catch (const sim::ScenarioError&) {
+          continue;  // a group an expectation names was left out: not a smaller failure
+        }
+        if (!same_failure(j, c)) continue;
+        best = candidate;
+        best_judged = c;
+        ++result.shrink_steps;
+        shrunk = true;
+        break;
+      }
+    }
+    result.shrunk = best;
+    result.judged = best_judged;
+    result.clients_after = clients_in(best);
+    return result;
+  }
+  return result;
+}
+
+}  // namespace loopsim::explore
