@@ -364,8 +364,9 @@ void SimKernel::deliver(ConnId id) {
 
 // ---- sockets (K11 in part) ----
 
-std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
+std::int64_t SimKernel::read_now(int fd, std::span<char> into, bool consume) {
   if (FdEntry* p = entry(fd, FdKind::pipe_read)) {
+    if (!consume) return -ENOTSOCK;  // recv(MSG_PEEK) on a pipe: not a socket
     Pipe& pipe = pipes_[p->object];
     if (pipe.bytes.empty()) return pipe.write_fd < 0 ? 0 : -EAGAIN;
     bool was_full = pipe.bytes.size() >= pipe.capacity;
@@ -386,6 +387,7 @@ std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
     const bool was_full = self.in.size() >= pair_capacity;
     std::size_t n = std::min(into.size(), self.in.size());
     std::memcpy(into.data(), self.in.data(), n);
+    if (!consume) return std::int64_t(n);  // MSG_PEEK: the bytes stay, readiness with them
     self.in.erase(0, n);
     if (was_full && other.fd >= 0) notify(other.fd);  // room again: a writable edge
     return std::int64_t(n);
@@ -397,6 +399,7 @@ std::int64_t SimKernel::read_now(int fd, std::span<char> into) {
   if (!conn.to_server.empty()) {
     std::size_t n = std::min(into.size(), conn.to_server.size());
     std::memcpy(into.data(), conn.to_server.data(), n);
+    if (!consume) return std::int64_t(n);
     conn.to_server.erase(0, n);
     pump(id);
     return std::int64_t(n);
@@ -964,6 +967,17 @@ void SimKernel::wake_drain(int wake) {
   worked(0, e != nullptr && wakes_[e->object]);
   wake_drain_now(wake);
   scheduler_.learn(Learnt(op_wake_drain).value());
+}
+
+std::int64_t SimKernel::peek(int fd, std::span<char> into) {
+  count_call();
+  scheduler_.call_point(Call{K::read, fd});
+  std::int64_t n = read_now(fd, into, false);
+  Learnt learnt(op_read);
+  learnt.add(n);
+  if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
+  scheduler_.learn(learnt.value());
+  return n;
 }
 
 std::int64_t SimKernel::read(int fd, std::span<char> into) {

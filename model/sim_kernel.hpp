@@ -127,6 +127,9 @@ class SimKernel final : public Kernel {
   // and select are never restarted). True if it was waiting; a thread not waiting learns of the
   // signal at its next call's return (the seam's business).
   bool interrupt(ThreadId thread);
+  // recv(MSG_PEEK) (K11): what read would return, leaving the bytes (and the readiness they
+  // make) where they are; an error pending is taken as read takes it. On a pipe -ENOTSOCK.
+  std::int64_t peek(int fd, std::span<char> into);
   std::int64_t pipe_size(int fd) const;
   std::int64_t set_pipe_size(int fd, std::uint64_t size);
 
@@ -326,7 +329,7 @@ class SimKernel final : public Kernel {
   void spend_now(Nanos duration);
   int listen_now(const ListenSpec& spec);
   int accept_now(int listener);
-  std::int64_t read_now(int fd, std::span<char> into);
+  std::int64_t read_now(int fd, std::span<char> into, bool consume = true);
   std::int64_t write_now(int fd, std::span<const char> from);
   int close_now(int fd);
   int abort_now(int fd);

@@ -221,6 +221,27 @@ TEST_CASE("K3 each data arrival wakes an edge-triggered socket, a partial read d
   CHECK(fds_of(f.poll(p)) == std::vector<int>{s});
 }
 
+TEST_CASE("K11 a peek returns what a read would and leaves it: the bytes, and no new edge") {
+  Fixture f;
+  int l = f.listener();
+  int p = f.kernel.poller_create();
+  ConnId c = f.connect();
+  int s = f.kernel.accept(l);
+  REQUIRE(f.kernel.watch(p, s, io::readable, Trigger::edge) == 0);
+  char buffer[8] = {};
+  CHECK(f.kernel.peek(s, buffer) == -EAGAIN);
+  f.kernel.send(c, "hello");
+  CHECK(fds_of(f.poll(p)) == std::vector<int>{s});
+  CHECK(f.kernel.peek(s, std::span(buffer, 2)) == 2);
+  CHECK(std::string(buffer, 2) == "he");
+  CHECK(f.poll(p).empty());  // peeking re-arms nothing
+  CHECK(f.kernel.read(s, buffer) == 5);
+  CHECK(std::string(buffer, 5) == "hello");
+  int pipe_ends[2];
+  REQUIRE(f.kernel.pipe(pipe_ends) == 0);
+  CHECK(f.kernel.peek(pipe_ends[0], buffer) == -ENOTSOCK);
+}
+
 TEST_CASE("K4 an item no longer ready at harvest is dropped silently, and level items requeue") {
   const auto flavour = GENERATE(PollerFlavour::epoll, PollerFlavour::kqueue);
   INFO("flavour: " << name_of(flavour));

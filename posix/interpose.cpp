@@ -38,8 +38,9 @@ using namespace loopsim::posix::calls;
 namespace {
 
 long read_socket(const char* call, int fd, void* buffer, size_t size, int flags) {
-  if (flags & MSG_PEEK) current->refuse("recv(MSG_PEEK)", fd, "the seam does not implement peeking");
-  return served(call, [&] { return long(current->read(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); });
+  return served(call, [&] {
+    return long(current->read(fd, buffer, size, (flags & MSG_DONTWAIT) != 0, (flags & MSG_PEEK) != 0));
+  });
 }
 
 long write_socket(const char* call, int fd, const void* buffer, size_t size, int flags) {
@@ -266,9 +267,9 @@ SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, c
 namespace {
 
 // A read into `count` buffers, as readv and recvmsg make it: one read of their total size.
-long read_scattered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking) {
+long read_scattered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking, bool peek = false) {
   std::vector<char> buffer(total(iov, int(count)));
-  long n = served(call, [&] { return current->read(fd, buffer.data(), buffer.size(), nonblocking); });
+  long n = served(call, [&] { return current->read(fd, buffer.data(), buffer.size(), nonblocking, peek); });
   if (n < 0) return n;
   std::size_t at = 0;
   for (std::size_t i = 0; i < count && at < std::size_t(n); ++i) {
@@ -306,8 +307,8 @@ SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
 SEAM_EXPORT ssize_t recvmsg(int fd, msghdr* message, int flags) {
   if (owned(fd)) {
     if (message == nullptr) return result(-EFAULT);
-    if (flags & MSG_PEEK) current->refuse("recvmsg(MSG_PEEK)", fd, "the seam does not implement peeking");
-    long n = read_scattered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0);
+    long n = read_scattered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0,
+                            (flags & MSG_PEEK) != 0);
     if (n < 0) return n;
     message->msg_controllen = 0;
     message->msg_flags = 0;

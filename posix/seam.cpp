@@ -445,10 +445,11 @@ long Seam::shutdown(int fd, int how) {
 
 // ---- reading, writing, closing ----
 
-long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
+long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
   bool nonblocking = f.nonblocking || nonblocking_now;
+  if (peek && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
   for (;;) {
     long n = 0;
     switch (f.kind) {
@@ -456,7 +457,9 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now) {
       case Kind::pipe_read:
       case Kind::pair:
         if (size == 0) return 0;
-        n = long(kernel_->read(f.sim, std::span(static_cast<char*>(into), size)));
+        n = peek ? long(kernel_->peek(f.sim, std::span(static_cast<char*>(into), size)))
+                 : long(kernel_->read(f.sim, std::span(static_cast<char*>(into), size)));
+        if (peek && n >= 0) return n;  // a peek opens no request
         break;
       case Kind::eventfd:
         if (size < sizeof(std::uint64_t)) return failed(-EINVAL);

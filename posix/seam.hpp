@@ -96,7 +96,8 @@ class Seam final : public sim::ForeignServer {
   long getsockopt(int fd, int level, int name, void* value, socklen_t* length);
   long sockname(int fd, sockaddr* address, socklen_t* length, bool peer);
   long shutdown(int fd, int how);
-  long read(int fd, void* into, std::size_t size, bool nonblocking_now);
+  // With `peek` (recv's MSG_PEEK, on a socket or a socket pair): the bytes stay to be read.
+  long read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek = false);
   long write(int fd, const void* from, std::size_t size, bool nonblocking_now);
   long close(int fd);
   long poller_create();

@@ -446,10 +446,12 @@ TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does"
   (void)result;  // the probe listens only after its 100 ms poll, when the client has come and gone
 }
 
-TEST_CASE("seam: sendmsg and recvmsg without ancillary data answer as Linux does") {
+TEST_CASE("seam: sendmsg and recvmsg without ancillary data, and MSG_PEEK, answer as Linux does") {
   const auto [native, simulated, result] = both_ways("msgs");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("recvmsg 5 [he][llo] namelen 0 controllen 0 flags 0") != std::string::npos);
+  CHECK(native.find("peeked [pe]\nrecvmsg MSG_PEEK 4 ok\nrecv 4 ok\nthen read [peek]") != std::string::npos);
+  CHECK(native.find("recv MSG_PEEK on a pipe -1 ENOTSOCK") != std::string::npos);
   CHECK(simulated == native);
   CHECK(result.stats.accepted == 1);
 }

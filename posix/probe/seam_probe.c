@@ -381,6 +381,18 @@ static void msgs(void) {
   printf("recvmsg %ld [%.2s][%.*s] namelen %u controllen %zu flags %d\n", n, a, (int)(n > 2 ? n - 2 : 0), b,
          (unsigned)got.msg_namelen, (size_t)got.msg_controllen, got.msg_flags);
   say("recvmsg empty, MSG_DONTWAIT", recvmsg(s[1], &got, MSG_DONTWAIT));
+  say("send", send(s[0], "peek", 4, 0));
+  char peeked[8] = {0};
+  say("recv MSG_PEEK 2", recv(s[1], peeked, 2, MSG_PEEK));
+  printf("peeked [%s]\n", peeked);
+  say("recvmsg MSG_PEEK", recvmsg(s[1], &got, MSG_PEEK));
+  memset(peeked, 0, sizeof peeked);
+  say("recv", recv(s[1], peeked, sizeof peeked - 1, 0));
+  printf("then read [%s]\n", peeked);
+  say("recv MSG_PEEK empty, MSG_DONTWAIT", recv(s[1], peeked, 2, MSG_PEEK | MSG_DONTWAIT));
+  int p[2];
+  if (pipe(p) != 0) perror("pipe");
+  say("recv MSG_PEEK on a pipe", recv(p[0], peeked, 2, MSG_PEEK));
   close(s[0]);
   say("recvmsg after the close", recvmsg(s[1], &got, 0));
   fflush(stdout);
