@@ -1,7 +1,9 @@
 // `loopsim generate` as a user meets it: exit statuses, the shrunk file, its replay.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli/loopsim_process_for_tests.hpp"
@@ -91,4 +93,30 @@ TEST_CASE("generate --shape runs a target's own file varied, and refuses --set b
   Outcome missing = loopsim::testing::run_loopsim("generate --shape /nonexistent.toml --out " + out);
   CHECK(missing.status == 2);
   CHECK(missing.output.find("--shape:1:1: cannot read /nonexistent.toml") != std::string::npos);
+}
+
+TEST_CASE("generate --shape's finding on a target replays from where it is written, relative arguments and all", "[generate]") {
+  // py-poll with HTTP/1.1: one idle keep-alive client holds the server, and a later one waits.
+  // The shape names its script relatively (poll_http.py), from its own folder.
+  const std::string examples = std::string(LOOPSIM_SOURCE_DIR) + "/examples/python";
+  std::ifstream in(examples + "/py-poll.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string shape = text.str();
+  shape = shape.substr(0, shape.find("[[arms]]"));
+  const std::string exec = "exec = [\"/usr/bin/python3\", \"poll_http.py\", \"--port\", \"8080\"]";
+  REQUIRE(shape.find(exec) != std::string::npos);
+  shape.replace(shape.find(exec), exec.size(), exec.substr(0, exec.size() - 1) + ", \"--http11\"]\ndir = \"" + examples + "\"");
+  const std::string file = loopsim::testing::temp_path("shape-http11") + ".toml";
+  std::ofstream(file) << shape;
+  const std::string out = loopsim::testing::temp_path("shape-found");
+  Outcome found = run_cli("generate --shape " + file + " --runs 20 --json --out " + out);
+  INFO(found.output);
+  REQUIRE(found.status == 1);
+  nlohmann::json doc = nlohmann::json::parse(found.output);
+  const std::string scenario = doc["scenario"].get<std::string>();
+  CHECK(scenario.rfind(out, 0) == 0);
+  Outcome replay = run_cli("run " + scenario);
+  INFO(replay.output);
+  CHECK(replay.status == 1);
 }
