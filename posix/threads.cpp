@@ -82,6 +82,8 @@ bool Baton::take(std::int64_t limit_ns) {
 
 void Seam::run_request(Request request) {
   if (TargetThread* t = this_thread()) {
+    LOOPSIM_ASSERT(t->request.call == nullptr);  // one request at a time: the thread waits for its answer
+    LOOPSIM_ASSERT(!t->finished);
     t->request = request;
     t->back.give();
     t->run.take();
@@ -106,6 +108,7 @@ void Seam::stop_if_ended() {
 long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
                          void* argument) {
   Inside inside(*this);
+  LOOPSIM_ASSERT(on_engine_thread());  // made by a proxy or main(), never by an OS thread of the program's
   auto t = std::make_unique<TargetThread>();
   t->index = int(threads_.size()) + 1;
   t->start = start;
@@ -193,6 +196,7 @@ long Seam::wait_on(const void* address, Nanos deadline) {
 }
 
 int Seam::wake_on(const void* address, int most) {
+  LOOPSIM_ASSERT_OP(most, >=, 0);
   auto it = waiting_.find(address);
   if (it == waiting_.end()) return 0;
   int woken = 0;
@@ -215,6 +219,7 @@ void Seam::switch_point() {
   if (!other) return;
   if (scheduler_->choose(model::ChoiceKind::preempt, 2) == 0) return;
   ++preemptions_;
+  LOOPSIM_ASSERT_OP(preemptions_, <=, scenario_.target->preemptions);
   scheduler_->sleep_until(now());
 }
 
