@@ -112,12 +112,61 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* 
 
 }  // namespace
 
+namespace {
+
+// A chunk's size line (RFC 9112 §7.1: hex digits, extensions after ';'), or nullopt.
+std::optional<std::uint64_t> chunk_size(std::string_view line) {
+  std::string_view digits = trimmed(line.substr(0, line.find(';')));
+  std::uint64_t size = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
+  if (digits.empty() || digits.size() > 15 || error != std::errc() || end != digits.data() + digits.size())
+    return std::nullopt;
+  return size;
+}
+
+// The line at `at` of `input`, as AnswerStream::take_line reads one: its end (the CRLF's
+// index), 0 while incomplete, or answer_malformed past answer_head_max.
+std::size_t line_end(std::string_view input, std::size_t at) {
+  const std::size_t end = input.find("\r\n", at);
+  if (end == std::string_view::npos) return input.size() - at > answer_head_max ? answer_malformed : 0;
+  return end - at > answer_head_max ? answer_malformed : end;
+}
+
+// A chunked body at `at` of `input`: the index just past its trailer's empty line, 0 while
+// incomplete, or answer_malformed; by AnswerStream's rules, so that the two agree.
+std::size_t chunked_end(std::string_view input, std::size_t at) {
+  for (;;) {
+    std::size_t end = line_end(input, at);
+    if (end == 0 || end == answer_malformed) return end;
+    std::optional<std::uint64_t> size = chunk_size(input.substr(at, end - at));
+    if (!size) return answer_malformed;
+    at = end + 2;
+    if (*size == 0) break;
+    if (input.size() - at < *size) return 0;
+    at += std::size_t(*size);
+    end = line_end(input, at);  // what follows the data: an empty line
+    if (end == 0 || end == answer_malformed) return end;
+    if (end != at) return answer_malformed;
+    at = end + 2;
+  }
+  for (;;) {  // the trailer, to its empty line
+    std::size_t end = line_end(input, at);
+    if (end == 0 || end == answer_malformed) return end;
+    if (end == at) return at + 2;
+    at = end + 2;
+  }
+}
+
+}  // namespace
+
 std::size_t parse_answer(std::string_view input, int& status) {
   auto head_end = input.find("\r\n\r\n");
   if (head_end == std::string_view::npos) return input.size() > answer_head_max ? answer_malformed : 0;
   if (head_end > answer_head_max) return answer_malformed;
-  std::optional<std::size_t> body = frame_head(input.substr(0, head_end), status);
+  bool chunked = false;
+  std::optional<std::size_t> body = frame_head(input.substr(0, head_end), status, nullptr, &chunked);
   if (!body) return answer_malformed;
+  if (chunked) return chunked_end(input, head_end + 4);
   std::size_t total = head_end + 4 + *body;
   return input.size() >= total ? total : 0;
 }
@@ -220,13 +269,10 @@ AnswerStream::Step AnswerStream::http_body(std::string_view& bytes) {
     const std::string line = std::exchange(head_, std::string());
     switch (chunk_) {
       case Chunk::size: {
-        std::string_view digits = trimmed(std::string_view(line).substr(0, line.find(';')));
-        std::uint64_t size = 0;
-        auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
-        if (digits.empty() || digits.size() > 15 || error != std::errc() || end != digits.data() + digits.size())
-          return broke(bytes);
-        body_left_ = size;
-        chunk_ = size == 0 ? Chunk::trailer : Chunk::data;
+        std::optional<std::uint64_t> size = chunk_size(line);
+        if (!size) return broke(bytes);
+        body_left_ = *size;
+        chunk_ = *size == 0 ? Chunk::trailer : Chunk::data;
         break;
       }
       case Chunk::data_end:

@@ -472,6 +472,14 @@ TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a 
       CHECK(*statuses == c.statuses);
     }
   }
+  // parse_answer, over a whole buffer, frames a chunked answer as the stream does.
+  const std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+  int parsed_status = 0;
+  CHECK(sim::parse_answer(chunked + "HTTP/1.1 204 No\r\n\r\n", parsed_status) == chunked.size());
+  CHECK(parsed_status == 200);
+  CHECK(sim::parse_answer(chunked.substr(0, chunked.size() - 1), parsed_status) == 0);  // not yet whole
+  CHECK(sim::parse_answer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokX\r\n", parsed_status) ==
+        sim::answer_malformed);
   // What cannot frame is malformed, and its first bytes are kept for the report.
   for (const auto& [group, bad] : std::vector<std::pair<sim::ClientGroup, std::string>>{
            {framed(F::resp), "?what\r\n"},
