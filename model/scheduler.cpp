@@ -275,10 +275,9 @@ Scheduler::Entry Scheduler::take_next() {
   ++epoch_;
   std::vector<Alternative> offered;
   if (now_batch_.size() > 1 && chooser_ != nullptr) {
+    twin_classes(now_batch_, classes_, true);
     for (std::uint32_t i = 0; i < now_batch_.size(); ++i) {
-      const Entry& e = now_batch_[i];
-      std::uint64_t twin = twins_ && e.kind == Kind::callback ? twins_(e.tag, pending_part(e)) : 0;
-      if (twin != 0 && e.window != 0) twin = mix(twin, std::uint64_t((e.window_end - now_).count()));
+      std::uint64_t twin = classes_[i];
       bool seen = twin != 0 && std::any_of(offered.begin(), offered.end(), [twin](const Alternative& a) { return a.twin == twin; });
       if (!seen) offered.push_back(Alternative{i, twin});
     }
@@ -290,15 +289,45 @@ Scheduler::Entry Scheduler::take_next() {
   return entry;
 }
 
+// A class is computed only for an entry whose key another shares: one whose key is its own has
+// no twin among `entries`, whatever its class. At an instant (`at_instant`) only callbacks have
+// twins, and windowed ones only those whose windows end alike.
+template <class Entries>
+void Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const {
+  const std::size_t n = entries.size();
+  out.assign(n, 0);
+  if (!twins_) return;
+  auto offset = [this](const Entry& e) { return std::uint64_t((e.window_end - now_).count()); };
+  keys_.clear();  // (key, index), for the entries that may have a twin
+  for (std::size_t i = 0; i < n; ++i) {
+    const Entry& e = entries[i];
+    std::uint64_t key = at_instant && e.kind != Kind::callback ? 0 : twin_key_ ? twin_key_(e.tag) : 1;
+    if (key == 0) continue;
+    if (at_instant && e.window != 0) key = mix(key, offset(e));
+    keys_.emplace_back(key, i);
+  }
+  std::sort(keys_.begin(), keys_.end());
+  for (std::size_t k = 0; k < keys_.size(); ++k) {
+    bool shared = (k > 0 && keys_[k - 1].first == keys_[k].first) ||
+                  (k + 1 < keys_.size() && keys_[k + 1].first == keys_[k].first);
+    if (!shared) continue;
+    const Entry& e = entries[keys_[k].second];
+    std::uint64_t twin = twins_(e.tag, pending_part(e));
+    if (twin != 0 && at_instant && e.window != 0) twin = mix(twin, offset(e));
+    out[keys_[k].second] = twin;
+  }
+}
+
 // Of each twin class of open windows, the one that must land first: if an execution lands a
 // later-ending twin here, the one that lands the earlier-ending twin here and the other where
 // that one landed is also an execution, and ends alike.
 std::vector<Scheduler::Alternative> Scheduler::landing_alternatives(const Call* call) const {
   std::vector<Alternative> out;
+  twin_classes(open_, classes_, false);
   for (std::uint32_t i = 0; i < open_.size(); ++i) {
     const Entry& e = open_[i];
     if (call != nullptr && commutes_ && commutes_(e.tag, *call)) continue;
-    std::uint64_t twin = twins_ ? twins_(e.tag, pending_part(e)) : 0;
+    std::uint64_t twin = classes_[i];
     auto same = std::find_if(out.begin(), out.end(), [twin](const Alternative& a) { return twin != 0 && a.twin == twin; });
     if (same == out.end()) {
       out.push_back(Alternative{i, twin});

@@ -91,6 +91,11 @@ using Commutes = std::function<bool(const Tag& what, const Call& call)>;
 // `own` is what Scheduler::pending_about counts for the happening itself: twins are alike in
 // everything else pending for them.
 using TwinClass = std::function<std::uint64_t(const Tag&, std::uint64_t own)>;
+// A cheap necessary condition for two happenings to be twins: happenings of different keys are
+// never of one class, and a key of 0 has no twin. The class, a digest of the clients' whole
+// states, is computed only where two same-instant happenings share a key, so that a large
+// instant of happenings about clients that differ costs a key each rather than a digest each.
+using TwinKey = std::function<std::uint64_t(const Tag&)>;
 
 class Scheduler {
  public:
@@ -122,7 +127,11 @@ class Scheduler {
   // With twins known, same-instant happenings of one class count as one alternative of an
   // `order` choice (its first in line runs), and of open windows of one class the one that ends
   // first is the alternative.
-  void set_twins(TwinClass twins) { twins_ = std::move(twins); }
+  // `key` (optional) spares the classes of happenings that share no key (TwinKey).
+  void set_twins(TwinClass twins, TwinKey key = {}) {
+    twins_ = std::move(twins);
+    twin_key_ = std::move(key);
+  }
   // What is pending about a client (Name::client) or a connection (Name::conn): a multiset's
   // digest of its happenings (kind, detail, instants), kept as they come and go.
   std::uint64_t pending_about(loopsim::state::Name kind, std::uint32_t subject) const;
@@ -242,6 +251,9 @@ class Scheduler {
   // The open windows' alternatives, one per twin class (the earliest end of each); at a call
   // point, those that do not commute with the call.
   std::vector<Alternative> landing_alternatives(const Call* call = nullptr) const;
+  // The twin classes of `entries` (0: none), each computed only where its key is shared.
+  template <class Entries>
+  void twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const;
   // Offers the open windows a landing; true if one landed.
   bool offer_landing();
   // Lands open window `index` inside a call: it and what it schedules for now run at once.
@@ -260,6 +272,9 @@ class Scheduler {
   ThreadId current_ = no_thread;
   Chooser* chooser_;
   TwinClass twins_;
+  TwinKey twin_key_;
+  mutable std::vector<std::pair<std::uint64_t, std::size_t>> keys_;  // twin_classes' scratch
+  mutable std::vector<std::uint64_t> classes_;
   Commutes commutes_;
   std::function<std::uint64_t()> shared_;
   // pending_about's sums, by (kind, subject): looked up, never iterated.

@@ -546,6 +546,12 @@ std::uint64_t SimKernel::conn_digest(ConnId id) const {
   return state::fold(value, std::uint64_t(position));
 }
 
+std::uint64_t SimKernel::conn_key(ConnId id) const {
+  const Conn& conn = conns_.at(id);
+  std::uint64_t value = state::fold(std::uint64_t(conn.server_fd), conn.to_server.size());
+  return state::fold(value, conn.to_client.size());
+}
+
 void SimKernel::digest(Digest& d) const {
   state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
 }

@@ -203,6 +203,9 @@ class SimKernel final : public Kernel {
   // One connection's state, with its place in its listener's accept queue (-1: not queued), for
   // canonical names (sim/canonical.hpp).
   std::uint64_t conn_digest(ConnId conn) const;
+  // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the server's
+  // descriptor and the bytes each way.
+  std::uint64_t conn_key(ConnId conn) const;
 
  private:
   enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file, pair_end };

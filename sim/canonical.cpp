@@ -27,16 +27,19 @@ Canonical::Canonical(const Scenario& scenario, const model::Scheduler& scheduler
   }
 }
 
+std::uint64_t Canonical::pending_of(ClientIndex client) const {
+  std::uint64_t pending = scheduler_.pending_about(state::Name::client, std::uint32_t(client));
+  model::ConnId conn = clients_.conn_of_client(client);
+  if (conn != model::no_conn) pending += scheduler_.pending_about(state::Name::conn, conn);
+  return pending;
+}
+
 std::uint64_t Canonical::own_signature(ClientIndex client) const {
   static const Masked masked;
   std::uint64_t own = state::fold(std::uint64_t(clients_.group_of(client)), clients_.local_digest(client, masked));
-  std::uint64_t pending = scheduler_.pending_about(state::Name::client, std::uint32_t(client));
   model::ConnId conn = clients_.conn_of_client(client);
-  if (conn != model::no_conn) {
-    own = state::fold(own, kernel_.conn_digest(conn));
-    pending += scheduler_.pending_about(state::Name::conn, conn);
-  }
-  return state::fold(own, 0x51) + pending;
+  if (conn != model::no_conn) own = state::fold(own, kernel_.conn_digest(conn));
+  return state::fold(own, 0x51) + pending_of(client);
 }
 
 void Canonical::refresh() {
@@ -73,6 +76,17 @@ std::uint64_t Canonical::twin(const model::Tag& tag, std::uint64_t own) const {
   if (client == no_client || !interchangeable_[std::size_t(clients_.group_of(client))]) return 0;
   std::uint64_t rest = own_signature(client) - own;
   return state::fold(state::fold(state::fold(std::uint64_t(tag.what), tag.detail), rest), 1) | 1;
+}
+
+std::uint64_t Canonical::twin_key(const model::Tag& tag) const {
+  ClientIndex client = clients_.client_of_tag(tag);
+  if (client == no_client) return 0;
+  std::int32_t group = clients_.group_of(client);
+  if (!interchangeable_[std::size_t(group)]) return 0;
+  std::uint64_t key = state::fold(state::fold(std::uint64_t(tag.what), tag.detail), std::uint64_t(group));
+  key = state::fold(key, clients_.progress(client));
+  model::ConnId conn = clients_.conn_of_client(client);
+  return state::fold(key, conn == model::no_conn ? 0 : kernel_.conn_key(conn)) | 1;
 }
 
 std::int64_t Canonical::canonical(state::Name kind, std::int64_t id) const {

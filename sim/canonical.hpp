@@ -35,6 +35,9 @@ class Canonical final : public state::Names {
   void refresh();
   // The twin class of a pending happening (model::TwinClass).
   std::uint64_t twin(const model::Tag& tag, std::uint64_t own) const;
+  // Its key (model::TwinKey): the happening's kind, its client's group and progress, and its
+  // connection's server descriptor and bytes. Equal classes mean equal keys.
+  std::uint64_t twin_key(const model::Tag& tag) const;
 
   std::int64_t canonical(state::Name kind, std::int64_t id) const override;
   std::int64_t original(state::Name kind, std::int64_t at) const override;
@@ -45,6 +48,8 @@ class Canonical final : public state::Names {
   const Clients& clients_;
   // A client's own state, its connection's, and what is pending for either.
   std::uint64_t own_signature(ClientIndex client) const;
+  // What is pending for the client and its connection (Scheduler::pending_about).
+  std::uint64_t pending_of(ClientIndex client) const;
 
   std::vector<bool> interchangeable_;   // by group
   std::vector<std::uint64_t> signature_;  // by client, as of refresh()

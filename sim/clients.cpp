@@ -125,6 +125,13 @@ std::uint64_t Clients::local_digest(ClientIndex client, const state::Names& mask
   return value;
 }
 
+std::uint64_t Clients::progress(ClientIndex client) const {
+  const Client& c = clients_[std::size_t(client)];
+  std::uint64_t value = state::fold(std::uint64_t(c.next_request), std::uint64_t(c.answered));
+  value = state::fold(value, std::uint64_t(c.due));
+  return state::fold(value, std::uint64_t(c.established) | std::uint64_t(c.done) << 1 | std::uint64_t(c.shut) << 2);
+}
+
 // In the order the clients connected, not in the order they are listed: clients whose order
 // was a symmetric choice stay interchangeable.
 void Clients::reset_group(const std::string& group, int count) {

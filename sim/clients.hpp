@@ -36,6 +36,9 @@ class Clients final : public model::ClientSink {
   std::int32_t group_of(ClientIndex client) const { return clients_[std::size_t(client)].group_index; }
   model::ConnId conn_of_client(ClientIndex client) const { return clients_[std::size_t(client)].conn; }
   std::uint64_t local_digest(ClientIndex client, const state::Names& masked) const;
+  // A few of the fields local_digest takes, in a few operations: clients whose progress
+  // differs have different digests (Canonical::twin_key).
+  std::uint64_t progress(ClientIndex client) const;
   // The client a pending happening is about, if any.
   ClientIndex client_of_tag(const model::Tag& tag) const;
   // Whether a client's connection or request, landing just before kernel call `call`, has the

@@ -493,7 +493,8 @@ struct World::Impl {
     scheduler.explore_windows(recording.explores_windows());
     if (symmetry) {
       canonical.emplace(scenario, scheduler, kernel, clients);
-      scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); });
+      scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); },
+                          [this](const model::Tag& tag) { return canonical->twin_key(tag); });
     }
     scheduler.set_commutes([this](const model::Tag& what, const model::Call& call) { return clients.commutes(what, call); });
     scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
