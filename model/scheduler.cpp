@@ -306,15 +306,26 @@ void Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>&
     if (at_instant && e.window != 0) key = mix(key, offset(e));
     keys_.emplace_back(key, i);
   }
-  std::sort(keys_.begin(), keys_.end());
-  for (std::size_t k = 0; k < keys_.size(); ++k) {
-    bool shared = (k > 0 && keys_[k - 1].first == keys_[k].first) ||
-                  (k + 1 < keys_.size() && keys_[k + 1].first == keys_[k].first);
-    if (!shared) continue;
-    const Entry& e = entries[keys_[k].second];
+  // Which keys are shared: an open-addressed table of (key, count), at most half full.
+  std::size_t size = 16;
+  while (size < 2 * keys_.size()) size *= 2;
+  counts_.assign(size, {0, 0});
+  auto slot = [this, size](std::uint64_t key) -> std::pair<std::uint64_t, std::uint32_t>& {
+    std::size_t at = std::size_t(mix(key, 0x7f4a) & (size - 1));
+    while (counts_[at].second != 0 && counts_[at].first != key) at = (at + 1) & (size - 1);
+    return counts_[at];
+  };
+  for (const auto& [key, index] : keys_) {
+    auto& s = slot(key);
+    s.first = key;
+    ++s.second;
+  }
+  for (const auto& [key, index] : keys_) {
+    if (slot(key).second < 2) continue;
+    const Entry& e = entries[index];
     std::uint64_t twin = twins_(e.tag, pending_part(e));
     if (twin != 0 && at_instant && e.window != 0) twin = mix(twin, offset(e));
-    out[keys_[k].second] = twin;
+    out[index] = twin;
   }
 }
 

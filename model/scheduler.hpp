@@ -274,6 +274,7 @@ class Scheduler {
   TwinClass twins_;
   TwinKey twin_key_;
   mutable std::vector<std::pair<std::uint64_t, std::size_t>> keys_;  // twin_classes' scratch
+  mutable std::vector<std::pair<std::uint64_t, std::uint32_t>> counts_;
   mutable std::vector<std::uint64_t> classes_;
   Commutes commutes_;
   std::function<std::uint64_t()> shared_;

@@ -206,6 +206,7 @@ class SimKernel final : public Kernel {
   // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the server's
   // descriptor and the bytes each way.
   std::uint64_t conn_key(ConnId conn) const;
+  int server_fd_of(ConnId conn) const { return conns_[conn].server_fd; }
 
  private:
   enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file, pair_end };

@@ -84,8 +84,11 @@ std::uint64_t Canonical::twin_key(const model::Tag& tag) const {
   std::int32_t group = clients_.group_of(client);
   if (!interchangeable_[std::size_t(group)]) return 0;
   std::uint64_t key = state::fold(state::fold(std::uint64_t(tag.what), tag.detail), std::uint64_t(group));
-  key = state::fold(key, clients_.progress(client));
   model::ConnId conn = clients_.conn_of_client(client);
+  // A connection the server holds is told apart by its descriptor: no other client's has it.
+  int server_fd = conn == model::no_conn ? -1 : kernel_.server_fd_of(conn);
+  if (server_fd >= 0) return state::fold(key, std::uint64_t(server_fd)) | 1;
+  key = state::fold(key, clients_.progress(client));
   return state::fold(key, conn == model::no_conn ? 0 : kernel_.conn_key(conn)) | 1;
 }
 

@@ -35,8 +35,9 @@ class Canonical final : public state::Names {
   void refresh();
   // The twin class of a pending happening (model::TwinClass).
   std::uint64_t twin(const model::Tag& tag, std::uint64_t own) const;
-  // Its key (model::TwinKey): the happening's kind, its client's group and progress, and its
-  // connection's server descriptor and bytes. Equal classes mean equal keys.
+  // Its key (model::TwinKey): the happening's kind and its client's group; then the server's
+  // descriptor for the client's connection, where it has one, or else the client's progress
+  // and its connection's bytes. Equal classes mean equal keys.
   std::uint64_t twin_key(const model::Tag& tag) const;
 
   std::int64_t canonical(state::Name kind, std::int64_t id) const override;
