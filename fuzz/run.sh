@@ -3,7 +3,7 @@
 # other), on seed corpora prepared in a temporary folder (fuzz/seed_corpus.sh), and prints one line a harness: its executions, their
 # rate and its findings (0, or the file that reproduces one). Exits 1 if any harness found a
 # crash, a leak, a timeout, an out-of-memory or a sanitizer report; 2 if one could not run.
-# CI calls `FUZZ_JOBS=2 bash fuzz/run.sh 60`.
+# CI calls `FUZZ_SEED=1 FUZZ_JOBS=2 bash fuzz/run.sh 45`.
 #
 # Usage: fuzz/run.sh SECONDS [BUILD_DIR]   (BUILD_DIR: default build-fuzz, built if needed)
 #
@@ -12,6 +12,8 @@
 #                           answer, wire)
 #   FUZZ_JOBS=N             run N harnesses at once (default 1; CI runs 2 on its 2 cores)
 #   FUZZ_RUNS=N             also stop each harness after N executions
+#   FUZZ_SEED=N             libFuzzer's -seed: the same inputs tried in the same order on every
+#                           run (CI sets it, so that a red run replays; bench/fuzz.sh does not)
 #   FUZZ_KEEP_GOING=1       go on after a finding (libFuzzer's -fork=1 -ignore_crashes=1 ...)
 #                           and report how many inputs were kept; fuzz/triage.sh sorts them
 #   FUZZ_CORPUS=DIR         keep the corpora in DIR/NAME across runs (seeded when empty)
@@ -53,6 +55,7 @@ run_one() {
   options=(-max_total_time="$seconds" -max_len="${max_len[$name]}" -timeout=10 -rss_limit_mb=2048
            -dict="$root/fuzz/dict/$name.dict" -print_final_stats=1 -artifact_prefix="$findings/")
   [ -n "${FUZZ_RUNS:-}" ] && options+=(-runs="$FUZZ_RUNS")
+  [ -n "${FUZZ_SEED:-}" ] && options+=(-seed="$FUZZ_SEED")
   [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   rc=0
   (cd "$work" && "$dir/fuzz_$name" "${options[@]}" "$corpus/$name") >"$log" 2>&1 || rc=$?
