@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -205,7 +206,7 @@ std::size_t peak_resident_bytes() {  // VmHWM from /proc/self/status, in kB
 
 // The heap a trace holds, buffer by buffer (each as malloc handed it out).
 struct TraceBytes {
-  std::size_t events = 0;    // the events vector: capacity x sizeof(TraceEvent), rounded
+  std::size_t events = 0;    // the events deque's blocks, each as malloc handed it out, and its map
   std::size_t payloads = 0;  // Events::fds vectors and strings beyond the small-string buffer
   std::size_t labels = 0;    // clients, groups, group sizes, names
   std::size_t total() const { return events + payloads + labels; }
@@ -216,13 +217,23 @@ std::size_t buffer_bytes(const Buffer& b) {
   return b.capacity() == 0 ? 0 : malloc_usable_size(const_cast<void*>(static_cast<const void*>(b.data())));
 }
 
+// libstdc++ keeps a deque in blocks of 512 bytes (of one element where that is larger) and a map
+// of pointers to them; a deque filled by push_back alone starts a block every per_block elements.
+template <class T>
+std::size_t deque_bytes(const std::deque<T>& d) {
+  constexpr std::size_t per_block = sizeof(T) < 512 ? 512 / sizeof(T) : 1;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < d.size(); i += per_block) bytes += malloc_usable_size(const_cast<T*>(&d[i]));
+  return bytes + (d.size() / per_block + 1) * sizeof(void*);  // the map, about
+}
+
 std::size_t string_bytes(const std::string& s) {
   return s.capacity() <= 15 ? 0 : buffer_bytes(s);  // libstdc++'s small-string buffer: 15
 }
 
 TraceBytes trace_bytes(const sim::Trace& trace) {
   TraceBytes out;
-  out.events = buffer_bytes(trace.events);
+  out.events = deque_bytes(trace.events);
   for (const sim::TraceEvent& event : trace.events) {
     std::visit(
         [&](const auto& e) {
@@ -449,7 +460,7 @@ int main(int argc, char** argv) {
   std::printf("  peak live - live before     %12zu B   %8.1f B/connection\n", peak, per_conn);
   std::printf("  trace returned (live after) %12zu B   %8.1f B/connection\n", retained,
               trace_per_conn);
-  std::printf("    walked: events vector %zu B (%zu x sizeof(TraceEvent) = %zu), payloads %zu B, labels %zu B; total %zu B\n",
+  std::printf("    walked: events (deque blocks)  %zu B (%zu x sizeof(TraceEvent) = %zu), payloads %zu B, labels %zu B; total %zu B\n",
               walked.events, held.events, sizeof(sim::TraceEvent), walked.payloads, walked.labels,
               walked.total());
   std::printf("  peak - trace returned       %12zu B   %8.1f B/connection   (the engine, and the trace's\n"

@@ -207,6 +207,8 @@ class SimKernel final : public Kernel {
   // descriptor and the bytes each way.
   std::uint64_t conn_key(ConnId conn) const;
   int server_fd_of(ConnId conn) const { return conns_[conn].server_fd; }
+  // Room for `count` more connections (the clients a run will make), made at once.
+  void expect_connections(std::size_t count) { conns_.reserve(conns_.size() + count); }
 
  private:
   enum class FdKind : std::uint8_t { free, stdio, listener, socket, poller, wake, pipe_read, pipe_write, file, pair_end };

@@ -173,7 +173,7 @@ TEST_CASE("a trace with no passes still renders: the title and the key") {
 TEST_CASE("each worker's passes fold apart, in a column of their own") {
   sim::Trace trace = long_run(30);
   sim::Trace second = long_run(30);
-  std::vector<sim::TraceEvent> both;
+  std::deque<sim::TraceEvent> both;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     both.push_back(trace.events[i]);
     std::visit(

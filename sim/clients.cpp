@@ -22,6 +22,12 @@ Clients::Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& t
 }
 
 void Clients::schedule(const std::vector<ClientGroup>& groups) {
+  // Each held connection costs its client and its kernel state: room for all of them at once,
+  // so that a million idle clients do not also pay for a vector's growth slack.
+  std::size_t total = 0;
+  for (const ClientGroup& group : groups) total += std::size_t(std::max(group.count, 0));
+  clients_.reserve(clients_.size() + total);
+  kernel_.expect_connections(total);
   for (const ClientGroup& group : groups) {
     auto group_index = std::int32_t(trace_.groups.size());
     trace_.groups.push_back(group.name);

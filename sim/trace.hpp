@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <iterator>
 #include <string>
@@ -134,7 +135,10 @@ struct Trace {
   std::vector<std::string> groups;
   std::vector<std::int32_t> group_sizes;  // members per group
   std::vector<ClientLabel> clients;
-  std::vector<TraceEvent> events;
+  // A deque, not a vector: a run's trace grows by whole blocks, never copied to a buffer twice its
+  // size (at a vector's growth the old and the new buffer are live at once, and a million held
+  // connections' trace would peak at three times its size).
+  std::deque<TraceEvent> events;
   // What this trace records (all of it unless a run was asked for less), and the one way a
   // run adds an event: one of a kind the mask leaves out is dropped.
   EventMask keep = all_events;

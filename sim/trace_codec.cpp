@@ -159,7 +159,6 @@ Trace decode_trace(std::string_view bytes) {
   std::uint64_t events = 0;
   r(events);
   r.need_items(events, 1);  // a kind byte at least
-  trace.events.reserve(std::size_t(events));
   for (std::uint64_t i = 0; i < events; ++i) {
     std::uint8_t kind = 0;
     r(kind);
