@@ -11,7 +11,8 @@
 #
 # Environment: LOOPSIM (default build/loopsim; a relative path is taken from the current
 # directory, else from the repository root), ROUNDS (3), DURATION (seconds a run, 10),
-# CONNECTIONS (64), WRK_THREADS (1), WORKERS (the worker counts, default "1 $(nproc)").
+# CONNECTIONS (64), WRK_THREADS (1), WORKERS (the worker counts, default "1 $(nproc)"),
+# LIVE_ARGS (more arguments for `loopsim live`, e.g. "--reuse-port"; with several workers only).
 #
 # How: both servers run side by side, one idle while the other is measured; runs alternate
 # between them (the first of each round alternating too) so that drift in the machine hits
@@ -165,7 +166,9 @@ EOF
 # start_loopsim WORKERS: sets loopsim_pid, loopsim_port; or returns 1 with loopsim_error.
 start_loopsim() {
   local workers=$1 out=$tmp/loopsim-$1.out err=$tmp/loopsim-$1.err line i
-  "$LOOPSIM" live --listen 127.0.0.1:0 --workers "$workers" >"$out" 2>"$err" &
+  local extra=()
+  [ "$workers" -gt 1 ] && read -ra extra <<<"${LIVE_ARGS:-}"
+  "$LOOPSIM" live --listen 127.0.0.1:0 --workers "$workers" "${extra[@]}" >"$out" 2>"$err" &
   loopsim_pid=$!
   servers+=("$loopsim_pid")
   for ((i = 0; i < 200; i++)); do
@@ -226,7 +229,7 @@ for w in $WORKERS; do
   fi
 done
 estimate=$((rows_count * 2 * 2 * ROUNDS * (DURATION + 1) + rows_count * 3))
-echo "live_vs_nginx: $LOOPSIM against $("$NGINX" -v 2>&1 | sed 's/.*version: //'), workers: $WORKERS, $ROUNDS rounds of ${DURATION} s, $CONNECTIONS connections; about $estimate s"
+echo "live_vs_nginx: $LOOPSIM against $("$NGINX" -v 2>&1 | sed 's/.*version: //'), workers: $WORKERS, $ROUNDS rounds of ${DURATION} s, $CONNECTIONS connections${LIVE_ARGS:+, loopsim live $LIVE_ARGS with several workers}; about $estimate s"
 : >"$tmp/results"
 
 for w in $WORKERS; do
