@@ -664,6 +664,8 @@ bool World::quiescent() const { return impl_->scheduler.idle(); }
 
 bool World::stalled() const { return impl_->kernel.stalled(); }
 
+void World::digests_unused() { impl_->scheduler.set_shared_inputs({}); }
+
 void World::abandon() {
   Impl& w = *impl_;
   if (w.finished) return;
@@ -769,6 +771,7 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   if (scenario.target) (void)owned.release();
   std::optional<LassoWatch> watch;
   if (expects(scenario, "liveness")) watch.emplace();
+  if (!watch) world.digests_unused();
   Nanos instant = world.now();
   std::uint64_t at_instant = 0;
   do {

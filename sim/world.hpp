@@ -90,6 +90,10 @@ class World {
   bool quiescent() const;
   // The kernel parked a thread that made calls without end at one instant (SimKernel::stalled).
   bool stalled() const;
+  // No digest of this world's states will be taken (a run that watches no lasso): the threads'
+  // contexts then leave out the process's shared inputs, which cost a digest a kernel call.
+  // Contexts are only ever digested, so nothing the run does changes.
+  void digests_unused();
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
