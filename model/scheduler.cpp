@@ -311,7 +311,7 @@ void Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>&
   while (size < 2 * keys_.size()) size *= 2;
   counts_.assign(size, {0, 0});
   auto slot = [this, size](std::uint64_t key) -> std::pair<std::uint64_t, std::uint32_t>& {
-    std::size_t at = std::size_t(mix(key, 0x7f4a) & (size - 1));
+    std::size_t at = std::size_t((key ^ (key >> 29)) & (size - 1));  // keys are digests already
     while (counts_[at].second != 0 && counts_[at].first != key) at = (at + 1) & (size - 1);
     return counts_[at];
   };
