@@ -548,8 +548,7 @@ std::uint64_t SimKernel::conn_digest(ConnId id) const {
 
 std::uint64_t SimKernel::conn_key(ConnId id) const {
   const Conn& conn = conns_.at(id);
-  std::uint64_t value = state::fold(std::uint64_t(conn.server_fd), conn.to_server.size());
-  return state::fold(value, conn.to_client.size());
+  return state::fold(conn.to_server.size(), conn.to_client.size());
 }
 
 void SimKernel::digest(Digest& d) const {

@@ -203,8 +203,8 @@ class SimKernel final : public Kernel {
   // One connection's state, with its place in its listener's accept queue (-1: not queued), for
   // canonical names (sim/canonical.hpp).
   std::uint64_t conn_digest(ConnId conn) const;
-  // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the server's
-  // descriptor and the bytes each way.
+  // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the bytes
+  // each way.
   std::uint64_t conn_key(ConnId conn) const;
   int server_fd_of(ConnId conn) const { return conns_[conn].server_fd; }
   // Room for `count` more connections (the clients a run will make), made at once.

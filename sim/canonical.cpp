@@ -27,19 +27,16 @@ Canonical::Canonical(const Scenario& scenario, const model::Scheduler& scheduler
   }
 }
 
-std::uint64_t Canonical::pending_of(ClientIndex client) const {
-  std::uint64_t pending = scheduler_.pending_about(state::Name::client, std::uint32_t(client));
-  model::ConnId conn = clients_.conn_of_client(client);
-  if (conn != model::no_conn) pending += scheduler_.pending_about(state::Name::conn, conn);
-  return pending;
-}
-
 std::uint64_t Canonical::own_signature(ClientIndex client) const {
   static const Masked masked;
   std::uint64_t own = state::fold(std::uint64_t(clients_.group_of(client)), clients_.local_digest(client, masked));
+  std::uint64_t pending = scheduler_.pending_about(state::Name::client, std::uint32_t(client));
   model::ConnId conn = clients_.conn_of_client(client);
-  if (conn != model::no_conn) own = state::fold(own, kernel_.conn_digest(conn));
-  return state::fold(own, 0x51) + pending_of(client);
+  if (conn != model::no_conn) {
+    own = state::fold(own, kernel_.conn_digest(conn));
+    pending += scheduler_.pending_about(state::Name::conn, conn);
+  }
+  return state::fold(own, 0x51) + pending;
 }
 
 void Canonical::refresh() {

@@ -49,8 +49,6 @@ class Canonical final : public state::Names {
   const Clients& clients_;
   // A client's own state, its connection's, and what is pending for either.
   std::uint64_t own_signature(ClientIndex client) const;
-  // What is pending for the client and its connection (Scheduler::pending_about).
-  std::uint64_t pending_of(ClientIndex client) const;
 
   std::vector<bool> interchangeable_;   // by group
   std::vector<std::uint64_t> signature_;  // by client, as of refresh()
