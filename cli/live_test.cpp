@@ -419,7 +419,13 @@ TEST_CASE("live: large answers nobody reads are held to the output bound, and cl
   }
   INFO("RSS before " << before << " KiB, during " << during << " KiB, after " << after << " KiB");
   CHECK(during - before < 100 * 512);  // 64 KiB of output each (128 KiB of capacity), and the allocator's due
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's allocator keeps what is freed in its own caches, mapped: RSS cannot show memory given
+  // back there (an optimized sanitizer build holds 3.4 MB more after the close). The release
+  // build checks it.
+#else
   CHECK(after - before < 2 * 1024);
+#endif
   live.signal();
   live.exit_code();
 }
