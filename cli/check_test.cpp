@@ -41,10 +41,18 @@ TEST_CASE("check exits 0 on scenarios/ and prints one row per arm") {
 }
 
 TEST_CASE("check exits 1 when --set loop.accept_batch=0 makes the base fail, naming the replay") {
-  auto o = run_loopsim("check " + scenarios + " --set loop.accept_batch=0");
+  auto o = run_loopsim("check " + scenario_dir("set", false) + " --set loop.accept_batch=0");
   CHECK(o.status == 1);
   CHECK(o.output.find("VIOLATED") != std::string::npos);
   CHECK(o.output.find("reproduce: loopsim run") != std::string::npos);
+}
+
+TEST_CASE("check refuses an unknown --set key before it runs anything") {
+  auto o = run_loopsim("check " + scenario_dir("set-unknown", false) + " --set loop.accept_bach=0");
+  CHECK(o.status == 2);
+  CHECK(o.output.find("error: --set:1:1: --set loop.accept_bach: unknown key") != std::string::npos);
+  CHECK(o.output.find("accept-burst") == std::string::npos);  // no row: nothing ran
+  CHECK(o.output.find("ERROR") == std::string::npos);
 }
 
 TEST_CASE("check exits 2 with a bad scenario among good ones, after running the rest") {
@@ -57,7 +65,10 @@ TEST_CASE("check exits 2 with a bad scenario among good ones, after running the 
 }
 
 TEST_CASE("check exits 2 for a path that does not exist and for no scenarios at all") {
-  CHECK(run_loopsim("check " + scenarios + " /no/such/dir").status == 2);
+  auto missing = run_loopsim("check " + scenario_dir("missing", false) + " /no/such/dir");
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find("/no/such/dir:1:1: no such file or directory") != std::string::npos);
+  CHECK(missing.output.find("15 arms: 15 held") != std::string::npos);  // the rest still ran
   fs::path empty = loopsim::testing::temp_path("check-empty");
   fs::create_directories(empty);
   CHECK(run_loopsim("check " + empty.string()).status == 2);
@@ -79,19 +90,28 @@ TEST_CASE("check --jobs 3 reports in sorted order, the same as one job") {
 }
 
 TEST_CASE("check --json prints every run document and a summary") {
-  auto o = run_loopsim("check " + scenarios + " --json", true);
+  auto o = run_loopsim("check " + scenario_dir("json", false) + " --json", true);
   REQUIRE(o.status == 0);
   auto doc = nlohmann::json::parse(o.output);
   std::size_t arms = 0;
-  bool found = false;
+  REQUIRE(doc["scenarios"].size() == 3);
   for (const auto& scenario : doc["scenarios"]) {
     arms += scenario["arms"].size();
-    if (scenario["scenario"] != "accept-burst") continue;
-    found = true;
-    CHECK(scenario["arms"].size() == 5);
+    CHECK(scenario["scenario"] == "accept-burst");
+    REQUIRE(scenario["arms"].size() == 5);
+    CHECK(scenario["arms"][0]["verdict"] == "held");  // the base
+    for (std::size_t i = 1; i < 5; ++i) CHECK(scenario["arms"][i]["verdict"] == "caught");
   }
-  CHECK(found);
   CHECK(doc["summary"]["arms"] == arms);
+  // With the rule the sabotage arms break already off, the base fails and some arms are not
+  // caught: the JSON says so in the table's words.
+  auto off = run_loopsim("check " + loopsim::testing::accept_burst + " --json --set loop.accept_batch=0", true);
+  CHECK(off.status == 1);
+  auto broken = nlohmann::json::parse(off.output)["scenarios"][0]["arms"];
+  CHECK(broken[0]["verdict"] == "violated");
+  std::size_t not_caught = 0;
+  for (const auto& arm : broken) not_caught += arm["verdict"] == "not_caught";
+  CHECK(not_caught > 0);
   CHECK(doc["summary"]["verdict"] == "held");
 }
 

@@ -81,7 +81,8 @@ void print_table(const RunReport& report, std::ostream& out) {
     for (const checker::Verdict& v : arm.verdicts) {
       if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
     }
-    if (!arm.cut.empty()) out << "    the run stopped before its horizon: " << arm.cut << '\n';
+    if (!arm.cut.empty())
+      out << "    " << arm.cut_at << ": the run stopped before its horizon: " << arm.cut << '\n';
     if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
   }
   out << "\nverdict: " << (report.limited() ? "limit" : report.held() ? "held" : "violated") << '\n';
@@ -96,7 +97,11 @@ nlohmann::ordered_json to_json(const RunReport& report) {
   for (const ArmReport& arm : report.arms) {
     nlohmann::ordered_json a;
     a["name"] = arm.name;
-    a["verdict"] = arm.judgement.limited() ? "limit" : arm.judgement.held ? "held" : "violated";
+    // A sabotage arm is caught or not, as the check table says; a base arm held or violated.
+    const bool sabotage = !arm.expect_violated.empty();
+    a["verdict"] = arm.judgement.limited() ? "limit"
+                   : arm.judgement.held    ? (sabotage ? "caught" : "held")
+                                           : (sabotage ? "not_caught" : "violated");
     a["expect_violated"] = arm.expect_violated;
     a["properties"] = nlohmann::ordered_json::array();
     for (const checker::Verdict& v : arm.verdicts) {
@@ -114,7 +119,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
     a["stats"] = {{"passes", arm.stats.passes},     {"accepted", arm.stats.accepted},
                   {"answered", arm.stats.answered}, {"refused", arm.stats.refused},
                   {"virtual_ns", arm.stats.virtual_time.count()}, {"wall_ns", arm.wall_ns}};
-    if (!arm.cut.empty()) a["cut"] = arm.cut;
+    if (!arm.cut.empty()) a["cut"] = arm.cut, a["cut_at"] = arm.cut_at;
     if (arm.stats.exit_status) {
       a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", arm.stats.exited_at.count()},
                    {"last_stderr", arm.stats.last_stderr}};

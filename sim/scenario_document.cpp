@@ -80,6 +80,12 @@ toml::table& section_table(C c, toml::table& root, std::string_view name) {
   return *node->as_table();
 }
 
+// Where a --set override came from: its value's column in the argument, when it has one.
+OverrideOrigin command_line_origin(const Override& o) {
+  if (o.value_column == 0) return {cat("--set ", o.key), {1, 1}, "", {}};
+  return {cat("--set ", o.key), {1, o.value_column}, "--set", {1, 1}};
+}
+
 void apply_override(Context& c, toml::table& root, const Override& o, OverrideOrigin origin) {
   const std::vector<std::string_view> parts = split_key(o.key);
   check_override_key(c, origin, parts);
@@ -180,11 +186,7 @@ toml::table overridden(Context& c, const std::string& text, const std::string& f
     for (const Override& o : arm->set)
       apply_override(c, root, o,
                      {cat("arm \"", arm->name, "\" set ", o.key), arm_position(root, *arm, o.key), "", {}});
-  for (const Override& o : overrides) {
-    OverrideOrigin origin{cat("--set ", o.key), {1, 1}, "", {}};
-    if (o.value_column != 0) origin = {cat("--set ", o.key), {1, o.value_column}, "--set", {1, 1}};
-    apply_override(c, root, o, std::move(origin));
-  }
+  for (const Override& o : overrides) apply_override(c, root, o, command_line_origin(o));
   return root;
 }
 
@@ -273,6 +275,8 @@ Override parse_override(const std::string& assignment) {
   }
   o.value_column = static_cast<std::uint32_t>(eq + 2 + value.find_first_not_of(" \t"));
   check_key_depth(assignment, "--set");  // the value is TOML too
+  // A key no scenario has is refused here, before anything runs, rather than in each file.
+  check_override_key(Context("--set"), command_line_origin(o), split_key(o.key));
   return o;
 }
 
