@@ -133,6 +133,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     report.verdicts = evaluate(run.trace, scenario.expect, costs);
     report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
     report.cut = run.trace.cut;
+    if (!report.cut.empty()) report.cut_at = scenario.position_of({"horizon"});
     report.stats = run.stats;
     report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
     report.replay_diverged = replay && (replay->divergences() > 0 || !replay->exhausted());

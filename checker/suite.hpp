@@ -23,6 +23,7 @@ struct ArmReport {
   std::int64_t wall_ns = 0;
   std::string replay;  // the command that reproduces this arm
   std::string cut;     // the run stopped before its horizon: why (Trace::cut)
+  std::string cut_at;  // and the horizon it did not reach: "file:line:column"
   // --replay, or a scenario's pinned choices: the choices did not fit this run. Where first:
   bool replay_diverged = false;
   std::string divergence;

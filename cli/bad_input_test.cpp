@@ -44,7 +44,7 @@ TEST_CASE("every bad input ends in a contract message or a limit, never a crash"
       {"choices-garbage.toml", 2, ":1:12: choices: \"order:3:1:junk\" is not a choice"},
       {"newline-in-value.toml", 2, "horizon"},
       {"nul-in-value.toml", 2, "horizon"},
-      {"idle-1ns.toml", 3, "the run stopped before its horizon: its trace passed 10000000 events"},
+      {"idle-1ns.toml", 3, "idle-1ns.toml:1:1: the run stopped before its horizon: its trace passed 10000000 events"},
   };
   for (const Case& c : cases) {
     INFO(c.file);

@@ -43,6 +43,12 @@ struct ExploreArgs {
   bool audit = false;
 };
 
+// The name explore's files start with: the scenario's and the arm's, so that searches of
+// different arms may share an --out.
+std::string file_stem(const sim::Scenario& scenario, const sim::Arm& arm) {
+  return scenario.name + "-" + arm.name;
+}
+
 // Each accept in the run may fail, within the budget: where they land is a choice point. The
 // budget goes into the scenario's text, so that a counterexample file carries it too.
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
@@ -176,7 +182,7 @@ int explore_file(const ExploreArgs& args) {
     written.push_back(sim::Override{"target.exec", sim::toml_strings(exec)});
   }
   if (result.worst) {
-    worst_path = args.out + "/" + scenario.name + "-worst.toml";
+    worst_path = args.out + "/" + file_stem(scenario, arm) + "-worst.toml";
     write_output_file("--out", worst_path, [&](std::ostream& out) {
       out << "# loopsim explore --maximize " << args.maximize << ": the worst of " << result.judged
           << " executions measured " << result.worst->verdict.measured
@@ -228,7 +234,7 @@ int explore_file(const ExploreArgs& args) {
     }
     cex.choices = explore::minimize(scenario, costs, cex.choices, &budget);
     cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
-    std::string stem = args.out + "/" + scenario.name + "-counterexample";
+    std::string stem = args.out + "/" + file_stem(scenario, arm) + "-counterexample";
     cex_path = stem + ".toml";
     write_output_file("--out", cex_path, [&](std::ostream& out) {
       out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
@@ -371,7 +377,7 @@ void add_explore(CLI::App& app, int& status) {
       ->check(non_empty);
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
-                  "stop at none, and write the one that measured the most (NAME-worst.toml)")
+                  "stop at none, and write the one that measured the most (NAME-ARM-worst.toml)")
       ->check(non_empty);
   cmd->footer(
       "Exit status:\n"

@@ -25,7 +25,7 @@ TEST_CASE("explore exits 1 with nothing owed and writes a counterexample that ru
   CHECK(doc["verdict"] == "violated");
   std::string cex = doc["counterexample"];
   CHECK(std::filesystem::exists(cex));
-  CHECK(std::filesystem::exists(out + "/accept-small-counterexample.dot"));
+  CHECK(std::filesystem::exists(out + "/accept-small-base-counterexample.dot"));
   Outcome replay = run_cli("run " + cex);
   CHECK(replay.status == 1);
   CHECK(replay.output.find("no_stranded_backlog") != std::string::npos);
@@ -96,7 +96,7 @@ property = "liveness"
   Outcome replay = run_cli("run " + std::string(doc["counterexample"]));
   CHECK(replay.status == 1);
   CHECK(replay.output.find("liveness") != std::string::npos);
-  std::ifstream dot(out + "/live-counterexample.dot");
+  std::ifstream dot(out + "/live-base-counterexample.dot");
   std::string text{std::istreambuf_iterator<char>(dot), std::istreambuf_iterator<char>()};
   CHECK(text.find("s0 -> s1") != std::string::npos);
   CHECK(text.find("[color=red]") != std::string::npos);  // the cycle that never accepts
@@ -182,6 +182,9 @@ TEST_CASE("explore --judge keeps only the named expectations: a state-decided su
   Outcome found = run_cli("explore " + burst + " --arm nothing-owed --judge answered --json --out " +
                           loopsim::testing::temp_path("judge"));
   CHECK(found.status == 1);
+  // The file names its arm, so that a search of another arm into the same --out keeps it.
+  const std::string cex = nlohmann::json::parse(found.output)["counterexample"];
+  CHECK(std::filesystem::path(cex).filename() == "accept-burst-nothing-owed-counterexample.toml");
   Outcome bad = loopsim::testing::run_loopsim("explore " + burst + " --judge answered,latenc");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("--judge:1:10: the scenario expects no \"latenc\"") != std::string::npos);

@@ -525,7 +525,7 @@ TEST_CASE("seam: the explorer searches a target, and its counterexample replays"
   auto found = loopsim::testing::run_loopsim(
       "explore " + source + "/examples/libevent/ev-burst.toml --arm one-accept-per-event --depth 6 --out " + out, true);
   REQUIRE(found.status == 1);
-  std::string cex = out + "/ev-burst-counterexample.toml";
+  std::string cex = out + "/ev-burst-one-accept-per-event-counterexample.toml";
   REQUIRE(std::filesystem::exists(cex));
   CHECK(loopsim::testing::run_loopsim("run " + cex, true).status == 1);
   auto clean = loopsim::testing::run_loopsim("explore " + source + "/examples/libevent/ev-burst.toml --depth 8", true);

@@ -63,8 +63,8 @@ void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& 
     }
     for (const checker::ArmReport& arm : o.report->arms) {
       if (arm.judgement.limited()) {
-        out << "  " << o.report->scenario << " / " << arm.name << ": stopped before its horizon ("
-            << arm.cut << ")";
+        out << "  " << arm.cut_at << ": " << o.report->scenario << " / " << arm.name
+            << ": stopped before its horizon (" << arm.cut << ")";
         if (!arm.judgement.undecided.empty()) out << "; undecided:";
         for (const std::string& p : arm.judgement.undecided) out << ' ' << p;
         out << '\n';
@@ -218,6 +218,7 @@ json encode_arm(const checker::ArmReport& arm) {
           {"undecided", arm.judgement.undecided},
           {"limit", arm.judgement.limit},
           {"cut", arm.cut},
+          {"cut_at", arm.cut_at},
           {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
           {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr} : json()},
           {"wall_ns", arm.wall_ns},
@@ -250,6 +251,7 @@ checker::ArmReport decode_arm(const json& a) {
   arm.judgement.undecided = a.at("undecided").get<std::vector<std::string>>();
   arm.judgement.limit = a.at("limit").get<bool>();
   arm.cut = a.at("cut").get<std::string>();
+  arm.cut_at = a.at("cut_at").get<std::string>();
   const json& st = a.at("stats");
   arm.stats.passes = st.at(0).get<std::uint64_t>();
   arm.stats.accepted = st.at(1).get<std::uint64_t>();

@@ -924,7 +924,9 @@ Scenario to_scenario(C c, const toml::table& root) {
   }
   if (s.target) check_target(c, root);
   else check_builtin_signals(c, root, s);
-  // Where the kernel's and the loop's knobs were set, for errors found when the run starts.
+  // Where the kernel's and the loop's knobs were set, for errors found when the run starts;
+  // and the horizon, which a run stopped at a limit did not reach.
+  if (const toml::node* horizon = root.get("horizon")) s.where["horizon"] = c.position(horizon->source());
   for (const char* section : {"kernel", "loop", "target"}) {
     const toml::table* table = root[section].as_table();
     if (table == nullptr) continue;

@@ -235,8 +235,8 @@ struct Scenario {
   // For a target: the scenario as resolved (overrides applied, arms left out), as TOML text.
   // The target's process reads it back, for it runs the simulation on its side of the seam.
   std::string source;
-  // "file:line:column" where each kernel and loop knob was set ("kernel.rlimit_nofile"), and
-  // each of the two tables ("loop"), for errors only a run can find.
+  // "file:line:column" where each kernel and loop knob was set ("kernel.rlimit_nofile"), each
+  // of those tables ("loop"), and the horizon, for errors and limits only a run can find.
   std::map<std::string, std::string> where;
   // The position of the first of `keys` that was set, else of the file's start.
   std::string position_of(std::initializer_list<const char*> keys) const {
@@ -302,7 +302,8 @@ std::string target_folder(const std::string& file, const std::string& dir);
 // A TOML array of strings, as an override's value; and one string.
 std::string toml_strings(const std::vector<std::string>& items);
 std::string toml_string(const std::string& text);
-// Parses "key=value" from the command line. Throws ScenarioError.
+// Parses "key=value" from the command line, refusing a key no scenario has (the value is
+// checked where it is applied: its type depends on the key). Throws ScenarioError.
 Override parse_override(const std::string& assignment);
 // The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of
 // a few durations (a deadline plus slack plus a cost) cannot overflow.
