@@ -1,8 +1,10 @@
 # Install and packaging: `cmake --install` puts loopsim and its man page under the prefix;
 # `cpack` (in the build directory) makes a Debian package that adds the loopsim-live service.
-# Included at the end of the top-level CMakeLists.txt. The package holds the binary: the POSIX
-# seam is looked for beside the running loopsim, so it has no place in bin/ yet. The libraries,
-# headers and CMake package are the dev component (library.cmake), which the .deb leaves out.
+# Included at the end of the top-level CMakeLists.txt. The package holds the binary, the POSIX
+# seam in PREFIX/lib/loopsim/ (where an installed loopsim looks for it: sim/target.cpp), the
+# scenarios and examples in PREFIX/share/loopsim/, and the docs in PREFIX/share/doc/loopsim/.
+# The libraries, headers and CMake package are the dev component (library.cmake), which the
+# .deb leaves out.
 
 # The sanitizer build is for tests: its binary needs ASan's runtime and is nothing to ship.
 if(LOOPSIM_SANITIZE)
@@ -13,6 +15,23 @@ endif()
 include(GNUInstallDirs)
 include(${CMAKE_CURRENT_LIST_DIR}/library.cmake)
 install(TARGETS loopsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT loopsim)
+# Not LIBDIR: its multiarch part depends on the prefix, and loopsim finds the seam at
+# BINDIR/../lib/loopsim whatever the prefix is.
+install(TARGETS loopsim_seam LIBRARY DESTINATION lib/loopsim COMPONENT loopsim)
+
+# Something to run once installed: every scenario, and the examples' scenarios with what they
+# need beside them (configs, scripts, files served). The targets built from C here (ev_http,
+# uv_http) are not installed, so their two examples need a source build; the others run the
+# Debian packages of the programs they name.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/scenarios/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loopsim/scenarios
+  COMPONENT loopsim FILES_MATCHING PATTERN "*.toml" PATTERN "*.md")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loopsim/examples
+  COMPONENT loopsim
+  REGEX "/examples/CMakeLists\\.txt$" EXCLUDE  # builds the C targets: for the source tree only
+  REGEX "/logs/.+" EXCLUDE)                    # nginx's run-time files; the folder is kept
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT loopsim)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT loopsim
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.svg" PATTERN "*.png")
 
 # The man page is the CLI's own --help, each subcommand's included, so it is rewritten whenever
 # the binary is. It is written by running the binary, which a cross build cannot do.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The package stage: builds the Debian package, checks what is in it, installs it for real,
 # verifies the service's unit and the man page, serves one request with the installed binary,
-# then purges the package so the machine is left as it was. Needs root (CI's container is) and
+# runs the installed scenarios and a target example on the installed seam, then purges the
+# package so the machine is left as it was. Needs root (CI's container is) and
 # the packages setup.sh installs. `package_test.sh [BUILD_DIR]`, build-pkg/ by default: a
 # Release build of its own; a folder that is configured already is built as it is.
 set -euo pipefail
@@ -25,7 +26,7 @@ else
   echo "== package: build ($dir, Release)"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOOPSIM_WERROR=OFF >/dev/null
 fi
-cmake --build "$dir" -j "$jobs" --target loopsim loopsim_man
+cmake --build "$dir" -j "$jobs" --target loopsim loopsim_man loopsim_seam
 
 echo "== package: cpack"
 rm -f "$dir"/loopsim_*.deb
@@ -38,7 +39,10 @@ echo "  $deb"
 echo "== package: contents (dpkg-deb -c, -I)"
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/loopsim ./usr/share/man/man1/loopsim.1.gz \
-            ./lib/systemd/system/loopsim-live.service ./etc/default/loopsim-live; do
+            ./lib/systemd/system/loopsim-live.service ./etc/default/loopsim-live \
+            ./usr/lib/loopsim/libloopsim_seam.so ./usr/share/loopsim/scenarios/accept-burst.toml \
+            ./usr/share/loopsim/examples/python/py-poll.toml ./usr/share/loopsim/examples/python/poll_http.py \
+            ./usr/share/doc/loopsim/README.md ./usr/share/doc/loopsim/design.md; do
   grep -q " $path\$" <<<"$contents" || { echo "$contents" >&2; fail "$path is not in the package"; }
 done
 grep -q -- '-rwxr-xr-x root/root .* ./usr/bin/loopsim$' <<<"$contents" || fail "/usr/bin/loopsim is not 0755 root's"
@@ -157,10 +161,25 @@ exec 3<&-
 [ "$status" -eq 0 ] || { cat "$tmp/err" >&2; fail "loopsim live exited $status after SIGTERM, not 0"; }
 echo "  SIGTERM: exit 0"
 
+echo "== package: the installed scenarios and a target example, on the installed seam"
+# From a folder of no importance, as a user would: the seam must be found from /usr/bin/loopsim
+# alone, and the example's program (python3, its script beside the scenario) run from there.
+mkdir "$tmp/user"
+status=0
+(cd "$tmp/user" && env -u LOOPSIM_SEAM /usr/bin/loopsim check /usr/share/loopsim/scenarios >"$tmp/check.out" 2>&1) || status=$?
+[ "$status" -eq 0 ] || { tail -20 "$tmp/check.out" >&2; fail "loopsim check /usr/share/loopsim/scenarios exited $status, not 0"; }
+echo "  loopsim check /usr/share/loopsim/scenarios: $(grep -E '^[0-9]+ scenarios' "$tmp/check.out")"
+status=0
+(cd "$tmp/user" && env -u LOOPSIM_SEAM /usr/bin/loopsim run /usr/share/loopsim/examples/python/py-poll.toml >"$tmp/run.out" 2>&1) || status=$?
+[ "$status" -eq 0 ] || { tail -20 "$tmp/run.out" >&2; fail "loopsim run of the installed py-poll example exited $status, not 0"; }
+grep -q "keep-alive: caught by" "$tmp/run.out" || { cat "$tmp/run.out" >&2; fail "the py-poll example's keep-alive arm was not caught"; }
+echo "  loopsim run /usr/share/loopsim/examples/python/py-poll.toml: $(grep -cE '^  [a-z0-9-]+: (held|caught by)' "$tmp/run.out") arms as expected"
+
 trap - EXIT
 cleanup
 dpkg-query -W loopsim >/dev/null 2>&1 && fail "loopsim is still known to dpkg after the purge"
-for path in /usr/bin/loopsim "$man_page" "$unit" /etc/default/loopsim-live; do
+for path in /usr/bin/loopsim "$man_page" "$unit" /etc/default/loopsim-live /usr/lib/loopsim /usr/share/loopsim \
+            /usr/share/doc/loopsim; do
   [ ! -e "$path" ] || fail "the purge left $path behind"
 done
 echo "package stage passed"

@@ -152,8 +152,12 @@ void set_target_output(const std::string& prefix) {
 std::string seam_library() {
   if (const char* path = std::getenv("LOOPSIM_SEAM"); path != nullptr && *path != '\0') return path;
   std::error_code error;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  return (self.parent_path() / "libloopsim_seam.so").string();
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path beside = self.parent_path() / "libloopsim_seam.so";  // a build tree
+  const std::filesystem::path installed = self.parent_path() / "../lib/loopsim/libloopsim_seam.so";
+  if (!std::filesystem::exists(beside, error) && std::filesystem::exists(installed, error))
+    return installed.lexically_normal().string();
+  return beside.string();
 }
 
 namespace {

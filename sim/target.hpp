@@ -64,7 +64,7 @@ class TargetProcess {
 void set_target_output(const std::string& prefix);
 
 // The seam library preloaded into a target: $LOOPSIM_SEAM, else libloopsim_seam.so beside the
-// running executable.
+// running executable (a build tree), else in ../lib/loopsim/ from it (an installed loopsim).
 std::string seam_library();
 
 // A target's process may hold at most this much heap and anonymous memory (RLIMIT_DATA), its
