@@ -18,6 +18,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# deploy/validate.sh installs its schema checkers with npm. Debian's nodejs comes without it;
+# a nodejs that carries its own npm would clash with Debian's npm package, so only when absent.
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: every package is present"

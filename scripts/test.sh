@@ -41,4 +41,7 @@ bash scripts/audit.sh build/loopsim
 echo "== seed tables: docs/seed-tables.md is what loopsim seeds writes now"
 bash scripts/seed_tables_current.sh build/loopsim
 
+echo "== deploy: the Kubernetes and Slurm files pass deploy/validate.sh, and broken copies do not"
+bash deploy/validate_test.sh
+
 echo "all test stages passed"
