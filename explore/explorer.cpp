@@ -144,6 +144,7 @@ void Explorer::report_progress(bool force) {
 }
 
 std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh) {
+  LOOPSIM_ASSERT(previous == no_node || previous < key_nodes_.size());
   // In the graph a decision is a state of its own, apart from the step's end it is taken at:
   // the step and the decision are one world state, not a cycle.
   std::uint64_t graph_id = stop.shape;
@@ -153,6 +154,7 @@ std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32
   auto [shape_it, new_shape] = shapes_.try_emplace(graph_id, shape_nodes_.size());
   if (new_shape) shape_nodes_.push_back(ShapeNode{stop.backlog, false, false, false, key_nodes_.size()});
   std::size_t shape = shape_it->second;
+  LOOPSIM_ASSERT_OP(shape, <, shape_nodes_.size());
   shape_nodes_[shape].beyond = shape_nodes_[shape].beyond || stop.beyond;
   auto [key_it, new_key] = keys_.try_emplace(stop.key, key_nodes_.size());
   fresh = new_key;
@@ -252,6 +254,9 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
     } else if (path_.size() >= options_.depth) {
       hit("depth");
     } else {
+      // The DFS stack: one frame a decision on the current path, deepest last.
+      LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < path_.size());
+      LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
       Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
       for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
       if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
@@ -264,6 +269,7 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
       }
       frames_.push_back(std::move(frame));
     }
+    LOOPSIM_ASSERT_OP(pick, <, stop.options);
     path_.push_back(model::Choice{stop.choice, stop.options, pick});
     exec_->decide(pick);
     via = pick;
@@ -288,6 +294,7 @@ void Explorer::replay_to(std::size_t from_depth, std::size_t to_depth) {
 }
 
 void Explorer::resume_at(std::size_t f) {
+  LOOPSIM_ASSERT_OP(f, <, frames_.size());
   Frame& target = frames_[f];
   std::size_t base = f + 1;
   for (std::size_t g = f + 1; g-- > 0;) {
@@ -297,6 +304,8 @@ void Explorer::resume_at(std::size_t f) {
     }
   }
   if (base <= f) {
+    // A snapshot is taken at its frame's decision: at or above the one resumed.
+    LOOPSIM_ASSERT_OP(frames_[base].depth, <=, target.depth);
     exec_->restore(*frames_[base].saved);
     ++result_.restores;
     replay_to(frames_[base].depth, target.depth);
@@ -353,6 +362,7 @@ void Explorer::dfs() {
         all_successors_[frame.node] = true;
       }
       if (frame.saved) {
+        LOOPSIM_ASSERT_OP(frame.saved->bytes(), <=, saved_bytes_);
         saved_bytes_ -= frame.saved->bytes();
         exec_->recycle(std::move(frame.saved));
       }
@@ -368,6 +378,7 @@ void Explorer::dfs() {
       break;
     }
     std::uint32_t pick = frame.todo.back();
+    LOOPSIM_ASSERT(pick >= 1 && pick < frame.options);  // 0 is the pick the first visit took
     frame.todo.pop_back();
     resume_at(frames_.size() - 1);
     const Frame& at = frames_.back();
@@ -411,6 +422,7 @@ void Explorer::sample() {
         ended(first, node);
       } else if (first.kind == Stop::Kind::decision) {
         std::uint32_t pick = seeded_->choose(first.choice, first.options);
+        LOOPSIM_ASSERT_OP(pick, <, first.options);
         path_.push_back(model::Choice{first.choice, first.options, pick});
         exec_->decide(pick);
         descend(node, pick);
@@ -578,6 +590,7 @@ void Explorer::audit_failed(std::size_t first_key, const std::string& what) {
 }
 
 std::vector<model::Choice> Explorer::path_to(std::size_t key_node) const {
+  LOOPSIM_ASSERT_OP(key_node, <, key_nodes_.size());
   std::vector<model::Choice> out;
   for (std::size_t n = key_node; key_nodes_[n].parent != no_node; n = key_nodes_[n].parent) {
     const KeyNode& node = key_nodes_[n];
