@@ -147,7 +147,8 @@ TEST_CASE("what used to be accepted silently is refused at its key") {
        "t.toml:7:6: expect.of: \"c\" is a client group"},
       {"[[expect]]\nproperty = \"capacity\"\nmin = 5\nmax = 4\n", "t.toml:3:7: min (5) is greater than max (4)"},
       // A time made of parts: the last connection of a slow group, the last post of a long series.
-      {"[[clients]]\nname = \"c\"\ncount = 2\nrate = 1e-10\n", "t.toml:4:8: at rate 1e-10, [[clients]] \"c\"'s last connection"},
+      {"[[clients]]\nname = \"c\"\ncount = 1002\nrate = 0.001\n", "t.toml:4:8: at rate 0.001, [[clients]] \"c\"'s last connection"},
+      {"[[clients]]\nname = \"c\"\ncount = 2\nrate = 1e-10\n", "t.toml:4:8: clients.rate must be 0 or at least 0.001"},
       {"[[posters]]\nname = \"p\"\ncount = 10000\nevery = \"1000000s\"\n", "t.toml:4:9: [[posters]] \"p\"'s last post"},
       {"name = \"a\\u001b[31m\"\n", "t.toml:1:8: name must not hold control characters"},
       {"[[clients]]\nname = \"c\\nd\"\n", "t.toml:2:8: clients.name must not hold control characters"},

@@ -398,10 +398,12 @@ std::int64_t to_ms(Nanos t) { return std::chrono::duration_cast<std::chrono::mil
 std::int64_t horizon_needed_ms(const sim::Scenario& s) {
   std::int64_t last = 0, work_us = 0;
   for (const sim::ClientGroup& g : s.clients) {
-    double spread_s = g.rate > 0 ? double(g.count - 1) / g.rate : 0;
-    // Poisson gaps: their sum's mean is the even spread, and it is rarely past twice it.
-    if (g.arrivals == sim::ClientGroup::Arrivals::poisson) spread_s = 2 * spread_s + 1;
-    last = std::max(last, to_ms(g.connect_at.hi) + std::int64_t(spread_s * 1000) + 1);
+    // Poisson gaps: their sum's mean is the even spread, and it is rarely past twice it (+1 s).
+    const bool poisson = g.arrivals == sim::ClientGroup::Arrivals::poisson;
+    std::int64_t spread_ms = 0;
+    if (g.rate_milli > 0) spread_ms = std::int64_t(__int128(g.count - 1) * (poisson ? 2 : 1) * 1'000'000 / g.rate_milli);
+    if (poisson) spread_ms += 1000;
+    last = std::max(last, to_ms(g.connect_at.hi) + spread_ms + 1);
     // A round trip for the handshake, and each way of every request, with its jitter.
     const std::int64_t trip_ms = to_ms(g.rtt) + 2 * to_ms(g.jitter) + 1;
     last += g.rtt > Nanos{0} || g.jitter > Nanos{0} ? trip_ms * std::int64_t(g.requests.size() + 1) : 0;

@@ -96,7 +96,7 @@ std::string shaped_text(const std::string& shape, const std::string& file, std::
       const std::int64_t connect_was = micros(was.connect_at.lo);
       const std::int64_t connect = connect_was + shift;
       if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", us_text(connect));
-      if (was.rate > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
+      if (was.rate_milli > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
       if (toml::array* requests = t.get_as<toml::array>("requests")) {
         for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
           const sim::RequestSpec& spec = was.requests[r];

@@ -65,12 +65,22 @@ std::int64_t read_integer(C c, N n, K k, std::int64_t min, std::int64_t max = IN
   return value;
 }
 
-double read_rate(C c, N n, K k) {
-  const double value = n.is_integer() ? double(read_integer(c, n, k, 0, INT64_MAX))
-                                      : c.as<double>(n, k, "a number", "e.g. rate = 200");
-  if (!std::isfinite(value) || value < 0)
-    c.fail(n.source(), cat(k, " must be a finite number, at least 0"), "e.g. rate = 200");
-  return value;
+// A rate per second, as thousandths: an integer, or a number with at most 3 decimals.
+std::int64_t read_rate(C c, N n, K k) {
+  constexpr std::int64_t per_second_max = INT64_MAX / 1000;
+  if (n.is_integer()) return read_integer(c, n, k, 0, per_second_max) * 1000;
+  const double value = c.as<double>(n, k, "a number", "e.g. rate = 200");
+  if (!std::isfinite(value) || value < 0 || value > double(per_second_max))
+    c.fail(n.source(), cat(k, " must be a finite number, from 0 to ", per_second_max), "e.g. rate = 200");
+  // IEEE multiplication and rounding, no libm: the same thousandths on every machine.
+  const double milli = value * 1000;
+  const auto whole = std::int64_t(milli + 0.5);
+  if (value > 0 && whole == 0)
+    c.fail(n.source(), cat(k, " must be 0 or at least 0.001 (a connection every 1,000 s), not ", value),
+           "e.g. rate = 0.5");
+  if (std::fabs(milli - double(whole)) > 1e-6 * std::max(1.0, milli))
+    c.fail(n.source(), cat(k, " takes at most 3 decimals, not ", value), "e.g. rate = 0.5 or rate = 12.125");
+  return whole;
 }
 
 Nanos read_duration(C c, N n, K k, bool positive = false) {
@@ -285,7 +295,7 @@ void finish_group(const Context& c, const toml::table& table, ClientGroup& g) {
   if (g.read_rate > 0 && !g.reads)
     c.fail(at("read_rate"), "clients.read_rate is how fast a client reads, and reads = false says it never does",
            "keep one of them");
-  if (g.arrivals == ClientGroup::Arrivals::poisson && g.rate <= 0)
+  if (g.arrivals == ClientGroup::Arrivals::poisson && g.rate_milli <= 0)
     c.fail(at("arrivals"), "clients.arrivals = \"poisson\" needs a rate", "add rate = 100 (connections per second)");
   // Raw requests: all of a group's, or none.
   g.raw = table.contains("bytes");
@@ -326,7 +336,7 @@ const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
     {"count", [](C c, N n, K k, auto& g) { g.count = int(read_integer(c, n, k, 1, clients_max)); }},
     {"connect_at", [](C c, N n, K k, auto& g) { g.connect_at = read_window(c, n, k); }},
-    {"rate", [](C c, N n, K k, auto& g) { g.rate = read_rate(c, n, k); }},
+    {"rate", [](C c, N n, K k, auto& g) { g.rate_milli = read_rate(c, n, k); }},
     {"keep_alive", [](C c, N n, K k, auto& g) { g.keep_alive = read_bool(c, n, k); }},
     {"stall",
      [](C c, N n, K k, auto& g) { g.stall = ClientGroup::Stall(read_choice(c, n, k, stall_names)); }},
@@ -874,11 +884,14 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
     requests += std::int64_t(g.count) * std::int64_t(g.closed_requests > 0 ? g.closed_requests : std::int64_t(g.requests.size()));
     const toml::node* count = table.get("count");
     // The last member connects at connect_at + (count - 1) / rate: it must be a time too.
-    const double last_ns = g.rate > 0 ? double(g.connect_at.hi.count()) + double(g.count - 1) * 1e9 / g.rate : 0;
-    if (last_ns > double(duration_max.count())) {
+    const __int128 last_ns = g.rate_milli > 0 ? __int128(g.connect_at.hi.count()) +
+                                                    __int128(g.count - 1) * 1'000'000'000'000 / g.rate_milli
+                                              : 0;
+    if (last_ns > duration_max.count()) {
       const toml::node* rate = table.get("rate");
       c.fail(rate != nullptr ? rate->source() : table.source(),
-             cat("at rate ", g.rate, ", [[clients]] \"", g.name, "\"'s last connection would start after 1,000,000 s"),
+             cat("at rate ", rate != nullptr ? toml_text(*rate) : std::string("?"), ", [[clients]] \"", g.name,
+                 "\"'s last connection would start after 1,000,000 s"),
              "raise the rate or lower the count: every time in a scenario is at most 1,000,000 s");
     }
     if (clients > total_clients_max) {

@@ -46,7 +46,9 @@ struct ClientGroup {
   std::string name;
   int count = 1;
   Window connect_at;  // the first member's; each member's is its own, shifted by `rate`
-  double rate = 0;  // connections per second; 0: all at connect_at
+  // Connections per 1,000 s: the file's `rate` (per second) exact to 3 decimals, an integer so
+  // that every machine spaces arrivals alike; 0: all at connect_at.
+  std::int64_t rate_milli = 0;
   bool keep_alive = false;
   // Misbehaving clients (R12, R13). stall: each request is sent cut short and never finished:
   // `head` stops before the head's last empty line, `body` sends a head that announces a

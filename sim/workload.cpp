@@ -2,7 +2,7 @@
 
 #include <cctype>
 #include <charconv>
-#include <cmath>
+#include <bit>
 #include <optional>
 #include <utility>
 
@@ -14,8 +14,9 @@ namespace {
 
 constexpr std::string_view content_length = "Content-Length: ";
 
-// A uniform draw in [0, 1) from 53 bits of SplitMix64.
-double unit_draw(std::uint64_t& state) { return double(model::splitmix64(state) >> 11) * 0x1p-53; }
+constexpr std::uint64_t q62 = std::uint64_t(1) << 62;
+// ln 2 in 2^-62 units, rounded: 0.693147180559945309417232121458176568... x 2^62.
+constexpr std::uint64_t ln2_q62 = 3196577161300663915ull;
 
 }  // namespace
 
@@ -370,12 +371,39 @@ AnswerStream::Step AnswerStream::next_resp(std::string_view& bytes, int& status)
 Arrivals::Arrivals(const ClientGroup& group, std::uint64_t seed, std::int32_t group_index)
     : group_(group), state_(seed ^ (0xa0761d6478bd642full * std::uint64_t(group_index + 1))) {}
 
+unsigned __int128 exponential_q62(std::uint64_t u) {
+  // v = 2^53 - u in (0, 2^53] is 2^k (1 + f), f in [0, 1): -ln(v / 2^53) = (53 - k) ln 2 - ln(1 + f).
+  const std::uint64_t v = (std::uint64_t(1) << 53) - u;
+  const int k = std::bit_width(v) - 1;
+  const std::uint64_t f = (v << (62 - k)) - q62;  // f in 2^-62 units
+  // ln(1 + f) = 2 atanh(z), z = f / (2 + f) < 1/3: 2 (z + z^3/3 + z^5/5 + ...).
+  using u128 = unsigned __int128;
+  const std::uint64_t z = std::uint64_t((u128(f) << 62) / (u128(2) * q62 + f));
+  const std::uint64_t z2 = std::uint64_t((u128(z) * z) >> 62);
+  u128 sum = 0;
+  std::uint64_t power = z;  // z^(2i+1)
+  for (std::uint64_t i = 1; power != 0; i += 2) {
+    sum += power / i;
+    power = std::uint64_t((u128(power) * z2) >> 62);
+  }
+  return u128(53 - k) * ln2_q62 - 2 * sum;
+}
+
 Window Arrivals::next(int member) {
-  if (group_.rate <= 0) return group_.connect_at;
-  if (group_.arrivals == ClientGroup::Arrivals::uniform)
-    return group_.connect_at.shifted(Nanos(std::llround(double(member) * 1e9 / group_.rate)));
-  if (member > 0) elapsed_ += -std::log1p(-unit_draw(state_)) * 1e9 / group_.rate;
-  return group_.connect_at.shifted(Nanos(std::llround(elapsed_)));
+  if (group_.rate_milli <= 0) return group_.connect_at;
+  using i128 = __int128;
+  constexpr std::int64_t ns_per_ks = 1'000'000'000'000;  // a rate is per 1,000 s
+  if (group_.arrivals == ClientGroup::Arrivals::uniform) {
+    // member / rate, to the nearest nanosecond (halves up).
+    const i128 twice = i128(member) * ns_per_ks * 2 / group_.rate_milli;
+    return group_.connect_at.shifted(Nanos(std::int64_t((twice + 1) / 2)));
+  }
+  if (member > 0) {
+    // A gap of mean 1 / rate: the draw (2^-62) times 10^12 / rate_milli ns, kept in 2^-30 ns.
+    const unsigned __int128 draw = exponential_q62(model::splitmix64(state_) >> 11);
+    elapsed_ += (draw * ns_per_ks / std::uint64_t(group_.rate_milli)) >> 32;
+  }
+  return group_.connect_at.shifted(Nanos(std::int64_t((elapsed_ + (1u << 29)) >> 30)));
 }
 
 std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b, std::int64_t c) {

@@ -135,8 +135,13 @@ class Arrivals {
  private:
   const ClientGroup& group_;
   std::uint64_t state_;
-  double elapsed_ = 0;  // nanoseconds since connect_at
+  unsigned __int128 elapsed_ = 0;  // since connect_at, in 2^-30 ns
 };
+
+// -ln(1 - u / 2^53) for u < 2^53, in 2^-62 units: an exponential draw of mean 1 from 53 random
+// bits, in integer arithmetic only (no libm), so that every machine draws the same gaps.
+// Accurate to a few units of 2^-62 (a test compares it with log1p).
+unsigned __int128 exponential_q62(std::uint64_t u);
 
 // Where a happening of a workload is, for its own draw from a window (model::draw_instant): a
 // member's connection, or its request number `request`.
