@@ -10,6 +10,8 @@
 #   http:     fuzz/corpus/http/ (hand-written requests) and a head over the 8192-byte limit.
 #   choices:  the choices lists of the counterexample and of tests/data/bad-input, the choice
 #             lines of the traces (recordings), and a few chooser texts ("replay ...").
+#   Every harness also gets the inputs kept in fuzz/findings/ under its name: a regression
+#   there fails the run that meets it.
 #
 # Traces come from ./build/loopsim (the release build); without it, the trace and recording
 # seeds are only those of tests/data/bad-input.
@@ -121,6 +123,12 @@ wput report 'R\x1b\x00\x00\x00\x01\x00\x01\x11\x22\x33\x44\x55\x66\x77\x88\x01\x
 wput error 'E\x0c\x00\x00\x00\x01limit: time'
 wput trace-empty 'J\x10\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00'
 wput huge-frame 'J\xff\xff\xff\xff'
+
+# ---- every kept finding (fuzz/findings/NAME-N), so that each run tries it again first --------
+for f in fuzz/findings/*-[0-9]*; do
+  name=$(basename "$f")
+  [ -d "$out/${name%-*}" ] && cp "$f" "$out/${name%-*}/finding-$name"
+done
 
 for dir in scenario trace http choices merge answer wire; do
   echo "$dir: $(ls "$out/$dir" | wc -l) seeds"

@@ -50,6 +50,12 @@ class Line {
     if (!fits) fail(std::string("\"") + key + "\" must be an integer", schema_hint, key);
     return value.get<std::int64_t>();
   }
+  // A seed or a pass number: written back as the unsigned number it is, so never below 0.
+  std::uint64_t natural(const char* key) const {
+    std::int64_t value = integer(key);
+    if (value < 0) fail(std::string("\"") + key + "\" must be 0 or more", schema_hint, key);
+    return std::uint64_t(value);
+  }
   int small(const char* key) const {
     std::int64_t value = integer(key);
     if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
@@ -196,12 +202,12 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
 std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Nanos t,
                                           ClientBook& book) {
   if (kind == "pass_begin") {
-    return ev::PassBegin{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.time("timeout_ns", true)};
+    return ev::PassBegin{t, l.small("worker"), l.natural("pass"), l.time("timeout_ns", true)};
   }
   if (kind == "events") {
     const json& fds = l.field("fds");
     if (!fds.is_array()) l.fail("\"fds\" must be an array", Line::schema_hint, "fds");
-    ev::Events e{t, l.small("worker"), std::uint64_t(l.integer("pass")), {}};
+    ev::Events e{t, l.small("worker"), l.natural("pass"), {}};
     for (const json& fd : fds) {
       if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", Line::schema_hint, "fds");
       e.fds.push_back(fd.get<int>());
@@ -228,7 +234,7 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l
   }
   if (kind == "close") return ev::Close{t, l.small("worker"), l.small("fd"), book.provisional(l)};
   if (kind == "pass_end") {
-    return ev::PassEnd{t, l.small("worker"), std::uint64_t(l.integer("pass")), l.flag("accept_owed"),
+    return ev::PassEnd{t, l.small("worker"), l.natural("pass"), l.flag("accept_owed"),
                        l.flag("handoff_owed")};
   }
   return std::nullopt;
@@ -300,7 +306,7 @@ void read_header(const Line& l, sim::Trace& trace) {
   if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1", "loopsim_trace");
   trace.scenario = l.text("scenario");
   trace.arm = l.text("arm");
-  trace.seed = std::uint64_t(l.integer("seed"));
+  trace.seed = l.natural("seed");
   trace.horizon = l.time("horizon_ns");
   trace.listener_fd = l.small("listener_fd");
   trace.accept_batch = l.integer("accept_batch");

@@ -109,6 +109,13 @@ TEST_CASE("bad traces are errors naming the line") {
   CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"post\",\"id\":1,\"poster\":7}\n") ==
         "t.jsonl:2:27: \"poster\" must be a string");
   CHECK(error_of(R"({"loopsim_trace":2})") == "t.jsonl:1:2: unsupported trace version");
+  // A negative seed or pass would be written back as a number past INT64_MAX, which no reader
+  // takes (fuzz/findings/trace-2, trace-3).
+  std::string negative_seed = header;
+  negative_seed.replace(negative_seed.find("\"seed\":") + 7, 1, "-5");
+  CHECK_THAT(error_of(negative_seed + "\n"), Catch::EndsWith("\"seed\" must be 0 or more"));
+  CHECK(error_of(header + "\n{\"t\":0,\"ev\":\"pass_begin\",\"worker\":0,\"pass\":-1,\"timeout_ns\":0}\n") ==
+        "t.jsonl:2:37: \"pass\" must be 0 or more");
 }
 
 TEST_CASE("garbage never crashes the reader") {
