@@ -125,7 +125,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     } else if (!scenario.choices.empty()) {
       replay.emplace(scenario.choices);
     }
-    sim::RunResult run = sim::run(scenario, arm.name, replay ? &*replay : nullptr);
+    sim::RunResult run = sim::run(scenario, arm.name, replay ? &*replay : nullptr, options.servers);
     ArmReport report;
     report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
     report.name = arm.name;

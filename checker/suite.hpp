@@ -50,6 +50,8 @@ struct SuiteOptions {
   // --trace-level verdicts: each arm's trace keeps only what its expectations read
   // (events_needed); false: all of it.
   bool verdicts_only = false;
+  // What serves: the built-in loop unless these say otherwise (a loop of your own).
+  sim::ServerFactories servers;
 };
 
 struct SuiteResult {

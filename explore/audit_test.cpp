@@ -97,26 +97,25 @@ class Declared final : public sim::OwnLoop {
   std::string forget_;
 };
 
-// An own loop for as long as the scope lasts: the example's (tiny), or the built-in one
-// forgetting `forget`.
-struct OwnLoopInstalled {
-  explicit OwnLoopInstalled(const std::string& forget, bool tiny = false) {
-    if (tiny) {
-      sim::install_own_loop([](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
-        return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
-      });
-      return;
-    }
-    sim::install_own_loop([forget](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
+// An own loop: the example's (tiny), or the built-in one forgetting `forget`.
+sim::ServerFactories own_loop(const std::string& forget, bool tiny = false) {
+  sim::ServerFactories servers;
+  if (tiny) {
+    servers.own_loop = [](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
+      return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
+    };
+  } else {
+    servers.own_loop = [forget](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
       return std::make_unique<Declared>(kernel, observer, config, forget);
-    });
+    };
   }
-  ~OwnLoopInstalled() { sim::install_own_loop({}); }
-};
+  return servers;
+}
 
-ExploreResult audited(std::vector<sim::Override> set = {}) {
+ExploreResult audited(std::vector<sim::Override> set = {}, sim::ServerFactories servers = {}) {
   ExploreOptions options;
   options.audit = true;
+  options.servers = std::move(servers);
   return search(sim::parse_scenario(windows, "audit.toml", set), Costs{}, options);
 }
 
@@ -136,8 +135,7 @@ TEST_CASE("audit: the built-in loop's states with one digest behave as one, with
 TEST_CASE("audit: own loops that declare their whole state pass, and merge") {
   for (bool tiny : {true, false}) {
     INFO((tiny ? "the example's tiny loop" : "the built-in loop as an own loop"));
-    OwnLoopInstalled installed("", tiny);
-    ExploreResult r = audited();
+    ExploreResult r = audited({}, own_loop("", tiny));
     CHECK(r.audit_failure.empty());
     CHECK(r.merged);
     CHECK(r.cut > 0);
@@ -147,13 +145,14 @@ TEST_CASE("audit: own loops that declare their whole state pass, and merge") {
 }
 
 TEST_CASE("audit: a declaration that leaves out the owed flag is caught, and the search stops") {
-  OwnLoopInstalled installed("accept_owed_");
-  ExploreResult r = audited();
+  ExploreResult r = audited({}, own_loop("accept_owed_"));
   REQUIRE_FALSE(r.audit_failure.empty());
   CHECK(r.audit_failure.find("part ways") != std::string::npos);
   CHECK(r.audit_failure.find("reached by the choices") != std::string::npos);
   // Without the audit the same search merges the two states, and nothing says so.
-  ExploreResult quiet = search(sim::parse_scenario(windows, "audit.toml"), Costs{}, ExploreOptions{});
+  ExploreOptions plain;
+  plain.servers = own_loop("accept_owed_");
+  ExploreResult quiet = search(sim::parse_scenario(windows, "audit.toml"), Costs{}, plain);
   CHECK(quiet.audit_failure.empty());
 }
 

@@ -658,7 +658,7 @@ ExploreResult search(const System& system, const ExploreOptions& options) {
 }
 
 ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs, const ExploreOptions& options) {
-  return search(*world_system(scenario, costs, options.symmetry, options.snapshots), options);
+  return search(*world_system(scenario, costs, options.symmetry, options.snapshots, options.servers), options);
 }
 
 }  // namespace loopsim::explore

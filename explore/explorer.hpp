@@ -60,6 +60,8 @@ struct ExploreOptions {
   // The digest audit: write every state down as well as digest it, and on every digest met
   // again compare the two; a difference stops the search (ExploreResult::audit_failure).
   bool audit = false;
+  // What serves the scenario (a loop of your own, or the built-in one): sim::ServerFactories.
+  sim::ServerFactories servers;
 };
 
 // The worst case found in worst-case mode.

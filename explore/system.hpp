@@ -14,6 +14,7 @@
 #include "model/choice.hpp"
 #include "realloop/state.hpp"
 #include "sim/scenario.hpp"
+#include "sim/world.hpp"
 
 namespace loopsim::explore {
 
@@ -96,9 +97,11 @@ class System {
 // A scenario (already resolved for one arm) on the simulated kernel with the real loop, or with
 // its [target]. With `symmetry`, interchangeable clients' same-instant orders and windowed
 // landings are explored once. With `snapshots`, executions run in an arena (explore/arena.hpp)
-// and are saved and restored; otherwise a branch replays from time 0.
+// and are saved and restored; otherwise a branch replays from time 0. `servers` says what serves
+// a scenario without a [target] (sim::ServerFactories: the built-in loop, or one of your own).
 std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs,
-                                     bool symmetry = true, bool snapshots = true);
+                                     bool symmetry = true, bool snapshots = true,
+                                     const sim::ServerFactories& servers = {});
 
 // Judges a whole run's trace-free outcome: runs the scenario with `choices` and returns it.
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,

@@ -51,12 +51,14 @@ std::vector<std::string> history_properties(const sim::Scenario& scenario) {
 
 class WorldExecution final : public FiberExecution, private model::Chooser {
  public:
-  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots)
+  WorldExecution(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots,
+                 const sim::ServerFactories& servers)
       : FiberExecution(snapshots ? std::make_unique<Arena>() : nullptr),
         scenario_(scenario),
         costs_(costs),
         symmetry_(symmetry),
-        snapshots_(snapshots) {}
+        snapshots_(snapshots),
+        servers_(servers) {}
 
   Outcome outcome() override { return judged(result_->trace, scenario_, costs_); }
   // (Asked at step and decision stops only, where the world is alive and its digest fresh.)
@@ -67,7 +69,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
 
  private:
   void body() override {
-    world_ = new sim::World(scenario_, "explore", this, symmetry_);
+    world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
     // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
     // calls without end at one instant is a livelock (SimKernel::stalled).
     std::string cut;
@@ -125,6 +127,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
   const checker::Costs& costs_;
   bool symmetry_;
   bool snapshots_;
+  const sim::ServerFactories& servers_;  // the system's, which outlives its executions
   sim::World* world_ = nullptr;
   sim::RunResult* result_ = nullptr;
 };
@@ -201,17 +204,18 @@ class TargetSystem final : public System {
 
 class WorldSystem final : public System {
  public:
-  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots)
-      : scenario_(scenario), costs_(costs), symmetry_(symmetry), snapshots_(snapshots) {
+  WorldSystem(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry, bool snapshots,
+              sim::ServerFactories servers)
+      : scenario_(scenario), costs_(costs), symmetry_(symmetry), snapshots_(snapshots), servers_(std::move(servers)) {
     // A search's runs keep what their properties read, as --trace-level verdicts does: the
     // verdicts are the same, and a snapshot is smaller.
     scenario_.trace_keep = checker::events_needed(scenario_.expect);
-    sim::World probe(scenario_, "explore", nullptr, symmetry_);
+    sim::World probe(scenario_, "explore", nullptr, symmetry_, servers_);
     declares_state_ = probe.declares_state();
     probe.abandon();
   }
   std::unique_ptr<Execution> start() const override {
-    return std::make_unique<WorldExecution>(scenario_, costs_, symmetry_, snapshots_);
+    return std::make_unique<WorldExecution>(scenario_, costs_, symmetry_, snapshots_, servers_);
   }
   Merging merging() const override {
     if (!declares_state_) {
@@ -230,15 +234,16 @@ class WorldSystem final : public System {
   const checker::Costs& costs_;
   bool symmetry_;
   bool snapshots_;
+  sim::ServerFactories servers_;
   bool declares_state_ = true;
 };
 
 }  // namespace
 
 std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry,
-                                     bool snapshots) {
+                                     bool snapshots, const sim::ServerFactories& servers) {
   if (scenario.target) return std::make_unique<TargetSystem>(scenario, costs);
-  return std::make_unique<WorldSystem>(scenario, costs, symmetry, snapshots);
+  return std::make_unique<WorldSystem>(scenario, costs, symmetry, snapshots, servers);
 }
 
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,

@@ -136,21 +136,22 @@ int host_main(int argc, char** argv, char** envp) {
     // Positions in the user's file, not in the text above (sim/target.cpp).
     scenario.where = nlohmann::json::parse(where).get<std::map<std::string, std::string>>();
     Seam* seam = nullptr;
-    sim::install_foreign_server([&](const sim::Scenario& s) {
+    sim::ServerFactories servers;  // this process's program, made by the World that runs it
+    servers.foreign = [&](const sim::Scenario& s) {
       auto made = std::make_unique<Seam>(s, program_main, argc, argv, environ, host);
       seam = made.get();
       return made;
-    });
+    };
     RemoteChooser chooser(host, mode != "run");
     std::unique_ptr<model::Chooser> local = model::rebuild_chooser(portable);  // decides here, unasked
     if (mode == "run") {
-      sim::RunResult result = sim::run(scenario, arm, local ? local.get() : &chooser);
+      sim::RunResult result = sim::run(scenario, arm, local ? local.get() : &chooser, servers);
       check_listened(host, seam, scenario);
       tell_calls(seam);
       send_trace(host, result);
       leave(0);
     }
-    auto* world = new sim::World(scenario, arm, &chooser);  // never destroyed: the process ends
+    auto* world = new sim::World(scenario, arm, &chooser, true, servers);  // never destroyed: the process ends
     if (!wire::send(host, wire::Type::report, wire::encode(report_of(*world, true)))) leave(2);
     for (;;) {
       std::optional<wire::Message> message = wire::receive(host, wire::From::loopsim);

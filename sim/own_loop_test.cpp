@@ -1,4 +1,4 @@
-// sim::install_own_loop: a loop written against loopsim::Kernel (the out-of-tree example's,
+// sim::ServerFactories::own_loop: a loop written against loopsim::Kernel (the out-of-tree example's,
 // examples/own-kernel-loop/) runs in a World in place of the built-in loop and is judged; its
 // sabotage arms are caught.
 #include <catch2/catch.hpp>
@@ -12,15 +12,14 @@ using namespace loopsim;
 
 const std::string burst = std::string(LOOPSIM_SOURCE_DIR) + "/examples/own-kernel-loop/burst.toml";
 
-// The example's loop for as long as the scope lasts; the built-in one after.
-struct TinyLoopInstalled {
-  TinyLoopInstalled() {
-    sim::install_own_loop([](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
-      return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
-    });
-  }
-  ~TinyLoopInstalled() { sim::install_own_loop({}); }
-};
+// Suite options that run the example's loop in place of the built-in one.
+checker::SuiteOptions tiny_loop() {
+  checker::SuiteOptions options;
+  options.servers.own_loop = [](Kernel& kernel, LoopObserver& observer, const LoopConfig& config) {
+    return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
+  };
+  return options;
+}
 
 const checker::ArmReport& arm(const checker::RunReport& report, const std::string& name) {
   for (const auto& a : report.arms)
@@ -32,8 +31,7 @@ const checker::ArmReport& arm(const checker::RunReport& report, const std::strin
 }  // namespace
 
 TEST_CASE("own loop: the example's loop holds on its burst, and each sabotage arm is caught") {
-  TinyLoopInstalled installed;
-  auto result = checker::run_suite(burst, {});
+  auto result = checker::run_suite(burst, tiny_loop());
   CHECK(result.report.held());
   CHECK(arm(result.report, "base").expect_violated.empty());
   CHECK(arm(result.report, "base").stats.accepted == 102);
@@ -47,15 +45,13 @@ TEST_CASE("own loop: the example's loop holds on its burst, and each sabotage ar
 
 TEST_CASE("own loop: the same scenario on the built-in loop is another run") {
   auto builtin = checker::run_suite(burst, {});
-  TinyLoopInstalled installed;
-  auto own = checker::run_suite(burst, {});
+  auto own = checker::run_suite(burst, tiny_loop());
   // The built-in loop answers through its own HTTP handler and counts passes its own way.
   CHECK(builtin.report.arms.front().stats.passes != own.report.arms.front().stats.passes);
 }
 
 TEST_CASE("own loop: a scenario it cannot run says where") {
-  TinyLoopInstalled installed;
-  checker::SuiteOptions options;
+  checker::SuiteOptions options = tiny_loop();
   options.overrides.push_back(sim::parse_override("loop.workers=2"));
   try {
     checker::run_suite(burst, options);

@@ -244,11 +244,6 @@ class Server {
   }
 };
 
-ForeignFactory& foreign_factory() {
-  static ForeignFactory factory;
-  return factory;
-}
-
 class Foreign final : public Server {
  public:
   Foreign(std::unique_ptr<ForeignServer> server, model::Scheduler& scheduler, model::SimKernel& kernel,
@@ -276,22 +271,18 @@ class Foreign final : public Server {
   const Clients& clients_;
 };
 
-OwnLoopFactory& own_factory() {
-  static OwnLoopFactory factory;
-  return factory;
-}
-
-// A loop of the user's own (install_own_loop), on one simulated thread.
+// A loop of the user's own (ServerFactories::own_loop), on one simulated thread.
 class Own final : public Server {
  public:
-  Own(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel, LoopObserver& observer)
+  Own(const OwnLoopFactory& make, const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
+      LoopObserver& observer)
       : scheduler_(scheduler), kernel_(kernel) {
     if (scenario.workers != 1 || scenario.loop.mode == HandlerMode::pool || scenario.loop.inverted) {
       throw ScenarioError(scenario.position_of({"loop.workers", "loop.mode", "loop.inverted"}) +
-                              ": an own loop (sim::install_own_loop) runs one worker, inline",
+                              ": an own loop (sim::ServerFactories::own_loop) runs one worker, inline",
                           "leave loop.workers, loop.mode and loop.inverted at their defaults");
     }
-    loop_ = own_factory()(kernel, observer, scenario.loop);
+    loop_ = make(kernel, observer, scenario.loop);
     if (!scenario.posters.empty() && !loop_->takes_posts()) {
       throw ScenarioError(scenario.position_of({"posters"}) + ": this loop takes no posts (OwnLoop::takes_posts)",
                           "leave out [[posters]], or give the loop a post()");
@@ -473,7 +464,8 @@ void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Ser
 }  // namespace
 
 struct World::Impl {
-  Impl(const Scenario& scenario, const std::string& arm, model::Chooser* chooser, bool symmetry)
+  Impl(const Scenario& scenario, const std::string& arm, model::Chooser* chooser, bool symmetry,
+       const ServerFactories& servers)
       : scenario(scenario),
         seeded(scenario.seed),
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
@@ -499,8 +491,8 @@ struct World::Impl {
     scheduler.set_commutes([this](const model::Tag& what, const model::Call& call) { return clients.commutes(what, call); });
     scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
     if (scenario.target) {
-      if (!foreign_factory()) throw std::logic_error("sim::World: a target runs only in its own process");
-      auto foreign = std::make_unique<Foreign>(foreign_factory()(scenario), scheduler, kernel, trace, clients);
+      if (!servers.foreign) throw std::logic_error("sim::World: a target runs only in its own process");
+      auto foreign = std::make_unique<Foreign>(servers.foreign(scenario), scheduler, kernel, trace, clients);
       // The program starts before the clients' time 0, as the built-in loop is made before it:
       // it runs until its first wait, or until it sleeps or ends.
       foreign->start();
@@ -512,7 +504,7 @@ struct World::Impl {
       clients.schedule(scenario.clients);
       return;
     } else {
-      if (own_factory()) process = std::make_unique<Own>(scenario, scheduler, kernel, recorder);
+      if (servers.own_loop) process = std::make_unique<Own>(servers.own_loop, scenario, scheduler, kernel, recorder);
       else process = std::make_unique<Process>(scenario, scheduler, kernel, recorder);
       schedule_posters(scenario, scheduler, kernel, *process, trace);
       schedule_actions(scenario, scheduler, *process, trace);
@@ -583,8 +575,8 @@ struct World::Impl {
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
-             bool symmetry)
-    : impl_(std::make_unique<Impl>(scenario, arm, chooser, symmetry)) {}
+             bool symmetry, ServerFactories servers)
+    : impl_(std::make_unique<Impl>(scenario, arm, chooser, symmetry, servers)) {}
 
 World::~World() {
   if (!impl_->finished) finish();
@@ -757,14 +749,12 @@ class LassoWatch {
 
 }  // namespace
 
-void install_foreign_server(ForeignFactory factory) { foreign_factory() = std::move(factory); }
-void install_own_loop(OwnLoopFactory factory) { own_factory() = std::move(factory); }
-
-RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser) {
-  if (scenario.target && !foreign_factory()) return run_target(scenario, arm, chooser);
+RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
+              const ServerFactories& servers) {
+  if (scenario.target && !servers.foreign) return run_target(scenario, arm, chooser);
   std::optional<model::ReplayChooser> pinned;  // a counterexample's choices
   if (chooser == nullptr && !scenario.choices.empty()) chooser = &pinned.emplace(scenario.choices);
-  auto owned = std::make_unique<World>(scenario, arm, chooser);
+  auto owned = std::make_unique<World>(scenario, arm, chooser, true, servers);
   World& world = *owned;
   // A target's thread is C code that nothing may unwind: its World outlives the run, and its
   // process ends once the trace is out (posix/host.cpp).

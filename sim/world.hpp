@@ -50,6 +50,76 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
 // for a run whose target ended before it did.
 std::string exit_text(const RunStats& stats);
 
+class Clients;
+
+// A server other than the built-in loop: a target program (a scenario's [target]). It lives in
+// the target's own process, on the far side of the POSIX seam (posix/), which installs it
+// before any World is made; the trace of what it did is recorded from the kernel's side.
+class ForeignServer {
+ public:
+  virtual ~ForeignServer() = default;
+  // Starts the program's thread on `scheduler`.
+  virtual void start(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
+                     const Clients& clients) = 0;
+  // The kernel's descriptor of the listener on the target's port, or -1 before it listens.
+  virtual int listener() const = 0;
+  virtual std::uint64_t passes() const = 0;  // waits for events
+  // The program has reached its first wait (or ended): it is up, as the built-in loop is once
+  // made. A run lets it start before anything else happens at time 0.
+  virtual bool settled() const = 0;
+  virtual std::int64_t open_connections() const = 0;
+  // The program's memory is not part of a state digest: only what the kernel holds for it.
+  virtual void digest(model::Digest&) const {}
+  // A signal reaches the program (a scenario's [[actions]]), from the scheduler's stack.
+  virtual void signal(int /*signal*/) {}
+};
+using ForeignFactory = std::function<std::unique_ptr<ForeignServer>(const Scenario&)>;
+
+// A loop of your own in place of the built-in one, written against loopsim::Kernel
+// (realloop/kernel.hpp) as realloop::Loop is. A run makes it with the simulated kernel, the
+// observer whose calls become the trace the properties judge (realloop/observer.hpp: report
+// passes, accepts, batches, requests and closes there), and the scenario's [loop] keys, which
+// it may honour or ignore. It runs on one simulated thread; live, the same class runs over
+// live::LinuxKernel. One worker, no pool, no inverted mode.
+class OwnLoop {
+ public:
+  virtual ~OwnLoop() = default;
+  // Opens the listener and whatever else the loop needs before its first client. Returns the
+  // listener's descriptor, or -errno: the run then cannot start, and says so.
+  virtual int open(const ListenSpec& spec) = 0;
+  // The loop itself, on its own thread, until a shutdown has run its course.
+  virtual void run() = 0;
+  // A scenario's shutdown action (R5), from outside the loop's thread, as a signal handler
+  // calls it live: set a flag and signal a wake object.
+  virtual void shutdown() = 0;
+  // Posts (a scenario's [[posters]], R7): a loop that takes them runs each task on its thread.
+  virtual bool takes_posts() const { return false; }
+  virtual void post(std::function<void()> /*task*/) {}
+  virtual std::size_t connections() const = 0;  // held now
+  virtual std::uint64_t passes() const = 0;     // waits so far
+  // Its state, for a search's digests. A loop that does not declare it is searched without
+  // merging any two states (each state is its path), and the search says so. One that does
+  // feeds every field that tells two of its states apart, with times relative to `now`, and
+  // keeps nothing else across a wait: every Kernel::wait is a rest point, where nothing but its
+  // declared state carries over (model::Scheduler::rest). It also reports what another thread
+  // or a scenario's post or shutdown writes that it reads without a kernel call.
+  virtual bool declares_state() const { return false; }
+  virtual void digest_state(state::Sink&, Nanos) const {}
+  virtual std::uint64_t shared_inputs(Nanos) const { return 0; }
+};
+using OwnLoopFactory = std::function<std::unique_ptr<OwnLoop>(Kernel&, LoopObserver&, const LoopConfig&)>;
+
+// What a World runs as its server, given to it when it is made (never installed process-wide):
+// - neither: the built-in loop (realloop::Loop), or, for a scenario with a [target], nothing a
+//   World can run in this process (sim::run then starts the program: sim::run_target);
+// - own_loop: a loop of your own for a scenario without a [target]. Its own state is in the
+//   World's digest only if it declares it (OwnLoop::declares_state);
+// - foreign: inside a target's process, the program itself (posix/host.cpp).
+struct ServerFactories {
+  OwnLoopFactory own_loop;
+  ForeignFactory foreign;
+};
+
 // One run, a step at a time, for the explorer. Everything is set up at construction; step()
 // runs the next scheduled happening before the horizon; finish() runs what is left to the
 // horizon and hands over the trace.
@@ -58,7 +128,7 @@ class World {
   // `symmetry`: same-instant happenings of interchangeable clients are one alternative of an
   // order choice (model::TwinClass); false offers each on its own, for measuring what that saves.
   World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
-        bool symmetry = true);
+        bool symmetry = true, ServerFactories servers = {});
   World(const World&) = delete;
   World& operator=(const World&) = delete;
   ~World();
@@ -123,70 +193,6 @@ class World {
   std::unique_ptr<Impl> impl_;
 };
 
-class Clients;
-
-// A server other than the built-in loop: a target program (a scenario's [target]). It lives in
-// the target's own process, on the far side of the POSIX seam (posix/), which installs it
-// before any World is made; the trace of what it did is recorded from the kernel's side.
-class ForeignServer {
- public:
-  virtual ~ForeignServer() = default;
-  // Starts the program's thread on `scheduler`.
-  virtual void start(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& trace,
-                     const Clients& clients) = 0;
-  // The kernel's descriptor of the listener on the target's port, or -1 before it listens.
-  virtual int listener() const = 0;
-  virtual std::uint64_t passes() const = 0;  // waits for events
-  // The program has reached its first wait (or ended): it is up, as the built-in loop is once
-  // made. A run lets it start before anything else happens at time 0.
-  virtual bool settled() const = 0;
-  virtual std::int64_t open_connections() const = 0;
-  // The program's memory is not part of a state digest: only what the kernel holds for it.
-  virtual void digest(model::Digest&) const {}
-  // A signal reaches the program (a scenario's [[actions]]), from the scheduler's stack.
-  virtual void signal(int /*signal*/) {}
-};
-using ForeignFactory = std::function<std::unique_ptr<ForeignServer>(const Scenario&)>;
-void install_foreign_server(ForeignFactory factory);
-
-// A loop of your own in place of the built-in one, written against loopsim::Kernel
-// (realloop/kernel.hpp) as realloop::Loop is. A run makes it with the simulated kernel, the
-// observer whose calls become the trace the properties judge (realloop/observer.hpp: report
-// passes, accepts, batches, requests and closes there), and the scenario's [loop] keys, which
-// it may honour or ignore. It runs on one simulated thread; live, the same class runs over
-// live::LinuxKernel. One worker, no pool, no inverted mode.
-class OwnLoop {
- public:
-  virtual ~OwnLoop() = default;
-  // Opens the listener and whatever else the loop needs before its first client. Returns the
-  // listener's descriptor, or -errno: the run then cannot start, and says so.
-  virtual int open(const ListenSpec& spec) = 0;
-  // The loop itself, on its own thread, until a shutdown has run its course.
-  virtual void run() = 0;
-  // A scenario's shutdown action (R5), from outside the loop's thread, as a signal handler
-  // calls it live: set a flag and signal a wake object.
-  virtual void shutdown() = 0;
-  // Posts (a scenario's [[posters]], R7): a loop that takes them runs each task on its thread.
-  virtual bool takes_posts() const { return false; }
-  virtual void post(std::function<void()> /*task*/) {}
-  virtual std::size_t connections() const = 0;  // held now
-  virtual std::uint64_t passes() const = 0;     // waits so far
-  // Its state, for a search's digests. A loop that does not declare it is searched without
-  // merging any two states (each state is its path), and the search says so. One that does
-  // feeds every field that tells two of its states apart, with times relative to `now`, and
-  // keeps nothing else across a wait: every Kernel::wait is a rest point, where nothing but its
-  // declared state carries over (model::Scheduler::rest). It also reports what another thread
-  // or a scenario's post or shutdown writes that it reads without a kernel call.
-  virtual bool declares_state() const { return false; }
-  virtual void digest_state(state::Sink&, Nanos) const {}
-  virtual std::uint64_t shared_inputs(Nanos) const { return 0; }
-};
-using OwnLoopFactory = std::function<std::unique_ptr<OwnLoop>(Kernel&, LoopObserver&, const LoopConfig&)>;
-// Every World made after this runs `factory`'s loop for a scenario without a [target]; an empty
-// factory brings the built-in loop back. The loop's own state is in a World's digest only if it
-// declares it (OwnLoop::declares_state).
-void install_own_loop(OwnLoopFactory factory);
-
 // The most events one run's trace may hold (about 100 bytes each): a legal scenario can ask for
 // more (a 1 ns idle timeout over 20 s is 2e10 passes), and is stopped there.
 inline constexpr std::size_t trace_events_max = 10'000'000;
@@ -210,9 +216,9 @@ class RunLimit : public std::runtime_error {
 // one run shows it). Every nondeterministic
 // decision goes to `chooser` (default: seeded from the scenario's seed) and is recorded in the
 // trace as a `choice` event. Deterministic: the same scenario and choices give the same trace,
-// byte for byte. `arm` names the arm in the trace.
+// byte for byte. `arm` names the arm in the trace; `servers` says what serves (ServerFactories).
 RunResult run(const Scenario& scenario, const std::string& arm = "base",
-              model::Chooser* chooser = nullptr);
+              model::Chooser* chooser = nullptr, const ServerFactories& servers = {});
 
 // A scenario with a [target], run in the target's own process (sim/target.hpp): what run()
 // does for such a scenario in any process that has no foreign server installed.

@@ -19,12 +19,12 @@
 namespace {
 
 int check(const std::string& file, const std::vector<std::string>& assignments) {
-  loopsim::sim::install_own_loop([](loopsim::Kernel& kernel, loopsim::LoopObserver& observer,
-                                    const loopsim::LoopConfig& config) {
-    return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
-  });
   try {
     loopsim::checker::SuiteOptions options;
+    options.servers.own_loop = [](loopsim::Kernel& kernel, loopsim::LoopObserver& observer,
+                                  const loopsim::LoopConfig& config) {
+      return std::make_unique<tiny::TinyLoop>(kernel, observer, config);
+    };
     for (const std::string& a : assignments) options.overrides.push_back(loopsim::sim::parse_override(a));
     loopsim::checker::SuiteResult result = loopsim::checker::run_suite(file, options);
     loopsim::reports::print_table(result.report, std::cout);

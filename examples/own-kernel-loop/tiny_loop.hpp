@@ -1,6 +1,6 @@
 // A loop of its own, written against loopsim::Kernel: one thread, edge-triggered readiness, an
 // accept batch that is owed when it stops by count (R2), and a tiny HTTP/1.1 answer ("ok") to
-// every request, after N ms of work for /slow?ms=N. The same class runs in a simulated World (sim::install_own_loop) and live
+// every request, after N ms of work for /slow?ms=N. The same class runs in a simulated World (sim::ServerFactories::own_loop) and live
 // over live::LinuxKernel. It tells the run what it does through the LoopObserver; those calls
 // are the trace the properties judge.
 #pragma once
