@@ -67,7 +67,9 @@ std::int64_t read_integer(C c, N n, K k, std::int64_t min, std::int64_t max = IN
 
 // A rate per second, as thousandths: an integer, or a number with at most 3 decimals.
 std::int64_t read_rate(C c, N n, K k) {
-  constexpr std::int64_t per_second_max = INT64_MAX / 1000;
+  // 10^15 a second: exact as a double, and its thousandths (10^18) fit an int64_t. INT64_MAX /
+  // 1000 was neither: a decimal just under it rounded up to 2^63 thousandths, past int64_t.
+  constexpr std::int64_t per_second_max = 1'000'000'000'000'000;
   if (n.is_integer()) return read_integer(c, n, k, 0, per_second_max) * 1000;
   const double value = c.as<double>(n, k, "a number", "e.g. rate = 200");
   if (!std::isfinite(value) || value < 0 || value > double(per_second_max))

@@ -566,4 +566,16 @@ TEST_CASE("arrival draws are integer arithmetic: the same gaps on every machine,
   // A rate with more than 3 decimals has no exact integer form: refused where it is written.
   CHECK_THROWS_WITH(sim::parse_scenario("name = \"a\"\n[[clients]]\nname = \"g\"\nrate = 0.0005\n", "a.toml"),
                     Catch::Contains("a.toml:4:8: clients.rate takes at most 3 decimals"));
+  // A decimal rate whose thousandths would pass int64_t (fuzz/findings/scenario-1) is refused
+  // where it is written, as an integer one is; the largest rate reads exactly.
+  for (const char* rate : {"9223372036854775.0", "9223372036854775807", "1000000000000000.5"}) {
+    CHECK_THROWS_WITH(sim::parse_scenario(std::string("name = \"a\"\n[[clients]]\nname = \"g\"\nrate = ") + rate + "\n",
+                                          "a.toml"),
+                      Catch::Contains("a.toml:4:8: clients.rate must be"));
+  }
+  for (const char* rate : {"1000000000000000", "1000000000000000.0"}) {
+    CHECK(sim::parse_scenario(std::string("name = \"a\"\n[[clients]]\nname = \"g\"\nrate = ") + rate + "\n", "a.toml")
+              .clients[0]
+              .rate_milli == 1'000'000'000'000'000'000);
+  }
 }
