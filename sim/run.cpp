@@ -1,0 +1,131 @@
+// A run from start to end (sim::run), with the liveness watch and the limits that cut it, and
+// what a finished trace says: its counts, its choices, a target's early exit.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "model/choice.hpp"
+#include "model/sim_kernel.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::sim {
+
+RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps) {
+  RunStats stats;
+  stats.passes = passes;
+  stats.steps = steps;
+  stats.virtual_time = trace.horizon;
+  for (const TraceEvent& event : trace.events) {
+    if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) ++stats.accepted;
+    if (std::holds_alternative<ev::Answer>(event)) ++stats.answered;
+    if (std::holds_alternative<ev::Refused>(event)) ++stats.refused;
+    if (auto* x = std::get_if<ev::ProcessExit>(&event)) {
+      stats.exit_status = x->status;
+      stats.exited_at = x->t;
+    }
+  }
+  return stats;
+}
+
+std::string exit_text(const RunStats& stats) {
+  if (!stats.exit_status) return {};
+  char at[48];
+  std::snprintf(at, sizeof at, "%.1f ms", double(stats.exited_at.count()) / 1e6);
+  std::string text = "the target exited with status " + std::to_string(*stats.exit_status) + " at " + at +
+                     " of virtual time, before the run's horizon";
+  if (!stats.last_stderr.empty()) text += " (its last line on stderr: \"" + stats.last_stderr + "\")";
+  return text;
+}
+
+std::vector<model::Choice> choices_of(const Trace& trace) {
+  std::vector<model::Choice> out;
+  for (const TraceEvent& event : trace.events) {
+    if (auto* c = std::get_if<ev::Choice>(&event)) {
+      out.push_back(model::Choice{model::ChoiceKind(c->kind), c->options, c->pick});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool expects(const Scenario& scenario, const std::string& property) {
+  return std::any_of(scenario.expect.begin(), scenario.expect.end(),
+                     [&](const Expectation& e) { return e.property == property; });
+}
+
+// The states seen while connections wait, each with the accepts made by then: coming back to
+// one with no accept since is a cycle that never takes them.
+class LassoWatch {
+ public:
+  void look(const World& world) {
+    if (found_) return;
+    std::size_t backlog = world.backlog();
+    if (backlog == 0) return;
+    auto [it, fresh] = seen_.try_emplace(world.digest(), Seen{world.now(), world.accepted()});
+    if (!fresh && it->second.accepted == world.accepted()) {
+      found_ = ev::Lasso{world.now(), it->second.t, std::int64_t(backlog), false};
+    }
+  }
+  void at_end(World& world) {
+    if (!found_ && world.quiescent() && world.backlog() > 0) {
+      found_ = ev::Lasso{world.now(), world.now(), std::int64_t(world.backlog()), true};
+    }
+    if (found_) world.note(*found_);
+  }
+
+ private:
+  struct Seen {
+    Nanos t;
+    std::uint64_t accepted;
+  };
+  std::unordered_map<std::uint64_t, Seen> seen_;  // by digest; looked up, never iterated
+  std::optional<ev::Lasso> found_;
+};
+
+}  // namespace
+
+RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
+              const ServerFactories& servers) {
+  if (scenario.target && !servers.foreign) return run_target(scenario, arm, chooser);
+  std::optional<model::ReplayChooser> pinned;  // a counterexample's choices
+  if (chooser == nullptr && !scenario.choices.empty()) chooser = &pinned.emplace(scenario.choices);
+  auto owned = std::make_unique<World>(scenario, arm, chooser, true, servers);
+  World& world = *owned;
+  // A target's thread is C code that nothing may unwind: its World outlives the run, and its
+  // process ends once the trace is out (posix/host.cpp).
+  if (scenario.target) (void)owned.release();
+  std::optional<LassoWatch> watch;
+  if (expects(scenario, "liveness")) watch.emplace();
+  if (!watch) world.digests_unused();
+  Nanos instant = world.now();
+  std::uint64_t at_instant = 0;
+  do {
+    if (watch) watch->look(world);
+    if (world.now() != instant) instant = world.now(), at_instant = 0;
+    char at[48];
+    if (world.trace_events() > trace_events_max) {
+      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
+      return world.stop_short("its trace passed " + std::to_string(trace_events_max) + " events at " + at +
+                                  " of virtual time (a shorter horizon, or fewer passes, fits)",
+                              false, watch.has_value());
+    }
+    if (++at_instant > still_steps_max || world.stalled()) {
+      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
+      std::string what = world.stalled() ? std::to_string(model::SimKernel::calls_at_instant_max) + " kernel calls"
+                                         : std::to_string(still_steps_max) + " steps";
+      return world.stop_short("livelock: virtual time stood still for " + what + " at " + at +
+                                  ", nothing done (nothing the server does lets the clock move)",
+                              true, watch.has_value());
+    }
+  } while (world.step());
+  if (watch) watch->at_end(world);
+  RunResult result = world.finish();
+  result.trace.liveness_watched = watch.has_value();
+  return result;
+}
+
+}  // namespace loopsim::sim
