@@ -115,6 +115,11 @@ int own_descriptors(const sim::Scenario& scenario);
 std::string scenario_text(const Description& description, const std::string& name,
                           const std::vector<sim::Override>& overrides = {});
 
+// The time, in milliseconds, by which everything the scenario schedules has happened and been
+// served, with room for EMFILE back-offs and idle waits: a horizon no shorter cuts no request,
+// retry or shutdown short.
+std::int64_t horizon_needed_ms(const sim::Scenario& scenario);
+
 // The [[expect]] entries a configuration must satisfy with the rules on, each left out where
 // the configuration allows it to fail (a comment in the text says why).
 std::string expectations_text(const sim::Scenario& scenario);

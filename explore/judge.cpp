@@ -1,0 +1,95 @@
+// Judging one generated scenario: a run within a step budget, its verdicts, and a livelock told
+// from a long run.
+#include <memory>
+#include <sstream>
+
+#include "checker/loop_properties.hpp"
+#include "checker/suite.hpp"
+#include "explore/generate.hpp"
+#include "sim/world.hpp"
+
+namespace loopsim::explore {
+
+// Judging one scenario, with the step budget.
+
+namespace {
+
+// A world and the scenario it refers to. A livelocked world cannot be finished (finish() runs
+// to the horizon, which a run without virtual progress never reaches): it is abandoned.
+struct Held {
+  sim::Scenario scenario;
+  std::unique_ptr<sim::World> world;
+};
+
+std::string livelock_detail(const Judged& j, const StepBudget& budget, bool at_instant) {
+  std::ostringstream out;
+  if (at_instant) out << "livelock: no virtual progress in " << budget.at_instant << " steps at ";
+  else out << "the run took " << budget.total << " steps (its budget) and stopped at ";
+  out << checker::ms_text(j.virtual_time) << " of virtual time";
+  return out.str();
+}
+
+// The verdicts of a whole run: the properties violated, the first one's detail.
+void judge_trace(Judged& j, const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
+  j.virtual_time = trace.horizon;
+  for (const checker::Verdict& v : checker::evaluate(trace, scenario.expect, costs)) {
+    if (v.held) continue;
+    if (j.violated.empty()) j.detail = v.property + ": " + v.detail;
+    j.violated.push_back(v.property);
+  }
+  if (!j.violated.empty()) j.verdict = Judged::Verdict::violated;
+}
+
+// A target runs in its own process (sim/target.hpp), to its horizon: no step budget, but loopsim
+// gives up on a process that says nothing for 120 s, and a run limit stops a runaway trace.
+Judged judge_target(const sim::Scenario& scenario, const checker::Costs& costs) {
+  Judged j;
+  sim::RunResult run = sim::run(scenario, "base");
+  j.steps = run.stats.steps;
+  judge_trace(j, run.trace, scenario, costs);
+  return j;
+}
+
+}  // namespace
+
+Judged judge_text(const std::string& text, const std::string& name, const StepBudget& budget) {
+  auto held = std::make_unique<Held>();
+  held->scenario = sim::parse_scenario(text, name);
+  held->scenario.file = name;
+  checker::validate(held->scenario);
+  checker::Costs costs = checker::costs_for(text, name);
+  if (held->scenario.target) return judge_target(held->scenario, costs);
+  held->world = std::make_unique<sim::World>(held->scenario, "base", nullptr);
+  sim::World& world = *held->world;
+  Judged j;
+  Nanos instant = world.now();
+  std::uint64_t at_instant = 0;
+  while (world.step()) {
+    ++j.steps;
+    if (world.now() != instant) instant = world.now(), at_instant = 0;
+    bool stuck = ++at_instant > budget.at_instant || world.stalled();
+    if (!stuck && j.steps <= budget.total) continue;
+    j.virtual_time = world.now();
+    if (stuck) {
+      j.verdict = Judged::Verdict::livelock;
+      j.violated = {"livelock"};
+      j.detail = livelock_detail(j, budget, true);
+      j.livelock_trace = world.trace();
+      world.abandon();
+      return j;
+    }
+    // Only long: what the run so far decides still counts.
+    sim::RunResult cut = world.stop_short(livelock_detail(j, budget, false), false, false);
+    judge_trace(j, cut.trace, held->scenario, costs);
+    j.virtual_time = cut.stats.virtual_time;  // where it stopped, not the horizon
+    if (j.verdict == Judged::Verdict::held) {
+      j.verdict = Judged::Verdict::bound;
+      j.detail = cut.trace.cut;
+    }
+    return j;
+  }
+  sim::RunResult run = world.finish();
+  judge_trace(j, run.trace, held->scenario, costs);
+  return j;
+}
+}  // namespace loopsim::explore
