@@ -1,129 +1,17 @@
+// The search: depth first over the decisions (with snapshots to resume from, and the limits
+// that cut it), or a sample of seeds. The digest audit is explorer_audit.cpp's; liveness on the
+// state graph, stranding.cpp's.
 #include "explore/explorer.hpp"
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/strong_components.hpp>
-#include <limits>
-#include <unordered_map>
-#include <unordered_set>
+#include <algorithm>
 
 #include "base/assert.hpp"
+#include "explore/explorer_internal.hpp"
 #include "realloop/state.hpp"
 
 namespace loopsim::explore {
 
-namespace {
-
-constexpr std::uint32_t no_pick = std::numeric_limits<std::uint32_t>::max();
-constexpr std::size_t no_node = std::numeric_limits<std::size_t>::max();
-
-// A state as the search merges on it (a key), and how the search first came to it: enough to
-// rebuild the decisions of a path to it.
-struct KeyNode {
-  std::size_t parent = no_node;
-  std::uint32_t via = no_pick;  // the pick taken at the parent, when the parent was a decision
-  model::ChoiceKind kind = model::ChoiceKind::order;  // this node's decision, if it is one
-  std::uint32_t options = 0;
-  std::size_t shape = 0;
-};
-
-// A state of the graph (a shape: times relative to now, no horizon).
-struct ShapeNode {
-  bool backlog = false;
-  bool quiescent = false;   // an execution ended here with nothing left to happen
-  bool explored = false;    // every way out of it was taken (by some visit)
-  bool beyond = false;      // seen with something past the horizon: what follows is unknown
-  std::size_t first_key = 0;
-};
-
-class Explorer {
- public:
-  Explorer(const System& system, const ExploreOptions& options)
-      : system_(system), options_(options), random_(options.strategy == ExploreOptions::Strategy::random) {}
-
-  ExploreResult run();
-
- private:
-  struct Frame {
-    std::size_t node;   // the decision's key node
-    model::ChoiceKind kind;
-    std::uint32_t options;
-    std::vector<std::uint32_t> todo;  // alternatives left; the next is at the back
-    std::size_t depth;                // its index among the execution's decisions
-    std::unique_ptr<Saved> saved;     // null: resumed from a snapshot below, or replayed
-    bool whole = true;                // every alternative is this search's (not dealt to shards)
-    std::uint64_t accepted = 0;       // connections accepted by then
-  };
-
-  void dfs();
-  void sample();
-  // Runs the execution from where it stands to its end, or to a state reached before.
-  void descend(std::size_t previous, std::uint32_t via);
-  // Brings the execution to frame `f`'s decision, ready to be decided.
-  void resume_at(std::size_t f);
-  void replay_to(std::size_t from_depth, std::size_t to_depth);
-  std::size_t intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh);
-  void ended(const Stop& stop, std::size_t last);
-  void deal_to_shard();
-  void hit(const std::string& bound);
-  bool out_of_time();
-  bool stopped() const { return stop_ || result_.verdict == ExploreResult::Verdict::violated; }
-  void report_progress(bool force);
-  void note_worst(const Outcome& outcome);
-  void find_stranding();
-  std::vector<model::Choice> path_to(std::size_t key_node) const;
-  // The digest audit: a state whose shape or key was seen before must be the one seen then.
-  void audit(const Stop& stop, std::size_t shape, bool new_shape, std::size_t key, bool new_key);
-  void audit_failed(std::size_t first_key, const std::string& what);
-  // The audit of a state met again (key node `node`, the execution standing at `stop`): the
-  // execution goes on its natural way for a few stops, which must be the ones the first visit
-  // went through. A digest that leaves out something that matters shows here, whatever the
-  // digest's walk reads.
-  void audit_future(const Stop& stop, std::size_t node);
-
-  const System& system_;
-  const ExploreOptions& options_;
-  bool random_;
-  bool merge_ = true;
-  ExploreResult result_;
-  std::unique_ptr<Execution> exec_;
-  std::optional<model::SeededChooser> seeded_;  // the random strategy's picks
-
-  std::unordered_map<std::uint64_t, std::size_t> keys_;    // key -> node (looked up, never iterated)
-  std::vector<KeyNode> key_nodes_;
-  std::unordered_map<std::uint64_t, std::size_t> shapes_;  // shape -> node (looked up, never iterated)
-  std::vector<ShapeNode> shape_nodes_;
-  struct Edge {
-    std::size_t from, to;
-    std::uint32_t via;  // the pick taken at from (no_pick where it asks nothing)
-    bool accepted;
-  };
-  std::vector<Edge> edges_;
-  std::unordered_set<std::uint64_t> edge_seen_;  // (from, to, accepted, via), looked up, never iterated
-
-  std::vector<Frame> frames_;
-  std::vector<model::Choice> path_;  // the running execution's decisions
-  // The audit's records: each shape's transcript, and what each key stands for beyond it.
-  struct AuditKey {
-    std::size_t shape;
-    Nanos now;
-    Stop::Kind kind;
-    model::ChoiceKind choice;
-    std::uint32_t options;
-  };
-  std::vector<std::vector<std::int64_t>> audit_shapes_;
-  std::vector<AuditKey> audit_keys_;
-  // Key node -> the key nodes reached from it so far, and whether that is every one (a step
-  // has one way on; a decision's are all taken once its frame is done).
-  std::vector<std::vector<std::size_t>> successors_;
-  std::vector<bool> all_successors_;
-  static constexpr int audit_lookahead = 16;
-  std::uint64_t saved_bytes_ = 0;
-  std::uint64_t accepted_before_ = 0;
-  bool stop_ = false;
-  bool counted_ = true;  // this execution counts (a shard's first does only in shard 0)
-  std::int64_t started_ns_ = 0;
-  std::int64_t last_progress_ns_ = 0;
-};
+namespace detail {
 
 void Explorer::hit(const std::string& bound) {
   if (std::find(result_.bounds.begin(), result_.bounds.end(), bound) == result_.bounds.end()) {
@@ -214,11 +102,12 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
 }
 
 void Explorer::descend(std::size_t previous, std::uint32_t via) {
-  std::uint64_t steps_at_start = exec_->steps();
+  const std::uint64_t steps_at_start = exec_->steps();
+  const auto count_steps = [&] { result_.steps += exec_->steps() - steps_at_start; };
   for (;;) {
     Stop stop = exec_->advance();
     if (stop.kind == Stop::Kind::end) {
-      result_.steps += exec_->steps() - steps_at_start;
+      count_steps();
       ended(stop, previous);
       return;
     }
@@ -226,24 +115,8 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
     std::size_t node = intern(stop, previous, via, fresh);
     previous = node;
     via = no_pick;
-    if (!result_.audit_failure.empty()) {
-      result_.steps += exec_->steps() - steps_at_start;
-      exec_->abandon();
-      return;
-    }
-    // A state reached before has the futures it had then, explored then or being explored.
-    if (merge_ && !fresh && !random_) {
-      if (options_.audit) audit_future(stop, node);
-      ++result_.cut;
-      result_.steps += exec_->steps() - steps_at_start;
-      exec_->abandon();
-      return;
-    }
-    bool over_steps = options_.max_steps > 0 && exec_->steps() - steps_at_start >= options_.max_steps;
-    if (over_steps || out_of_time() || key_nodes_.size() >= options_.max_states) {
-      hit(over_steps ? "max steps" : key_nodes_.size() >= options_.max_states ? "max states" : "time limit");
-      stop_ = true;
-      result_.steps += exec_->steps() - steps_at_start;
+    if (cut_here(stop, node, fresh, exec_->steps() - steps_at_start)) {
+      count_steps();
       exec_->abandon();
       return;
     }
@@ -254,26 +127,48 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
     } else if (path_.size() >= options_.depth) {
       hit("depth");
     } else {
-      // The DFS stack: one frame a decision on the current path, deepest last.
-      LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < path_.size());
-      LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
-      Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
-      for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
-      if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
-        frame.saved = exec_->save();
-        if (frame.saved) {
-          saved_bytes_ += frame.saved->bytes();
-          result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
-          ++result_.snapshots;
-        }
-      }
-      frames_.push_back(std::move(frame));
+      push_frame(stop, node);
     }
     LOOPSIM_ASSERT_OP(pick, <, stop.options);
     path_.push_back(model::Choice{stop.choice, stop.options, pick});
     exec_->decide(pick);
     via = pick;
   }
+}
+
+bool Explorer::cut_here(const Stop& stop, std::size_t node, bool fresh, std::uint64_t steps) {
+  if (!result_.audit_failure.empty()) return true;
+  // A state reached before has the futures it had then, explored then or being explored.
+  if (merge_ && !fresh && !random_) {
+    if (options_.audit) audit_future(stop, node);
+    ++result_.cut;
+    return true;
+  }
+  const bool over_steps = options_.max_steps > 0 && steps >= options_.max_steps;
+  const bool over_states = key_nodes_.size() >= options_.max_states;
+  if (over_steps || over_states || out_of_time()) {
+    hit(over_steps ? "max steps" : over_states ? "max states" : "time limit");
+    stop_ = true;
+    return true;
+  }
+  return false;
+}
+
+void Explorer::push_frame(const Stop& stop, std::size_t node) {
+  // The DFS stack: one frame a decision on the current path, deepest last.
+  LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < path_.size());
+  LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
+  Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
+  for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
+  if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
+    frame.saved = exec_->save();
+    if (frame.saved) {
+      saved_bytes_ += frame.saved->bytes();
+      result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
+      ++result_.snapshots;
+    }
+  }
+  frames_.push_back(std::move(frame));
 }
 
 // Replays the current path's decisions from index `from_depth` up to (not including) decision
@@ -437,158 +332,6 @@ void Explorer::sample() {
   hit("seeds");
 }
 
-// Liveness: a bottom strongly connected component (a cycle, or a dead end) of the state graph in
-// which every state has a backlog and no transition accepts: once there, the backlog is never
-// taken. Only a component whose every state was explored counts: one that a bound or the
-// horizon cut short may have ways out nobody took.
-void Explorer::find_stranding() {
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  if (shape_nodes_.empty()) return;
-  // A shape is relative to its instant, so one that holds nothing past the horizon has, for
-  // each pick, one successor up to the horizon's clamp. The step into a clamped state is then
-  // the horizon's view of a step seen unclamped at an earlier instant: it is that step, not a
-  // way out of its own.
-  std::unordered_set<std::uint64_t> unclamped;  // (from, via) with an unclamped successor, looked up only
-  for (const Edge& e : edges_) {
-    if (!shape_nodes_[e.to].beyond) unclamped.insert(state::fold(e.from, e.via));
-  }
-  std::vector<Edge> edges;
-  for (const Edge& e : edges_) {
-    bool echo = shape_nodes_[e.to].beyond && !shape_nodes_[e.from].beyond &&
-                unclamped.count(state::fold(e.from, e.via)) != 0;
-    if (!echo) edges.push_back(e);
-  }
-  Graph graph(shape_nodes_.size());
-  for (const Edge& e : edges) boost::add_edge(e.from, e.to, graph);
-  std::vector<std::size_t> component(shape_nodes_.size());
-  std::size_t count = boost::strong_components(graph, &component[0]);
-  std::vector<bool> leaves(count, false), accepts(count, false), clear(count, false), partial(count, false);
-  std::vector<bool> cyclic(count, false), dead_end(count, false);
-  for (const Edge& e : edges) {
-    if (component[e.from] != component[e.to]) leaves[component[e.from]] = true;
-    if (component[e.from] == component[e.to]) {
-      cyclic[component[e.from]] = true;
-      if (e.accepted) accepts[component[e.from]] = true;
-    }
-  }
-  for (std::size_t n = 0; n < shape_nodes_.size(); ++n) {
-    const ShapeNode& node = shape_nodes_[n];
-    if (!node.backlog) clear[component[n]] = true;
-    if (node.quiescent) dead_end[component[n]] = true;
-    if ((!node.explored && !node.quiescent) || node.beyond) partial[component[n]] = true;
-  }
-  for (std::size_t n = 0; n < shape_nodes_.size(); ++n) {
-    std::size_t c = component[n];
-    if (leaves[c] || accepts[c] || clear[c] || partial[c] || !(cyclic[c] || dead_end[c])) continue;
-    Counterexample cex;
-    cex.choices = path_to(shape_nodes_[n].first_key);
-    cex.violated = {"liveness"};
-    cex.detail = "a backlog waits in a cycle (or dead end) of states in which nothing is accepted";
-    result_.counterexample = std::move(cex);
-    result_.verdict = ExploreResult::Verdict::violated;
-    return;
-  }
-}
-
-void Explorer::audit(const Stop& stop, std::size_t shape, bool new_shape, std::size_t key, bool new_key) {
-  if (stopped()) return;
-  std::optional<state::Transcript> written = exec_->transcript();
-  if (!written) {
-    ++result_.audit_unwritten;
-    return;
-  }
-  // A decision's node is its state and what it asks: both are written down.
-  if (stop.kind == Stop::Kind::decision) {
-    written->enter("decision");
-    written->add(std::int64_t(stop.choice));
-    written->add(stop.options);
-    written->leave();
-  }
-  if (new_shape) {
-    audit_shapes_.resize(shape + 1);
-    audit_shapes_[shape] = written->take_values();
-  } else {
-    ++result_.audit_compared;
-    std::string difference = state::first_difference(audit_shapes_[shape], *written);
-    if (!difference.empty()) {
-      audit_failed(shape_nodes_[shape].first_key, "two states of one shape differ at " + difference);
-      return;
-    }
-  }
-  AuditKey now{shape, stop.now, stop.kind, stop.choice, stop.options};
-  if (new_key) {
-    audit_keys_.resize(key + 1);
-    audit_keys_[key] = now;
-    return;
-  }
-  ++result_.audit_compared;
-  const AuditKey& then = audit_keys_[key];
-  if (then.shape != shape) {
-    audit_failed(key, "two states of one key have different shapes");
-  } else if (then.now != stop.now) {
-    audit_failed(key, "two states of one key stand at different times (" + std::to_string(then.now.count()) +
-                          " ns, then " + std::to_string(stop.now.count()) + " ns): different times left to the horizon");
-  } else if (then.kind != stop.kind || then.choice != stop.choice || then.options != stop.options) {
-    audit_failed(key, "two states of one key ask different things");
-  }
-}
-
-void Explorer::audit_future(const Stop& stop, std::size_t node) {
-  if (!result_.audit_failure.empty()) return;
-  // The execution goes on its natural way (pick 0 at each decision). Equal states need not
-  // number their alternatives alike (interchangeable clients in another order), so each stop
-  // must be one the first visit reached from the matching node by some way, and is wrong only
-  // where every way from there is known.
-  bool decision = stop.kind == Stop::Kind::decision;
-  std::size_t expect = node;
-  for (int step = 0; step < audit_lookahead; ++step) {
-    if (expect >= successors_.size() || successors_[expect].empty()) return;  // nothing known past it
-    bool every = !decision || (expect < all_successors_.size() && all_successors_[expect]);
-    if (decision) exec_->decide(0);
-    Stop now = exec_->advance();
-    std::string at = "; " + std::to_string(step + 1) + " stop(s) on";
-    if (now.kind == Stop::Kind::end) {
-      if (every) audit_failed(node, "two states with one digest part ways: the first went on, the second ended" + at);
-      return;
-    }
-    auto found = keys_.find(now.key);
-    const std::vector<std::size_t>& known = successors_[expect];
-    if (found != keys_.end() && std::find(known.begin(), known.end(), found->second) != known.end()) {
-      ++result_.audit_compared;
-      decision = now.kind == Stop::Kind::decision;
-      expect = found->second;
-      continue;
-    }
-    if (!every) return;  // perhaps by a way not taken yet
-    std::string difference = "in something the digest does not read";
-    std::size_t shape = key_nodes_[known.front()].shape;
-    if (std::optional<state::Transcript> written = exec_->transcript();
-        written && shape < audit_shapes_.size() && !audit_shapes_[shape].empty()) {
-      if (now.kind == Stop::Kind::decision) {
-        written->enter("decision");
-        written->add(std::int64_t(now.choice));
-        written->add(now.options);
-        written->leave();
-      }
-      std::string field = state::first_difference(audit_shapes_[shape], *written);
-      if (!field.empty()) difference = "at " + field;
-    }
-    audit_failed(node, "two states with one digest part ways: their futures differ " + difference + at);
-    return;
-  }
-}
-
-void Explorer::audit_failed(std::size_t first_key, const std::string& what) {
-  auto text = [](const std::vector<model::Choice>& choices) {
-    std::string out = "[";
-    for (const model::Choice& c : choices) out += (out.size() > 1 ? ", " : "") + model::choice_text(c);
-    return out + "]";
-  };
-  result_.audit_failure = what + "; the first was reached by the choices " + text(path_to(first_key)) +
-                          ", the second by " + text(path_);
-  stop_ = true;
-}
-
 std::vector<model::Choice> Explorer::path_to(std::size_t key_node) const {
   LOOPSIM_ASSERT_OP(key_node, <, key_nodes_.size());
   std::vector<model::Choice> out;
@@ -637,7 +380,7 @@ ExploreResult Explorer::run() {
   return result_;
 }
 
-}  // namespace
+}  // namespace detail
 
 const char* verdict_name(ExploreResult::Verdict verdict) {
   switch (verdict) {
@@ -649,7 +392,7 @@ const char* verdict_name(ExploreResult::Verdict verdict) {
 }
 
 ExploreResult search(const System& system, const ExploreOptions& options) {
-  Explorer explorer(system, options);
+  detail::Explorer explorer(system, options);
   ExploreResult result = explorer.run();
   if (result.counterexample && result.counterexample->path.empty()) {
     result.counterexample->path = path_of(system, result.counterexample->choices);
