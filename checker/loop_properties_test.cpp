@@ -37,7 +37,7 @@ std::size_t accept(Trace& t, int fd, ClientIndex client, int worker = 0, Door do
   return add(t, ev::Accept{0ms, worker, door, fd, client});
 }
 
-std::size_t pass_begin(Trace& t, std::uint64_t pass, Nanos timeout, int worker = 0) {
+std::size_t pass_begin(Trace& t, std::uint64_t pass, std::optional<Nanos> timeout, int worker = 0) {
   return add(t, ev::PassBegin{0ms, worker, pass, timeout});
 }
 
@@ -225,7 +225,7 @@ struct Passes {
   Nanos now{0};
   std::uint64_t pass = 0;
   // One pass; returns the index of its wait's return.
-  std::size_t wait(Nanos timeout, Nanos waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
+  std::size_t wait(std::optional<Nanos> timeout, Nanos waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
     ++pass;
     add(t, ev::PassBegin{now, worker, pass, timeout});
     now += waited;

@@ -58,7 +58,7 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
     work_us += (std::chrono::duration_cast<std::chrono::microseconds>(p.cost).count() + 1) * p.count;
   }
   for (const sim::ActionSpec& a : s.actions) last = std::max(last, to_ms(a.at.hi));
-  return last + work_us / 1000 + retries * retry_ms + 2 * to_ms(s.loop.idle_timeout) + 2000;
+  return last + work_us / 1000 + retries * retry_ms + 2 * to_ms(s.loop.idle_timeout.value_or(Nanos(0))) + 2000;
 }
 
 namespace {

@@ -63,6 +63,7 @@
 
 using namespace std::chrono_literals;
 using loopsim::Kernel;
+using loopsim::Instant;
 using loopsim::Nanos;
 using loopsim::PollEvent;
 using loopsim::Trigger;
@@ -661,7 +662,7 @@ class LinuxDriver final : public Driver {
   // `done`). Between looks it blocks on the probe for at most 1 ms.
   void await(const std::string& what, const std::function<bool()>& done, int fd = -1,
              std::uint32_t bits = 0) {
-    const Nanos deadline = kernel_.now() + 1s;
+    const Instant deadline = kernel_.now() + 1s;
     for (;;) {
       if (done && done()) return;
       if (kernel_.now() >= deadline) throw std::runtime_error("timed out waiting for " + what);
@@ -988,7 +989,7 @@ std::vector<std::string> run_linux_in_child(const Script& script) {
   std::string text;
   bool timed_out = false;
   loopsim::live::LinuxKernel clock;
-  const Nanos deadline = clock.now() + 5s;
+  const Instant deadline = clock.now() + 5s;
   for (;;) {
     Nanos left = deadline - clock.now();
     if (left <= Nanos(0)) {

@@ -529,15 +529,15 @@ void Scheduler::sleep_until(Nanos when) {
   yield(thread);
 }
 
-bool Scheduler::block(Nanos deadline) {
+bool Scheduler::block(std::optional<Nanos> deadline) {
   ++epoch_;
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::blocked;
   thread.woken = false;
   ++thread.generation;
-  if (deadline != wait_forever) {
-    push(Entry{std::max(deadline, now_), seq_++, Kind::resume, current_, thread.generation,
+  if (deadline) {
+    push(Entry{std::max(*deadline, now_), seq_++, Kind::resume, current_, thread.generation,
                nullptr});
   }
   yield(thread);

@@ -145,9 +145,9 @@ class Scheduler {
 
   // From a simulated thread: resumes at `when`. The thread counts as busy until then.
   void sleep_until(Nanos when);
-  // From a simulated thread: blocks until wake() or `deadline` (wait_forever: none). Returns
-  // true when woken, false on the deadline.
-  bool block(Nanos deadline);
+  // From a simulated thread: blocks until wake() or `deadline` (none, wait_forever: until
+  // woken). Returns true when woken, false on the deadline.
+  bool block(std::optional<Nanos> deadline);
   // Resumes a blocked thread now. A thread that is not blocked is left alone.
   void wake(ThreadId thread);
 

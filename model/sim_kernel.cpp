@@ -145,9 +145,9 @@ auto SimKernel::call(int op, const Call& what, Body body) {
   return result;
 }
 
-Nanos SimKernel::now() {
+Instant SimKernel::now() {
   scheduler_.learn(Learnt(op_now).add(scheduler_.since_rest().count()).value());
-  return scheduler_.now();
+  return Instant(scheduler_.now());
 }
 
 void SimKernel::spend(Nanos duration) {
@@ -250,7 +250,7 @@ int SimKernel::pipe(int ends[2]) {
   return rc;
 }
 
-[[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
+[[gnu::noinline]] int SimKernel::wait(int poller, std::span<PollEvent> into, std::optional<Duration> timeout) {
   count_call();
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
   scheduler_.call_point(Call{K::wait, poller});

@@ -92,7 +92,7 @@ class SimKernel final : public Kernel {
   SimKernel(Scheduler& scheduler, SimKernelConfig config);
 
   // Kernel
-  Nanos now() override;
+  Instant now() override;
   void spend(Nanos duration) override;
   int listen(const ListenSpec& spec) override;
   int local_port(int listener) override;
@@ -106,7 +106,7 @@ class SimKernel final : public Kernel {
   int watch(int poller, int fd, std::uint32_t interest, Trigger trigger) override;
   int rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) override;
   int unwatch(int poller, int fd) override;
-  int wait(int poller, std::span<PollEvent> into, Nanos timeout) override;
+  int wait(int poller, std::span<PollEvent> into, std::optional<Duration> timeout) override;
   int wake_create() override;
   void wake_signal(int wake) override;
   void wake_drain(int wake) override;
@@ -343,7 +343,7 @@ class SimKernel final : public Kernel {
   int watch_now(int poller, int fd, std::uint32_t interest, Trigger trigger);
   int rewatch_now(int poller, int fd, std::uint32_t interest, Trigger trigger);
   int unwatch_now(int poller, int fd);
-  int wait_now(int poller, std::span<PollEvent> into, Nanos timeout);
+  int wait_now(int poller, std::span<PollEvent> into, std::optional<Duration> timeout);
   int wake_create_now();
   void wake_signal_now(int wake);
   void wake_drain_now(int wake);

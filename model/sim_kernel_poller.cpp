@@ -199,17 +199,20 @@ int SimKernel::empty_poll(std::uint32_t index) {
   return 0;
 }
 
-int SimKernel::wait_now(int poller_fd, std::span<PollEvent> into, Nanos timeout) {
+int SimKernel::wait_now(int poller_fd, std::span<PollEvent> into, std::optional<Duration> timeout) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr) return -EBADF;
   if (into.empty()) return -EINVAL;
   std::uint32_t index = p->object;
-  Nanos deadline = timeout == wait_forever ? wait_forever : scheduler_.now() + with_slack(timeout);
+  LOOPSIM_ASSERT(!timeout || timeout->count() >= 0);
+  const std::optional<Nanos> deadline =
+      timeout ? std::optional<Nanos>(scheduler_.now() + with_slack(*timeout)) : std::nullopt;
+  const bool polls = timeout == Duration(0);
   for (;;) {
     int n = harvest(pollers_[index], into);
-    if (n == 0 && timeout == Nanos(0)) return empty_poll(index);
-    if (n > 0 || timeout == Nanos(0)) return n;
-    if (deadline != wait_forever && scheduler_.now() >= deadline) return 0;
+    if (n == 0 && polls) return empty_poll(index);
+    if (n > 0 || polls) return n;
+    if (deadline && scheduler_.now() >= *deadline) return 0;
     pollers_[index].waiter = scheduler_.current();
     scheduler_.block(deadline);
     pollers_[index].waiter = no_thread;

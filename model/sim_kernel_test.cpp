@@ -75,19 +75,19 @@ TEST_CASE("K1 virtual time moves only when every simulated thread is blocked or 
   Fixture f;
   std::vector<std::pair<std::string, Nanos>> seen;
   f.scheduler.spawn("a", [&] {
-    seen.emplace_back("a starts", f.kernel.now());
+    seen.emplace_back("a starts", f.kernel.now().time_since_epoch());
     f.kernel.spend(10ms);
-    seen.emplace_back("a spent", f.kernel.now());
+    seen.emplace_back("a spent", f.kernel.now().time_since_epoch());
   });
   f.scheduler.spawn("b", [&] {
-    seen.emplace_back("b starts", f.kernel.now());
+    seen.emplace_back("b starts", f.kernel.now().time_since_epoch());
     f.kernel.spend(3ms);
-    seen.emplace_back("b spent", f.kernel.now());
+    seen.emplace_back("b spent", f.kernel.now().time_since_epoch());
   });
   f.scheduler.run_until(1s);
   REQUIRE(seen == std::vector<std::pair<std::string, Nanos>>{
                       {"a starts", 0ms}, {"b starts", 0ms}, {"b spent", 3ms}, {"a spent", 10ms}});
-  CHECK(f.kernel.now() == 1s);
+  CHECK(f.kernel.now().time_since_epoch() == 1s);
 }
 
 TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
@@ -98,10 +98,10 @@ TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
   Nanos spent{}, waited{};
   f.scheduler.spawn("t", [&] {
     f.kernel.spend(10ms);
-    spent = f.kernel.now();
+    spent = f.kernel.now().time_since_epoch();
     std::vector<PollEvent> events(4);
     CHECK(f.kernel.wait(poller, events, 5ms) == 0);
-    waited = f.kernel.now() - spent;
+    waited = f.kernel.now().time_since_epoch() - spent;
   });
   f.scheduler.run_until(1s);
   CHECK(spent == 12ms);
@@ -116,7 +116,7 @@ TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR; 
   model::ThreadId waiter = f.scheduler.spawn("t", [&] {
     std::vector<PollEvent> events(4);
     rc = f.kernel.wait(poller, events, wait_forever);
-    ended = f.kernel.now();
+    ended = f.kernel.now().time_since_epoch();
   });
   model::ThreadId idle = f.scheduler.spawn("idle", [&] { f.kernel.spend(1s); });
   bool waiting = false, idle_waiting = true;
@@ -417,7 +417,7 @@ TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
     std::vector<PollEvent> events(4);
     for (int i = 0; i < 2; ++i) {
       int n = f.kernel.wait(p, events, 1s);
-      returns.emplace_back(n, f.kernel.now());
+      returns.emplace_back(n, f.kernel.now().time_since_epoch());
     }
   });
   f.scheduler.at(250ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
@@ -442,7 +442,7 @@ TEST_CASE("K7 an exclusive arrival wakes one blocked waiter, the earliest regist
     f.scheduler.spawn("w", [&, i] {
       std::vector<PollEvent> events(4);
       int n = f.kernel.wait(pollers[std::size_t(i)], events, 1s);
-      if (n > 0) woke.emplace_back(i, f.kernel.now());
+      if (n > 0) woke.emplace_back(i, f.kernel.now().time_since_epoch());
     });
   }
   f.scheduler.at(100ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
@@ -662,7 +662,7 @@ TEST_CASE("K1 with several timer slacks, each sleep's is a recorded choice") {
   Nanos woke{};
   scheduler.spawn("t", [&] {
     kernel.spend(1ms);
-    woke = kernel.now();
+    woke = kernel.now().time_since_epoch();
   });
   scheduler.run_until(1s);
   CHECK(woke == 1050us);

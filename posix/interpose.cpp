@@ -490,16 +490,24 @@ SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeou
 
 namespace {
 
-Nanos poll_timeout(int ms) { return ms < 0 ? loopsim::wait_forever : Nanos(std::int64_t(ms) * 1'000'000); }
-Nanos poll_timeout(const timespec* t) { return t == nullptr ? loopsim::wait_forever : from_timespec(*t); }
-Nanos poll_timeout(const timeval* t) {
-  return t == nullptr ? loopsim::wait_forever : Nanos(std::int64_t(t->tv_sec) * 1'000'000'000 + std::int64_t(t->tv_usec) * 1000);
+// A wait's timeout; none waits until something is ready.
+std::optional<Nanos> poll_timeout(int ms) {
+  if (ms < 0) return std::nullopt;
+  return Nanos(std::int64_t(ms) * 1'000'000);
+}
+std::optional<Nanos> poll_timeout(const timespec* t) {
+  if (t == nullptr) return std::nullopt;
+  return from_timespec(*t);
+}
+std::optional<Nanos> poll_timeout(const timeval* t) {
+  if (t == nullptr) return std::nullopt;
+  return Nanos(std::int64_t(t->tv_sec) * 1'000'000'000 + std::int64_t(t->tv_usec) * 1000);
 }
 
 // select(2) as poll(2) over the descriptors its sets name; the sets are rewritten with what is
 // ready. Linux's mapping: readable (and hung up, or in error) counts as readable, writable (or
 // in error) as writable, and nothing is exceptional on a stream socket.
-long select_as_poll(const char* call, int n, fd_set* r, fd_set* w, fd_set* e, Nanos timeout) {
+long select_as_poll(const char* call, int n, fd_set* r, fd_set* w, fd_set* e, std::optional<Nanos> timeout) {
   if (n < 0 || n > FD_SETSIZE) return result(-EINVAL);
   std::vector<pollfd> entries;
   for (int fd = 0; fd < n; ++fd) {

@@ -35,7 +35,7 @@ namespace {
 
 // The waits below go through the engine only when they must: an object taken at the first try
 // costs no switch.
-long wait_for(const char* call, const void* object, Nanos deadline) {
+long wait_for(const char* call, const void* object, std::optional<Nanos> deadline) {
   return engine_call(call, [&] { return current->wait_on(object, deadline); });
 }
 
@@ -51,7 +51,7 @@ void released(const char* call, const void* object) {
 
 // A lock taken by trying: `attempt` returns 0, EBUSY (held: wait for a release) or an error.
 template <typename Try>
-int acquire(const char* call, const void* object, Nanos deadline, Try attempt) {
+int acquire(const char* call, const void* object, std::optional<Nanos> deadline, Try attempt) {
   for (;;) {
     int rc = attempt();
     if (rc != EBUSY) return rc;
@@ -65,7 +65,7 @@ int acquire(const char* call, const void* object, Nanos deadline, Try attempt) {
 int try_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_trylock">()(m); }
 int unlock_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_unlock">()(m); }
 
-int lock_mutex(const char* call, pthread_mutex_t* m, Nanos deadline) {
+int lock_mutex(const char* call, pthread_mutex_t* m, std::optional<Nanos> deadline) {
   return acquire(call, m, deadline, [&] { return try_mutex(m); });
 }
 
@@ -75,7 +75,7 @@ clockid_t clock_of(const pthread_cond_t* c) {
   return (c->__data.__wrefs & 2) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 }
 
-int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, Nanos deadline) {
+int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::optional<Nanos> deadline) {
   int rc = unlock_mutex(m);
   if (rc != 0) return rc;
   // Released and waiting in one step of the engine: no signal can fall between the two.
@@ -89,7 +89,7 @@ int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, Nanos dea
 }
 
 // sem_* report errors through errno; a wait that succeeds leaves errno as it found it.
-int sem_acquire(const char* call, sem_t* s, Nanos deadline) {
+int sem_acquire(const char* call, sem_t* s, std::optional<Nanos> deadline) {
   const int saved = errno;
   int rc = acquire(call, s, deadline, [&] {
     if (real<int(sem_t*), "sem_trywait">()(s) == 0) return 0;
@@ -341,7 +341,7 @@ long loopsim::posix::calls::futex_call(const long* a) {
     case FUTEX_WAIT_BITSET: {
       if (word == nullptr) return result(-EFAULT);
       if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
-      Nanos deadline = wait_forever;
+      std::optional<Nanos> deadline;
       if (timeout != nullptr) {
         deadline = op == FUTEX_WAIT ? current->now() + from_timespec(*timeout)
                                     : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, *timeout);

@@ -281,7 +281,7 @@ bool Seam::block_until(int sim, std::uint32_t ready) {
   return true;
 }
 
-std::uint64_t Seam::begin_pass(Nanos timeout) {
+std::uint64_t Seam::begin_pass(std::optional<Nanos> timeout) {
   end_pass();
   PerThread& t = here();
   t.in_pass = true;
@@ -595,14 +595,15 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   // allocates for the rest: a wait may return fewer than asked.
   constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
   if (p.kind != Kind::poller || max <= 0 || max > ep_max_events) return failed(-EINVAL);
-  Nanos timeout = timeout_ms < 0 ? wait_forever : Nanos(std::int64_t(timeout_ms) * 1'000'000);
+  const std::optional<Nanos> timeout =
+      timeout_ms < 0 ? std::nullopt : std::optional<Nanos>(Nanos(std::int64_t(timeout_ms) * 1'000'000));
   const std::uint64_t pass = begin_pass(timeout);
   std::vector<PollEvent> scratch(static_cast<std::size_t>(std::min(max, 4096)));  // this thread's
-  Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
+  const std::optional<Nanos> deadline = timeout ? std::optional<Nanos>(now() + *timeout) : std::nullopt;
   int n = 0, out = 0;
   sim::ev::Events seen{now(), worker(), pass, {}, -1};
   for (;;) {
-    Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
+    const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
     n = kernel_->wait(p.sim, scratch, left);
     seen.t = now();
     // The first wait of the loop is the pass's: what came before it is the previous pass's work.
@@ -649,7 +650,7 @@ short poll_reported(std::uint32_t ready, short events) {
 
 }  // namespace
 
-long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
+long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout) {
   Inside inside(*this);
   const int poller = blocker();
   if (poller < 0) return failed(poller);
@@ -667,11 +668,11 @@ long Seam::poll(struct pollfd* fds, std::size_t n, Nanos timeout) {
   const std::uint64_t pass = begin_pass(timeout);
   sim::ev::Events seen{now(), worker(), pass, {}, -1};
   std::vector<PollEvent> scratch(std::max<std::size_t>(interest.size(), 1));
-  const Nanos deadline = timeout < Nanos(0) ? wait_forever : now() + timeout;
+  const std::optional<Nanos> deadline = timeout ? std::optional<Nanos>(now() + *timeout) : std::nullopt;
   long ready = 0;
   int rc = 0;
   for (;;) {
-    Nanos left = deadline < Nanos(0) ? wait_forever : std::max(deadline - now(), Nanos(0));
+    const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
     rc = kernel_->wait(poller, scratch, left);
     seen.t = now();
     if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));

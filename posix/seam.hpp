@@ -105,7 +105,7 @@ class Seam final : public sim::ForeignServer {
   long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
   // poll(2) on descriptors of which at least one is simulated (a mix with real ones is refused):
   // level-triggered, as Linux's, one pass of the trace. Negative descriptors are skipped.
-  long poll(struct pollfd* fds, std::size_t n, Nanos timeout);
+  long poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout);  // none: until ready
   long eventfd(unsigned int value, int flags);
   long pipe(int ends[2], int flags);
   long socketpair(int domain, int type, int ends[2]);  // K15: AF_UNIX, SOCK_STREAM
@@ -159,8 +159,8 @@ class Seam final : public sim::ForeignServer {
   TargetThread* thread_of(pthread_t thread);
   long join(TargetThread& thread, void** value);
   // The running simulated thread waits on `address` (a mutex's, a condition's, a futex word's)
-  // until woken or `deadline` (wait_forever: none): 0, or -ETIMEDOUT.
-  long wait_on(const void* address, Nanos deadline);
+  // until woken or `deadline` (none: until woken): 0, or -ETIMEDOUT.
+  long wait_on(const void* address, std::optional<Nanos> deadline);
   // Wakes up to `most` of the threads waiting on `address`, first come first woken; how many.
   int wake_on(const void* address, int most);
   bool awaited(const void* address) const;
@@ -231,7 +231,7 @@ class Seam final : public sim::ForeignServer {
   void run_thread(TargetThread& thread);  // a proxy's body
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
-  std::uint64_t begin_pass(Nanos timeout);  // a wait begins the thread's next pass: its number
+  std::uint64_t begin_pass(std::optional<Nanos> timeout);  // a wait begins the thread's next pass: its number
   void end_pass();
   std::string where(int fd) const;
 

@@ -179,7 +179,7 @@ long Seam::join(TargetThread& t, void** value) {
   return 0;
 }
 
-long Seam::wait_on(const void* address, Nanos deadline) {
+long Seam::wait_on(const void* address, std::optional<Nanos> deadline) {
   const model::ThreadId me = scheduler_->current();
   LOOPSIM_ASSERT(me != model::no_thread);
   std::deque<model::ThreadId>& queue = waiting_[address];

@@ -112,8 +112,8 @@ struct LoopConfig {
   // R11
   HandlerMode mode = HandlerMode::loop_only;
   int pool_threads = 4;
-  // The wait's timeout when nothing is owed.
-  Nanos idle_timeout = std::chrono::seconds(1);
+  // The wait's timeout when nothing is owed (none: until something is ready).
+  std::optional<Duration> idle_timeout = std::chrono::seconds(1);
   // Events taken from one wait.
   int max_events = 1024;
   // Connections held at once; also bounds a drain with accept_batch = 0.

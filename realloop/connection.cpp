@@ -152,17 +152,17 @@ void Loop::answer_and_flush(int fd, Connection& c) {
 
 // R12: which phase the connection is in now that its complete requests are answered.
 void Loop::note_phase(Connection& c) {
-  const Nanos now = kernel_.now();
+  const Instant now = kernel_.now();
   if (c.input.empty()) {
-    c.body_until = Nanos(-1);
-    if (c.answered) c.head_until = Nanos(-1);  // a fresh connection's head began at admission
+    c.body_until.reset();
+    if (c.answered) c.head_until.reset();  // a fresh connection's head began at admission
     return;
   }
-  c.idle_until = Nanos(-1);
+  c.idle_until.reset();
   if (head_complete(c.input)) {
-    c.head_until = Nanos(-1);
-    if (c.body_until.count() < 0) c.body_until = now + config_.body_timeout;
-  } else if (c.head_until.count() < 0) {
+    c.head_until.reset();
+    if (!c.body_until) c.body_until = now + config_.body_timeout;
+  } else if (!c.head_until) {
     c.head_until = now + config_.head_timeout;
   }
 }
@@ -186,7 +186,7 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
         return false;
       }
       // R5: past the drain's deadline no handler begins; the pass's end resets what is left.
-      if (shutting_down_ && config_.drain_timeout.count() > 0 && kernel_.now() >= drain_until_) return false;
+      if (shutting_down_ && config_.drain_timeout.count() > 0 && kernel_.now() >= *drain_until_) return false;
     }
     if (config_.yield_batch > 0 && served == config_.yield_batch) {
       c.owed_turn = true;  // R8: the rest waits for the next pass; no edge will announce it
@@ -196,7 +196,7 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
     ++served;
     // This request is done: the next one's clock starts, and the connection is busy, not idle
     // (flush starts the idle clock again once the answer is written).
-    c.head_until = c.body_until = c.idle_until = Nanos(-1);
+    c.head_until = c.body_until = c.idle_until = std::nullopt;
     if (parsed != http::Parse::complete) {
       observer_.request_begin(worker_, fd, "");
       consumed = c.input.size();
@@ -227,7 +227,7 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
 // R5: past the drain's grace, answers say close (within it, requests on their way are answered
 // as any others, so a pipelined one already sent is not lost to a close said too early).
 bool Loop::draining_gracefully() const {
-  return config_.drain_closes_gracefully && shutting_down_ && kernel_.now() >= idle_close_at_;
+  return config_.drain_closes_gracefully && shutting_down_ && kernel_.now() >= *idle_close_at_;
 }
 
 // R5: in a drain past its grace, the last request in hand (none complete in `rest`, what the
@@ -286,12 +286,12 @@ void Loop::flush(int fd, Connection& c) {
   }
   // R12: a write stalls from its last progress; a connection with nothing left to do is idle.
   if (c.output.empty()) {
-    c.write_until = Nanos(-1);
+    c.write_until.reset();
     bool idle = c.answered && c.input.empty() && !c.in_pool && !c.owed_turn;
-    if (idle && c.idle_until.count() < 0) c.idle_until = kernel_.now() + config_.keepalive_timeout;
-  } else if (progress || c.write_until.count() < 0) {
+    if (idle && !c.idle_until) c.idle_until = kernel_.now() + config_.keepalive_timeout;
+  } else if (progress || !c.write_until) {
     c.write_until = kernel_.now() + config_.write_timeout;
-    c.idle_until = Nanos(-1);
+    c.idle_until.reset();
   }
   bool want_write = !c.output.empty();
   if (want_write != c.want_write) {

@@ -11,17 +11,37 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
 namespace loopsim {
 
-// Time is an integer count of nanoseconds. Instants are nanoseconds since the kernel's epoch
-// (the start of a simulation, or an arbitrary monotonic origin live).
-using Nanos = std::chrono::nanoseconds;
+// Time is an integer count of nanoseconds, as seastar's clocks count it: a Duration is a length
+// of time, an Instant a point on the kernel's clock, and "none" is std::nullopt, never a
+// negative number. The two types do not mix by accident: an Instant minus an Instant is a
+// Duration, an Instant plus a Duration an Instant, and an Instant plus an Instant does not
+// compile.
+using Duration = std::chrono::nanoseconds;
 
-// A wait that never times out.
-inline constexpr Nanos wait_forever{-1};
+// The kernel's monotonic clock. Its epoch is the start of a simulation, or an arbitrary origin
+// live (CLOCK_MONOTONIC's). It has no now(): the time is Kernel::now(), which a simulation moves.
+struct KernelClock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = Duration;
+  using time_point = std::chrono::time_point<KernelClock, Duration>;
+  static constexpr bool is_steady = true;
+};
+using Instant = KernelClock::time_point;
+
+// The older name of Duration. The scheduler, the trace and the seam still hold instants in it
+// (nanoseconds since time 0); the Kernel boundary and the loop do not.
+using Nanos = Duration;
+
+// A wait's timeout is a std::optional<Duration>: none (this name, for reading) waits until
+// something is ready.
+inline constexpr std::nullopt_t wait_forever = std::nullopt;
 
 enum class Trigger : std::uint8_t {
   edge,     // EPOLLET / EV_CLEAR: reported once per wake-up
@@ -64,11 +84,11 @@ class Kernel {
 
   // Monotonic time. Never blocks. In simulation it only moves while every simulated thread is
   // blocked or spending (K1).
-  virtual Nanos now() = 0;
+  virtual Instant now() = 0;
 
   // CPU work done by the calling thread for `duration`: the thread is busy and other threads
   // run. Live it sleeps; in simulation the thread is busy in virtual time. May block.
-  virtual void spend(Nanos duration) = 0;
+  virtual void spend(Duration duration) = 0;
 
   // A non-blocking listening socket. Returns its descriptor or -errno.
   virtual int listen(const ListenSpec& spec) = 0;
@@ -102,9 +122,10 @@ class Kernel {
   virtual int rewatch(int poller, int fd, std::uint32_t interest, Trigger trigger) = 0;
   virtual int unwatch(int poller, int fd) = 0;
   // Fills `into` with at most `into.size()` events. Blocks up to `timeout` while none is ready:
-  // 0 never blocks, wait_forever never times out. Returns the count or -errno. It may return
-  // 0 before the timeout (live: a signal interrupted it); callers must not assume it slept.
-  virtual int wait(int poller, std::span<PollEvent> into, Nanos timeout) = 0;
+  // 0 never blocks, none (wait_forever) never times out; a timeout is never negative. Returns the
+  // count or -errno. It may return 0 before the timeout (live: a signal interrupted it); callers
+  // must not assume it slept.
+  virtual int wait(int poller, std::span<PollEvent> into, std::optional<Duration> timeout) = 0;
 
   // An eventfd-like wake object: readable while signalled. signal() may be called from any
   // thread (live: async-signal-safe); drain() clears it.

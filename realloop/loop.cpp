@@ -59,7 +59,7 @@ int LoopLayout::open(const std::vector<Loop*>& loops, const ListenSpec& spec, Wo
   return 0;
 }
 
-Loop& WorkerGroup::pick(Loop& from, Nanos now, Nanos busy, bool room) {
+Loop& WorkerGroup::pick(Loop& from, Instant now, Duration busy, bool room) {
   // The turn moves past whichever worker is picked, so that workers that are all busy still
   // take connections in turn. Concurrent pickers (siblings that watch the listener too) may
   // both start from one turn: that costs evenness, never a connection.
@@ -141,9 +141,8 @@ void Loop::stop() {
   if (wake_ >= 0) kernel_.wake_signal(wake_);
 }
 
-void Loop::shutdown(std::optional<Nanos> asked_at) {
-  std::int64_t none = -1;
-  if (asked_at) shutdown_asked_ns_.compare_exchange_strong(none, asked_at->count(), std::memory_order_acq_rel);
+void Loop::shutdown(std::optional<Instant> asked_at) {
+  if (asked_at) shutdown_asked_.set_if_none(*asked_at);
   shutdown_requested_.store(true, std::memory_order_release);
   if (wake_ >= 0) kernel_.wake_signal(wake_);
 }
@@ -180,9 +179,9 @@ std::size_t Loop::handoffs_pending() {
   return handoffs_.size();
 }
 
-bool Loop::busy(Nanos now, Nanos busy) const {
-  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
-  return started >= 0 && now.count() - started > busy.count();
+bool Loop::busy(Instant now, Duration busy) const {
+  const std::optional<Instant> started = pass_started_.load();
+  return started && now - *started > busy;
 }
 
 void Loop::run() {
@@ -208,42 +207,43 @@ void Loop::run_pass_once() {
   if (config_.inverted_owed_passes && owed() && !finished_ && wake_ >= 0) kernel_.wake_signal(wake_);
 }
 
-Nanos Loop::wait_timeout() {
-  if (config_.inverted) return Nanos(0);  // the outside scheduler waited already
+std::optional<Duration> Loop::wait_timeout() {
+  if (config_.inverted) return Duration(0);  // the outside scheduler waited already
   bool owed = accept_owed_ || handoff_owed_;
-  if (owed && config_.nonblocking_wait_when_owed) return Nanos(0);
-  if (!owed_turns_.empty()) return Nanos(0);
-  Nanos timeout = config_.idle_timeout;
+  if (owed && config_.nonblocking_wait_when_owed) return Duration(0);
+  if (!owed_turns_.empty()) return Duration(0);
+  std::optional<Duration> timeout = config_.idle_timeout;
   if (accept_blocked_ && config_.emfile_retry) {
-    if (retry_now_) return Nanos(0);
-    timeout = std::clamp(retry_at_ - kernel_.now(), Nanos(0), config_.idle_timeout);
+    if (retry_now_) return Duration(0);
+    const Duration left = std::max(retry_at_ - kernel_.now(), Duration(0));
+    timeout = timeout ? std::min(left, *timeout) : left;
   }
   // R12 and R5: the next deadline, whether a connection's or the drain's.
-  std::optional<Nanos> next;
-  if (!timers_.empty()) next = Nanos(timers_.begin()->first);
+  std::optional<Instant> next;
+  if (!timers_.empty()) next = Instant(Duration(timers_.begin()->first));
   if (shutting_down_ && config_.drain_timeout.count() > 0) {
-    Nanos drain_end = drain_until_;
+    const Instant drain_end = *drain_until_;
     next = std::min(next.value_or(drain_end), drain_end);
   }
   if (shutting_down_) {  // R5: the next quiet connection's grace to run out
     for (const Connection& c : connections_) {
       if (!quiet(c)) continue;
-      const Nanos at = quiet_close_at(c);
+      const Instant at = quiet_close_at(c);
       if (at > kernel_.now()) next = std::min(next.value_or(at), at);
     }
   }
   if (!next) return timeout;
-  Nanos until = std::max(*next - kernel_.now(), Nanos(0));
-  return timeout < Nanos(0) ? until : std::min(timeout, until);
+  const Duration until = std::max(*next - kernel_.now(), Duration(0));
+  return timeout ? std::min(*timeout, until) : until;
 }
 
 void Loop::run_pass() {
   ++pass_;
-  Nanos timeout = wait_timeout();
+  const std::optional<Duration> timeout = wait_timeout();
   observer_.pass_begin(worker_, pass_, timeout);
   int n = kernel_.wait(poller_, events_, timeout);
   LOOPSIM_ASSERT_OP(n, >=, 0);
-  pass_started_ns_.store(kernel_.now().count(), std::memory_order_release);
+  pass_started_.store(kernel_.now());
   observer_.events(worker_, pass_, std::span(events_.data(), std::size_t(n)));
 
   drain_posts(DrainPoint::top);  // R7: at the top of every round
@@ -267,7 +267,7 @@ void Loop::run_pass() {
   expire_timers();  // R12: before the batches, so that the slots they free are taken at once
   take_batches();
   check_finished();
-  pass_started_ns_.store(-1, std::memory_order_release);
+  pass_started_.store(std::nullopt);
   observer_.pass_end(worker_, pass_, accept_owed_, handoff_owed_);
 }
 
@@ -353,13 +353,14 @@ void Loop::begin_shutdown() {
   }
   // R5: the drain's time runs from the asking, when its time is known: handlers that ran
   // before the loop could begin do not lengthen it.
-  const std::int64_t asked = shutdown_asked_ns_.load(std::memory_order_acquire);
-  const bool from_asking = config_.shutdown_between_handlers && asked >= 0;
-  drain_until_ = (from_asking ? Nanos(asked) : kernel_.now()) + config_.drain_timeout;
-  Nanos grace = config_.drain_closes_gracefully ? config_.drain_idle_grace : Nanos(0);
-  if (config_.drain_timeout.count() > 0) grace = std::min(grace, std::max(Nanos(0), drain_until_ - kernel_.now()));
+  // (Each read of the clock is a kernel call that the thread learns from: as many as before.)
+  const std::optional<Instant> asked = shutdown_asked_.load();
+  const bool from_asking = config_.shutdown_between_handlers && asked;
+  drain_until_ = (from_asking ? *asked : kernel_.now()) + config_.drain_timeout;
+  Duration grace = config_.drain_closes_gracefully ? config_.drain_idle_grace : Duration(0);
+  if (config_.drain_timeout.count() > 0) grace = std::min(grace, std::max(Duration(0), *drain_until_ - kernel_.now()));
   drain_began_ = kernel_.now();
-  idle_close_at_ = drain_began_ + grace;
+  idle_close_at_ = *drain_began_ + grace;
   observer_.shutdown_begin(worker_);
   // Queued connections have sent their requests and believe they are connected: the close
   // would reset them. Taken whole, past accept_batch and max_connections; only descriptors
@@ -401,15 +402,16 @@ void Loop::begin_shutdown() {
 
 // R5: when the drain closes `c`, quiet: once it has been idle for drain_idle_grace, and not
 // within the grace's first run from the drain's start.
-Nanos Loop::quiet_close_at(const Connection& c) const {
-  Nanos since = kernel_.now();
-  if (c.idle_until.count() >= 0) {
-    since = c.idle_until - config_.keepalive_timeout;  // its last answer
-  } else if (c.head_until.count() >= 0 && c.input.empty()) {
-    since = c.head_until - config_.head_timeout;  // admitted, nothing sent yet
+Instant Loop::quiet_close_at(const Connection& c) const {
+  LOOPSIM_ASSERT(idle_close_at_ && drain_began_);  // asked only during the drain
+  Instant since = kernel_.now();
+  if (c.idle_until) {
+    since = *c.idle_until - config_.keepalive_timeout;  // its last answer
+  } else if (c.head_until && c.input.empty()) {
+    since = *c.head_until - config_.head_timeout;  // admitted, nothing sent yet
   }
-  const Nanos grace = idle_close_at_ - drain_began_;
-  return std::max(idle_close_at_, since + grace);
+  const Duration grace = *idle_close_at_ - *drain_began_;
+  return std::max(*idle_close_at_, since + grace);
 }
 
 // During shutdown a connection with nothing in flight is closed; the loop is done when none is

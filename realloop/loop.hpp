@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "realloop/atomic_instant.hpp"
 #include "realloop/config.hpp"
 #include "realloop/http.hpp"
 #include "realloop/kernel.hpp"
@@ -54,7 +55,7 @@ class WorkerGroup {
   // The loop to hand the next accepted connection to: round robin over every worker, skipping
   // those busy in one pass for longer than `busy`. `from` itself means: keep it. With `room`,
   // only a worker with room is picked (a busy one before none), and `from` when none has.
-  Loop& pick(Loop& from, Nanos now, Nanos busy, bool room = false);
+  Loop& pick(Loop& from, Instant now, Duration busy, bool room = false);
   // Whether any worker holds fewer than its max_connections, counting hand-offs on their way.
   bool any_room() const;
   // The accept thread's loop, when there is one: told when a worker closes a connection,
@@ -111,7 +112,7 @@ class Loop {
   void stop();
   // R5; `asked_at`: when it was asked (the signal's time), from which drain_timeout runs (the
   // loop's own clock when it begins, without).
-  void shutdown(std::optional<Nanos> asked_at = std::nullopt);
+  void shutdown(std::optional<Instant> asked_at = std::nullopt);
   // R7. `what` describes the callback, for state digests: two posts with equal `what` do the
   // same thing.
   void post(std::function<void()> callback, std::uint64_t what = 0);
@@ -121,7 +122,7 @@ class Loop {
   void pool_answer(int fd, std::uint64_t generation, const http::Response& response);
 
   // R10: inside one pass for longer than `busy` at `now`.
-  bool busy(Nanos now, Nanos busy) const;
+  bool busy(Instant now, Duration busy) const;
   // R10: held and handed over, below max_connections (read from the accepting worker's thread).
   bool has_room() const;
   bool accept_only() const { return accept_only_; }
@@ -165,15 +166,15 @@ class Loop {
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     Output output;
-    // R12: when each phase in progress times out (its start plus its timeout; -1: not in it),
-    // and the deadline this connection's entry in timers_ was filed under (-1: none). The
+    // R12: when each phase in progress times out (its start plus its timeout; none: not in it),
+    // and the deadline this connection's entry in timers_ was filed under (none: no entry). The
     // digest skips timer_at: where the entry is filed is bookkeeping; the phases' deadlines
     // say when the connection times out.
-    Nanos head_until{-1};   // from a request's first byte, or the admission
-    Nanos body_until{-1};   // from its head's end
-    Nanos idle_until{-1};   // from the last answer written, nothing since
-    Nanos write_until{-1};  // output waiting: from the last progress
-    Nanos timer_at{-1};
+    std::optional<Instant> head_until;   // from a request's first byte, or the admission
+    std::optional<Instant> body_until;   // from its head's end
+    std::optional<Instant> idle_until;   // from the last answer written, nothing since
+    std::optional<Instant> write_until;  // output waiting: from the last progress
+    std::optional<Instant> timer_at;
     static constexpr state::Fields<16> state_fields{
         state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
         state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
@@ -186,7 +187,7 @@ class Loop {
   enum class Timeout : std::uint8_t { head, body, keepalive, write };
 
   // loop.cpp: the pass
-  Nanos wait_timeout();
+  std::optional<Duration> wait_timeout();
   void dispatch(const PollEvent& event);
   void drain_posts(DrainPoint point);
   void serve_owed_turns();
@@ -201,7 +202,7 @@ class Loop {
   bool says_close(std::string_view rest) const;
   // R5: open, nothing to write, no owed turn, nothing with the pool.
   static bool quiet(const Connection& c) { return c.open && c.output.empty() && !c.owed_turn && !c.in_pool; }
-  Nanos quiet_close_at(const Connection& connection) const;  // R5: answers say close, idle connections get their grace
+  Instant quiet_close_at(const Connection& connection) const;  // R5: answers say close, idle connections get their grace
   bool sharing() const;  // R10: hands accepted connections to siblings
   void note_accept_error();
   bool retry_due();
@@ -226,7 +227,7 @@ class Loop {
   Connection* connection(int fd);
   // timers.cpp: R12
   struct Deadline {
-    Nanos at;
+    Instant at;
     Timeout why;
   };
   std::optional<Deadline> deadline_of(const Connection& connection) const;
@@ -252,8 +253,8 @@ class Loop {
 
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> shutdown_requested_{false};
-  std::atomic<std::int64_t> shutdown_asked_ns_{-1};  // R5: when, in the kernel's time (-1: not given)
-  std::atomic<std::int64_t> pass_started_ns_{-1};  // -1: waiting, not inside a pass
+  AtomicInstant shutdown_asked_;  // R5: when, in the kernel's time (none: not given)
+  AtomicInstant pass_started_;    // none: waiting, not inside a pass
   // R10: the accept thread stopped its batch because no worker had room (R9), or because the
   // process ran out of descriptors (R4), and waits for a worker's close to tell it (the worker
   // clears the flag). It frees neither itself.
@@ -276,7 +277,7 @@ class Loop {
   bool handoff_owed_ = false;    // R2, for the hand-off door
   bool accept_blocked_ = false;  // R4: EMFILE/ENFILE; retry on a freed descriptor or back-off
   bool retry_now_ = false;       // R4: a descriptor was freed since
-  Nanos retry_at_{0};            // R4: the back-off's end
+  Instant retry_at_;             // R4: the back-off's end
   bool backpressured_ = false;   // R9: accepting held back until room frees
   bool draining_ = false;        // R5: the shutdown is taking the whole accept queue
   // R5: the shutdown is admitting what siblings handed over, past capacity. Its own flag: a
@@ -299,10 +300,12 @@ class Loop {
   // R12: at most one entry per connection, (deadline, descriptor), earliest first. Filed
   // lazily: an entry may be earlier than the connection's deadline now; it is then filed again.
   std::set<std::pair<std::int64_t, int>> timers_;
-  Nanos drain_until_{-1};  // R5: when the shutdown's drain_timeout runs out (-1: no shutdown yet)
+  std::optional<Instant> drain_until_;  // R5: when the shutdown's drain_timeout runs out (none: no shutdown yet)
   int drain_resets_ = 0;   // R5: connections reset because the drain ran out of time
-  Nanos idle_close_at_{-1};  // R5: the end of the drain's grace, before which nothing quiet closes
-  Nanos drain_began_{-1};
+  // R5: the end of the drain's grace, before which nothing quiet closes, and when the drain
+  // began (none: no shutdown yet).
+  std::optional<Instant> idle_close_at_;
+  std::optional<Instant> drain_began_;
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
@@ -316,7 +319,7 @@ class Loop {
       state::f::skip("pool_"),
       state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
       state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
-      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_ns_"), state::f::since("pass_started_ns_"),
+      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_"), state::f::since("pass_started_"),
       state::f::value("awaits_close_"),       state::f::skip("mailbox_"),
       state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
       state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
@@ -346,8 +349,8 @@ void Loop::visit_shared(Add&& add, Nanos now) const {
   add(std::int64_t(shutdown_requested_.load(std::memory_order_acquire)));
   add(std::int64_t(shutting_down_));
   add(std::int64_t(awaits_close_.load()));
-  std::int64_t started = pass_started_ns_.load(std::memory_order_acquire);
-  add(started < 0 ? -1 : now.count() - started);
+  const std::optional<Instant> started = pass_started_.load();
+  add(started ? (now - started->time_since_epoch()).count() : -1);
 }
 
 }  // namespace loopsim

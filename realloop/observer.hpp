@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -40,8 +41,8 @@ const char* drain_point_name(DrainPoint point);
 class LoopObserver {
  public:
   virtual ~LoopObserver() = default;
-  // A pass starts with its wait; `timeout` is the wait's (0: non-blocking, wait_forever).
-  virtual void pass_begin(int /*worker*/, std::uint64_t /*pass*/, Nanos /*timeout*/) {}
+  // A pass starts with its wait; `timeout` is the wait's (0: non-blocking; none: until ready).
+  virtual void pass_begin(int /*worker*/, std::uint64_t /*pass*/, std::optional<Duration> /*timeout*/) {}
   // The wait returned these events.
   virtual void events(int /*worker*/, std::uint64_t /*pass*/, std::span<const PollEvent>) {}
   // One accept call: `result` is the new descriptor or -errno.

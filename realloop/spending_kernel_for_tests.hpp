@@ -9,7 +9,7 @@ namespace loopsim::testing {
 class SpendingKernel final : public Kernel {
  public:
   Nanos spent{0};
-  Nanos now() override { return spent; }
+  Instant now() override { return Instant(spent); }
   void spend(Nanos d) override { spent += d; }
   int listen(const ListenSpec&) override { return -1; }
   int local_port(int) override { return -1; }
@@ -23,7 +23,7 @@ class SpendingKernel final : public Kernel {
   int watch(int, int, std::uint32_t, Trigger) override { return -1; }
   int rewatch(int, int, std::uint32_t, Trigger) override { return -1; }
   int unwatch(int, int) override { return -1; }
-  int wait(int, std::span<PollEvent>, Nanos) override { return -1; }
+  int wait(int, std::span<PollEvent>, std::optional<Duration>) override { return -1; }
   int wake_create() override { return -1; }
   void wake_signal(int) override {}
   void wake_drain(int) override {}

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -140,11 +141,23 @@ class Trail {
   ~Trail() = default;
 };
 
-// The nanoseconds of a time, atomic or not.
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// The nanoseconds of a time (a Duration, or an Instant since the kernel's epoch), atomic or
+// not; -1 for none (an empty optional), which the deadline and since policies feed as it is.
 template <class F>
 std::int64_t nanos_of(const F& field) {
   if constexpr (requires { field.load(); }) {
-    return std::int64_t(field.load(std::memory_order_acquire));
+    return nanos_of(field.load(std::memory_order_acquire));
+  } else if constexpr (is_optional<F>::value) {
+    return field ? nanos_of(*field) : -1;
+  } else if constexpr (std::is_integral_v<F>) {
+    return std::int64_t(field);
+  } else if constexpr (std::is_same_v<F, Instant>) {
+    return std::int64_t(field.time_since_epoch().count());
   } else {
     return std::int64_t(field.count());
   }
@@ -342,6 +355,8 @@ void feed(const Feed<Add>& in, const T& v) {
     in.add(std::int64_t(v));
   } else if constexpr (is_duration<T>::value) {
     in.add(std::int64_t(v.count()));
+  } else if constexpr (std::is_same_v<T, Instant>) {
+    in.add(std::int64_t(v.time_since_epoch().count()));
   } else if constexpr (is_atomic<T>::value) {
     feed(in, v.load(std::memory_order_acquire));
   } else if constexpr (std::is_same_v<T, std::string>) {

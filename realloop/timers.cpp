@@ -12,16 +12,16 @@
 namespace loopsim {
 
 namespace {
-constexpr Nanos refile_slack = std::chrono::seconds(1);
+constexpr Duration refile_slack = std::chrono::seconds(1);
 }
 
 std::optional<Loop::Deadline> Loop::deadline_of(const Connection& c) const {
   std::optional<Deadline> first;
   // A phase in progress has its deadline (its start plus its timeout); one whose timeout is 0
   // is in progress without one.
-  auto consider = [&](Nanos until, Nanos limit, Timeout why) {
-    if (until.count() < 0 || limit.count() <= 0) return;
-    if (!first || until < first->at) first = Deadline{until, why};
+  auto consider = [&](std::optional<Instant> until, Duration limit, Timeout why) {
+    if (!until || limit.count() <= 0) return;
+    if (!first || *until < first->at) first = Deadline{*until, why};
   };
   consider(c.write_until, config_.write_timeout, Timeout::write);
   // A request with the pool, or owed its turn, waits on this server, not on its client.
@@ -35,27 +35,27 @@ std::optional<Loop::Deadline> Loop::deadline_of(const Connection& c) const {
 void Loop::arm_timer(int fd, Connection& c) {
   auto deadline = deadline_of(c);
   if (!deadline) return;  // a stale entry, if any, is dropped when it comes due
-  if (c.timer_at.count() >= 0 && c.timer_at <= deadline->at && deadline->at - c.timer_at <= refile_slack) return;
+  if (c.timer_at && *c.timer_at <= deadline->at && deadline->at - *c.timer_at <= refile_slack) return;
   drop_timer(fd, c);
-  timers_.emplace(deadline->at.count(), fd);
+  timers_.emplace(deadline->at.time_since_epoch().count(), fd);
   c.timer_at = deadline->at;
 }
 
 void Loop::drop_timer(int fd, Connection& c) {
-  if (c.timer_at.count() < 0) return;
-  std::size_t erased = timers_.erase({c.timer_at.count(), fd});
+  if (!c.timer_at) return;
+  std::size_t erased = timers_.erase({c.timer_at->time_since_epoch().count(), fd});
   LOOPSIM_ASSERT_OP(erased, ==, 1u);
-  c.timer_at = Nanos(-1);
+  c.timer_at.reset();
 }
 
 void Loop::expire_timers() {
-  const Nanos now = kernel_.now();
-  while (!timers_.empty() && timers_.begin()->first <= now.count()) {
+  const Instant now = kernel_.now();
+  while (!timers_.empty() && timers_.begin()->first <= now.time_since_epoch().count()) {
     const int fd = timers_.begin()->second;
     timers_.erase(timers_.begin());
     Connection* c = connection(fd);
     LOOPSIM_ASSERT(c != nullptr);  // a close drops the connection's entry
-    c->timer_at = Nanos(-1);
+    c->timer_at.reset();
     auto deadline = deadline_of(*c);
     if (!deadline) continue;
     if (deadline->at > now) {
@@ -79,7 +79,7 @@ void Loop::expire(int fd, Connection& c, Timeout why) {
       }
       [[fallthrough]];
     case Timeout::body:
-      c.head_until = c.body_until = Nanos(-1);
+      c.head_until = c.body_until = std::nullopt;
       observer_.request_begin(worker_, fd, "");
       respond(fd, c, http::Response{408, "request timed out\n", true});
       flush(fd, c);
@@ -91,7 +91,7 @@ void Loop::expire(int fd, Connection& c, Timeout why) {
 
 // R5: past drain_timeout, what the shutdown has not finished is reset.
 void Loop::expire_drain() {
-  if (config_.drain_timeout.count() <= 0 || kernel_.now() < drain_until_) return;
+  if (config_.drain_timeout.count() <= 0 || kernel_.now() < *drain_until_) return;
   for (std::size_t fd = 0; fd < connections_.size(); ++fd) {
     if (!connections_[fd].open) continue;
     reset_connection(int(fd));

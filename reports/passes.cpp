@@ -229,11 +229,11 @@ std::string show_range(Nanos from, Nanos to) {
   return a + "–" + b;
 }
 
-std::string show_timeout(Nanos timeout) {
-  if (timeout < Nanos(0)) return "forever";
+std::string show_timeout(std::optional<Nanos> timeout) {
+  if (!timeout) return "forever";
   if (timeout == Nanos(0)) return "0 (non-blocking)";
-  if (timeout.count() % 1000000000 == 0) return std::to_string(timeout.count() / 1000000000) + " s";
-  return show_time(timeout);
+  if (timeout->count() % 1000000000 == 0) return std::to_string(timeout->count() / 1000000000) + " s";
+  return show_time(*timeout);
 }
 
 }  // namespace loopsim::reports

@@ -36,7 +36,7 @@ struct PassSummary {
   Nanos begin{0};    // the wait started
   Nanos woke{0};     // the wait returned; equals `end` for a wait still blocked at the horizon
   Nanos end{0};      // pass_end, or the run's end for a pass that never ended
-  Nanos timeout{0};  // the wait's: 0 non-blocking, wait_forever (-1) forever
+  std::optional<Nanos> timeout = Nanos(0);  // the wait's: 0 non-blocking, none forever
   bool finished = false;  // a pass_end was seen
   std::optional<int> exited;  // the process exited during it (a target's), with this status
   bool owed_before = false;  // the worker's previous pass left a door owed
@@ -95,6 +95,6 @@ std::string show_time(Nanos t);
 // "610–1810 ms", or one time when both are equal.
 std::string show_range(Nanos from, Nanos to);
 // The wait's timeout for people: "forever", "0 (non-blocking)", "1 s".
-std::string show_timeout(Nanos timeout);
+std::string show_timeout(std::optional<Nanos> timeout);
 
 }  // namespace loopsim::reports

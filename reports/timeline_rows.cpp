@@ -11,7 +11,7 @@ using Key = std::function<std::string(const PassSummary&)>;
 
 // Everything a person reads off a single pass's row, except times and names.
 std::string exact_shape(const PassSummary& p) {
-  std::string key = std::to_string(p.timeout.count()) + "|" + std::to_string(p.listener_events) +
+  std::string key = std::to_string(p.timeout ? p.timeout->count() : -1) + "|" + std::to_string(p.listener_events) +
                     "|" + std::to_string(p.connection_events.size()) + "|";
   for (const DoorBatch& b : p.batches) {
     key += std::string(door_name(b.door)) + ":" + std::to_string(b.accepted) + ":" +

@@ -69,7 +69,7 @@ struct RowStats {
   std::size_t passes = 0;
   std::uint64_t pass_first = 0, pass_last = 0;
   Nanos begin{0}, woke{0}, end{0};
-  Nanos timeout_min{0}, timeout_max{0};
+  std::optional<Nanos> timeout_min = Nanos(0), timeout_max = Nanos(0);  // none (forever) is the least
   bool unfinished = false;  // the last pass was still waiting at the end of the run
   std::optional<int> exited;  // the process exited in the last pass, with this status
   int listener_events = 0;

@@ -20,7 +20,7 @@ class Recorder final : public LoopObserver {
   Recorder(model::Scheduler& scheduler, const model::SimKernel& kernel, Trace& trace, const Clients& clients)
       : scheduler_(scheduler), kernel_(kernel), trace_(trace), clients_(clients) {}
 
-  void pass_begin(int worker, std::uint64_t pass, Nanos timeout) override {
+  void pass_begin(int worker, std::uint64_t pass, std::optional<Duration> timeout) override {
     record(ev::PassBegin{now(), worker, pass, timeout});
   }
   void events(int worker, std::uint64_t pass, std::span<const PollEvent> events) override {

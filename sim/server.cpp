@@ -177,7 +177,7 @@ class Process final : public Server {
     return n;
   }
   void shutdown() override {
-    for (auto& loop : loops_) loop->shutdown(scheduler_.now());
+    for (auto& loop : loops_) loop->shutdown(Instant(scheduler_.now()));
   }
 
   ev::RunEnd end_state() override {

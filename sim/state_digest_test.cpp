@@ -69,6 +69,12 @@ void perturb(T& field) {
     field = T(field + 1);
   } else if constexpr (state::is_duration<T>::value) {
     field += Nanos(1);
+  } else if constexpr (std::is_same_v<T, Instant>) {
+    field += Nanos(1);
+  } else if constexpr (std::is_same_v<T, std::optional<Instant>>) {
+    field = field ? std::nullopt : std::optional<Instant>(Instant(Nanos(0)));
+  } else if constexpr (std::is_same_v<T, AtomicInstant>) {
+    field.store(field.load() ? std::nullopt : std::optional<Instant>(Instant(Nanos(0))));
   } else if constexpr (state::is_atomic<T>::value) {
     using V = decltype(field.load());
     if constexpr (std::is_same_v<V, bool>) field.store(!field.load());

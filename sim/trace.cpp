@@ -130,7 +130,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
       overloaded{
           [&](const ev::PassBegin& e) {
             line.num("worker", e.worker).num("pass", std::int64_t(e.pass));
-            line.num("timeout_ns", e.timeout.count());
+            line.num("timeout_ns", e.timeout ? e.timeout->count() : -1);
           },
           [&](const ev::Events& e) {
             line.num("worker", e.worker).num("pass", std::int64_t(e.pass));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <deque>
 #include <iosfwd>
 #include <iterator>
@@ -29,7 +30,8 @@ const char* errno_name(int error);  // "EMFILE", ...; "EOTHER" for the rest
 int errno_from_name(const std::string& name);  // 0 when unknown
 
 namespace ev {
-struct PassBegin { Nanos t; int worker; std::uint64_t pass; Nanos timeout; };
+// `timeout`: the wait's; none, it waited until something was ready (the file writes -1).
+struct PassBegin { Nanos t; int worker; std::uint64_t pass; std::optional<Nanos> timeout; };
 // `work`: the calls that got something done between the thread's previous wait and this one,
 // counted by the kernel (SimKernel::work_before_wait); -1 where unknown (an older trace).
 struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; std::int64_t work = -1; };

@@ -61,6 +61,8 @@ class Writer {
       for (int v : value) put(v);
     } else if constexpr (std::is_same_v<T, Nanos>) {
       put(std::int64_t(value.count()));
+    } else if constexpr (std::is_same_v<T, std::optional<Nanos>>) {
+      put(std::int64_t(value ? value->count() : -1));  // none, as the trace file writes it
     } else {
       static_assert(std::is_trivially_copyable_v<T>);
       bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
@@ -102,6 +104,11 @@ class Reader {
       std::int64_t ns = 0;
       get(ns);
       value = Nanos(ns);
+    } else if constexpr (std::is_same_v<T, std::optional<Nanos>>) {
+      std::int64_t ns = 0;
+      get(ns);
+      if (ns < -1) throw std::runtime_error("a trace's bytes hold a timeout below -1");
+      value = ns < 0 ? std::nullopt : std::optional<Nanos>(Nanos(ns));
     } else {
       need(sizeof value);
       std::memcpy(&value, bytes_.data() + at_, sizeof value);

@@ -68,6 +68,12 @@ class Line {
     return has(key) ? integer(key) : absent;
   }
   // An instant or a span in the trace: 0 up to trace_time_max. `timeout_ns` alone may be -1.
+  // A wait's timeout: a time, or -1 for none.
+  std::optional<Nanos> timeout(const char* key) const {
+    const Nanos value = time(key, true);
+    if (value < Nanos(0)) return std::nullopt;
+    return value;
+  }
   Nanos time(const char* key, bool forever_allowed = false) const {
     std::int64_t value = integer(key);
     if ((value < 0 && !(forever_allowed && value == -1)) || value > trace_time_max) {
@@ -202,7 +208,7 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
 std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Nanos t,
                                           ClientBook& book) {
   if (kind == "pass_begin") {
-    return ev::PassBegin{t, l.small("worker"), l.natural("pass"), l.time("timeout_ns", true)};
+    return ev::PassBegin{t, l.small("worker"), l.natural("pass"), l.timeout("timeout_ns")};
   }
   if (kind == "events") {
     const json& fds = l.field("fds");

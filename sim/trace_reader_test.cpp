@@ -171,6 +171,19 @@ TEST_CASE("every event kind of docs/trace.md reads back to the same line") {
   CHECK(jsonl(read(text)) == text);
 }
 
+TEST_CASE("a wait's timeout of -1 in the file is none in memory, and a time otherwise") {
+  const loopsim::sim::Trace trace = read(header + "\n" + R"({"t":4,"ev":"pass_begin","worker":0,"pass":1,"timeout_ns":-1}
+{"t":5,"ev":"pass_begin","worker":0,"pass":2,"timeout_ns":0}
+{"t":6,"ev":"pass_begin","worker":0,"pass":3,"timeout_ns":1000}
+)");
+  REQUIRE(trace.events.size() == 3);
+  CHECK_FALSE(std::get<loopsim::sim::ev::PassBegin>(trace.events[0]).timeout);
+  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[1]).timeout == loopsim::Nanos(0));
+  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[2]).timeout == loopsim::Nanos(1000));
+  CHECK_THROWS_AS(read(header + "\n" + R"({"t":4,"ev":"pass_begin","worker":0,"pass":1,"timeout_ns":-2})" + "\n"),
+                  TraceError);
+}
+
 TEST_CASE("the new events read back with every field") {
   auto trace = read(header + "\n" +
                     R"({"t":1,"ev":"post","id":7,"poster":"bg"}

@@ -43,7 +43,7 @@ class TinyLoop final : public sim::OwnLoop {
     std::array<PollEvent, 64> events;
     while (!stopping_) {
       // An owed door is served on the next pass without waiting: nothing will announce it again.
-      Nanos timeout = owed_ ? Nanos(0) : wait_forever;
+      const std::optional<Duration> timeout = owed_ ? std::optional<Duration>(Duration(0)) : wait_forever;
       observer_.pass_begin(0, passes_, timeout);
       int n = kernel_.wait(poller_, events, timeout);
       if (n < 0) n = 0;

@@ -62,9 +62,11 @@ int control(int poller, int op, int fd, std::uint32_t interest, Trigger trigger)
   return ::epoll_ctl(poller, op, fd, &event) == 0 ? 0 : -errno;
 }
 
-int timeout_ms(Nanos timeout) {
-  if (timeout < Nanos(0)) return -1;
-  std::int64_t ms = (timeout.count() + ns_per_ms - 1) / ns_per_ms;
+// epoll_wait's timeout: -1 waits until something is ready.
+int timeout_ms(std::optional<Duration> timeout) {
+  if (!timeout) return -1;
+  LOOPSIM_ASSERT_OP(timeout->count(), >=, 0);
+  std::int64_t ms = (timeout->count() + ns_per_ms - 1) / ns_per_ms;
   return ms > INT_MAX ? INT_MAX : int(ms);
 }
 
@@ -91,13 +93,13 @@ int fail_and_close(int fd) {
 
 LinuxKernel::LinuxKernel() : origin_(monotonic()) {}
 
-Nanos LinuxKernel::now() { return Nanos(to_ns(monotonic()) - to_ns(origin_)); }
+Instant LinuxKernel::now() { return Instant(Duration(to_ns(monotonic()) - to_ns(origin_))); }
 
 void LinuxKernel::spend(Nanos duration) {
   // In slices, so that a stop that will not wait (cancel_spending) ends it within one.
   constexpr Nanos slice = std::chrono::milliseconds(10);
-  const Nanos end = now() + duration;
-  for (Nanos left = duration; left > Nanos(0) && !cancelled_.load(std::memory_order_acquire); left = end - now()) {
+  const Instant end = now() + duration;
+  for (Duration left = duration; left > Duration(0) && !cancelled_.load(std::memory_order_acquire); left = end - now()) {
     Nanos step = std::min(left, slice);
     timespec rest{time_t(step.count() / ns_per_s), long(step.count() % ns_per_s)};
     while (::nanosleep(&rest, &rest) != 0) {
@@ -191,7 +193,7 @@ int LinuxKernel::unwatch(int poller, int fd) {
   return ::epoll_ctl(poller, EPOLL_CTL_DEL, fd, nullptr) == 0 ? 0 : -errno;
 }
 
-int LinuxKernel::wait(int poller, std::span<PollEvent> into, Nanos timeout) {
+int LinuxKernel::wait(int poller, std::span<PollEvent> into, std::optional<Duration> timeout) {
   LOOPSIM_ASSERT(!into.empty());
   LOOPSIM_ASSERT_OP(into.size(), <=, std::size_t(INT_MAX));
   // A buffer per call keeps the kernel free of per-thread state.

@@ -17,7 +17,7 @@ class LinuxKernel final : public Kernel {
   LinuxKernel();
 
   // CLOCK_MONOTONIC, relative to construction. Never blocks.
-  Nanos now() override;
+  Instant now() override;
   // Sleeps for `duration`, resuming after signal handlers until the whole duration has passed,
   // or until cancel_spending.
   void spend(Nanos duration) override;
@@ -49,7 +49,7 @@ class LinuxKernel final : public Kernel {
   int unwatch(int poller, int fd) override;
   // The timeout is rounded up to whole milliseconds (0 stays 0: never blocks). A signal ends
   // the wait early with 0 events and no error, so that the caller can look for a stop request.
-  int wait(int poller, std::span<PollEvent> into, Nanos timeout) override;
+  int wait(int poller, std::span<PollEvent> into, std::optional<Duration> timeout) override;
 
   // An eventfd. wake_signal is async-signal-safe and leaves errno unchanged.
   int pipe(int ends[2]) override;

@@ -39,7 +39,7 @@ extern "C" void on_stop_signal(int) {
     // LinuxKernel::now() is clock_gettime: async-signal-safe too.
     Loop* loop = target.load();
     LinuxKernel* clock = kernel_target.load();
-    if (loop != nullptr && first) loop->shutdown(clock != nullptr ? std::optional<Nanos>(clock->now()) : std::nullopt);
+    if (loop != nullptr && first) loop->shutdown(clock != nullptr ? std::optional<Instant>(clock->now()) : std::nullopt);
     if (loop != nullptr && !first) loop->stop();
   }
 }
