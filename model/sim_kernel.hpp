@@ -363,6 +363,8 @@ class SimKernel final : public Kernel {
   int harvest(Poller& poller, std::span<PollEvent> into);
   int empty_poll(std::uint32_t poller_index);
   std::int64_t kqueue_data(int fd) const;
+  // A client's connection to `port`, holding a client file, its SYN not yet sent.
+  ConnId new_client_conn(std::uint16_t port);
   void try_handshake(ConnId conn);
   void schedule_delivery(ConnId conn);
   void deliver(ConnId conn);

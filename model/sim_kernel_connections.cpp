@@ -101,7 +101,7 @@ int SimKernel::injected_accept_error(std::size_t queued) {
 
 // ---- the client side ----
 
-ConnId SimKernel::connect(std::uint16_t port) {
+ConnId SimKernel::new_client_conn(std::uint16_t port) {
   auto id = ConnId(conns_.size());
   Conn conn;
   for (const Listener& listener : listeners_) {
@@ -110,6 +110,11 @@ ConnId SimKernel::connect(std::uint16_t port) {
   conn.client_file = true;
   ++client_files_;
   conns_.push_back(std::move(conn));
+  return id;
+}
+
+ConnId SimKernel::connect(std::uint16_t port) {
+  const ConnId id = new_client_conn(port);
   // The SYN arrives after this call returns, so the caller hears of the handshake only after
   // it knows the connection's id.
   scheduler_.at(scheduler_.now(), [this, id] { try_handshake(id); }, tag(Happening::handshake, id));
@@ -117,14 +122,7 @@ ConnId SimKernel::connect(std::uint16_t port) {
 }
 
 ConnId SimKernel::arrive(std::uint16_t port, const std::function<void(ConnId)>& named) {
-  auto id = ConnId(conns_.size());
-  Conn conn;
-  for (const Listener& listener : listeners_) {
-    if (listener.port == port && listener.open) conn.listener = listener.fd;
-  }
-  conn.client_file = true;
-  ++client_files_;
-  conns_.push_back(std::move(conn));
+  const ConnId id = new_client_conn(port);
   named(id);
   try_handshake(id);
   return id;
