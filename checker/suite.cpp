@@ -75,6 +75,12 @@ Costs costs_for(const std::string& text, const std::string& path) {
   return costs;
 }
 
+ArmOutcome outcome_of(const ArmReport& arm) {
+  if (arm.judgement.limited()) return ArmOutcome::limit;
+  if (arm.expect_violated.empty()) return arm.judgement.held ? ArmOutcome::held : ArmOutcome::violated;
+  return arm.judgement.held ? ArmOutcome::caught : ArmOutcome::not_caught;
+}
+
 bool RunReport::held() const {
   return std::all_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.held; });
 }

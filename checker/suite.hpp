@@ -29,6 +29,11 @@ struct ArmReport {
   std::string divergence;
 };
 
+// An arm's outcome: a base arm held or was violated, a sabotage arm (one that expects a
+// violation) was caught or not, and an arm a limit stopped is neither.
+enum class ArmOutcome : std::uint8_t { limit, held, violated, caught, not_caught };
+ArmOutcome outcome_of(const ArmReport& arm);
+
 struct RunReport {
   std::string scenario;
   std::string file;

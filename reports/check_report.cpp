@@ -117,9 +117,14 @@ CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
 }
 
 std::string arm_verdict(const checker::ArmReport& arm) {
-  if (arm.judgement.limited()) return "LIMIT";
-  if (arm.expect_violated.empty()) return arm.judgement.held ? "held" : "VIOLATED";
-  return arm.judgement.held ? "caught" : "NOT-CAUGHT";
+  switch (checker::outcome_of(arm)) {
+    case checker::ArmOutcome::limit: return "LIMIT";
+    case checker::ArmOutcome::held: return "held";
+    case checker::ArmOutcome::violated: return "VIOLATED";
+    case checker::ArmOutcome::caught: return "caught";
+    case checker::ArmOutcome::not_caught: return "NOT-CAUGHT";
+  }
+  return "?";
 }
 
 std::vector<std::string> arm_problems(const checker::ArmReport& arm) {

@@ -8,6 +8,18 @@ namespace loopsim::reports {
 
 namespace {
 
+// An arm's outcome as JSON spells it: the check table's words, in lower case.
+const char* json_name(checker::ArmOutcome outcome) {
+  switch (outcome) {
+    case checker::ArmOutcome::limit: return "limit";
+    case checker::ArmOutcome::held: return "held";
+    case checker::ArmOutcome::violated: return "violated";
+    case checker::ArmOutcome::caught: return "caught";
+    case checker::ArmOutcome::not_caught: return "not_caught";
+  }
+  return "?";
+}
+
 const char* unit_name(checker::Unit unit) { return unit == checker::Unit::ns ? "ns" : "count"; }
 
 bool expected(const ArmReport& arm, const std::string& property) {
@@ -97,11 +109,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
   for (const ArmReport& arm : report.arms) {
     nlohmann::ordered_json a;
     a["name"] = arm.name;
-    // A sabotage arm is caught or not, as the check table says; a base arm held or violated.
-    const bool sabotage = !arm.expect_violated.empty();
-    a["verdict"] = arm.judgement.limited() ? "limit"
-                   : arm.judgement.held    ? (sabotage ? "caught" : "held")
-                                           : (sabotage ? "not_caught" : "violated");
+    a["verdict"] = json_name(checker::outcome_of(arm));
     a["expect_violated"] = arm.expect_violated;
     a["properties"] = nlohmann::ordered_json::array();
     for (const checker::Verdict& v : arm.verdicts) {
