@@ -490,6 +490,12 @@ SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeou
 
 namespace {
 
+// Linux refuses a timeout below zero, or a timespec whose nanoseconds are out of [0, 10^9),
+// with EINVAL before it looks at any descriptor (poll_select_set_timeout). A timeval's
+// microseconds past a second are carried into its seconds.
+bool invalid(const timespec* t) { return t != nullptr && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1'000'000'000); }
+bool invalid(const timeval* t) { return t != nullptr && (t->tv_sec < 0 || t->tv_usec < 0); }
+
 // A wait's timeout; none waits until something is ready.
 std::optional<Nanos> poll_timeout(int ms) {
   if (ms < 0) return std::nullopt;
@@ -567,18 +573,27 @@ SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
 SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
 // The signal mask matters for signals, which the simulation does not deliver yet.
 SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
-  if (any_owned(fds, n) || (making() && names_none(fds, n))) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
+  if (any_owned(fds, n) || (making() && names_none(fds, n))) {
+    if (invalid(timeout)) return int(result(-EINVAL));
+    return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
+  }
   return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*), "ppoll">()(fds, n, timeout, mask);
 }
 SEAM_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t) {
   return ppoll(fds, n, timeout, mask);
 }
 SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
-  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) {
+    if (invalid(timeout)) return int(result(-EINVAL));
+    return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  }
   return real<int(int, fd_set*, fd_set*, fd_set*, timeval*), "select">()(n, r, w, e, timeout);
 }
 SEAM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
-  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) {
+    if (invalid(timeout)) return int(result(-EINVAL));
+    return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
+  }
   return real<int(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*), "pselect">()(n, r, w, e, timeout, mask);
 }
 

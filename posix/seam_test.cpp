@@ -440,6 +440,10 @@ TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does"
   const auto [native, simulated, result] = both_ways("polls");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("poll pair, other end shut -> 1 revents 0x2001") != std::string::npos);  // POLLIN | POLLRDHUP
+  // A timeout below zero, or 10^9 ns, is refused (it used to wait forever on the seam).
+  CHECK(native.find("ppoll with a negative timeout -1 EINVAL\nppoll with 10^9 ns -1 EINVAL\n"
+                    "select with a negative timeout -1 EINVAL\npselect with a negative timeout -1 EINVAL") !=
+        std::string::npos);
   CHECK(simulated == native);
   // Not a real sleep: the run's 350 ms passed in virtual time (native runs take them for real).
   CHECK(simulated.find("at least 350 ms: 1") != std::string::npos);

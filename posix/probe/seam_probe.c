@@ -325,6 +325,18 @@ static void polls(void) {
   struct timeval now = {0, 0};
   int n = select((s[0] > s[1] ? s[0] : s[1]) + 1, &readable, &writable, NULL, &now);
   printf("select -> %d readable %d writable %d\n", n, FD_ISSET(s[1], &readable), FD_ISSET(s[0], &writable));
+  /* A timeout below zero, or with its fraction out of range, is refused before anything is looked at. */
+  struct pollfd one = {s[1], POLLIN, 0};
+  struct timespec negative = {-1, 0}, too_many_ns = {0, 1000000000};
+  say("ppoll with a negative timeout", ppoll(&one, 1, &negative, NULL));
+  say("ppoll with 10^9 ns", ppoll(&one, 1, &too_many_ns, NULL));
+  FD_ZERO(&readable);
+  FD_SET(s[1], &readable);
+  struct timeval negative_us = {0, -1};
+  say("select with a negative timeout", select(s[1] + 1, &readable, NULL, NULL, &negative_us));
+  FD_ZERO(&readable);
+  FD_SET(s[1], &readable);
+  say("pselect with a negative timeout", pselect(s[1] + 1, &readable, NULL, NULL, &negative, NULL));
   close(s[1]);
   show_poll("pair, other end closed", s[0], POLLOUT, 0);
   /* Naming no descriptor, poll and select sleep: in virtual time under the seam. */
