@@ -6,6 +6,7 @@
 
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
+#include "sim/toml_writer.hpp"
 
 namespace loopsim::explore {
 
@@ -135,9 +136,7 @@ std::string shaped_text(const std::string& shape, const std::string& file, std::
   for (const char* list : {"faults", "actions", "expect"}) {
     if (const toml::array* items = doc.get_as<toml::array>(list); items != nullptr && items->empty()) doc.erase(list);
   }
-  std::ostringstream out;
-  out << doc << '\n';
-  return out.str();
+  return sim::toml_text(doc) + '\n';
 }
 
 namespace {
@@ -157,9 +156,7 @@ std::vector<std::string> smaller(const std::string& text) {
   std::vector<std::string> out;
   const toml::table doc = toml::parse(text);
   auto emit = [&](const toml::table& t) {
-    std::ostringstream s;
-    s << t << '\n';
-    out.push_back(s.str());
+    out.push_back(sim::toml_text(t) + '\n');
   };
   if (const toml::array* groups = doc.get_as<toml::array>("clients")) {
     for (std::size_t g = 0; g < groups->size(); ++g) {

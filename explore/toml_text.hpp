@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/scenario.hpp"
+
 namespace loopsim::explore {
 
-inline std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+// Escaped as TOML must be, whatever the string holds: a name may come from the command line.
+inline std::string quoted(const std::string& s) { return sim::toml_string(s); }
 inline std::string ms_text(std::int64_t n) { return quoted(std::to_string(n) + "ms"); }
 
 }  // namespace loopsim::explore

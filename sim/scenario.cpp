@@ -982,9 +982,7 @@ Scenario convert(const std::string& text, const std::string& file, const Arm* ar
   if (s.target) {
     scope_faults(root, arm_name);
     root.erase("arms");
-    std::ostringstream out;
-    out << toml::toml_formatter(root) << '\n';
-    s.source = out.str();
+    s.source = toml_text(root) + '\n';
   }
   return s;
 }

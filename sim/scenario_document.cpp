@@ -56,9 +56,36 @@ void check_override_key(C c, const OverrideOrigin& origin,
   if (section != nullptr) check_key(c, origin, *section, parts[1]);
 }
 
+// Where `text` stops being UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
+// U+10FFFF), or npos where it is UTF-8 throughout.
+std::size_t utf8_invalid_at(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+    const unsigned lead = byte(0);
+    std::size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || lead == 0xc0 || lead == 0xc1 || lead > 0xf4) return i;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((byte(k) >> 6) != 0x2) return i;
+    const unsigned second = byte(1);
+    if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f) || (lead == 0xf0 && second < 0x90) ||
+        (lead == 0xf4 && second > 0x8f))
+      return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 // The override's value as a one-key document "v = ...", parsed with the origin's label as its
-// source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string.
+// source path. Text that is not one TOML value (kqueue, 10ms) is taken as a string. Bytes that
+// are not UTF-8 are refused: TOML cannot hold them, and toml++ would write each as a Latin-1
+// character, another string than the one given.
 toml::table parse_value(C c, const std::string& value, const OverrideOrigin& origin) {
+  if (const std::size_t bad = utf8_invalid_at(value); bad != std::string_view::npos) {
+    OverrideOrigin at = origin;
+    if (at.file == "--set") at.where.column += static_cast<toml::source_index>(bad);  // the byte itself
+    c.fail(at, cat("the value is not UTF-8 text: byte ", bad + 1, " of it cannot start or continue a character"),
+           "values are TOML, which is UTF-8");
+  }
   try {
     toml::table doc = toml::parse("v = " + value, std::string_view{origin.label});
     if (doc.size() == 1 && doc.contains("v")) return doc;
@@ -256,9 +283,7 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
     pinned.push_back(cat(model::choice_kind_name(choice.kind), ":", choice.options, ":", choice.pick));
   }
   root.insert("choices", std::move(pinned));
-  std::ostringstream out;
-  out << toml::toml_formatter(root) << '\n';
-  return out.str();
+  return toml_text(root) + '\n';
 }
 
 Override parse_override(const std::string& assignment) {

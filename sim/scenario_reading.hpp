@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/scenario.hpp"
+#include "sim/toml_writer.hpp"
 
 namespace loopsim::sim::reading {
 
@@ -155,12 +156,6 @@ Problem key_problem(const Section<Target>& section, std::string_view key) {
           cat("known keys in ", section.title, ": ", join(known))};
 }
 
-
-inline std::string toml_text(const toml::node& node) {
-  std::ostringstream out;
-  out << toml::toml_formatter(node);
-  return out.str();
-}
 
 
 // ---- between the two halves ------------------------------------------------------------
