@@ -267,7 +267,7 @@ TEST_CASE("no_spin: a level-triggered descriptor never drained under wait(-1) sp
   CHECK_FALSE(no_spin(p.t, count_bounds({}, 3)).held);
 }
 
-TEST_CASE("no_spin: busy polling with a zero timeout and nothing to do spins; the clock moves 1 us a poll") {
+TEST_CASE("no_spin: busy polling with a zero timeout and nothing to do spins, the clock moves 1 us a poll") {
   Passes p;
   for (int i = 0; i < 5; ++i) p.wait(0ns, 1us, 0);
   Verdict v = no_spin(p.t, count_bounds({}, 3));

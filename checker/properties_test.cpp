@@ -369,7 +369,7 @@ TEST_CASE("a bound in requests or batches saturates instead of wrapping negative
   CHECK(loopsim::checker::resolve(two, costs) == 6'000'000);
 }
 
-TEST_CASE("liveness is judged only on a trace whose run watched for a lasso; otherwise it says why it was not") {
+TEST_CASE("liveness is judged only on a trace whose run watched for a lasso, otherwise it says why it was not") {
   Trace unwatched;
   Verdict v = liveness(unwatched);
   CHECK_FALSE(v.decided);

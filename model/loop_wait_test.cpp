@@ -60,7 +60,7 @@ TEST_CASE("an Instant and a Duration do not mix, and an AtomicInstant's none is 
   CHECK_FALSE(t.load());
 }
 
-TEST_CASE("a loop whose idle timeout is none waits until something is ready; one with a timeout wakes on it") {
+TEST_CASE("a loop whose idle timeout is none waits until something is ready, one with a timeout wakes on it") {
   LoopConfig forever;
   forever.idle_timeout = std::nullopt;
   // Nothing comes: one wait, with no timeout, for the whole second.

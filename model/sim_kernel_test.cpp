@@ -108,7 +108,7 @@ TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
   CHECK(waited == 7ms);
 }
 
-TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR; one not waiting is not touched") {
+TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR, one not waiting is not touched") {
   Fixture f;
   int poller = f.kernel.poller_create();
   int rc = 1;

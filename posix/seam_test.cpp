@@ -460,7 +460,7 @@ TEST_CASE("seam: sendmsg and recvmsg without ancillary data, and MSG_PEEK, answe
   CHECK(result.stats.accepted == 1);
 }
 
-TEST_CASE("seam: sendfile from a real file onto a simulated socket answers as Linux does; splice falls back") {
+TEST_CASE("seam: sendfile from a real file onto a simulated socket answers as Linux does, splice falls back") {
   const auto [native, simulated, result] = both_ways("files");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("got [23456] offset now 7 position 0") != std::string::npos);

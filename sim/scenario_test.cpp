@@ -710,7 +710,7 @@ TEST_CASE("raw requests and framings load, and keys that disagree are refused wh
   }
 }
 
-TEST_CASE("a signal action loads with its signal; the built-in loop takes only SIGTERM and SIGINT") {
+TEST_CASE("a signal action loads with its signal, the built-in loop takes only SIGTERM and SIGINT") {
   const std::string base = "name = \"p\"\n[[actions]]\nkind = \"signal\"\nsignal = \"SIGINT\"\nat = \"1s\"\n";
   const Scenario s = parse_scenario(base, "t.toml");
   REQUIRE(s.actions.size() == 1);

@@ -29,7 +29,7 @@ TEST_CASE("a trace passed as bytes comes back whole, every event of every kind i
   }
 }
 
-TEST_CASE("a wait with no timeout crosses as bytes as none; a timeout below -1 is refused") {
+TEST_CASE("a wait with no timeout crosses as bytes as none, a timeout below -1 is refused") {
   sim::Trace trace;
   trace.events.push_back(sim::ev::PassBegin{Nanos(1), 0, 1, std::nullopt});
   trace.events.push_back(sim::ev::PassBegin{Nanos(2), 0, 2, Nanos(5)});

@@ -64,7 +64,7 @@ path = "/slow?us=100"
   CHECK(answered(trace).held);
 }
 
-TEST_CASE("think time spaces a closed loop's requests; pipeline keeps several in flight") {
+TEST_CASE("think time spaces a closed loop's requests, pipeline keeps several in flight") {
   auto thinking = run_text(R"toml(horizon = "1s"
 [[clients]]
 name = "c"
@@ -160,7 +160,7 @@ body = 1000
   for (const auto& a : answers) CHECK(a.status == 200);
 }
 
-TEST_CASE("Poisson arrivals: exponential gaps at the rate, from the seed; uniform ones are even") {
+TEST_CASE("Poisson arrivals: exponential gaps at the rate, from the seed, uniform ones are even") {
   const std::string text = R"toml(horizon = "10s"
 [[clients]]
 name = "c"
@@ -221,7 +221,7 @@ class NaturalChooser final : public model::Chooser {
 
 }  // namespace
 
-TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes; 0 makes that order a choice") {
+TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes, 0 makes that order a choice") {
   // Without a gap the blocker's request comes with its handshake: its eager read serves it
   // inside the listen batch, and /fast waits for a batch of the burst.
   NaturalChooser natural;
@@ -346,7 +346,7 @@ paths = [{ path = "/fast" }, { path = "/hello" }]
   CHECK(all<sim::ev::Answer>(again).back().t == all<sim::ev::Answer>(trace).back().t);
 }
 
-TEST_CASE("an answer is framed by its Content-Length, named in any case; one that cannot be framed is malformed") {
+TEST_CASE("an answer is framed by its Content-Length, named in any case, one that cannot be framed is malformed") {
   int status = 0;
   std::string ok = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
   CHECK(sim::parse_answer(ok, status) == ok.size());
@@ -442,7 +442,7 @@ sim::ClientGroup framed(sim::ClientGroup::Framing framing, std::string terminato
 
 }  // namespace
 
-TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a length, RESP; split at any byte") {
+TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a length, RESP, split at any byte") {
   using F = sim::ClientGroup::Framing;
   struct Case {
     sim::ClientGroup group;
