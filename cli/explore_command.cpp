@@ -107,6 +107,31 @@ void judge_only(sim::Scenario& scenario, const std::string& list) {
   });
 }
 
+// --maximize PROPERTY[:OF]: the property and its group, one of the expectations judged.
+// `expected` is every expectation of the arm, --judge's choice among them in `scenario`.
+std::pair<std::string, std::string> maximized(const ExploreArgs& args, const sim::Scenario& scenario,
+                                              const std::vector<sim::Expectation>& expected) {
+  const std::size_t colon = args.maximize.find(':');
+  std::string property = args.maximize.substr(0, colon);
+  std::string of = colon == std::string::npos ? std::string() : args.maximize.substr(colon + 1);
+  if (colon != std::string::npos && of.empty()) {
+    throw sim::ScenarioError("--maximize:1:" + std::to_string(colon + 2) + ": \"" + args.maximize +
+                                 "\" names no group after the colon",
+                             "name the group, e.g. --maximize " + property + ":fast, or leave out the colon");
+  }
+  auto names = [&](const sim::Expectation& e) { return e.property == property && (of.empty() || e.of == of); };
+  if (std::none_of(expected.begin(), expected.end(), names)) {
+    throw sim::ScenarioError("--maximize:1:1: the scenario expects no " + args.maximize,
+                             "name one of its [[expect]] entries, e.g. --maximize latency:fast");
+  }
+  if (std::none_of(scenario.expect.begin(), scenario.expect.end(), names)) {
+    throw sim::ScenarioError("--maximize:1:1: --judge " + args.judge + " leaves out " + args.maximize +
+                                 ", which the scenario expects",
+                             "add " + property + " to --judge, or drop --judge");
+  }
+  return {property, of};
+}
+
 int explore_file(const ExploreArgs& args) {
   std::string text = sim::read_scenario_file(args.file);
   auto overrides = parse_overrides(args.set);
@@ -127,6 +152,7 @@ int explore_file(const ExploreArgs& args) {
     scenario = sim::scenario_for_arm(text, args.file, arm, overrides);
   }
   scenario.file = args.file;
+  const std::vector<sim::Expectation> expected = scenario.expect;  // before --judge keeps some
   if (!args.judge.empty()) judge_only(scenario, args.judge);
   checker::validate(scenario);
   checker::Costs costs = checker::costs_for(text, args.file);
@@ -146,18 +172,7 @@ int explore_file(const ExploreArgs& args) {
   }
   std::tie(options.shard, options.shards) = parse_shard(args.shard);
   options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
-  if (!args.maximize.empty()) {
-    auto colon = args.maximize.find(':');
-    options.maximize = args.maximize.substr(0, colon);
-    if (colon != std::string::npos) options.maximize_of = args.maximize.substr(colon + 1);
-    bool expected = std::any_of(scenario.expect.begin(), scenario.expect.end(), [&](const sim::Expectation& e) {
-      return e.property == options.maximize && (options.maximize_of.empty() || e.of == options.maximize_of);
-    });
-    if (!expected) {
-      throw sim::ScenarioError("--maximize:1:1: the scenario expects no " + args.maximize,
-                               "name one of its [[expect]] entries, e.g. --maximize latency:fast");
-    }
-  }
+  if (!args.maximize.empty()) std::tie(options.maximize, options.maximize_of) = maximized(args, scenario, expected);
   options.audit = args.audit;
   make_output_folder("--out", args.out);
   options.wall_ns = wall_ns;

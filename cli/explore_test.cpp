@@ -248,3 +248,19 @@ TEST_CASE("explore's counterexample for a target keeps its relative arguments wo
   CHECK(replay.output.find("answered") != std::string::npos);
 }
 #endif
+
+TEST_CASE("explore --maximize refuses an empty group, and names --judge when it left the property out") {
+  const std::string burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
+  Outcome empty = loopsim::testing::run_loopsim("explore " + burst + " --maximize latency:");
+  CHECK(empty.status == 2);
+  CHECK(empty.output.find("error: --maximize:1:9: \"latency:\" names no group after the colon") != std::string::npos);
+  Outcome judged = loopsim::testing::run_loopsim("explore " + burst + " --maximize latency --judge answered");
+  CHECK(judged.status == 2);
+  CHECK(judged.output.find("error: --maximize:1:1: --judge answered leaves out latency, which the scenario expects") !=
+        std::string::npos);
+  CHECK(judged.output.find("the scenario expects no") == std::string::npos);
+  Outcome absent = loopsim::testing::run_loopsim("explore " + burst + " --maximize latency:nobody");
+  CHECK(absent.status == 2);
+  CHECK(absent.output.find("the scenario expects no latency:nobody") != std::string::npos);
+}
+
