@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "cli/loopsim_process_for_tests.hpp"
 
@@ -264,3 +265,49 @@ TEST_CASE("explore --maximize refuses an empty group, and names --judge when it 
   CHECK(absent.output.find("the scenario expects no latency:nobody") != std::string::npos);
 }
 
+#ifdef LOOPSIM_SEAM_BUILT
+namespace {
+
+// A scenario for the seam's probe program in `mode`, asked to listen on `port`. Its horizon leaves
+// room for generate --shape, which moves the clients up to 300 ms later.
+std::string probe_scenario(const std::string& name, const std::string& mode, int port, const std::string& clients) {
+  const std::string file = loopsim::testing::temp_path(name + ".toml");
+  std::ofstream(file) << "name = \"" << name << "\"\nhorizon = \"1s\"\n[target]\nexec = [\"" << LOOPSIM_PROBES_DIR
+                      << "/seam_probe_dynamic\", \"" << mode << "\"]\nport = " << port << "\n"
+                      << clients << "[[expect]]\nproperty = \"answered\"\n";
+  return file;
+}
+
+const std::string one_client = "[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n";
+
+// The "error: ..." line a command printed (its hint names the command's own stderr file).
+std::string error_line(const std::string& output) {
+  const std::size_t at = output.find("error: ");
+  return at == std::string::npos ? std::string() : output.substr(at, output.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("explore and generate report a target's error as run does: exit 2 and run's message, not an abort") {
+  // A fiber's exception used to reach the explorer as a bare std::runtime_error, which nothing
+  // caught: every target error, from a wrong port to a refused call, aborted explore (134).
+  const std::string out = loopsim::testing::temp_path("explore-target-errors");
+  for (auto [mode, port, says] : {std::tuple{"elsewhere", 8081, "never listened on port 8081"},
+                                  std::tuple{"dup", 8080, "the seam does not implement it"}}) {
+    INFO(mode);
+    const std::string file = probe_scenario(std::string("target-") + mode, mode, port, one_client);
+    Outcome run = loopsim::testing::run_loopsim("run " + file);
+    REQUIRE(run.status == 2);
+    CHECK(run.output.find(says) != std::string::npos);
+    Outcome explore = loopsim::testing::run_loopsim("explore " + file + " --out " + out);
+    INFO(explore.output);
+    CHECK(explore.status == 2);
+    CHECK(!error_line(run.output).empty());
+    CHECK(error_line(explore.output) == error_line(run.output));
+    Outcome generate = loopsim::testing::run_loopsim("generate --shape " + file + " --runs 2 --out " + out);
+    INFO(generate.output);
+    CHECK(generate.status == 2);
+    CHECK(error_line(generate.output) == error_line(run.output));
+  }
+}
+#endif

@@ -220,11 +220,16 @@ int generate(const GenerateArgs& args) {
   } else {
     if (!options.overrides.empty())
       throw sim::ScenarioError("--set:1:1: --set and --shape do not go together", "write the change into the shape's file");
-    std::ifstream in(args.shape);
-    if (!in) throw sim::ScenarioError("--shape:1:1: cannot read " + args.shape, "--shape takes a scenario file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    result = explore::generate_shaped(text.str(), args.shape, options);
+    // Read, then closed: a descriptor left open would be the target program's too, and number
+    // its descriptors otherwise than `loopsim run` of the same file does.
+    const std::string text = [&] {
+      std::ifstream in(args.shape);
+      if (!in) throw sim::ScenarioError("--shape:1:1: cannot read " + args.shape, "--shape takes a scenario file");
+      std::ostringstream read;
+      read << in.rdbuf();
+      return read.str();
+    }();
+    result = explore::generate_shaped(text, args.shape, options);
   }
   std::int64_t wall = wall_ns() - started;
   if (progress) std::cerr << '\n';
@@ -302,7 +307,9 @@ void add_generate(CLI::App& app, int& status) {
       "Exit status:\n"
       "  0  every scenario drawn held: a sample of the format, not a proof\n"
       "  1  a failure (or a livelock) was found, shrunk and written\n"
-      "  2  bad input: an option or --set\n"
+      "  2  bad input: an option or --set; or a target's error, which `loopsim run` of that\n"
+      "     file reports alike (it does not start or listen on its port, a call the seam\n"
+      "     refuses, a spin, a signal, a crash), with the same message\n"
       "  3  --time-limit cut the runs short, or a run stopped at --max-steps, with nothing found;\n"
       "     this proves nothing");
   cmd->callback([args, &status] {

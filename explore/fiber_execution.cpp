@@ -6,6 +6,8 @@
 
 #include "base/assert.hpp"
 #include "base/stack_watch.hpp"
+#include "sim/scenario.hpp"
+#include "sim/world.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -124,9 +126,15 @@ void FiberExecution::entry(ctxd::transfer_t from) {
   self->switches_->in_fiber(nullptr, true);
   try {
     self->body();
-  } catch (const std::exception& e) {
+  } catch (const sim::ScenarioError& e) {
     Arena::Pause outside;  // the message outlives the arena's state
-    self->failure_ = e.what();
+    self->failure_ = Failure{Failure::Kind::scenario, e.what(), e.hint};
+  } catch (const sim::RunLimit& e) {
+    Arena::Pause outside;
+    self->failure_ = Failure{Failure::Kind::limit, e.what(), {}};
+  } catch (const std::exception& e) {
+    Arena::Pause outside;
+    self->failure_ = Failure{Failure::Kind::other, e.what(), {}};
   }
   self->finished_ = true;
   void* fake = nullptr;
@@ -151,9 +159,14 @@ Stop FiberExecution::advance() {
   }
   switch_to_fiber();
   if (failure_) {
-    std::string what = *failure_;
+    Failure failure = std::move(*failure_);
     failure_.reset();
-    throw std::runtime_error(what);
+    switch (failure.kind) {
+      case Failure::Kind::scenario: throw sim::ScenarioError(failure.what, failure.hint);
+      case Failure::Kind::limit: throw sim::RunLimit(failure.what);
+      case Failure::Kind::other: break;
+    }
+    throw std::runtime_error(failure.what);
   }
   if (finished_) throw std::logic_error("explore: an execution ended without an end stop");
   return stop_;

@@ -60,7 +60,16 @@ class FiberExecution : public Execution {
   bool started_ = false;
   bool finished_ = false;  // the body returned
   bool abandoned_ = false;
-  std::optional<std::string> failure_;  // an exception the body let out
+  // An exception the body let out, copied outside the arena and thrown again by advance() as
+  // what it was: a sim::ScenarioError (a target's error, exit 2 as in `loopsim run`), a
+  // sim::RunLimit, or anything else as a std::runtime_error.
+  struct Failure {
+    enum class Kind : std::uint8_t { other, scenario, limit };
+    Kind kind = Kind::other;
+    std::string what;
+    std::string hint;
+  };
+  std::optional<Failure> failure_;
   std::vector<std::unique_ptr<Saved>> spare_;  // recycled saves, their buffers kept
 };
 

@@ -188,6 +188,20 @@ std::vector<std::string> smaller(const std::string& text) {
 
 bool same_failure(const Judged& a, const Judged& b) { return b.failed() && a.violated == b.violated; }
 
+// One varied run. An error (a target's that `loopsim run` reports with exit 2) is first looked
+// for in the file as written, so that one of its own is reported as run reports it, at the
+// user's line and column; only an error of the variation alone is reported as the run's.
+Judged judged_run(const std::string& text, const std::string& shape, const std::string& file, std::uint64_t run,
+                  const StepBudget& budget) {
+  try {
+    return judge_text(text, file, budget);
+  } catch (const sim::ScenarioError& varied) {
+    judge_text(shape, file, budget);
+    throw sim::ScenarioError(varied.what(), varied.hint + " (run " + std::to_string(run) +
+                                                 " varied the file; as written, it runs without this error)");
+  }
+}
+
 }  // namespace
 
 GenerateResult generate_shaped(const std::string& shape, const std::string& file, const GenerateOptions& options) {
@@ -203,7 +217,7 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
       return result;
     }
     const std::string text = shaped_text(shape, file, options.seed, run);
-    Judged j = judge_text(text, name, options.budget);
+    Judged j = judged_run(text, shape, name, run, options.budget);
     ++result.runs;
     if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, 0, false});
     if (!j.failed()) continue;
