@@ -1,6 +1,7 @@
 #include "checker/suite.hpp"
 
 #include "sim/properties.hpp"
+#include "sim/target.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -64,6 +65,22 @@ void check_kind(const sim::Scenario& s, const sim::Expectation& e, const sim::Pr
                       "for example max = \"2ms\" or max = \"3 requests\"");
     }
   }
+}
+
+// Choices pinned by a counterexample or recorded (--replay): the run is one schedule that a
+// search found, and a target's death under it is that schedule's failure.
+bool pins_choices(const sim::Scenario& scenario, const SuiteOptions& options) {
+  return options.replay ? !options.replay->empty() : !scenario.choices.empty();
+}
+
+Verdict target_died(const sim::TargetDied& e) {
+  Verdict verdict;
+  verdict.property = std::string(sim::target_died);
+  verdict.held = false;
+  verdict.unit = Unit::count;
+  verdict.measured = 1;  // one death, where none is allowed
+  verdict.detail = std::string("under the pinned choices: ") + e.what();
+  return verdict;
 }
 
 }  // namespace
@@ -131,18 +148,25 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     } else if (!scenario.choices.empty()) {
       replay.emplace(scenario.choices);
     }
-    sim::RunResult run = sim::run(scenario, arm.name, replay ? &*replay : nullptr, options.servers);
+    sim::RunResult run;
+    std::optional<Verdict> died;
+    try {
+      run = sim::run(scenario, arm.name, replay ? &*replay : nullptr, options.servers);
+    } catch (const sim::TargetDied& e) {
+      if (!pins_choices(scenario, options)) throw;
+      died = target_died(e);
+    }
     ArmReport report;
     report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
     report.name = arm.name;
     report.expect_violated = arm.expect_violated;
-    report.verdicts = evaluate(run.trace, scenario.expect, costs);
+    report.verdicts = died ? std::vector<Verdict>{*died} : evaluate(run.trace, scenario.expect, costs);
     report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
     report.cut = run.trace.cut;
     if (!report.cut.empty()) report.cut_at = scenario.position_of({"horizon"});
     report.stats = run.stats;
     report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
-    report.replay_diverged = replay && (replay->divergences() > 0 || !replay->exhausted());
+    report.replay_diverged = !died && replay && (replay->divergences() > 0 || !replay->exhausted());
     if (report.replay_diverged) report.divergence = replay->first_divergence();
     result.report.arms.push_back(std::move(report));
     result.traces.push_back(std::move(run.trace));

@@ -310,4 +310,35 @@ TEST_CASE("explore and generate report a target's error as run does: exit 2 and 
     CHECK(error_line(generate.output) == error_line(run.output));
   }
 }
+
+TEST_CASE("a target that crashes under one schedule is explore's finding, and its counterexample replays the crash to 1") {
+  // Two clients at one instant: the program dies of a bad access when the second is accepted
+  // first. Some seeds' orders serve both, others kill it, which `loopsim run` (no pinned
+  // choices) reports as the target's error. The search used to abort on the dying branch.
+  const std::string clients =
+      "[[clients]]\nname = \"first\"\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/first\" }]\n"
+      "[[clients]]\nname = \"second\"\nconnect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/second\" }]\n";
+  const std::string file = probe_scenario("crash-on-order", "crash-on-order", 8080, clients);
+  REQUIRE(loopsim::testing::run_loopsim("run " + file + " --seed 2").status == 0);
+  Outcome seeded = loopsim::testing::run_loopsim("run " + file + " --seed 1");
+  CHECK(seeded.status == 2);
+  CHECK(seeded.output.find("killed by signal 11 (Segmentation fault)") != std::string::npos);
+  const std::string out = loopsim::testing::temp_path("explore-crash");
+  Outcome found = run_cli("explore " + file + " --json --out " + out);
+  INFO(found.output);
+  REQUIRE(found.status == 1);
+  auto doc = nlohmann::json::parse(found.output);
+  CHECK(doc["verdict"] == "violated");
+  CHECK(doc["violated"] == nlohmann::json::array({"target_died"}));
+  const std::string cex = doc["counterexample"];
+  std::ifstream in(cex);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("# loopsim explore found this: the target died: killed by signal 11") != std::string::npos);
+  CHECK(text.find("choices = [") != std::string::npos);
+  Outcome replay = loopsim::testing::run_loopsim("run " + cex);
+  INFO(replay.output);
+  CHECK(replay.status == 1);
+  CHECK(replay.output.find("target_died: under the pinned choices: ") != std::string::npos);
+  CHECK(replay.output.find("killed by signal 11") != std::string::npos);
+}
 #endif

@@ -163,7 +163,9 @@ void add_run(CLI::App& app, int& status) {
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->footer(
       "Exit status: 0 every arm held (base properties held, every sabotage caught), 1 something\n"
-      "was violated (the command that reproduces it is printed), 2 bad input (including a\n"
+      "was violated (the command that reproduces it is printed; under pinned choices, a target\n"
+      "killed by its own fault, SIGSEGV and the like, is the violated target_died), 2 bad input\n"
+      "(a target's error, a crash without pinned choices included; and a\n"
       "counterexample whose pinned choices no longer fit the run: the first that does not is named,\n"
       "and a server that cannot start), 3 the run stopped at a limit (its trace passed 10,000,000\n"
       "events) with no verdict.");

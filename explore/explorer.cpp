@@ -90,7 +90,7 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
   Outcome outcome = exec_->outcome();
   exec_->abandon();
   if (!outcome.cut.empty()) hit("trace limit");
-  if (!options_.maximize.empty()) {
+  if (!options_.maximize.empty() && outcome.died.empty()) {  // a crash is a finding even here
     if (counted_) note_worst(outcome);
     return;
   }
@@ -98,6 +98,7 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
   result_.verdict = ExploreResult::Verdict::violated;
   std::string detail = "violated";
   for (const std::string& name : outcome.violated) detail += " " + name;
+  if (!outcome.died.empty()) detail = "the target died: " + outcome.died;
   result_.counterexample = Counterexample{path_, outcome.violated, detail, {}};
 }
 

@@ -40,8 +40,13 @@ std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::
       options.time_limit_ns = budget->deadline_ns - budget->wall_ns();
       options.wall_ns = budget->wall_ns;
     }
-    return search(with_counts(scenario, trial), costs, options).verdict ==
-           ExploreResult::Verdict::violated;
+    // A smaller scenario that cannot run (a target that now dies before any decision, say) is
+    // not a smaller failure: the group stays.
+    try {
+      return search(with_counts(scenario, trial), costs, options).verdict == ExploreResult::Verdict::violated;
+    } catch (const sim::ScenarioError&) {
+      return false;
+    }
   };
   auto named = [&](const std::string& group) {
     return std::any_of(scenario.expect.begin(), scenario.expect.end(),

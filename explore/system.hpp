@@ -25,6 +25,10 @@ struct Outcome {
   // The execution stopped before its horizon at a run limit (its trace's size), with nothing
   // decided against it: the search names the bound.
   std::string cut;
+  // The target program died of its own fault under this execution's schedule (killed by
+  // SIGSEGV, say: sim::TargetDied), after at least one decision: how it died. `violated` is
+  // then {sim::target_died} and there are no verdicts.
+  std::string died;
 };
 
 // Where an execution stops for the explorer: after each step of its scheduler, at each

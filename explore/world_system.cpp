@@ -27,6 +27,15 @@ Outcome judged(const sim::Trace& trace, const sim::Scenario& scenario, const che
   return outcome;
 }
 
+// A target program that died under a schedule (sim::TargetDied): a failure of its own, with no
+// trace to judge.
+Outcome died(const std::string& how) {
+  Outcome outcome;
+  outcome.violated = {std::string(sim::target_died)};
+  outcome.died = how;
+  return outcome;
+}
+
 // The key a search merges on: the shape, the time left to the horizon (a state nearer the end
 // has fewer futures), and at a decision what it asks.
 std::uint64_t key_of(const Stop& stop, Nanos horizon) {
@@ -140,11 +149,27 @@ class TargetExecution final : public FiberExecution, private model::Chooser {
   TargetExecution(const sim::Scenario& scenario, const checker::Costs& costs)
       : FiberExecution(nullptr), scenario_(scenario), costs_(costs) {}
 
-  Outcome outcome() override { return judged(result_->trace, scenario_, costs_); }
+  Outcome outcome() override {
+    if (!died_.empty()) return died(died_);
+    return judged(result_->trace, scenario_, costs_);
+  }
 
  private:
   void body() override {
     sim::TargetProcess process(scenario_, "explore", sim::TargetMode::steps);
+    try {
+      drive(process);
+    } catch (const sim::TargetDied& e) {
+      // Before any decision the program dies whatever the schedule, as `loopsim run` sees it:
+      // the scenario's error. After one, it died under this schedule: a finding.
+      if (decisions_ == 0) throw;
+      died_ = e.how;
+      pause(observe(Stop::Kind::end));
+    }
+  }
+
+  // The program's run, a step at a time, to its end stop.
+  void drive(sim::TargetProcess& process) {
     report_ = process.begin(*this);
     for (;;) {
       pause(observe(Stop::Kind::step));
@@ -165,6 +190,7 @@ class TargetExecution final : public FiberExecution, private model::Chooser {
     stop.choice = kind;
     stop.options = options;
     stop.key = key_of(stop, scenario_.horizon);
+    ++decisions_;
     std::uint32_t pick = pause(stop);
     path_ = fold(fold(fold(fold(path_, steps_), std::uint64_t(kind)), options), pick);
     return pick;
@@ -186,7 +212,9 @@ class TargetExecution final : public FiberExecution, private model::Chooser {
   const checker::Costs& costs_;
   sim::wire::Report report_;
   std::uint64_t path_ = 0;
+  std::uint64_t decisions_ = 0;
   sim::RunResult* result_ = nullptr;
+  std::string died_;  // how the program died, if it did: the execution's finding
 };
 
 class TargetSystem final : public System {
@@ -249,8 +277,13 @@ std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checke
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
                       const std::vector<model::Choice>& choices) {
   model::ReplayChooser chooser(choices);
-  sim::RunResult run = sim::run(scenario, "explore", &chooser);
-  return judged(run.trace, scenario, costs);
+  try {
+    sim::RunResult run = sim::run(scenario, "explore", &chooser);
+    return judged(run.trace, scenario, costs);
+  } catch (const sim::TargetDied& e) {
+    if (choices.empty()) throw;  // as in the search: no decision, no finding
+    return died(e.how);
+  }
 }
 
 std::vector<std::uint64_t> path_of(const System& system, std::vector<model::Choice>& choices) {

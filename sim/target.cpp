@@ -319,14 +319,29 @@ std::string starved_of_descriptors(const Scenario& scenario) {
          " leaves the target " + std::to_string(std::max(0, limit - 3)) + " descriptor(s) beyond its standard streams";
 }
 
+namespace {
+
+// The signals a program dies of by its own fault (a bad access, an abort, a trap), as opposed
+// to one sent to end it.
+bool crashed(int signal) {
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    if (signal == fault) return true;
+  return false;
+}
+
+}  // namespace
+
 void TargetProcess::failed(const std::string& why) {
-  std::string how;
+  std::string how, died;
   if (pid_ > 0) {
     int status = 0;
     ::kill(pid_, SIGKILL);  // it may be stuck; its end is what is reported
     if (::waitpid(pid_, &status, 0) == pid_) {
       if (WIFEXITED(status)) how = ", exit status " + std::to_string(WEXITSTATUS(status));
-      if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) how = ", killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+      if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+        how = ", killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+        if (crashed(WTERMSIG(status))) died = how.substr(2);
+      }
     }
     pid_ = -1;
   }
@@ -336,8 +351,9 @@ void TargetProcess::failed(const std::string& why) {
     throw ScenarioError(starved + ", and the target " + scenario_.target->program + ": " + why + how,
                         "a poller and a listener need 2; its stderr is in " + output_ + ".stderr");
   }
-  throw ScenarioError(scenario_.position_of({"target.exec"}) + ": the target " + scenario_.target->program + ": " + why + how,
-                      "its stderr is in " + output_ + ".stderr");
+  std::string what = scenario_.position_of({"target.exec"}) + ": the target " + scenario_.target->program + ": " + why + how;
+  if (!died.empty()) throw TargetDied(what, "its stderr is in " + output_ + ".stderr", died);
+  throw ScenarioError(what, "its stderr is in " + output_ + ".stderr");
 }
 
 wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {

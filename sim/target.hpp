@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
@@ -21,6 +22,21 @@ enum class TargetMode : std::uint8_t {
   run,    // the whole run at once (loopsim run, check)
   steps,  // a step at a time, as the explorer drives it
 };
+
+// The target's process died of its own fault: killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT, SIGTRAP or SIGSYS.
+// `loopsim run` reports it as any target error (exit 2); a search that reached it after a
+// decision reports it as a finding: the program crashed under that schedule.
+class TargetDied : public ScenarioError {
+ public:
+  TargetDied(const std::string& where_and_what, const std::string& hint, std::string how)
+      : ScenarioError(where_and_what, hint), how(std::move(how)) {}
+  std::string how;  // "killed by signal 11 (Segmentation fault)"
+};
+
+// What a target's death under a schedule is called where properties are named: among an
+// explorer's violated ones, and as the failed verdict of a counterexample's replay.
+inline constexpr std::string_view target_died = "target_died";
 
 class TargetProcess {
  public:

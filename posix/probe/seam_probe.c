@@ -456,6 +456,34 @@ static void calls(void) {
   fflush(stdout);
 }
 
+/* "crash-on-order": answers each request on its own connection, in the order the connections
+ * were accepted, and dies of a bad access if the first it reads asks for /second: a crash that
+ * only some schedules reach (two clients connecting at one instant, "second" first). */
+static void crash_on_order(void) {
+  int listener = listen_on(8080);
+  int served = 0;
+  for (;;) {
+    int fd = accept_one(listener);
+    int poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = fd}, ready;
+    epoll_ctl(poller, EPOLL_CTL_ADD, fd, &event);
+    char request[1024];
+    ssize_t n = 0;
+    while (n <= 0) {
+      if (epoll_wait(poller, &ready, 1, -1) == 1) n = read(fd, request, sizeof request - 1);
+    }
+    request[n] = 0;
+    if (served++ == 0 && strstr(request, "GET /second ") != NULL) {
+      volatile int* nowhere = NULL;
+      *nowhere = 1;
+    }
+    static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
+    write(fd, answer, sizeof answer - 1);
+    close(poller);
+    close(fd);
+  }
+}
+
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
   if (strcmp(what, "thread") == 0) {  /* starts a thread that ends at once, and joins it */
@@ -561,6 +589,7 @@ int main(int argc, char** argv) {
     int listener = listen_on(8080);
     for (;;) accept4(listener, NULL, NULL, SOCK_NONBLOCK);
   }
+  if (strcmp(what, "crash-on-order") == 0) crash_on_order();
   if (strcmp(what, "fails-to-start") == 0) {
     fprintf(stderr, "seam_probe: cannot read its configuration\n");
     return 1;
@@ -590,6 +619,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | fails-to-start | spin | wait-intmax | hog | names\n");
+  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | crash-on-order | fails-to-start | spin | wait-intmax | hog | names\n");
   return 2;
 }
