@@ -1,6 +1,7 @@
 // The POSIX seam: unmodified programs on the simulated kernel (docs/targets.md). The probes
 // (posix/probe/seam_probe.c) each do one thing; the examples are real libraries' servers.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "sim/scenario.hpp"
 #include "sim/target.hpp"
 #include "sim/world.hpp"
+#include "tests/eventually_for_tests.hpp"
 
 #ifdef LOOPSIM_SEAM_BUILT
 
@@ -297,21 +299,11 @@ TEST_CASE("seam: no target outlives loopsim, even one killed with SIGKILL mid-ru
     ::_exit(127);
   }
   REQUIRE(loopsim > 0);
-  bool started = false;
-  for (int i = 0; i < 100 && !started; ++i) {
-    ::usleep(50'000);
-    started = running_with(token);
-  }
-  REQUIRE(started);
+  REQUIRE(loopsim::testing::eventually([&] { return running_with(token); }, std::chrono::seconds(5), std::chrono::milliseconds(50)));
   ::kill(loopsim, SIGKILL);
   int status = 0;
   ::waitpid(loopsim, &status, 0);
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    ::usleep(20'000);
-    gone = !running_with(token);
-  }
-  CHECK(gone);
+  CHECK(loopsim::testing::eventually([&] { return !running_with(token); }, std::chrono::seconds(2), std::chrono::milliseconds(20)));
 }
 
 TEST_CASE("seam: generate with a relative target program writes scenarios whose replay finds it") {
