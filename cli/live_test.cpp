@@ -1,15 +1,19 @@
 // End to end: `loopsim live` in a child process, spoken to over real loopback sockets.
 // Nothing here can hang: every read polls with a deadline, and the child is killed with
-// SIGKILL if it outlives the test.
+// SIGKILL if it outlives the test. Nothing here sleeps a fixed time before it asserts either:
+// a test waits for what it can observe (the server holds the connections, the listener is
+// closed, a connection ended), with a deadline generous enough for a loaded machine.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cerrno>
@@ -18,10 +22,11 @@
 #include <cstring>
 #include <string>
 #include <memory>
-#include <thread>
+#include <filesystem>
 #include <vector>
 
 #include "realloop/live/loopback_for_tests.hpp"
+#include "tests/eventually_for_tests.hpp"
 
 #ifndef LOOPSIM_BINARY
 #error "LOOPSIM_BINARY must name the loopsim executable"
@@ -30,6 +35,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using loopsim::testing::eventually;
 constexpr auto read_deadline = std::chrono::seconds(5);
 constexpr auto exit_deadline = std::chrono::seconds(5);
 
@@ -37,27 +43,35 @@ constexpr auto exit_deadline = std::chrono::seconds(5);
 struct Child {
   pid_t pid = -1;
   int stdout_fd = -1;
+  int stderr_fd = -1;  // -1: the child writes to the test's own stderr
   ~Child() {
     if (stdout_fd >= 0) ::close(stdout_fd);
+    if (stderr_fd >= 0) ::close(stderr_fd);
     if (pid <= 0) return;
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
 };
 
-void spawn(Child& child, const char* const* argv) {
-  int pipe_fds[2];
-  REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+// With `capture_stderr`, the child's stderr comes to child.stderr_fd (a pipe: a line or two
+// of it, read once the child has exited).
+void spawn(Child& child, const char* const* argv, bool capture_stderr = false) {
+  int out[2], err[2] = {-1, -1};
+  REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+  if (capture_stderr) REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copy
+    ::dup2(out[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copy
+    if (capture_stderr) ::dup2(err[1], STDERR_FILENO);
     ::execv(argv[0], const_cast<char* const*>(argv));
     _exit(127);
   }
-  ::close(pipe_fds[1]);
+  ::close(out[1]);
+  if (capture_stderr) ::close(err[1]);
   child.pid = pid;
-  child.stdout_fd = pipe_fds[0];
+  child.stdout_fd = out[0];
+  child.stderr_fd = err[0];
 }
 
 // Waits until fd is readable or the deadline passes; false on timeout.
@@ -141,12 +155,9 @@ Answer exchange(int fd, const std::string& request, bool until_close) {
 
 // Status of the exited child, or -1 if it is still running at the deadline.
 int exit_status_before(pid_t pid, Clock::time_point deadline) {
-  while (Clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
+  int status = 0;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, left) ? status : -1;
 }
 
 }  // namespace
@@ -193,11 +204,11 @@ namespace {
 struct Live {
   Child child;
   int port = 0;
-  explicit Live(std::initializer_list<const char*> extra) {
+  explicit Live(std::initializer_list<const char*> extra, bool capture_stderr = false) {
     std::vector<const char*> argv{LOOPSIM_BINARY, "live", "--listen", "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back(nullptr);
-    spawn(child, argv.data());
+    spawn(child, argv.data(), capture_stderr);
     std::string line = read_line(child.stdout_fd);
     const std::string prefix = "listening on 127.0.0.1:";
     INFO("first line on the stdout of " LOOPSIM_BINARY ": '" << line << "'");
@@ -210,8 +221,31 @@ struct Live {
     int status = exit_status_before(child.pid, Clock::now() + within);
     if (status == -1) FAIL("loopsim live did not exit in time; killed");
     child.pid = -1;
+    INFO("killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
     REQUIRE(WIFEXITED(status));
     return WEXITSTATUS(status);
+  }
+  // What it wrote on stderr, when captured; read after it has exited.
+  std::string error_text() const {
+    REQUIRE(child.stderr_fd >= 0);
+    std::string text;
+    const auto deadline = Clock::now() + read_deadline;
+    while (read_some(child.stderr_fd, text, deadline) > 0) {
+    }
+    return text;
+  }
+  // The sockets it holds: its listener and every connection it has accepted.
+  int sockets() const {
+    int n = 0;
+    std::error_code ignored;
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(child.pid) + "/fd", ignored)) {
+      if (std::filesystem::read_symlink(fd.path(), ignored).string().rfind("socket:", 0) == 0) ++n;
+    }
+    return n;
+  }
+  // Whether it has accepted `connections` (beside its one listener) before a deadline.
+  bool holds(int connections) const {
+    return eventually([&] { return sockets() >= 1 + connections; });
   }
 };
 
@@ -257,10 +291,10 @@ TEST_CASE("live SIGTERM drains: requests in flight are answered, then new connec
     send_all(slow.back()->fd, "GET /slow?ms=600 HTTP/1.1\r\nHost: x\r\n\r\n");
   }
   Socket idle{connect_to(live.port)};  // a keep-alive with nothing in flight: closed by the drain
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  REQUIRE(live.holds(5));  // accepted: the slow ones went to the pool in the same pass
   live.signal();
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  CHECK(connect_refused(live.port));  // the listener closed at once, while the drain goes on
+  // The listener closes at once, while the drain goes on (the answers below take 600 ms).
+  CHECK(eventually([&] { return connect_refused(live.port); }));
   for (auto& s : slow) {
     std::string text = read_to_end(s->fd);
     CHECK(text.rfind("HTTP/1.1 200", 0) == 0);
@@ -275,7 +309,7 @@ TEST_CASE("live: past --drain-timeout the rest is reset and the exit status says
     Live live({"--set", "loop.mode=pool", "--drain-timeout", "200ms"});
     Socket s{connect_to(live.port)};
     send_all(s.fd, "GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(live.holds(1));
     auto signalled = Clock::now();
     live.signal();
     CHECK(live.exit_code() == 4);
@@ -285,10 +319,12 @@ TEST_CASE("live: past --drain-timeout the rest is reset and the exit status says
     Live live({"--set", "loop.mode=pool"});
     Socket s{connect_to(live.port)};
     send_all(s.fd, "GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(live.holds(1));
     auto signalled = Clock::now();
     live.signal();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Two signals sent before the first is handled would be one: the second waits until the
+    // drain has begun, which closes the listener.
+    REQUIRE(eventually([&] { return connect_refused(live.port); }));
     live.signal();
     CHECK(live.exit_code() == 4);
     CHECK(Clock::now() - signalled < std::chrono::milliseconds(2500));
@@ -300,7 +336,7 @@ TEST_CASE("live pool mode: a slow handler does not park the loop, and several wo
     Live live({"--set", "loop.mode=pool"});
     Socket slow{connect_to(live.port)};
     send_all(slow.fd, "GET /slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(live.holds(1));  // accepted: its request went to the pool in the same pass
     Socket fast{connect_to(live.port)};
     auto asked = Clock::now();
     Answer a = exchange(fast.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", false);
@@ -357,8 +393,10 @@ struct SmallQuarantine {
 TEST_CASE("live back-pressure: a client pipelining without reading does not grow the server") {
   // The client sends as fast as the server takes it, for a second, reading nothing. Bounded,
   // the server stops reading once its buffers are full and the kernel's fill: the client's
-  // sends stall. Unbounded (the sabotage), the server buffers everything it is sent.
-  auto pushed = [](Live& live) {
+  // sends stall. Unbounded (the sabotage), the server buffers everything it is sent. Then the
+  // server's growth is watched until it reaches `enough_kib`, for at most `watch`: the largest
+  // seen is returned.
+  auto pushed = [](Live& live, long enough_kib, std::chrono::milliseconds watch) {
     Socket s{connect_to(live.port)};
     int small = 64 * 1024;
     ::setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
@@ -371,17 +409,22 @@ TEST_CASE("live back-pressure: a client pipelining without reading does not grow
     while (Clock::now() < until && sent < (std::size_t(96) << 20)) {
       ssize_t n = ::send(s.fd, burst.data(), burst.size(), MSG_NOSIGNAL);
       if (n > 0) sent += std::size_t(n);
-      if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      pollfd room{s.fd, POLLOUT, 0};
+      if (n < 0) ::poll(&room, 1, 10);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    long grown = rss_kib(live.child.pid) - before;
+    long grown = 0;
+    eventually([&] {
+      grown = std::max(grown, rss_kib(live.child.pid) - before);
+      return grown >= enough_kib;
+    }, watch, std::chrono::milliseconds(20));
     live.signal();
     return std::pair(sent, grown);
   };
   SmallQuarantine quarantine;
   SECTION("bounded") {
     Live live({});
-    auto [sent, grown_kib] = pushed(live);
+    // Watched for half a second: a server that buffered what it was sent would show it.
+    auto [sent, grown_kib] = pushed(live, 8 * 1024, std::chrono::milliseconds(500));
     INFO("sent " << sent << " bytes; the server grew " << grown_kib << " KiB");
     CHECK(sent < (std::size_t(32) << 20));  // the kernel's buffers and the loop's, no more
     CHECK(grown_kib < 8 * 1024);
@@ -389,7 +432,7 @@ TEST_CASE("live back-pressure: a client pipelining without reading does not grow
   }
   SECTION("unbounded, the sabotage") {
     Live live({"--set", "loop.max_input=0", "--set", "loop.max_output=0"});
-    auto [sent, grown_kib] = pushed(live);
+    auto [sent, grown_kib] = pushed(live, 32 * 1024 + 1, std::chrono::seconds(10));
     INFO("sent " << sent << " bytes; the server grew " << grown_kib << " KiB");
     CHECK(grown_kib > 32 * 1024);
     live.exit_code();
@@ -409,14 +452,21 @@ TEST_CASE("live: large answers nobody reads are held to the output bound, and cl
     readers.push_back(std::make_unique<Socket>(connect_to(live.port)));
     send_all(readers.back()->fd, asks);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Every reader has answer bytes waiting: the server has taken each connection and holds
+  // what it could not write yet.
+  REQUIRE(eventually([&] {
+    return std::all_of(readers.begin(), readers.end(), [](const auto& r) {
+      int unread = 0;
+      return ::ioctl(r->fd, FIONREAD, &unread) == 0 && unread > 0;
+    });
+  }));
   const long during = rss_kib(live.child.pid);
   readers.clear();  // closed unread: the server's next write fails, and it closes them
   long after = during;
-  for (int tries = 0; tries < 30 && after - before >= 2 * 1024; ++tries) {  // up to 3 s, for a loaded machine
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  eventually([&] {  // up to 3 s, for a loaded machine
     after = rss_kib(live.child.pid);
-  }
+    return after - before < 2 * 1024;
+  }, std::chrono::seconds(3), std::chrono::milliseconds(100));
   INFO("RSS before " << before << " KiB, during " << during << " KiB, after " << after << " KiB");
   CHECK(during - before < 100 * 512);  // 64 KiB of output each (128 KiB of capacity), and the allocator's due
 #if defined(__SANITIZE_ADDRESS__)

@@ -18,6 +18,7 @@
 
 #include "realloop/live/serve.hpp"
 #include "realloop/live/loopback_for_tests.hpp"
+#include "tests/eventually_for_tests.hpp"
 
 using namespace loopsim;
 
@@ -25,8 +26,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One request and its answer over a fresh connection; the status line's code, or -1.
-int fetch(int port, const std::string& path, std::string* body = nullptr) {
+// A fresh connection with one request sent on it (`Connection: close`), or -1. Once it
+// returns, the request is in the server's socket: a drain that begins later still answers it.
+int ask(int port, const std::string& path) {
   int fd = loopsim::testing::loopback_connect(port);
   if (fd < 0) return -1;
   const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -34,6 +36,13 @@ int fetch(int port, const std::string& path, std::string* body = nullptr) {
     ::close(fd);
     return -1;
   }
+  return fd;
+}
+
+// The answer on `fd` (from ask), read until the server closes; the status line's code, or -1.
+// Closes `fd`.
+int answer(int fd, std::string* body = nullptr) {
+  if (fd < 0) return -1;
   std::string text;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   char buffer[4096];
@@ -50,6 +59,9 @@ int fetch(int port, const std::string& path, std::string* body = nullptr) {
   return std::stoi(text.substr(9, 3));
 }
 
+// One request and its answer over a fresh connection; the status line's code, or -1.
+int fetch(int port, const std::string& path, std::string* body = nullptr) { return answer(ask(port, path), body); }
+
 // serve_live on a thread of its own, stopped by a SIGTERM to this process.
 struct Server {
   std::atomic<int> port{0};
@@ -59,9 +71,7 @@ struct Server {
     options.port = 0;
     options.on_listening = [this](int p) { port.store(p); };
     thread = std::thread([this, options] { result = live::serve_live(options); });
-    auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (port.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    REQUIRE(port.load() > 0);
+    REQUIRE(loopsim::testing::eventually([this] { return port.load() > 0; }));
   }
   live::LiveResult stop() {
     ::kill(::getpid(), SIGTERM);  // serve_live's handler is installed while it runs
@@ -114,12 +124,11 @@ TEST_CASE("threads: pool mode answers by posts from the pool's threads, with sev
   options.loop.pool_threads = 3;
   Server server(options);
   CHECK(crowd(server.port, 6, 10, {"/slow?ms=2", "/fast", "/bytes?n=100000"}) == 60);
-  // A drain with handlers still in the pool: their answers come back before the exit.
-  std::atomic<int> late{-1};
-  std::thread slow([&] { late = fetch(server.port, "/slow?ms=300"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A drain with a handler still in the pool: its answer comes back before the exit. The
+  // request is in the server's socket before the signal: the drain admits it if the loop has not.
+  const int slow = ask(server.port, "/slow?ms=300");
+  REQUIRE(slow >= 0);
   live::LiveResult result = server.stop();
-  slow.join();
-  CHECK(late.load() == 200);
+  CHECK(answer(slow) == 200);
   CHECK(result.unfinished == 0);
 }
