@@ -78,6 +78,8 @@ int live(LiveArgs& args) {
     std::cerr << "warning: --listen " << args.listen << " is not a loopback address: loopsim live will serve "
               << (args.options.address == "0.0.0.0" ? "every interface" : "that interface") << "\n";
   }
+  // The process exits once serve_live returns: a signal after that changes nothing.
+  args.options.keep_stop_handlers = true;
   const live::LiveResult result = live::serve_live(args.options);
   if (result.error < 0) {
     return report_error("--listen:1:1: cannot listen on " + args.listen + ": " + std::strerror(-result.error),
@@ -86,7 +88,9 @@ int live(LiveArgs& args) {
   }
   if (result.unfinished > 0 || result.forced) {
     std::cerr << "loopsim live: stopped " << (result.forced ? "by a second signal" : "at --drain-timeout")
-              << " with " << result.unfinished << " connection(s) unfinished\n";
+              << " with " << result.unfinished << " connection(s) unfinished";
+    if (result.handlers_dropped > 0) std::cerr << " and " << result.handlers_dropped << " queued handler(s) dropped";
+    std::cerr << "\n";
     return exit_drain_unfinished;
   }
   std::cerr << "loopsim live: stopped: every connection drained\n";
@@ -116,9 +120,12 @@ void add_live(CLI::App& app, int& status) {
       "Routes: /fast, /hello, /slow?ms=N, /slow?us=N, /bytes?n=N. Prints \"listening on ADDR:PORT\" first.\n"
       "The first SIGTERM or SIGINT drains (R5): queued connections are admitted, the listener closes,\n"
       "what is in flight is answered, then idle connections close. A second signal stops at once.\n"
+      "With a handler pool, handlers still queued when the drain ends are dropped (and counted): the\n"
+      "exit comes within --drain-timeout and one handler, whatever the pool holds.\n"
       "Every loop rule's knob applies live, so each arm can be run live: --set loop.head_timeout=0s.\n"
       "Exit status: 0 after a clean drain; 2 bad input or no listener; 4 the drain reset connections\n"
-      "past --drain-timeout, or a second signal cut it short (the count is on stderr).");
+      "past --drain-timeout, or a second signal cut it short, even one sent while the pool finishes\n"
+      "(the count of connections, and of handlers dropped, is on stderr).");
   cmd->callback([args, &status] { status = live(*args); });
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <memory>
 #include <filesystem>
+#include <regex>
 #include <vector>
 
 #include "realloop/live/loopback_for_tests.hpp"
@@ -263,6 +264,20 @@ std::string read_to_end(int fd) {
 }
 
 
+// Whether the server closed or reset the connection before the read deadline (whatever it
+// sent first is read and let go).
+bool ended(int fd) {
+  const auto deadline = Clock::now() + read_deadline;
+  std::string text;
+  for (;;) {
+    if (!readable_before(fd, deadline)) return false;
+    char buffer[4096];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0) return false;
+  }
+}
+
 bool connect_refused(int port) {
   int fd = loopsim::testing::loopback_connect(port);
   if (fd >= 0) ::close(fd);
@@ -329,6 +344,65 @@ TEST_CASE("live: past --drain-timeout the rest is reset and the exit status says
     CHECK(live.exit_code() == 4);
     CHECK(Clock::now() - signalled < std::chrono::milliseconds(2500));
   }
+}
+
+namespace {
+
+// The count of queued handlers the stop line on stderr says were dropped, or -1.
+int handlers_dropped(const std::string& said) {
+  std::smatch m;
+  if (!std::regex_search(said, m, std::regex("and ([0-9]+) queued handler\\(s\\) dropped"))) return -1;
+  return std::stoi(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("live pool mode: past --drain-timeout the queued handlers are dropped and counted, and the exit comes within the timeout and one handler") {
+  // Eight 1 s handlers on a pool of two: two run, six wait. Before, the drain reset the clients
+  // at its deadline and the process then waited for the pool to run every queued handler, two
+  // a second, for nobody: about 4 s. Now what has not begun is dropped at the deadline and
+  // counted, and no handler still running is waited for.
+  Live live({"--set", "loop.mode=pool", "--set", "loop.pool_threads=2", "--drain-timeout", "300ms"}, true);
+  std::vector<std::unique_ptr<Socket>> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::make_unique<Socket>(connect_to(live.port)));
+    send_all(clients.back()->fd, "GET /slow?ms=1000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  REQUIRE(live.holds(8));
+  const auto signalled = Clock::now();
+  live.signal();
+  CHECK(live.exit_code() == 4);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
+  CHECK(took.count() < 300 + 1000 + 700);  // the timeout, one handler, and room for a loaded machine
+  for (auto& client : clients) CHECK(ended(client->fd));
+  const std::string said = live.error_text();
+  INFO("stderr: " << said);
+  CHECK(said.find("stopped at --drain-timeout with 8 connection(s) unfinished") != std::string::npos);
+  CHECK(handlers_dropped(said) >= 6);  // at most two had begun
+  CHECK(handlers_dropped(said) <= 8);
+}
+
+TEST_CASE("live pool mode: a second signal after --drain-timeout reset the clients, while the pool still runs, exits 4 with the count") {
+  // One pool thread, four 2 s handlers: one runs, three wait, and the drain resets the clients
+  // at its deadline (200 ms). Before, the process then gave SIGTERM its default action back and
+  // waited for the pool to run all four: a second signal in those seconds killed it (status
+  // 143, nothing on stderr). Now the handlers stay until the process has its result.
+  Live live({"--set", "loop.mode=pool", "--set", "loop.pool_threads=1", "--drain-timeout", "200ms"}, true);
+  std::vector<std::unique_ptr<Socket>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<Socket>(connect_to(live.port)));
+    send_all(clients.back()->fd, "GET /slow?ms=2000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  REQUIRE(live.holds(4));
+  live.signal();
+  for (auto& client : clients) REQUIRE(ended(client->fd));  // reset at the drain's deadline
+  const auto second = Clock::now();
+  live.signal();
+  CHECK(live.exit_code() == 4);
+  CHECK(Clock::now() - second < std::chrono::milliseconds(1500));  // before the running handler's 2 s
+  const std::string said = live.error_text();
+  INFO("stderr: " << said);
+  CHECK(said.find("with 4 connection(s) unfinished") != std::string::npos);
 }
 
 TEST_CASE("live pool mode: a slow handler does not park the loop, and several workers serve") {

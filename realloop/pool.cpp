@@ -53,17 +53,21 @@ void HandlerPool::submit(Loop& loop, int fd, std::uint64_t generation, std::stri
   if (wake >= 0) kernel_.wake_signal(wake);
 }
 
-void HandlerPool::stop() {
+int HandlerPool::stop() {
+  std::size_t dropped = 0;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    dropped = jobs_.size();
+    jobs_.clear();
   }
   for (int wake : wakes_) kernel_.wake_signal(wake);
+  return int(dropped);
 }
 
 bool HandlerPool::take(Job& job) {
   std::lock_guard lock(mutex_);
-  if (jobs_.empty()) return false;
+  if (stopping_ || jobs_.empty()) return false;
   job = std::move(jobs_.front());
   jobs_.pop_front();
   return true;

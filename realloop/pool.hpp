@@ -28,7 +28,10 @@ class HandlerPool {
   void run_thread(int index);
   // Safe from any thread.
   void submit(Loop& loop, int fd, std::uint64_t generation, std::string request);
-  void stop();
+  // Ends the threads: each finishes the handler it is running, if any, and begins no other;
+  // the jobs still queued are dropped. Returns how many were dropped. Safe from any thread;
+  // never blocks.
+  int stop();
   // What the pool's threads read without a kernel call, that the loops write: the jobs, and
   // whether it stops (see Loop::visit_shared).
   template <class Add>

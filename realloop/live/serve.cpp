@@ -53,10 +53,11 @@ void set_action(int signal, void (*handler)(int), struct sigaction* previous) {
   LOOPSIM_ASSERT_OP(rc, ==, 0);
 }
 
-// SIGINT and SIGTERM reach `loops` while this object lives.
+// SIGINT and SIGTERM reach `loops` while this object lives; after it, the previous actions,
+// or with `keep`, a handler that only counts them.
 class StopSignals {
  public:
-  StopSignals(LinuxKernel& kernel, const std::vector<std::unique_ptr<Loop>>& loops) {
+  StopSignals(LinuxKernel& kernel, const std::vector<std::unique_ptr<Loop>>& loops, bool keep) : keep_(keep) {
     LOOPSIM_ASSERT_OP(loops.size(), <=, max_targets);
     signals_seen.store(0);
     kernel_target.store(&kernel);
@@ -70,13 +71,16 @@ class StopSignals {
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
   ~StopSignals() {
-    ::sigaction(SIGINT, &previous_int_, nullptr);
-    ::sigaction(SIGTERM, &previous_term_, nullptr);
+    if (!keep_) {
+      ::sigaction(SIGINT, &previous_int_, nullptr);
+      ::sigaction(SIGTERM, &previous_term_, nullptr);
+    }
     for (auto& target : targets) target.store(nullptr);
     kernel_target.store(nullptr);
   }
 
  private:
+  bool keep_;
   struct sigaction previous_int_ {};
   struct sigaction previous_term_ {};
 };
@@ -111,6 +115,26 @@ int open_loops(Kernel& kernel, const LiveOptions& options, const LoopLayout& lay
     if (w == 0) spec.port = std::uint16_t(kernel.local_port(loops[0]->listener()));  // port 0
   }
   return 0;
+}
+
+// Runs every loop until it finishes or is stopped: worker 0 on this thread, the others on
+// threads of their own. Blocks.
+void run_loops(const std::vector<std::unique_ptr<Loop>>& loops) {
+  std::vector<std::thread> siblings;
+  for (std::size_t w = 1; w < loops.size(); ++w) siblings.emplace_back([&loops, w] { loops[w]->run(); });
+  loops.front()->run();
+  for (auto& sibling : siblings) sibling.join();
+}
+
+// R5 and R11, once the loops have finished: every connection is closed or reset, so nobody is
+// left to answer. The handlers the pool runs stop spending at once (a live /slow ends within
+// its 10 ms slice; any other handler runs out), the ones still queued are dropped, and the
+// threads are joined. Returns how many were dropped.
+int stop_pool(LinuxKernel& kernel, HandlerPool& pool, std::vector<std::thread>& threads) {
+  kernel.cancel_spending();
+  const int dropped = pool.stop();
+  for (auto& thread : threads) thread.join();
+  return dropped;
 }
 
 }  // namespace
@@ -152,20 +176,16 @@ LiveResult serve_live(const LiveOptions& options) {
   for (int i = 0; pool && i < pool->threads(); ++i) {
     pool_threads.emplace_back([&pool, i] { pool->run_thread(i); });
   }
-  {
-    // Installed before the announcement: whoever reads it may signal at once.
-    StopSignals signals(kernel, loops);
-    announce(kernel, acceptor, options);
-    std::vector<std::thread> siblings;
-    for (std::size_t w = 1; w < loops.size(); ++w) siblings.emplace_back([&loops, w] { loops[w]->run(); });
-    loops.front()->run();
-    for (auto& sibling : siblings) sibling.join();
-  }
-  if (pool) pool->stop();
-  for (auto& thread : pool_threads) thread.join();
-
   LiveResult result;
-  result.forced = signals_seen.load() > 1;
+  {
+    // Installed before the announcement: whoever reads it may signal at once. Kept until the
+    // pool's threads are joined: a second signal while they finish is counted, not fatal.
+    StopSignals signals(kernel, loops, options.keep_stop_handlers);
+    announce(kernel, acceptor, options);
+    run_loops(loops);
+    if (pool) result.handlers_dropped = stop_pool(kernel, *pool, pool_threads);
+    result.forced = signals_seen.load() > 1;
+  }
   for (const auto& loop : loops) {
     result.unfinished += loop->drain_resets();
     if (!loop->finished()) result.unfinished += int(loop->connections() + loop->handoffs_pending());

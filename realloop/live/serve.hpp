@@ -19,6 +19,10 @@ struct LiveOptions {
   bool reuse_port = false;
   int backlog = 511;  // listen(2)'s; `loopsim live` takes a scenario's kernel.listen_backlog
   LoopConfig loop;  // with loop.mode = pool, handlers run on loop.pool_threads threads (R11)
+  // Leaves the stop handlers installed when serve_live returns, instead of giving SIGINT and
+  // SIGTERM their previous actions back: for a process that exits next, where a late signal
+  // should change nothing rather than kill it.
+  bool keep_stop_handlers = false;
   // Told the bound port once the listeners are open; unset: "listening on ADDR:PORT" is
   // printed on stdout and flushed.
   std::function<void(int port)> on_listening;
@@ -30,6 +34,9 @@ struct LiveResult {
   // open by a second signal. 0 after a clean stop.
   int unfinished = 0;
   bool forced = false;  // a second signal stopped the drain
+  // R11: handlers still queued in the pool when the loops had finished, dropped before they
+  // began (their connections were reset, or gone).
+  int handlers_dropped = 0;
 };
 
 // Serves the app until a signal. Prints "listening on ADDR:PORT" (the bound port, also when
@@ -37,9 +44,13 @@ struct LiveResult {
 //
 // The first SIGINT or SIGTERM begins R5's shutdown in every worker: the listener's queue is
 // admitted, the listener closed, what is in flight answered, idle connections closed, for at
-// most loop.drain_timeout. A second signal stops at once.
-// Installs handlers for SIGINT and SIGTERM while it runs (the previous ones come back when it
-// returns) and ignores SIGPIPE for good. One call at a time per process.
+// most loop.drain_timeout. A second signal stops at once. Once the loops have finished, nobody
+// waits for the pool (R11) any more: the handlers it still runs stop spending, those still
+// queued are dropped and counted. So it returns within drain_timeout and one handler of the
+// first signal, whatever the pool holds.
+// Installs handlers for SIGINT and SIGTERM while it runs, up to the return (the previous ones
+// come back then, unless keep_stop_handlers), and ignores SIGPIPE for good. One call at a time
+// per process.
 LiveResult serve_live(const LiveOptions& options);
 
 }  // namespace loopsim::live
