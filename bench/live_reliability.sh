@@ -5,7 +5,7 @@
 #   bench/live_reliability.sh
 #   LOOPSIM=build-bench/loopsim CASES="b d" bench/live_reliability.sh
 #
-# Cases (CASES picks some, default all: "a b c d e f g h i j k l"):
+# Cases (CASES picks some, default all: "a b c d e f g h i j k l m"):
 #   a  wrk -t1 -c1000 -d30s on /fast: 0 errors (connect, read, write, timeout, non-2xx); req/s.
 #   b  slowloris: 500 connections each send one byte of a request head per second, never
 #      ending it. Each should be closed by the server once the head timeout (10 s) passes:
@@ -47,13 +47,20 @@
 #      wrk, and refused by the closed listener: wrk counts that as a write error (its
 #      nonblocking connect fails at the first write), reported apart. L_SET adds one --set
 #      (L_SET=loop.drain_closes_gracefully=false shows the loop before: 100 read errors).
+#   m  --drain-timeout 3s, 20 keep-alive GET /slow?ms=2000 on a pool of 4 threads (16 queued
+#      behind the 4 running), SIGTERM 200 ms after: exit status 4 within 3 s + one handler (2 s)
+#      of the signal, whatever the queue holds, with the count on stderr. Then the same with a
+#      second SIGTERM 1.5 s after the first (during the drain: it stops at once, exit status 4,
+#      the count on stderr), and 3.5 s after (once the drain has reset the clients; a server
+#      that still waits for its pool then must not die by the signal, 143: exit status 4 with
+#      the count, whether the signal found it running or it had exited already).
 #
 # Environment: LOOPSIM (default build/loopsim), LOOPSIM_SANITIZE_BIN, CASES, A_SECONDS (30),
 # A_CONNECTIONS (1000), FUZZ_SEED (20240917), FUZZ_REQUESTS (20000), PIPELINE_RSS_CAP_MIB.
 # Relative binary paths are taken from the current directory, else from the repository root.
 # The load clients of b-f are bench/live_tools/liveclient.cpp, compiled here with g++ into a
 # temporary directory. wrk and g++ are installed with apt-get when missing (as root).
-# About 2 minutes with every case (1 min 45 s on a 2-core machine, with g to l). Exits 0 when the table
+# About 2 minutes with every case (1 min 45 s on a 2-core machine, with g to l; m adds 11 s). Exits 0 when the table
 # was printed, whatever the verdicts; 2 when it could not run.
 set -euo pipefail
 
@@ -63,7 +70,7 @@ resolve() {  # a binary path: as given, else under the repository root
 }
 LOOPSIM=$(resolve "${LOOPSIM:-build/loopsim}")
 LOOPSIM_SANITIZE_BIN=$(resolve "${LOOPSIM_SANITIZE_BIN:-build-sanitize/loopsim}")
-CASES=${CASES:-a b c d e f g h i j k l}
+CASES=${CASES:-a b c d e f g h i j k l m}
 A_SECONDS=${A_SECONDS:-30}
 A_CONNECTIONS=${A_CONNECTIONS:-1000}
 FUZZ_SEED=${FUZZ_SEED:-20240917}
@@ -72,7 +79,7 @@ PIPELINE_RSS_CAP_MIB=${PIPELINE_RSS_CAP_MIB:-1024}
 
 die() { echo "live_reliability: $*" >&2; exit 2; }
 [ -x "$LOOPSIM" ] || die "no loopsim at $LOOPSIM (build it, or set LOOPSIM)"
-for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j|k|l) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j k l)" ;; esac; done
+for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j|k|l|m) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j k l m)" ;; esac; done
 wants() { [[ " $CASES " == *" $1 "* ]]; }
 
 need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
@@ -202,7 +209,8 @@ for c in $CASES; do
   case "$c" in a) estimate=$((estimate + A_SECONDS + 2)) ;; b) estimate=$((estimate + 17)) ;; c) estimate=$((estimate + 14)) ;;
     d) estimate=$((estimate + 16)) ;; e) estimate=$((estimate + 25)) ;; f) estimate=$((estimate + 50)) ;;
     g) estimate=$((estimate + 20)) ;; h) estimate=$((estimate + 6)) ;; i) estimate=$((estimate + 26)) ;;
-    j) estimate=$((estimate + 4)) ;; k) estimate=$((estimate + 36)) ;; l) estimate=$((estimate + 17)) ;; esac
+    j) estimate=$((estimate + 4)) ;; k) estimate=$((estimate + 36)) ;; l) estimate=$((estimate + 17)) ;;
+    m) estimate=$((estimate + 45)) ;; esac
 done
 echo "live_reliability: $LOOPSIM, cases: $CASES; at most about $estimate s (cases end sooner when the server does well)"
 for n in "${notes[@]+"${notes[@]}"}"; do echo "$n"; done
@@ -495,6 +503,37 @@ case_l() {
     "${requests:-?} requests; errors: read ${read:-0}, timeout ${timeout:-0}; refused reconnects (wrk's write errors): ${write:-0}, connect ${connect:-0}; exit status $rc" \
     "0 read and timeout errors; status 0" \
     "$(verdict $([ "${read:-0}" = 0 ] && [ "${timeout:-0}" = 0 ] && [ "$rc" = 0 ] && echo 1))"
+}
+
+case_m() {
+  local second name rc exit_ms second_ms last
+  for second in "" 1500 3500; do
+    name="m. --drain-timeout 3s, 20 × 2 s handlers on a pool of 4, SIGTERM"
+    [ -n "$second" ] && name="$name, a second one $second ms after"
+    start_server m "$LOOPSIM" "" --drain-timeout 3s --set loop.mode=pool --set loop.pool_threads=4 ||
+      { row "$name" "server did not start: $(head -c 200 "$srv_err")" "status 4" MISSED; continue; }
+    local pid=$srv_pid
+    client_case=$name
+    run_client m-client.out inflight --port "$srv_port" --pid "$pid" --count 20 --path '/slow?ms=2000' \
+      --signal-after-ms 200 --probe-after-ms 100 --wait-s 15 ${second:+--second-signal-after-ms "$second"} ||
+      { stop_server "$pid" 5; continue; }
+    reap "$pid" 5
+    rc=$stop_rc
+    exit_ms=$(field exit_after_signal_ms "$tmp/m-client.out")
+    last=$(tail -n1 "$srv_err")
+    if [ -z "$second" ]; then
+      row "$name" "exit status $rc, ${exit_ms:-?} ms after SIGTERM ($last)" \
+        "status 4 within 5000 ms (3 s + one handler), the count on stderr" \
+        "$(verdict $([ "$rc" = 4 ] && [[ $last == *unfinished* ]] && [ -n "$exit_ms" ] && le "$exit_ms" 5000 && echo 1))"
+    else
+      second_ms=$(field exit_after_second_signal_ms "$tmp/m-client.out")
+      local when="${second_ms:-?} ms after the second SIGTERM"
+      [ -z "$(field second_signal_after_ms "$tmp/m-client.out")" ] && when="exited before the second SIGTERM was due"
+      row "$name" "exit status $rc, $when, ${exit_ms:-?} ms after the first ($last)" \
+        "status 4 (not 143), the count on stderr" \
+        "$(verdict $([ "$rc" = 4 ] && [[ $last == *unfinished* ]] && echo 1))"
+    fi
+  done
 }
 
 for c in $CASES; do

@@ -17,8 +17,10 @@
 //             connects i × stagger after the first
 //   inflight  --count 20 --path '/slow?ms=2000' --pid PID --signal-after-ms 200
 //             --probe-after-ms 100 --wait-s 15
+//             [--second-signal-after-ms N]
 //             COUNT keep-alive requests at once; SIGTERM to PID once all are written; a new
-//             connection after that; waits for the answers and for PID to exit
+//             connection after that; waits for the answers and for PID to exit. With
+//             --second-signal-after-ms, a second SIGTERM N ms after the first, if PID still runs
 //   pipeline  --conns 8 --bytes 104857600 --seconds 20 --pid PID --probes 200
 //             CONNS connections write pipelined GET /fast without ever reading, while a
 //             further keep-alive client times /fast; samples the server's RSS throughout and
@@ -706,6 +708,7 @@ int cmd_inflight(const Args& args) {
   const double signal_after = double(args.num("signal-after-ms", 200)) / 1000.0;
   const double probe_after = double(args.num("probe-after-ms", 100)) / 1000.0;
   const double wait = double(args.num("wait-s", 15));
+  const double second_after = double(args.num("second-signal-after-ms", -1)) / 1000.0;
   if (pid <= 0) die("inflight needs --pid");
   std::vector<Exchange> xs(static_cast<size_t>(count));
   Exchange probe;
@@ -718,7 +721,7 @@ int cmd_inflight(const Args& args) {
     ptrs.push_back(&x);
   }
   ptrs.push_back(&probe);
-  double t_sent = 0, t_signal = 0, t_exit = 0;
+  double t_sent = 0, t_signal = 0, t_second = 0, t_exit = 0;
   bool probe_started = false;
   for (;;) {
     double now = now_s();
@@ -736,6 +739,10 @@ int cmd_inflight(const Args& args) {
       probe.start(port, now);
     }
     if (t_signal > 0 && t_exit == 0 && process_gone(pid)) t_exit = now;
+    if (second_after >= 0 && t_signal > 0 && t_second == 0 && t_exit == 0 && now >= t_signal + second_after) {
+      if (kill(pid, SIGTERM) != 0) die(std::string("kill: ") + std::strerror(errno));
+      t_second = now;
+    }
     bool answers_done = std::all_of(xs.begin(), xs.end(), [](const Exchange& x) { return x.done; });
     if (t_exit > 0 && answers_done && probe_started && probe.done) break;
     if (t_signal > 0 && now > t_signal + wait) break;
@@ -764,6 +771,8 @@ int cmd_inflight(const Args& args) {
   print_ms("written_ms", t_sent - t0);
   if (t_exit > 0) print_ms("exit_after_signal_ms", t_exit - t_signal);
   else std::printf("exit_after_signal_ms=none\n");
+  if (t_second > 0) print_ms("second_signal_after_ms", t_second - t_signal);
+  if (t_second > 0 && t_exit > 0) print_ms("exit_after_second_signal_ms", t_exit - t_second);
   return 0;
 }
 
