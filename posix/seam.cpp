@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/assert.hpp"
@@ -97,6 +98,18 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   current = this;
   set_engine_thread();
   thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
+  if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), std::chrono::milliseconds(1));
+}
+
+void Seam::scribble_errno(int value, Nanos at) {
+  if (at > scenario_.horizon) return;
+  scheduler_->at(
+      at,
+      [this, value, at] {
+        errno = value;
+        scribble_errno(value, at + std::chrono::milliseconds(1));
+      },
+      model::tag(model::Happening::scripted, 0));
 }
 
 bool Seam::in_target() const {

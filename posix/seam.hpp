@@ -191,7 +191,15 @@ class Seam final : public sim::ForeignServer {
   // signals' is to end the process, status 128 + the signal's number).
   void deliver_signals();
 
+  // A test's hook: with LOOPSIM_SEAM_TEST_ERRNO=N in the target's environment, the engine writes
+  // errno = N on its OS thread every millisecond of virtual time, from a scheduled happening, as
+  // a client or a timer calling libc would. posix/seam_test.cpp shows with it that a call which
+  // waited meanwhile hands the program back its own errno (calls::served).
+  static constexpr const char* test_errno_variable = "LOOPSIM_SEAM_TEST_ERRNO";
+
  private:
+  void scribble_errno(int value, Nanos at);
+
   struct Fd {
     Kind kind = Kind::none;
     int sim = -1;  // the SimKernel descriptor

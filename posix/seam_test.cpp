@@ -17,6 +17,7 @@
 #include "checker/properties.hpp"
 #include "checker/suite.hpp"
 #include "cli/loopsim_process_for_tests.hpp"
+#include "posix/seam.hpp"
 #include "sim/scenario.hpp"
 #include "sim/target.hpp"
 #include "sim/world.hpp"
@@ -406,7 +407,25 @@ BothWays both_ways(const std::string& mode) {
 
 }  // namespace
 
+namespace {
+
+// Sets an environment variable for a scope: the target inherits this process's environment.
+struct ScopedEnvironment {
+  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnvironment() { ::unsetenv(name_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+};
+
+}  // namespace
+
 TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer as Linux does") {
+  // While the target sleeps or blocks, the engine writes errno = 77 on the same OS thread every
+  // millisecond of virtual time (Seam::test_errno_variable), as a client's libc call would.
+  ScopedEnvironment scribbler(posix::Seam::test_errno_variable, "77");
   const auto [native, simulated, result] = both_ways("calls");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native.find("setpipe-4096-holding-10000 -1 EBUSY") != std::string::npos);  // the probe asked what it means to
@@ -414,8 +433,10 @@ TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer a
   // The seam's process is never privileged: no pipe past pipe-max-size, no higher hard limit.
   CHECK(simulated.find("privileged setpipe-2MiB -1 EPERM") != std::string::npos);
   CHECK(simulated.find("privileged raise-hard -1 EPERM") != std::string::npos);
-  // While the target blocked, the clients ran on the same OS thread; its errno is its own.
-  // (Nothing on this path sets errno today, restored or not: the line guards the contract.)
+  // While the target blocked, the engine ran on the same OS thread and set errno; a call that
+  // succeeds gives the program its own back (calls::served), after a sleep ("errno after a
+  // sleep", compared above) and after a wait for a client.
+  CHECK(simulated.find("errno after a sleep 4321") != std::string::npos);
   CHECK(simulated.find("errno after a blocking wait 4321") != std::string::npos);
   CHECK(result.stats.accepted == 1);
 }
