@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "model/digest.hpp"
+#include "model/scheduler_thread.hpp"
 #include "base/assert.hpp"
 #include "base/stack_watch.hpp"
 #include "realloop/state.hpp"
@@ -22,13 +23,6 @@ namespace loopsim::model {
 namespace ctx = boost::context;
 
 namespace {
-
-// AddressSanitizer must be told of every switch between stacks, or it takes a fiber's stack
-// for a stack overflow and an unwinding exception for a jump into the unknown.
-struct StackBounds {
-  const void* bottom = nullptr;
-  std::size_t size = 0;
-};
 
 void start_switch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const StackBounds& to) {
 #ifdef LOOPSIM_ASAN_FIBERS
@@ -71,42 +65,6 @@ class TrackedStack {
 };
 
 }  // namespace
-
-struct Scheduler::Thread {
-  enum class State : std::uint8_t { runnable, sleeping, blocked, done };
-  std::string name;
-  std::function<void()> body;
-  ctx::fiber fiber;  // the thread, suspended; resumed by the scheduler
-  ctx::fiber sink;   // the scheduler, suspended while the thread runs
-  State state = State::runnable;
-  std::uint64_t generation = 0;
-  bool woken = false;
-  StackBounds stack;
-  void* fake_stack = nullptr;  // the sanitizer's, while the thread is switched out
-  bool cancelled = false;      // unwind(): the thread's next yield returns by throwing
-  // What it learnt since its last rest point (Scheduler::rest), and whether it is at one now.
-  std::uint64_t context = 0;
-  bool resting = false;
-  Nanos rest_at{0};
-  Nanos resume_at{0};  // sleeping: until when
-  // Decisions taken inside the kernel call it is making (a fault's, a slack's), so that two in
-  // one call are two states.
-  std::uint32_t in_call = 0;
-  // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
-  // its context and its owner's declared state stand for), generation (bumped at every block,
-  // to tell stale resumptions, which the digest leaves out), and rest_at, when it last left its
-  // rest point (the context holds times relative to it), and resume_at (its pending resumption,
-  // which the pending work's digest holds relative to now).
-  static constexpr loopsim::state::Fields<15> state_fields{
-      loopsim::state::f::skip("name"),       loopsim::state::f::skip("body"),
-      loopsim::state::f::skip("fiber"),      loopsim::state::f::skip("sink"),
-      loopsim::state::f::value("state"),     loopsim::state::f::skip("generation"),
-      loopsim::state::f::value("woken"),     loopsim::state::f::skip("stack"),
-      loopsim::state::f::skip("fake_stack"), loopsim::state::f::value("cancelled"),
-      loopsim::state::f::value("context"),   loopsim::state::f::value("resting"),
-      loopsim::state::f::skip("rest_at"),    loopsim::state::f::skip("resume_at"),
-      loopsim::state::f::value("in_call")};
-};
 
 namespace {
 // Thrown inside a cancelled thread from the call that blocked it, and caught at the bottom of

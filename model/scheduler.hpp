@@ -211,8 +211,10 @@ class Scheduler {
   // they refer to still exists. Nothing is resumed after it.
   void unwind();
 
- private:
+  // A simulated thread's record, defined in model/scheduler_thread.hpp.
   struct Thread;
+
+ private:
   enum class Kind : std::uint8_t { callback, resume, deadline };
   struct Entry {
     Nanos when;
