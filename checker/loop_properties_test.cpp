@@ -614,3 +614,99 @@ TEST_CASE("evaluate judges every property it knows, by name") {
   CHECK(known_property("shutdown_clean"));
   CHECK_FALSE(known_property("spin"));
 }
+
+// ---- each bound, met exactly, missed by one, and kept by one ----------------------------------
+// A measure at its bound holds; one unit (a nanosecond, a connection, a pass, an accept) past it
+// fails; one short of it holds. A bound read with a tolerance, or with < for <=, fails here.
+
+TEST_CASE("capacity's min at the peak holds, one above the peak fails, one below holds") {
+  Trace t = loop_trace(3);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  accept(t, 7, 2);
+  run_end(t, 3);
+  CHECK(capacity(t, count_bounds(3)).held);
+  CHECK(capacity(t, count_bounds(2)).held);
+  Verdict short_of_min = capacity(t, count_bounds(4));
+  CHECK_FALSE(short_of_min.held);
+  CHECK(short_of_min.measured == 3);
+}
+
+TEST_CASE("capacity's max at the peak holds, one below the peak fails, one above holds") {
+  Trace t = loop_trace(3);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  std::size_t third = accept(t, 7, 2);
+  run_end(t, 3);
+  CHECK(capacity(t, count_bounds(1, 3)).held);
+  CHECK(capacity(t, count_bounds(1, 4)).held);
+  Verdict over = capacity(t, count_bounds(1, 2));
+  CHECK_FALSE(over.held);
+  CHECK(over.first_bad == third);
+}
+
+TEST_CASE("post_latency at its bound holds, one nanosecond over it fails, one under it holds") {
+  Trace t = loop_trace(0);
+  add(t, ev::Post{1ms, 1, "bg"});
+  std::size_t ran = add(t, ev::PostRun{3ms, 0, 1});
+  CHECK(post_latency(t, within(2ms), Costs{}).held);
+  CHECK(post_latency(t, within(2ms + 1ns), Costs{}).held);
+  Verdict over = post_latency(t, within(2ms - 1ns), Costs{});
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == Nanos(2ms).count());
+  CHECK(over.first_bad == ran);
+}
+
+TEST_CASE("no_spin's idle passes at its bound hold, one pass over it fails, one under it holds") {
+  Passes p;
+  for (int i = 0; i < 5; ++i) p.wait(0ns, 1us, 0);  // four idle passes closed, the fifth open
+  CHECK(no_spin(p.t, count_bounds({}, 4)).held);
+  CHECK(no_spin(p.t, count_bounds({}, 5)).held);
+  Verdict over = no_spin(p.t, count_bounds({}, 3));
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == 4);
+}
+
+TEST_CASE("no_spin's failing accepts at its bound hold, one over it fails, one under it holds") {
+  Trace t = loop_trace(1);
+  pass_begin(t, 1, 1s);
+  std::size_t first = accept(t, -EMFILE, no_client);
+  for (int i = 1; i < 5; ++i) accept(t, -EMFILE, no_client);
+  CHECK(no_spin(t, count_bounds({}, 5)).held);
+  CHECK(no_spin(t, count_bounds({}, 6)).held);
+  Verdict over = no_spin(t, count_bounds({}, 4));
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == 5);
+  CHECK(over.first_bad == first);
+}
+
+TEST_CASE("shutdown_clean's drain at its max holds, one nanosecond over it fails, one under it holds") {
+  Trace t = shut_down(false);
+  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{500us});  // the last exit is at 2 ms
+  auto max = [](Nanos drain) {
+    sim::Expectation e;
+    e.max = sim::Bound{sim::Bound::Unit::time, double(drain.count()), "drain"};
+    return e;
+  };
+  CHECK(shutdown_clean(t, max(1500us)).held);
+  CHECK(shutdown_clean(t, max(1500us + 1ns)).held);
+  Verdict over = shutdown_clean(t, max(1500us - 1ns));
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == 1);
+  CHECK(over.detail.find("the drain took 1.5 ms from the shutdown's asking to the last exit") != std::string::npos);
+}
+
+TEST_CASE("batch_bound at its bound holds, one accept over it fails, one under it holds") {
+  Trace t = loop_trace(3, 3);
+  pass_begin(t, 1, 1s);
+  accept(t, 5, 0);
+  accept(t, 6, 1);
+  std::size_t third = accept(t, 7, 2);
+  pass_end(t, 1);
+  CHECK(batch_bound(t, count_bounds({}, 3)).held);
+  CHECK(batch_bound(t, count_bounds({}, 4)).held);
+  Verdict over = batch_bound(t, count_bounds({}, 2));
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == 3);
+  CHECK(over.first_bad == third);
+}

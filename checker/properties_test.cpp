@@ -391,3 +391,76 @@ TEST_CASE("liveness is judged only on a trace whose run watched for a lasso, oth
   CHECK_FALSE(cut.at(0).held);
   CHECK(cut.at(0).decided);
 }
+
+// ---- each bound, met exactly, missed by one nanosecond, and kept by one ----------------------
+// A measure at its bound holds; one nanosecond over fails; one under holds. A bound read with a
+// tolerance, or with < for <=, fails here.
+
+namespace {
+
+Bound nanos(std::int64_t ns) { return Bound{Bound::Unit::time, double(ns), std::to_string(ns) + "ns"}; }
+
+}  // namespace
+
+TEST_CASE("latency at its bound holds, one nanosecond over it fails, one under it holds") {
+  Trace t = two_groups();
+  t.events.push_back(ev::Send{100ms, 0, "/x"});
+  std::size_t answered_at = t.events.size();
+  answer(t, 130ms, 0);
+  const std::int64_t took = Nanos(30ms).count();
+  Verdict at = latency(t, expect("latency", "a", nanos(took)), Costs{});
+  CHECK(at.held);
+  CHECK(at.measured == took);
+  CHECK(latency(t, expect("latency", "a", nanos(took + 1)), Costs{}).held);
+  Verdict over = latency(t, expect("latency", "a", nanos(took - 1)), Costs{});
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == took);
+  CHECK(over.first_bad == answered_at);
+}
+
+TEST_CASE("latency after another group at its bound holds, one nanosecond over it fails, one under it holds") {
+  Trace t = two_groups();
+  for (ClientIndex c = 1; c < 4; ++c) answer(t, 600ms, c);
+  answer(t, 650ms, 0);
+  const std::int64_t gap = Nanos(50ms).count();
+  Verdict at = latency(t, expect("latency", "a", nanos(gap), "b"), Costs{});
+  CHECK(at.held);
+  CHECK(at.measured == gap);
+  CHECK(latency(t, expect("latency", "a", nanos(gap + 1), "b"), Costs{}).held);
+  Verdict over = latency(t, expect("latency", "a", nanos(gap - 1), "b"), Costs{});
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == gap);
+}
+
+TEST_CASE("max_gap at its bound holds, one nanosecond over it fails, one under it holds") {
+  Trace t = two_groups();
+  answer(t, 10ms, 1);
+  answer(t, 20ms, 2);
+  answer(t, 1030ms, 3);
+  const std::int64_t gap = Nanos(1010ms).count();
+  Verdict at = max_gap(t, expect("max_gap", "b", nanos(gap)), Costs{});
+  CHECK(at.held);
+  CHECK(at.measured == gap);
+  CHECK(max_gap(t, expect("max_gap", "b", nanos(gap + 1)), Costs{}).held);
+  Verdict over = max_gap(t, expect("max_gap", "b", nanos(gap - 1)), Costs{});
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == gap);
+  CHECK(over.first_bad == t.events.size() - 1);
+}
+
+TEST_CASE("no_stranded_backlog's idle wait at its bound holds, one nanosecond over it fails, one under it holds") {
+  Trace t = two_groups();
+  t.events.push_back(ev::Established{0ms, 1});
+  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});
+  t.events.push_back(ev::Events{1s, 0, 1, {}});
+  t.events.push_back(ev::Accept{1s, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
+  const std::int64_t waited = Nanos(1s).count();
+  Verdict at = no_stranded_backlog(t, expect("no_stranded_backlog", "", nanos(waited)), Costs{});
+  CHECK(at.held);
+  CHECK(at.measured == waited);
+  CHECK(no_stranded_backlog(t, expect("no_stranded_backlog", "", nanos(waited + 1)), Costs{}).held);
+  Verdict over = no_stranded_backlog(t, expect("no_stranded_backlog", "", nanos(waited - 1)), Costs{});
+  CHECK_FALSE(over.held);
+  CHECK(over.measured == waited);
+}
