@@ -29,7 +29,7 @@ mutants=(
   "K2: EMFILE one descriptor past the limit|model/sim_kernel.cpp|s/if (fd >= config_.rlimit_nofile) return -EMFILE;/if (fd > config_.rlimit_nofile) return -EMFILE;/|^K2 "
   "digest: Scheduler::Thread::in_call skipped|model/scheduler_thread.hpp|s/loopsim::state::f::value(\"in_call\")/loopsim::state::f::skip(\"in_call\")/|^digest completeness"
   "latency: bound tolerance doubled|checker/properties.cpp|s/  v.held = v.measured <= v.bound;\$/  v.held = v.measured <= 2 * v.bound;/|^latency "
-  "seam: errno not restored after a call that succeeds|posix/interpose.hpp|/^  errno = saved;\$/d|^seam: fstat"
+  "seam: errno not restored after a call that succeeds|posix/interpose.hpp|s/^  errno = saved;\$/  (void)saved;/|^seam: fstat"
   "R4: emfile_retry knob inverted|realloop/accept.cpp|s/  if (!config_.emfile_retry) return;/  if (config_.emfile_retry) return;/|^R4 "
 )
 
@@ -63,7 +63,7 @@ rows=()
 
 run_one() {
   local name=$1 file=$2 script=$3 tests=$4
-  local path="$src/$file" log="$scratch/last-mutant.log" start=$SECONDS verdict by
+  local path="$src/$file" log="$scratch/mutant-$((killed + survived + 1)).log" start=$SECONDS verdict by
   cp "$path" "$scratch/original"
   sed -i -e "$script" "$path"
   if cmp -s "$path" "$scratch/original"; then
@@ -99,10 +99,10 @@ done
 # Leave the scratch build matching HEAD, so that the next run starts from it.
 cmake --build "$build" -j "$jobs" --target loopsim_tests >/dev/null
 
-printf '%-52s %-9s %-6s %s\n' "mutant" "verdict" "secs" "killed by"
+printf '%-52s %-13s %-6s %s\n' "mutant" "verdict" "secs" "killed by"
 for row in "${rows[@]}"; do
   IFS='|' read -r name file verdict by secs <<<"$row"
-  printf '%-52s %-9s %-6s %s\n' "$name" "$verdict" "$secs" "$by"
+  printf '%-52s %-13s %-6s %s\n' "$name" "$verdict" "$secs" "$by"
 done
 printf '%d killed, %d survived (%d s in all)\n' "$killed" "$survived" "$((SECONDS - began))"
 [[ $survived -eq 0 ]]
