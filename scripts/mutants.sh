@@ -9,7 +9,7 @@
 # worktree of HEAD and its build; it is kept between runs, so only the first run builds the whole
 # tree. The caller's working tree and build are never touched. The scratch tree is reset to HEAD
 # before each run and after each mutant. Prints a table and "N killed, M survived"; exits 1 if
-# any mutant survived or failed to apply, 2 on a setup error.
+# any mutant survived, did not apply or did not build (and non-zero if the setup fails).
 #
 # Too slow for CI (a full build of the scratch tree, then one rebuild and one test run per
 # mutant): run it on demand, and after changing the tests it names. docs/testing.md records
