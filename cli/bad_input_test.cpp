@@ -1,6 +1,8 @@
 // Every input in tests/data/bad-input/ once broke loopsim (a crash, an abort, a wrapped number,
 // a false verdict). Each must now end as the contract says: exit 2 with "FILE:LINE:COLUMN:
 // message" and a hint, or a `limit` (exit 3), never a signal.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -127,16 +129,22 @@ TEST_CASE("odd command lines are refused in the one error form, naming the optio
 }
 
 TEST_CASE("an output that fails after the run keeps the verdict printed") {
-  // /dev/full accepts the open and fails the write: the folder check cannot see it coming.
+  // A file size limit of 0 (SIGXFSZ ignored) lets the open succeed and fails the write with
+  // EFBIG: the checks before the run cannot see it coming.
   const std::string shutdown = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown.toml";
-  auto out = run_loopsim("run " + shutdown + " --trace /dev/full");
+  auto limited = [](const std::string& args) {
+    return run_loopsim("--version >/dev/null; (trap '' XFSZ; ulimit -f 0; " + std::string(LOOPSIM_BINARY) + " " + args + ")");
+  };
+  const std::string trace = loopsim::testing::temp_path("efbig.jsonl");
+  auto out = limited("run " + shutdown + " --trace " + trace);
   CHECK(out.status == 2);
   CHECK(out.output.find("verdict") != std::string::npos);
-  CHECK(out.output.find("error: --trace:1:1: cannot write /dev/full") != std::string::npos);
-  auto check = run_loopsim("check " + shutdown + " --junit /dev/full");
+  CHECK(out.output.find("error: --trace:1:1: cannot write " + trace) != std::string::npos);
+  const std::string junit = loopsim::testing::temp_path("efbig.xml");
+  auto check = limited("check " + shutdown + " --junit " + junit);
   CHECK(check.status == 2);
   CHECK(check.output.find("shutdown") != std::string::npos);
-  CHECK(check.output.find("error: --junit:1:1: cannot write /dev/full") != std::string::npos);
+  CHECK(check.output.find("error: --junit:1:1: cannot write " + junit) != std::string::npos);
 }
 
 TEST_CASE("what used to be accepted silently is refused at its key") {
@@ -316,4 +324,126 @@ TEST_CASE("every input of the second bad-input pass ends in exit 2, a limit, or 
     }
     CHECK(out.output.find(c.says) != std::string::npos);
   }
+}
+
+namespace {
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A copy of a shipped scenario in a folder of its own, to be named as an input and an output.
+std::string scenario_copy(const std::string& folder, const std::string& name) {
+  std::filesystem::create_directories(folder);
+  const std::string copy = folder + "/" + name;
+  std::filesystem::copy_file(loopsim::testing::accept_burst, copy, std::filesystem::copy_options::overwrite_existing);
+  return copy;
+}
+
+// land.toml of the third bad-input pass: explore finds a latency counterexample in it at once.
+const char* land = R"(name = "land"
+horizon = "100ms"
+[kernel]
+send_buffer_max = 4194304
+[[clients]]
+name = "c"
+count = 2
+connect_at = "1ms..5ms"
+requests = [{ at = "1ms..9ms", path = "/bytes?n=100000" }]
+[[clients]]
+name = "d"
+connect_at = "2ms..3ms"
+requests = [{ at = "2ms..99ms", path = "/slow?ms=2" }]
+[[expect]]
+property = "answered"
+[[expect]]
+property = "latency"
+of = "c"
+max = "2ms"
+)";
+
+}  // namespace
+
+TEST_CASE("no output of a command may be one of its inputs, whatever its name: refused before anything is written") {
+  const std::string folder = loopsim::testing::temp_path("clobber");
+  const std::string scenario = scenario_copy(folder, "s.toml");
+  const std::string before = contents(scenario);
+  const std::string hard = folder + "/s-link.toml";
+  std::filesystem::create_hard_link(scenario, hard);
+  const std::string trace = folder + "/t.json";
+  REQUIRE(run_loopsim("run " + scenario + " --trace " + trace).status == 0);
+  const std::string trace_before = contents(trace);
+  const std::pair<std::string, std::string> cases[] = {
+      {"run " + scenario + " --trace " + scenario, "error: --trace:1:1: cannot write " + scenario + ": it is the input"},
+      {"run " + scenario + " --trace " + folder + "/../clobber/s.toml", "error: --trace:1:1: cannot write"},
+      {"run " + scenario + " --trace " + hard, "(the same file)"},
+      {"run " + scenario + " --chrome-trace " + trace + " --replay " + trace, "error: --chrome-trace:1:1: cannot write " + trace},
+      {"check " + scenario + " --junit " + hard, "error: --junit:1:1: cannot write " + hard},
+      {"render " + trace + " --out " + trace, "error: --out:1:1: cannot write " + trace + ": it is the input"},
+  };
+  for (const auto& [command, says] : cases) {
+    INFO(command);
+    auto out = run_loopsim(command);
+    CHECK(out.status == 2);
+    CHECK(out.output.find(says) != std::string::npos);
+    CHECK(out.output.find("verdict") == std::string::npos);  // refused before the run
+  }
+  CHECK(contents(scenario) == before);
+  CHECK(contents(trace) == trace_before);
+
+  // explore writes into --out names it makes: the input may be one of them.
+  const std::string explore_out = loopsim::testing::temp_path("clobber-explore");
+  std::filesystem::create_directories(explore_out);
+  const std::string cex = explore_out + "/land-base-counterexample.toml";
+  std::ofstream(cex) << land;
+  auto out = run_loopsim("explore " + cex + " --out " + explore_out);
+  CHECK(out.status == 2);
+  CHECK(out.output.find("error: --out:1:1: cannot write " + cex + ": it is the input") != std::string::npos);
+  CHECK(contents(cex) == land);
+}
+
+TEST_CASE("nothing is written through a symbolic link or into a FIFO: refused with exit 2, naming the path") {
+  const std::string folder = loopsim::testing::temp_path("links");
+  const std::string scenario = scenario_copy(folder, "s.toml");
+  const std::string victim = folder + "/victim.txt";
+  std::ofstream(victim) << "VICTIM\n";
+  const std::string fifo = folder + "/fifo.jsonl", fifo_json = folder + "/fifo.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(fifo_json.c_str(), 0600) == 0);
+  for (const char* name : {"t.jsonl", "t.svg", "t.json", "j.xml"}) {
+    std::filesystem::create_symlink(victim, folder + "/" + name);
+  }
+  const std::pair<std::string, std::string> cases[] = {
+      {"run " + scenario + " --trace " + folder + "/t.jsonl", "error: --trace:1:1: cannot write " + folder + "/t.jsonl: it is a symbolic link"},
+      {"run " + scenario + " --trace " + fifo, "error: --trace:1:1: cannot write " + fifo + ": it is not a regular file"},
+      {"run " + scenario + " --timeline " + folder + "/t.svg", "error: --timeline:1:1: cannot write " + folder + "/t.svg: it is a symbolic link"},
+      {"run " + scenario + " --chrome-trace " + fifo_json, "error: --chrome-trace:1:1: cannot write " + fifo_json + ": it is not a regular file"},
+      {"check " + scenario + " --junit " + folder + "/j.xml", "error: --junit:1:1: cannot write " + folder + "/j.xml: it is a symbolic link"},
+  };
+  for (const auto& [command, says] : cases) {
+    INFO(command);
+    auto out = run_loopsim(command);
+    CHECK(out.status == 2);
+    CHECK(out.output.find(says) != std::string::npos);
+  }
+  const std::string trace = folder + "/real.jsonl";
+  REQUIRE(run_loopsim("run " + scenario + " --trace " + trace).status == 0);
+  auto render = run_loopsim("render " + trace + " --out " + folder + "/t.json");
+  CHECK(render.status == 2);
+  CHECK(render.output.find("error: --out:1:1: cannot write " + folder + "/t.json: it is a symbolic link") != std::string::npos);
+
+  // A link planted in explore's --out where its counterexample goes.
+  const std::string explore_out = folder + "/explore";
+  std::filesystem::create_directories(explore_out);
+  const std::string land_file = folder + "/land.toml";
+  std::ofstream(land_file) << land;
+  std::filesystem::create_symlink(victim, explore_out + "/land-base-counterexample.toml");
+  auto explore = run_loopsim("explore " + land_file + " --out " + explore_out);
+  CHECK(explore.status == 2);
+  CHECK(explore.output.find("error: --out:1:1: cannot write " + explore_out + "/land-base-counterexample.toml: it is a symbolic link") !=
+        std::string::npos);
+  CHECK(contents(victim) == "VICTIM\n");
 }

@@ -122,15 +122,15 @@ std::vector<ScenarioOutcome> check_all(const std::vector<std::string>& files,
 
 int check(const CheckArgs& args) {
   checker::SuiteOptions options;
+  std::vector<ScenarioOutcome> outcomes;
+  std::vector<std::string> files = scenario_files(args.paths, outcomes);
   try {
     options.overrides = parse_overrides(args.set);
-    if (!args.junit.empty()) check_output("--junit", args.junit);
+    if (!args.junit.empty()) check_output("--junit", args.junit, files);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
   }
   options.wall_ns = wall_ns;
-  std::vector<ScenarioOutcome> outcomes;
-  std::vector<std::string> files = scenario_files(args.paths, outcomes);
   if (files.empty() && outcomes.empty()) {
     return report_error("loopsim check:1:1: no scenario files (*.toml) under the paths given",
                         "give scenario files, or folders that hold some");
@@ -146,7 +146,7 @@ int check(const CheckArgs& args) {
   std::cout << std::flush;
   try {  // after the table, so that a report that cannot be written keeps the verdicts shown
     if (!args.junit.empty())
-      write_output_file("--junit", args.junit, [&](std::ostream& out) { out << reports::junit_xml(outcomes); });
+      write_output_file("--junit", args.junit, [&](std::ostream& out) { out << reports::junit_xml(outcomes); }, files);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
   }

@@ -38,13 +38,19 @@ int report_error(const sim::ScenarioError& error);
 int report_error(const std::string& where_and_what, const std::string& hint);
 
 // An output the verb will write (--trace, --out, --junit), checked before any work: its folder
-// must exist and it must not be a folder. Throws a ScenarioError at `option`.
-void check_output(const std::string& option, const std::string& path);
+// must exist; it must not be a folder, a symbolic link, a FIFO or a device, nor one of the
+// command's `inputs` (compared as files, st_dev and st_ino, not as names). Throws a
+// ScenarioError at `option`.
+void check_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs);
+// The same checks but the folder's: a file about to be written in a folder already made.
+void refuse_unsafe_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs);
 // A folder the verb writes into (explore --out, generate --out), made now, or a ScenarioError.
 void make_output_folder(const std::string& option, const std::string& dir);
-// The file at `path` written by `write`, or a ScenarioError at `option` saying why not.
+// The file at `path` written by `write` (sim::write_output_file: never through a link, never
+// into a FIFO or a device), or a ScenarioError at `option` saying why not. Refused, before
+// anything is written, when `path` is one of `inputs`.
 void write_output_file(const std::string& option, const std::string& path,
-                       const std::function<void(std::ostream&)>& write);
+                       const std::function<void(std::ostream&)>& write, const std::vector<std::string>& inputs);
 
 // A whole number from `min` to 2^63 - 1 (what a trace and a scenario can hold): no sign, no
 // empty value, no wrap.

@@ -1,14 +1,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "sim/files.hpp"
 
 namespace loopsim::cli {
 
@@ -34,7 +32,19 @@ int report_error(const std::string& where_and_what, const std::string& hint) {
   return report_error(sim::ScenarioError(where_and_what, hint));
 }
 
-void check_output(const std::string& option, const std::string& path) {
+void refuse_unsafe_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+  if (std::string input = sim::input_overwritten(path, inputs); !input.empty()) {
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + ": it is the input " + input +
+                                 (input == path ? "" : " (the same file)") + ", and loopsim never writes over what it reads",
+                             "name another file for " + option);
+  }
+  if (std::string why = sim::unwritable_output(path); !why.empty()) {
+    throw sim::ScenarioError(option + ":1:1: cannot write " + path + why,
+                             "name a regular file, or a path where none is yet");
+  }
+}
+
+void check_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::path target(path);
@@ -54,6 +64,7 @@ void check_output(const std::string& option, const std::string& path) {
                                  " is not writable",
                              "name a path in a folder you can write to");
   }
+  refuse_unsafe_output(option, path, inputs);
 }
 
 void make_output_folder(const std::string& option, const std::string& dir) {
@@ -71,13 +82,9 @@ void make_output_folder(const std::string& option, const std::string& dir) {
 }
 
 void write_output_file(const std::string& option, const std::string& path,
-                       const std::function<void(std::ostream&)>& write) {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary);
-  if (out) write(out);
-  out.close();
-  if (!out) {
-    const std::string why = errno != 0 ? std::string(": ") + std::strerror(errno) : std::string();
+                       const std::function<void(std::ostream&)>& write, const std::vector<std::string>& inputs) {
+  refuse_unsafe_output(option, path, inputs);
+  if (std::string why = sim::write_output_file(path, write); !why.empty()) {
     throw sim::ScenarioError(option + ":1:1: cannot write " + path + why,
                              "check that its folder exists, is writable and has room");
   }

@@ -175,6 +175,10 @@ int explore_file(const ExploreArgs& args) {
   if (!args.maximize.empty()) std::tie(options.maximize, options.maximize_of) = maximized(args, scenario, expected);
   options.audit = args.audit;
   make_output_folder("--out", args.out);
+  // The files it may write, checked before the search: a bad one costs no search.
+  for (const char* end : {"-counterexample.toml", "-counterexample.dot", "-worst.toml"}) {
+    refuse_unsafe_output("--out", args.out + "/" + file_stem(scenario, arm) + end, {args.file});
+  }
   options.wall_ns = wall_ns;
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](const explore::ExploreProgress& p) {
@@ -203,7 +207,7 @@ int explore_file(const ExploreArgs& args) {
           << " executions measured " << result.worst->verdict.measured
           << (result.worst->verdict.unit == checker::Unit::ns ? " ns" : "") << "\n# replay: loopsim run "
           << worst_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices, {}, worst_path);
-    });
+    }, {args.file});
   }
   if (!result.audit_failure.empty()) {
     // A loopsim bug, not the scenario's: no counterexample is shrunk or written.
@@ -254,8 +258,8 @@ int explore_file(const ExploreArgs& args) {
     write_output_file("--out", cex_path, [&](std::ostream& out) {
       out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
           << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts, cex_path);
-    });
-    write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); });
+    }, {args.file});
+    write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); }, {args.file});
   }
   nlohmann::ordered_json doc;
   doc["scenario"] = scenario.name;

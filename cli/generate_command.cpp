@@ -48,18 +48,19 @@ Written write_files(const GenerateArgs& args, const explore::GenerateResult& res
   std::string stem = args.out + "/" + explore::generated_name(args.seed, result.failing_run);
   Written w{stem + ".toml", stem + "-original.toml", ""};
   const explore::Judged& j = result.judged;
+  const std::vector<std::string> inputs{args.shape};
   write_output_file("--out", w.scenario, [&](std::ostream& out) {
     out << "# " << command_of(args) << " found this at run " << result.failing_run << ", shrunk from "
         << result.clients_before << " to " << result.clients_after << " clients\n# "
         << sim::escape_controls(j.detail) << "\n# replay: loopsim run " << w.scenario << "\n" << result.shrunk;
-  });
+  }, inputs);
   write_output_file("--out", w.original, [&](std::ostream& out) {
     out << "# " << command_of(args) << ": run " << result.failing_run << " as drawn, before shrinking\n"
         << result.original;
-  });
+  }, inputs);
   if (j.livelock_trace) {
     w.trace = stem + "-livelock.jsonl";
-    write_output_file("--out", w.trace, [&](std::ostream& out) { sim::write_jsonl(*j.livelock_trace, out); });
+    write_output_file("--out", w.trace, [&](std::ostream& out) { sim::write_jsonl(*j.livelock_trace, out); }, inputs);
   }
   return w;
 }

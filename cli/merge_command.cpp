@@ -155,10 +155,15 @@ std::string carry(const MergeArgs& args, const std::string& path, const Shard& s
               "run merge on the documents the shards wrote, beside their --out folders");
   }
   fs::path to = fs::path(args.out) / fs::path(path).filename();
-  std::error_code error;
-  fs::copy_file(path, to, fs::copy_options::overwrite_existing, error);
-  if (error) throw bad("--out", "cannot copy " + path + " to " + to.string() + ": " + error.message(),
-                       "run merge where the shards' --out folders can be read");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad("--out", "cannot copy " + path + " to " + to.string() + ": it cannot be read",
+                     "run merge where the shards' --out folders can be read");
+  // Written as every output is: never through a link planted in --out, never over an input.
+  std::vector<std::string> inputs = args.files;
+  inputs.push_back(path);
+  write_output_file("--out", to.string(), [&](std::ostream& out) {
+    if (in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();  // an empty one would fail `out`
+  }, inputs);
   return to.string();
 }
 

@@ -109,7 +109,7 @@ int probe_scenario(const ProbeArgs& args) {
     scenario = sim::load_scenario(args.file, overrides);
     options.time_limit = option_duration("--time-limit", args.time_limit);
     if (args.live != "self") parse_live(args.live, options);
-    if (!args.trace.empty()) check_output("--trace", args.trace);
+    if (!args.trace.empty()) check_output("--trace", args.trace, {args.file});
     checker::SuiteOptions suite;
     suite.overrides = overrides;
     suite.only_arm = "base";
@@ -137,7 +137,7 @@ int probe_scenario(const ProbeArgs& args) {
   }
   if (!args.trace.empty()) {
     try {
-      write_output_file("--trace", args.trace, [&](std::ostream& out) { sim::write_jsonl(live.trace, out); });
+      write_output_file("--trace", args.trace, [&](std::ostream& out) { sim::write_jsonl(live.trace, out); }, {args.file});
     } catch (const sim::ScenarioError& e) {
       return report_error(e);
     }

@@ -23,7 +23,7 @@ int render(const RenderArgs& args) {
                         reports::output_hint(reports::any_kind));
   }
   try {
-    check_output("--out", args.out);
+    check_output("--out", args.out, {args.trace});
     sim::Trace trace = sim::read_trace_file(args.trace);
     if (!trace.keeps<sim::ev::PassBegin>() || !trace.keeps<sim::ev::Events>()) {
       return report_error(args.trace + ":1:1: this trace keeps only what its properties read (--trace-level verdicts): "

@@ -45,6 +45,9 @@ void apply_replay(const std::string& path, const std::string& file, checker::Sui
   options.replay = std::move(recording.choices);
 }
 
+// What the run reads: no output may be one of them.
+std::vector<std::string> inputs_of(const RunArgs& args) { return {args.file, args.replay}; }
+
 // --trace, --timeline and --chrome-trace: checked before the run, so that a typo costs no run.
 void check_outputs(const RunArgs& args) {
   using namespace reports;
@@ -64,14 +67,15 @@ void check_outputs(const RunArgs& args) {
     if (!output_kind(path, kinds)) {
       throw sim::ScenarioError(std::string(option) + ":1:1: " + path + ": unknown output format", output_hint(kinds));
     }
-    check_output(option, path);
+    check_output(option, path, inputs_of(args));
   }
-  if (!args.trace.empty()) check_output("--trace", args.trace);
+  if (!args.trace.empty()) check_output("--trace", args.trace, inputs_of(args));
 }
 
 void write_rendered(const std::string& option, const std::string& path, const sim::Trace& trace,
-                    const std::vector<reports::OutputKind>& kinds) {
+                    const std::vector<reports::OutputKind>& kinds, const std::vector<std::string>& inputs) {
   if (path.empty()) return;
+  refuse_unsafe_output(option, path, inputs);
   try {
     reports::write_output(trace, *reports::output_kind(path, kinds), path);
   } catch (const reports::RenderError& e) {
@@ -83,10 +87,10 @@ void write_rendered(const std::string& option, const std::string& path, const si
 void write_outputs(const RunArgs& args, const sim::Trace& trace) {
   using namespace reports;
   if (!args.trace.empty()) {
-    write_output_file("--trace", args.trace, [&](std::ostream& out) { sim::write_jsonl(trace, out); });
+    write_output_file("--trace", args.trace, [&](std::ostream& out) { sim::write_jsonl(trace, out); }, inputs_of(args));
   }
-  write_rendered("--timeline", args.timeline, trace, picture_kinds);
-  write_rendered("--chrome-trace", args.chrome_trace, trace, {OutputKind::chrome_json});
+  write_rendered("--timeline", args.timeline, trace, picture_kinds, inputs_of(args));
+  write_rendered("--chrome-trace", args.chrome_trace, trace, {OutputKind::chrome_json}, inputs_of(args));
 }
 
 int run(const RunArgs& args) {
@@ -147,7 +151,7 @@ void add_run(CLI::App& app, int& status) {
   cmd->add_option("--set", args->set, "Override a key, e.g. --set loop.accept_batch=0 (repeatable)")
       ->take_all();
   cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)")->check(non_empty);
-  cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines)")->check(non_empty);
+  cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines); never an input of the run, a link, a FIFO or a device")->check(non_empty);
   cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot")
       ->check(non_empty);
   cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json")->check(non_empty);

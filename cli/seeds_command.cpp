@@ -17,12 +17,7 @@ namespace loopsim::cli {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const std::string& path) { return sim::read_scenario_file(path); }
 
 // One live run per scenario and arm, shared by the rows that read it.
 class LiveRuns {
@@ -93,13 +88,13 @@ void add_seeds(CLI::App& app, int& status) {
                 "Add a loopsim live column: each row a client can measure, run once against loopsim live on loopback");
   cmd->callback([out, dir, live, &status] {
     try {
-      check_output("--out", *out);
+      check_output("--out", *out, {});
       LiveRuns runs;
       checker::LiveFigure figure;
       if (*live) figure = [&runs](const checker::LiveAsk& ask) { return runs.figure(ask); };
       std::ostringstream text;  // whole, or not at all: a row that cannot be read writes nothing
       checker::write_seed_tables(*dir, text, figure);
-      write_output_file("--out", *out, [&](std::ostream& file) { file << text.str(); });
+      write_output_file("--out", *out, [&](std::ostream& file) { file << text.str(); }, {});
       std::cout << "wrote " << *out << '\n';
       status = exit_held;
     } catch (const sim::ScenarioError& e) {

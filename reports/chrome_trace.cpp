@@ -1,8 +1,9 @@
 #include "reports/chrome_trace.hpp"
 
-#include <fstream>
+#include <ostream>
 
 #include "reports/passes.hpp"
+#include "sim/files.hpp"
 #include "reports/timeline.hpp"
 #include "sim/trace_reader.hpp"
 
@@ -114,10 +115,9 @@ nlohmann::ordered_json chrome_trace(const sim::Trace& trace) {
 }
 
 void write_chrome_trace(const sim::Trace& trace, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  out << chrome_trace(trace).dump() << '\n';
-  out.close();
-  if (!out) throw RenderError("cannot write " + path);
+  const std::string text = chrome_trace(trace).dump();
+  const std::string why = sim::write_output_file(path, [&](std::ostream& out) { out << text << '\n'; });
+  if (!why.empty()) throw RenderError("cannot write " + path + why);
 }
 
 }  // namespace loopsim::reports

@@ -3,11 +3,12 @@
 #include <cgraph.h>
 #include <gvc.h>
 
-#include <fstream>
+#include <ostream>
 #include <memory>
 
 #include "reports/passes.hpp"
 #include "reports/timeline_labels.hpp"
+#include "sim/files.hpp"
 
 namespace loopsim::reports {
 
@@ -231,10 +232,10 @@ std::string render_timeline(const sim::Trace& trace, PictureFormat format, const
 void write_timeline(const sim::Trace& trace, PictureFormat format, const std::string& path,
                     const TimelineOptions& options) {
   std::string bytes = render_timeline(trace, format, options);
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  if (!out) throw RenderError("cannot write " + path);
+  const std::string why = sim::write_output_file(path, [&](std::ostream& out) {
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  });
+  if (!why.empty()) throw RenderError("cannot write " + path + why);
 }
 
 }  // namespace loopsim::reports

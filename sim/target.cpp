@@ -21,6 +21,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/files.hpp"
 #include "sim/trace_codec.hpp"
 
 extern char** environ;
@@ -199,12 +200,18 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(output_).parent_path(), error);
   std::string out_path = output_ + ".stdout", err_path = output_ + ".stderr";
-  int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err = out < 0 ? -1 : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Never over what the run reads: the scenario, or the program itself.
+  for (const std::string& path : {out_path, err_path}) {
+    if (std::string input = input_overwritten(path, {scenario.file, target.program}); !input.empty())
+      throw ScenarioError(where + ": cannot write the target's output to " + path + ": it is the input " + input,
+                          "name a trace with --trace elsewhere: the target's output goes beside it");
+  }
+  std::string why;
+  int out = open_output(out_path, why);
+  int err = out < 0 ? -1 : open_output(err_path, why);
   if (out < 0 || err < 0) {
-    int why = errno;
     if (out >= 0) ::close(out);
-    throw ScenarioError(where + ": cannot write the target's output to " + output_ + ".stdout: " + std::strerror(why),
+    throw ScenarioError(where + ": cannot write the target's output to " + (out < 0 ? out_path : err_path) + why,
                         "run where out/ is writable, or name a trace with --trace");
   }
   int pair[2];
