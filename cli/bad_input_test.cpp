@@ -367,6 +367,27 @@ max = "2ms"
 
 }  // namespace
 
+TEST_CASE("generate --shape refuses a device, a FIFO and a file over 16 MiB, as every command refuses them") {
+  // It used to read /dev/zero until the OOM killer came (22 GB), and to wait on a FIFO for ever.
+  const std::string fifo = loopsim::testing::temp_path("shape-fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string big = loopsim::testing::temp_path("shape-big.toml");  // sparse: no disk used
+  std::ofstream(big) << "name = \"big\"\n";
+  std::filesystem::resize_file(big, loopsim::sim::scenario_file_max + 1);
+  const std::string out = loopsim::testing::temp_path("shape-out");
+  const std::pair<std::string, const char*> cases[] = {
+      {"/dev/zero", "error: /dev/zero:1:1: not a regular file"},
+      {fifo, ":1:1: not a regular file"},
+      {big, "bytes; loopsim reads at most 16777216"},
+  };
+  for (const auto& [shape, says] : cases) {
+    INFO(shape);
+    auto result = run_loopsim("generate --shape " + shape + " --runs 1 --out " + out);
+    CHECK(result.status == 2);
+    CHECK(result.output.find(says) != std::string::npos);
+  }
+}
+
 TEST_CASE("no output of a command may be one of its inputs, whatever its name: refused before anything is written") {
   const std::string folder = loopsim::testing::temp_path("clobber");
   const std::string scenario = scenario_copy(folder, "s.toml");

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -221,16 +220,10 @@ int generate(const GenerateArgs& args) {
   } else {
     if (!options.overrides.empty())
       throw sim::ScenarioError("--set:1:1: --set and --shape do not go together", "write the change into the shape's file");
-    // Read, then closed: a descriptor left open would be the target program's too, and number
+    // The one reader of scenario files: a regular file (no FIFO, no device) of at most 16 MiB,
+    // read whole and closed: a descriptor left open would be the target program's too, and number
     // its descriptors otherwise than `loopsim run` of the same file does.
-    const std::string text = [&] {
-      std::ifstream in(args.shape);
-      if (!in) throw sim::ScenarioError("--shape:1:1: cannot read " + args.shape, "--shape takes a scenario file");
-      std::ostringstream read;
-      read << in.rdbuf();
-      return read.str();
-    }();
-    result = explore::generate_shaped(text, args.shape, options);
+    result = explore::generate_shaped(sim::read_scenario_file(args.shape), args.shape, options);
   }
   std::int64_t wall = wall_ns() - started;
   if (progress) std::cerr << '\n';
@@ -278,7 +271,8 @@ void add_generate(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--shape", args->shape,
                   "A scenario file whose workload, faults, actions and expectations shape every run:\n"
-                  "only counts, times, rates, which faults and actions happen, and the seed are drawn");
+                  "only counts, times, rates, which faults and actions happen, and the seed are drawn\n"
+                  "(a regular file of at most 16 MiB, as every scenario file)");
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->footer(
       "Each run draws a whole scenario (RapidCheck generators): the poller flavour, the loop's\n"

@@ -94,7 +94,7 @@ TEST_CASE("generate --shape runs a target's own file varied, and refuses --set b
   CHECK(both.output.find("--set and --shape do not go together") != std::string::npos);
   Outcome missing = loopsim::testing::run_loopsim("generate --shape /nonexistent.toml --out " + out);
   CHECK(missing.status == 2);
-  CHECK(missing.output.find("--shape:1:1: cannot read /nonexistent.toml") != std::string::npos);
+  CHECK(missing.output.find("error: /nonexistent.toml:1:1: no such scenario file") != std::string::npos);
 }
 
 TEST_CASE("generate --shape's finding on a target replays from where it is written, relative arguments and all", "[generate]") {
