@@ -35,8 +35,9 @@ namespace {
 
 class Search {
  public:
-  explicit Search(const GenerateOptions& options) : options_(options) {
+  explicit Search(const GenerateOptions& options) : options_(options), budget_(options.budget) {
     if (options_.wall_ns) started_ns_ = options_.wall_ns();
+    budget_.out_of_time = [this] { return out_of_time(); };
   }
 
   GenerateResult run() {
@@ -54,7 +55,12 @@ class Search {
       if (i % options_.shards != options_.shard) continue;
       std::string name = generated_name(options_.seed, i);
       std::string text = scenario_text(drawn.value(), name, options_.overrides);
-      Judged judged = judge_text(text, name, options_.budget);
+      Judged judged = judge_text(text, name, budget_);
+      if (judged.verdict == Judged::Verdict::out_of_time) {
+        result_.verdict = GenerateResult::Verdict::limit;
+        result_.out_of_time = true;
+        return result_;
+      }
       ++result_.runs;
       count_oracle(sim::parse_scenario(text, name));
       if (judged.verdict == Judged::Verdict::bound) {
@@ -85,7 +91,7 @@ class Search {
       });
     };
     std::string best_text = result_.original;
-    for (bool shrunk = true; shrunk;) {
+    for (bool shrunk = true; shrunk && !result_.shrink_cut;) {
       shrunk = false;
       rc::Seq<rc::Shrinkable<Description>> candidates = best.shrinks();
       while (rc::Maybe<rc::Shrinkable<Description>> candidate = candidates.next()) {
@@ -96,7 +102,11 @@ class Search {
         ++result_.shrink_tries;
         report(true);
         std::string text = scenario_text(candidate->value(), name, options_.overrides);
-        Judged j = judge_text(text, name, options_.budget);
+        Judged j = judge_text(text, name, budget_);
+        if (j.verdict == Judged::Verdict::out_of_time) {
+          result_.shrink_cut = true;
+          break;
+        }
         if (!same(j)) continue;
         best = std::move(*candidate);
         best_text = std::move(text);
@@ -134,6 +144,7 @@ class Search {
   }
 
   const GenerateOptions& options_;
+  StepBudget budget_;  // options_.budget, with the time limit
   std::int64_t started_ns_ = 0;
   GenerateResult result_;
 };

@@ -145,11 +145,16 @@ Oracle oracle_of(const sim::Scenario& scenario);
 struct StepBudget {
   std::uint64_t at_instant = 1'000'000;
   std::uint64_t total = 5'000'000;
+  // The search's wall-clock limit (--time-limit), asked between a run's phases and every
+  // out_of_time_every steps: true stops the run, judged out_of_time. Unset: none.
+  std::function<bool()> out_of_time = nullptr;
 };
+inline constexpr std::uint64_t out_of_time_every = 1024;
 
 struct Judged {
   // bound: the run stopped at its total step budget with nothing decided against it.
-  enum class Verdict : std::uint8_t { held, violated, livelock, bound };
+  // out_of_time: the search's time limit stopped the run; nothing is decided about it.
+  enum class Verdict : std::uint8_t { held, violated, livelock, bound, out_of_time };
   Verdict verdict = Verdict::held;
   std::vector<std::string> violated;  // property names; "livelock" for a livelock
   std::string detail;                 // the first violation's, or the livelock's
@@ -179,7 +184,7 @@ struct GenerateOptions {
   // This run's share of the draws: run i is judged when i % shards == shard. Every shard draws
   // every scenario (drawing is cheap), so run i is the same scenario in any shard.
   std::uint32_t shard = 0, shards = 1;
-  std::int64_t time_limit_ns = 0;    // 0: none; checked between runs and shrink candidates
+  std::int64_t time_limit_ns = 0;    // 0: none; checked between runs and shrink candidates, and inside each
   std::function<std::int64_t()> wall_ns;
   std::function<void(const GenerateProgress&)> progress;
 };

@@ -215,3 +215,32 @@ expect_violated = []
   CHECK(found.clients_after < found.clients_before);
   CHECK(explore::judge_text(found.shrunk, "shape.toml", {}).violated == std::vector<std::string>{"answered"});
 }
+
+TEST_CASE("generate's time limit stops a run under way, not only between runs: reported as a limit", "[generate]") {
+  // A shape's one run (20,000 signal actions, 3,000 groups) could take minutes: a limit read
+  // only between runs let it finish first. Here a clock that moves 1 ms at each reading passes
+  // a 4 ms limit inside the first run (the readings: the start, before the run, after loading,
+  // after the costs, then at step 1,024 or, for a shorter run, before its end), which must be
+  // cut there and counted as no run.
+  std::int64_t readings = 0;
+  GenerateOptions options;
+  options.runs = 5;
+  options.time_limit_ns = 4'000'000;
+  options.wall_ns = [&readings] { return readings++ * 1'000'000; };
+  GenerateResult shaped = generate_shaped(spinning, "spin.toml", options);
+  CHECK(shaped.verdict == GenerateResult::Verdict::limit);
+  CHECK(shaped.out_of_time);
+  CHECK(shaped.runs == 0);
+  readings = 0;
+  GenerateResult drawn = generate(options);
+  CHECK(drawn.verdict == GenerateResult::Verdict::limit);
+  CHECK(drawn.out_of_time);
+  CHECK(drawn.runs == 0);
+
+  int asked = 0;
+  StepBudget budget{1'000'000, 50'000'000, [&asked] { return ++asked > 2; }};
+  Judged cut = judge_text(spinning, "spin", budget);
+  CHECK(cut.verdict == Judged::Verdict::out_of_time);
+  CHECK_FALSE(cut.failed());
+  CHECK(asked == 3);
+}

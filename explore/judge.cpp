@@ -53,11 +53,17 @@ Judged judge_target(const sim::Scenario& scenario, const checker::Costs& costs) 
 }  // namespace
 
 Judged judge_text(const std::string& text, const std::string& name, const StepBudget& budget) {
+  auto out_of_time = [&budget] { return budget.out_of_time && budget.out_of_time(); };
+  Judged timed_out;
+  timed_out.verdict = Judged::Verdict::out_of_time;
+  timed_out.detail = "the time limit stopped the run";
   auto held = std::make_unique<Held>();
   held->scenario = sim::parse_scenario(text, name);
   held->scenario.file = name;
+  if (out_of_time()) return timed_out;  // between the phases too: a long shape loads slowly
   checker::validate(held->scenario);
   checker::Costs costs = checker::costs_for(text, name);
+  if (out_of_time()) return timed_out;
   if (held->scenario.target) return judge_target(held->scenario, costs);
   held->world = std::make_unique<sim::World>(held->scenario, "base", nullptr);
   sim::World& world = *held->world;
@@ -66,6 +72,10 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
   std::uint64_t at_instant = 0;
   while (world.step()) {
     ++j.steps;
+    if (j.steps % out_of_time_every == 0 && out_of_time()) {
+      world.abandon();
+      return timed_out;
+    }
     if (world.now() != instant) instant = world.now(), at_instant = 0;
     bool stuck = ++at_instant > budget.at_instant || world.stalled();
     if (!stuck && j.steps <= budget.total) continue;
@@ -87,6 +97,10 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
       j.detail = cut.trace.cut;
     }
     return j;
+  }
+  if (out_of_time()) {
+    world.abandon();
+    return timed_out;
   }
   sim::RunResult run = world.finish();
   judge_trace(j, run.trace, held->scenario, costs);

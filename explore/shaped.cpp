@@ -68,9 +68,10 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
 
 }  // namespace
 
-std::string shaped_text(const std::string& shape, const std::string& file, std::uint64_t seed, std::uint64_t run) {
-  const sim::Scenario base = sim::parse_scenario(shape, file);  // the shape must load as it is
-  toml::table doc = parsed(shape, file);
+namespace {
+
+// shaped_text from the shape read once: `base` as it loads, `doc` as TOML (a copy, varied).
+std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t seed, std::uint64_t run) {
   Draws draws{seed ^ (0x9e3779b97f4a7c15ull * (run + 1))};
   doc.insert_or_assign("seed", std::int64_t(draws.below(1'000'000) + 1));
   doc.erase("arms");
@@ -139,6 +140,13 @@ std::string shaped_text(const std::string& shape, const std::string& file, std::
   return sim::toml_text(doc) + '\n';
 }
 
+}  // namespace
+
+std::string shaped_text(const std::string& shape, const std::string& file, std::uint64_t seed, std::uint64_t run) {
+  const sim::Scenario base = sim::parse_scenario(shape, file);  // the shape must load as it is
+  return varied(base, parsed(shape, file), seed, run);
+}
+
 namespace {
 
 int clients_in(const std::string& text) {
@@ -150,40 +158,53 @@ int clients_in(const std::string& text) {
   return n;
 }
 
-// Smaller versions of a failing scenario: each group with half its clients, each group, fault
-// and action left out.
-std::vector<std::string> smaller(const std::string& text) {
-  std::vector<std::string> out;
-  const toml::table doc = toml::parse(text);
-  auto emit = [&](const toml::table& t) {
-    out.push_back(sim::toml_text(t) + '\n');
-  };
+// One smaller version of a failing scenario: a group with half its clients, or a group or a
+// fault left out (actions stay: a drain judged needs its stop).
+struct Edit {
+  enum class Kind : std::uint8_t { halve_group, drop_group, drop_fault };
+  Kind kind;
+  std::size_t index;
+};
+
+// The edits worth trying on `doc`, in the order they are tried. Only the edits are listed; each
+// candidate is made when it is tried (a shape of thousands of groups has thousands of
+// candidates, each as long as the shape: all at once took a gigabyte).
+std::vector<Edit> smaller_edits(const toml::table& doc) {
+  std::vector<Edit> out;
   if (const toml::array* groups = doc.get_as<toml::array>("clients")) {
     for (std::size_t g = 0; g < groups->size(); ++g) {
       const auto* count = groups->get(g)->as_table()->get_as<std::int64_t>("count");
-      if (count != nullptr && **count > 1) {
-        toml::table t = doc;
-        t.get_as<toml::array>("clients")->get(g)->as_table()->insert_or_assign("count", **count / 2);
-        emit(t);
-      }
-      if (groups->size() > 1) {
-        toml::table t = doc;
-        t.get_as<toml::array>("clients")->erase(t.get_as<toml::array>("clients")->begin() + std::ptrdiff_t(g));
-        emit(t);
-      }
+      if (count != nullptr && **count > 1) out.push_back({Edit::Kind::halve_group, g});
+      if (groups->size() > 1) out.push_back({Edit::Kind::drop_group, g});
     }
   }
-  for (const char* list : {"faults", "actions"}) {
-    const toml::array* items = doc.get_as<toml::array>(list);
-    for (std::size_t i = 0; items != nullptr && i < items->size(); ++i) {
-      toml::table t = doc;
-      t.get_as<toml::array>(list)->erase(t.get_as<toml::array>(list)->begin() + std::ptrdiff_t(i));
-      if (t.get_as<toml::array>(list)->empty()) t.erase(list);
-      if (std::string(list) == "actions") continue;  // a drain judged needs its stop: kept
-      emit(t);
-    }
+  if (const toml::array* faults = doc.get_as<toml::array>("faults")) {
+    for (std::size_t i = 0; i < faults->size(); ++i) out.push_back({Edit::Kind::drop_fault, i});
   }
   return out;
+}
+
+// The candidate: `doc` (a copy) with `edit` made, as text.
+std::string applied(toml::table doc, Edit edit) {
+  switch (edit.kind) {
+    case Edit::Kind::halve_group: {
+      toml::table& group = *doc.get_as<toml::array>("clients")->get(edit.index)->as_table();
+      group.insert_or_assign("count", **group.get_as<std::int64_t>("count") / 2);
+      break;
+    }
+    case Edit::Kind::drop_group: {
+      toml::array& groups = *doc.get_as<toml::array>("clients");
+      groups.erase(groups.begin() + std::ptrdiff_t(edit.index));
+      break;
+    }
+    case Edit::Kind::drop_fault: {
+      toml::array& faults = *doc.get_as<toml::array>("faults");
+      faults.erase(faults.begin() + std::ptrdiff_t(edit.index));
+      if (faults.empty()) doc.erase("faults");
+      break;
+    }
+  }
+  return sim::toml_text(doc) + '\n';
 }
 
 bool same_failure(const Judged& a, const Judged& b) { return b.failed() && a.violated == b.violated; }
@@ -209,6 +230,11 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
   const std::string name = file;
   const std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
   auto elapsed_past = [&] { return options.time_limit_ns > 0 && options.wall_ns && options.wall_ns() - started >= options.time_limit_ns; };
+  StepBudget budget = options.budget;
+  budget.out_of_time = elapsed_past;
+  // Read once, not once a run: a shape of 20,000 actions takes half a second to load.
+  const sim::Scenario base = sim::parse_scenario(shape, file);  // the shape must load as it is
+  const toml::table doc = parsed(shape, file);
   for (std::uint64_t run = 0; run < options.runs; ++run) {
     if (run % options.shards != options.shard) continue;
     if (elapsed_past()) {
@@ -216,8 +242,13 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
       result.verdict = GenerateResult::Verdict::limit;
       return result;
     }
-    const std::string text = shaped_text(shape, file, options.seed, run);
-    Judged j = judged_run(text, shape, name, run, options.budget);
+    const std::string text = varied(base, doc, options.seed, run);
+    Judged j = judge_text(text, name, budget);
+    if (j.verdict == Judged::Verdict::out_of_time) {
+      result.out_of_time = true;
+      result.verdict = GenerateResult::Verdict::limit;
+      return result;
+    }
     ++result.runs;
     if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, 0, false});
     if (!j.failed()) continue;
@@ -227,20 +258,26 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
     result.clients_before = clients_in(text);
     std::string best = text;
     Judged best_judged = j;
-    for (bool shrunk = true; shrunk;) {
+    for (bool shrunk = true; shrunk && !result.shrink_cut;) {
       shrunk = false;
-      for (const std::string& candidate : smaller(best)) {
+      const toml::table best_doc = toml::parse(best);
+      for (const Edit& edit : smaller_edits(best_doc)) {
         if (result.shrink_tries >= options.max_shrinks || elapsed_past()) {
           result.shrink_cut = true;
           break;
         }
         ++result.shrink_tries;
         if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, result.shrink_tries, true});
+        const std::string candidate = applied(best_doc, edit);
         Judged c;
         try {
-          c = judge_text(candidate, name, options.budget);
+          c = judge_text(candidate, name, budget);
         } catch (const sim::ScenarioError&) {
           continue;  // a group an expectation names was left out: not a smaller failure
+        }
+        if (c.verdict == Judged::Verdict::out_of_time) {
+          result.shrink_cut = true;
+          break;
         }
         if (!same_failure(j, c)) continue;
         best = candidate;
