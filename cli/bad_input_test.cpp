@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/loopsim_process_for_tests.hpp"
+#include "sim/replay.hpp"
 #include "sim/scenario.hpp"
 
 using loopsim::testing::run_loopsim;
@@ -467,4 +468,15 @@ TEST_CASE("nothing is written through a symbolic link or into a FIFO: refused wi
   CHECK(explore.output.find("error: --out:1:1: cannot write " + explore_out + "/land-base-counterexample.toml: it is a symbolic link") !=
         std::string::npos);
   CHECK(contents(victim) == "VICTIM\n");
+}
+
+TEST_CASE("a replay trace past its limit is refused by its size, before a line is read") {
+  // Ten million choices made a 630 MB trace that was parsed whole (26 s, 869 MB) before exit 2.
+  const std::string trace = loopsim::testing::temp_path("replay-big.jsonl");  // sparse: no disk used
+  std::ofstream(trace) << "{}\n";
+  std::filesystem::resize_file(trace, loopsim::sim::replay_file_max + 1);
+  auto out = run_loopsim("run " + loopsim::testing::accept_burst + " --replay " + trace);
+  CHECK(out.status == 2);
+  CHECK(out.output.find("error: " + trace + ":1:1: the trace is 268435457 bytes; a replay reads at most 268435456 (256 MiB)") !=
+        std::string::npos);
 }

@@ -156,7 +156,7 @@ void add_run(CLI::App& app, int& status) {
       ->check(non_empty);
   cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json")->check(non_empty);
   cmd->add_option("--replay", args->replay,
-                  "Repeat a recorded run from its trace's choices (its arm and seed too)")
+                  "Repeat a recorded run from its trace's choices (its arm and seed too); a trace of at most 256 MiB")
       ->check(non_empty);
   cmd->add_option("--trace-level", args->trace_level,
                   "full: every event; verdicts: only what the expected properties read (answered, latency, max_gap "

@@ -16,8 +16,13 @@ struct Recording {
   std::vector<model::Choice> choices;
 };
 
-// Reads a JSON Lines trace (docs/trace.md). Throws ScenarioError naming the file and line of
-// anything it cannot read.
-Recording read_recording(const std::string& path);
+// The largest trace a replay reads: 256 MiB, about 4 million choice lines. Refused by its size
+// before a line is parsed: a replay reads and checks the whole trace, which at trace_file_max
+// would take minutes and gigabytes before any answer.
+inline constexpr std::uintmax_t replay_file_max = std::uintmax_t{256} << 20;
+
+// Reads a JSON Lines trace (docs/trace.md) of at most `max_bytes`. Throws ScenarioError naming
+// the file and line of anything it cannot read.
+Recording read_recording(const std::string& path, std::uintmax_t max_bytes = replay_file_max);
 
 }  // namespace loopsim::sim
