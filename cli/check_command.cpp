@@ -166,7 +166,7 @@ void add_check(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand("check", "Run every scenario under the paths, each with its arms");
   cmd->add_option("paths", args->paths, "Scenario files or directories (searched for *.toml)")->required();
   cmd->add_option("--jobs,-j", args->jobs, "Scenarios run at once, each in a process of its own")->check(CLI::Range(1, 256));
-  cmd->add_option("--junit", args->junit, "Write JUnit XML here")->check(non_empty);
+  cmd->add_option("--junit", args->junit, "Write JUnit XML here (a regular file: never through a link, never a FIFO or a device, never an input)")->check(non_empty);
   cmd->add_option("--set", args->set, "Override a key in every scenario, e.g. --set loop.accept_batch=0")
       ->take_all();
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");

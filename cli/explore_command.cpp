@@ -370,7 +370,7 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--max-executions", args->max_executions, "Stop after this many runs")
       ->check(whole_number(1))
       ->capture_default_str();
-  cmd->add_option("--out", args->out, "Where counterexamples go")->capture_default_str();
+  cmd->add_option("--out", args->out, "Where counterexamples go (none written through a link, nor over the scenario)")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key (repeatable)")->take_all();
   cmd->add_flag("--no-prune", args->no_prune, "Merge no states: explore every execution as a tree");
   cmd->add_option("--snapshot-mib", args->snapshot_mib,

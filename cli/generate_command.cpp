@@ -255,7 +255,7 @@ void add_generate(CLI::App& app, int& status) {
   cmd->add_option("--time-limit", args->time_limit, "Stop after this much wall time (0s: no limit), read inside each simulated run\n"
                   "(every 1,024 steps) and between shrink candidates too")
       ->capture_default_str();
-  cmd->add_option("--out", args->out, "Where the shrunk scenario goes")->capture_default_str();
+  cmd->add_option("--out", args->out, "Where the shrunk scenario goes (none written through a link, nor over --shape)")->capture_default_str();
   cmd->add_option("--set", args->set, "Override a key in every scenario drawn (repeatable)")->take_all();
   cmd->add_option("--max-steps", args->max_steps, "Livelock guard: scheduler steps one run may take")
       ->check(whole_number(1))

@@ -48,7 +48,7 @@ void add_render(CLI::App& app, int& status) {
   auto args = std::make_shared<RenderArgs>();
   auto* cmd = app.add_subcommand("render", "Render a trace as a pass timeline or a Chrome trace");
   cmd->add_option("trace", args->trace, "Trace file (JSON Lines, from loopsim run --trace)")->required()->check(non_empty);
-  cmd->add_option("--out", args->out, "Output file: F.svg, F.png, F.dot (the timeline) or F.json (Chrome trace)")
+  cmd->add_option("--out", args->out, "Output file: F.svg, F.png, F.dot (the timeline) or F.json (Chrome trace) (a regular file: never through a link, never a FIFO or a device, never an input)")
       ->required();
   cmd->footer("Exit status: 0 written, 2 bad input (an unreadable trace, an unknown extension).");
   cmd->callback([args, &status] { status = render(*args); });

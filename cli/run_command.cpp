@@ -152,9 +152,9 @@ void add_run(CLI::App& app, int& status) {
       ->take_all();
   cmd->add_option("--arm", args->arm, "Run only this arm (\"base\" for the base)")->check(non_empty);
   cmd->add_option("--trace", args->trace, "Write the first arm's trace here (JSON Lines); never an input of the run, a link, a FIFO or a device")->check(non_empty);
-  cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot")
+  cmd->add_option("--timeline", args->timeline, "Render the first arm's pass timeline: F.svg, F.png or F.dot, as --trace is written")
       ->check(non_empty);
-  cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json")->check(non_empty);
+  cmd->add_option("--chrome-trace", args->chrome_trace, "Write the first arm's Chrome trace: F.json, as --trace is written")->check(non_empty);
   cmd->add_option("--replay", args->replay,
                   "Repeat a recorded run from its trace's choices (its arm and seed too); a trace of at most 256 MiB")
       ->check(non_empty);
