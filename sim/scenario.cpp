@@ -672,7 +672,7 @@ const Field<Scenario> target_fields[] = {
     {"call_cost", [](C c, N n, K k, auto& s) { s.target->call_cost = read_duration(c, n, k); }},
     {"dir", [](C c, N n, K k, auto&) { read_string(c, n, k); }},  // resolved in finish_target
     {"preemptions", [](C c, N n, K k, auto& s) { s.target->preemptions = int(read_integer(c, n, k, 0, 1000)); }},
-    {"spin_limit", [](C c, N n, K k, auto& s) { s.target->spin_limit = read_duration(c, n, k); }},
+    {"spin_limit", [](C c, N n, K k, auto& s) { s.target->spin_limit = read_duration(c, n, k, true); }},
 };
 const Section<Scenario> target_section{"target", "[target]", target_fields, {}, finish_target};
 

@@ -217,6 +217,12 @@ TEST_CASE("A bad unit in horizon names the unit and hints at the duration syntax
   CHECK_THAT(error_for("horizon = \"0s\"\n").what(), Catch::Contains("longer than zero"));
 }
 
+TEST_CASE("A target's spin_limit of zero is refused at its value, as no program makes a call in no time") {
+  // "0s" once meant a watchdog that fired at the first instruction between two calls.
+  CHECK_THAT(error_for("[target]\nexec = [\"sh\"]\nport = 8080\nspin_limit = \"0s\"\n").what(),
+             Catch::Equals("t.toml:4:14: target.spin_limit must be longer than zero"));
+}
+
 TEST_CASE("A TOML syntax error keeps its file, line and column") {
   const ScenarioError e = error_for("seed = 1\nhorizon = 20s\n");
   CHECK_THAT(e.what(), Catch::StartsWith("t.toml:2:"));
