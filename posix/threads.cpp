@@ -141,16 +141,7 @@ void Seam::run_thread(TargetThread& t) {
   for (;;) {
     t.run.give();
     const Nanos limit = scenario_.target->spin_limit;
-    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1))) {
-      char ms[32];
-      std::snprintf(ms, sizeof ms, "%.0f ms", double(limit.count()) / 1e6);
-      sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
-                              scenario_.position_of({"target.spin_limit", "target.exec"}) + ": the target's thread " +
-                                  std::to_string(t.index) + where(-1) + " ran for " + ms +
-                                  " of the machine's time without a call the simulation serves: a spin, which "
-                                  "virtual time cannot move past (target.spin_limit)");
-      real<void(int), "_exit">()(2);
-    }
+    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1))) spun("thread " + std::to_string(t.index), limit);
     if (t.finished) break;
     Request request = std::exchange(t.request, Request{});
     LOOPSIM_ASSERT(request.call != nullptr);
@@ -160,6 +151,41 @@ void Seam::run_thread(TargetThread& t) {
   real<int(pthread_t, void**), "pthread_join">()(t.os, nullptr);
   t.gone = true;
   wake_on(&t, INT32_MAX);
+}
+
+void Seam::spun(const std::string& who, Nanos limit) {
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.0f ms", double(limit.count()) / 1e6);
+  sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
+                          scenario_.position_of({"target.spin_limit", "target.exec"}) + ": the target's " + who +
+                              where(-1) + " ran for " + ms +
+                              " of the machine's time without a call the simulation serves: a spin, which "
+                              "virtual time cannot move past (target.spin_limit)");
+  real<void(int), "_exit">()(2);
+  __builtin_unreachable();
+}
+
+void Seam::watch_main() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals are for its own threads
+  const Nanos limit = scenario_.target->spin_limit;
+  // Looked at 8 times a limit, at most 4 times a second: a spin is caught within 1/8 past it.
+  const std::int64_t tick_ns = std::clamp<std::int64_t>(limit.count() / 8, 1'000'000, 250'000'000);
+  std::uint64_t seen = main_runs_.load(std::memory_order_acquire);
+  std::int64_t since = machine_ns();
+  for (;;) {
+    const timespec tick{0, long(tick_ns)};
+    real<int(const timespec*, timespec*), "nanosleep">()(&tick, nullptr);
+    const std::uint64_t runs = main_runs_.load(std::memory_order_acquire);
+    const std::int64_t now = machine_ns();
+    if (runs != seen) {
+      seen = runs;
+      since = now;
+      continue;
+    }
+    if (runs % 2 == 1 && now - since >= limit.count()) spun("main thread", limit);
+  }
 }
 
 TargetThread* Seam::thread_of(pthread_t thread) {

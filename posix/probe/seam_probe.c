@@ -14,11 +14,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <semaphore.h>
+#include <spawn.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -484,6 +487,50 @@ static void crash_on_order(void) {
   }
 }
 
+/* "starts WAY TOKEN": starts a process by WAY, which stays (it carries TOKEN on its command
+ * line, which the test looks for). "raw" is the syscall instruction itself, which no
+ * interposer sees: only the end of the target's process group ends its child. */
+extern char** environ;
+static int child_body(void* unused) {
+  (void)unused;
+  for (;;) pause();
+  return 0;
+}
+static void start_process(const char* way, const char* token) {
+  char* stay[] = {"/bin/sh", "-c", "sleep 1000; : ", (char*)token, NULL};
+  pid_t child = 0;
+  if (strcmp(way, "fork") == 0 && (child = fork()) == 0) child_body(NULL);
+  if (strcmp(way, "vfork") == 0 && (child = vfork()) == 0) {
+    execve(stay[0], stay, environ);
+    _exit(127);
+  }
+  if (strcmp(way, "posix_spawn") == 0) posix_spawn(&child, stay[0], NULL, NULL, stay, environ);
+  if (strcmp(way, "system") == 0) {
+    char command[256];
+    snprintf(command, sizeof command, "sleep 1000 & : %s", token);
+    int status = system(command);
+    (void)status;
+  }
+  if (strcmp(way, "popen") == 0) {
+    FILE* piped = popen("sleep 1000", "r");
+    (void)piped;
+  }
+  if (strcmp(way, "syscall-fork") == 0 && (child = (pid_t)syscall(SYS_fork)) == 0) child_body(NULL);
+  if (strcmp(way, "clone") == 0) {
+    static char stack[65536];
+    child = clone(child_body, stack + sizeof stack, SIGCHLD, NULL);
+  }
+#if defined(__x86_64__)
+  if (strcmp(way, "raw") == 0) {
+    long made;
+    __asm__ volatile("syscall" : "=a"(made) : "a"(57L /* SYS_fork */) : "rcx", "r11", "memory");
+    if (made == 0) child_body(NULL);
+    child = (pid_t)made;
+  }
+#endif
+  fprintf(stderr, "seam_probe: started a process by %s: %d\n", way, (int)child);
+}
+
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
   if (strcmp(what, "thread") == 0) {  /* starts a thread that ends at once, and joins it */
@@ -590,6 +637,51 @@ int main(int argc, char** argv) {
     for (;;) accept4(listener, NULL, NULL, SOCK_NONBLOCK);
   }
   if (strcmp(what, "crash-on-order") == 0) crash_on_order();
+  if (strcmp(what, "starts") == 0 && argc > 3) {
+    int listener = listen_on(8080);
+    start_process(argv[2], argv[3]);
+    accept_one(listener);
+    sleep(10);
+    return 0;
+  }
+  if (strcmp(what, "spins-main") == 0) {  /* main() itself never makes a call the seam serves */
+    listen_on(8080);
+    volatile unsigned long turns = 0;
+    for (;;) ++turns;
+  }
+  if (strcmp(what, "bad-pointer") == 0) {  /* Linux: EFAULT, when there is an event to copy */
+    int listener = listen_on(8080);
+    int poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
+    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
+    struct epoll_event* volatile bad = (struct epoll_event*)8; /* unmapped: not a constant, as in a program's bug */
+    int n = epoll_wait(poller, bad, 1, -1);
+    printf("epoll_wait bad pointer %d %s\n", n, errno == EFAULT ? "EFAULT" : "other");
+    fflush(stdout);
+    accept_one(listener);
+    return 0;
+  }
+  if (strcmp(what, "chatty") == 0) {  /* 3 MiB on each stream, then its last words */
+    static char line[1024];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    for (int i = 0; i < 3 * 1024; ++i) {
+      fwrite(line, 1, sizeof line, stdout);
+      fwrite(line, 1, sizeof line, stderr);
+    }
+    fflush(stdout);
+    fprintf(stderr, "seam_probe: the last words\n");
+    accept_one(listen_on(8080));
+    return 0;
+  }
+  if (strcmp(what, "shared-hog") == 0) {  /* shared memory 64 MiB at a time until refused, touching none */
+    long mib = 0;
+    while (mib < (1L << 20) &&
+           mmap(NULL, 64L << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0) != MAP_FAILED)
+      mib += 64;
+    fprintf(stderr, "seam_probe: mapped %ld MiB shared, then refused\n", mib);
+    return 4;
+  }
   if (strcmp(what, "fails-to-start") == 0) {
     fprintf(stderr, "seam_probe: cannot read its configuration\n");
     return 1;
@@ -619,6 +711,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | crash-on-order | fails-to-start | spin | wait-intmax | hog | names\n");
+  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | crash-on-order | fails-to-start | spin | wait-intmax | hog | names | starts | spins-main | bad-pointer | chatty | shared-hog\n");
   return 2;
 }
