@@ -359,6 +359,24 @@ TEST_CASE("seam: a target that exits mid-run is an event, in the stats, the tabl
   CHECK(json.output.find("\"exit\": {\n        \"status\": 3") != std::string::npos);
 }
 
+TEST_CASE("seam: a target's stdout and stderr keep their last target_output_max bytes, and say what was cut") {
+  // The probe writes 3 MiB to each, then a last line to stderr. Before, each file took all.
+  std::string prefix = loopsim::testing::temp_path("seam-chatty");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("chatty"));
+  sim::set_target_output("");
+  CHECK(result.stats.accepted == 1);
+  for (const char* stream : {".base.stdout", ".base.stderr"}) {
+    INFO(stream);
+    const std::string text = file_text(prefix + stream);
+    const std::size_t header = text.find('\n') + 1;
+    CHECK(text.find("[loopsim: the target wrote ") == 0);
+    CHECK(text.substr(0, header).find(" were cut, the last 1048576 follow]") != std::string::npos);
+    CHECK(text.size() - header == sim::target_output_max);
+  }
+  CHECK(file_text(prefix + ".base.stderr").find("seam_probe: the last words\n") != std::string::npos);
+}
+
 TEST_CASE("seam: a static binary is refused, and a missing program is an error at target.exec") {
   CHECK(error_of(probe("names", "seam_probe_static")).find("is statically linked") != std::string::npos);
   std::string missing;

@@ -12,7 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +120,57 @@ std::optional<wire::Message> wire::receive(int fd, From from) {
 
 namespace {
 
+// Each target runs in a process group of its own, ended with killpg on every way out of
+// loopsim: with its TargetProcess, at exit(), and at a signal that ends loopsim (SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT, and SIGABRT, which an uncaught exception raises). SIGKILL cannot
+// be caught: PR_SET_PDEATHSIG then ends the target itself. The groups are kept where a signal
+// handler may read them: fixed slots, lock-free.
+constexpr std::size_t live_groups_max = 256;
+std::array<std::atomic<pid_t>, live_groups_max> live_groups{};
+constexpr std::array ending_signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT};
+std::array<struct sigaction, ending_signals.size()> before_ending{};
+
+void end_live_groups() {
+  for (std::atomic<pid_t>& group : live_groups) {
+    if (pid_t leader = group.exchange(0); leader > 0) ::killpg(leader, SIGKILL);
+  }
+}
+
+// Async-signal-safe: ends the groups, then lets the signal do what it did before.
+void on_ending_signal(int signal) {
+  end_live_groups();
+  for (std::size_t i = 0; i < ending_signals.size(); ++i) {
+    if (ending_signals[i] == signal) ::sigaction(signal, &before_ending[i], nullptr);
+  }
+  ::raise(signal);  // delivered as the handler returns, to the disposition restored
+}
+
+void watch_ending() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit(end_live_groups);
+    struct sigaction action {};
+    action.sa_handler = on_ending_signal;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < ending_signals.size(); ++i) ::sigaction(ending_signals[i], &action, &before_ending[i]);
+  });
+}
+
+void add_group(pid_t leader) {
+  for (std::atomic<pid_t>& group : live_groups) {
+    pid_t empty = 0;
+    if (group.compare_exchange_strong(empty, leader)) return;
+  }
+  // All slots taken: the group still ends with its TargetProcess, only not at a signal.
+}
+
+void remove_group(pid_t leader) {
+  for (std::atomic<pid_t>& group : live_groups) {
+    pid_t mine = leader;
+    if (group.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
 std::mutex output_mutex;
 std::string output_prefix;
 
@@ -199,21 +254,35 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
 
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(output_).parent_path(), error);
-  std::string out_path = output_ + ".stdout", err_path = output_ + ".stderr";
-  // Never over what the run reads: the scenario, or the program itself.
-  for (const std::string& path : {out_path, err_path}) {
-    if (std::string input = input_overwritten(path, {scenario.file, target.program}); !input.empty())
-      throw ScenarioError(where + ": cannot write the target's output to " + path + ": it is the input " + input,
+  out_.path = output_ + ".stdout";
+  err_.path = output_ + ".stderr";
+  // Never over what the run reads (the scenario, the program itself), never through a link or
+  // into a FIFO; made now, so that one that cannot be written is an error before the program runs.
+  for (const Output* o : {&out_, &err_}) {
+    if (std::string input = input_overwritten(o->path, {scenario.file, target.program}); !input.empty())
+      throw ScenarioError(where + ": cannot write the target's output to " + o->path + ": it is the input " + input,
                           "name a trace with --trace elsewhere: the target's output goes beside it");
-  }
-  std::string why;
-  int out = open_output(out_path, why);
-  int err = out < 0 ? -1 : open_output(err_path, why);
-  if (out < 0 || err < 0) {
-    if (out >= 0) ::close(out);
-    throw ScenarioError(where + ": cannot write the target's output to " + (out < 0 ? out_path : err_path) + why,
+    std::string why;
+    if (const int fd = open_output(o->path, why); fd >= 0) {
+      ::close(fd);
+      continue;
+    }
+    throw ScenarioError(where + ": cannot write the target's output to " + o->path + why,
                         "run where out/ is writable, or name a trace with --trace");
   }
+  // Its output goes through pipes, so that loopsim keeps only the tail of each (target_output_max).
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("target: pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw std::runtime_error(std::string("target: pipe: ") + std::strerror(errno));
+  }
+  out_.fd = out_pipe[0];
+  err_.fd = err_pipe[0];
+  ::fcntl(out_.fd, F_SETFL, O_NONBLOCK);
+  ::fcntl(err_.fd, F_SETFL, O_NONBLOCK);
+  const int out = out_pipe[1], err = err_pipe[1];
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     ::close(out);
@@ -241,6 +310,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   const std::string folder = target.folder.empty() ? "." : target.folder;  // target.dir, or the file's
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t parent = ::getpid();
+  watch_ending();
 
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -248,6 +318,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     // thread that forked it dies (and at once if that happened before this line).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);  // its own group, which loopsim ends as it ends (watch_ending)
     // Its memory is bounded: heap and anonymous mappings (RLIMIT_DATA) past target_data_max
     // fail to allocate, and the program's end (bad_alloc, abort, or its own error) is reported.
     rlimit data{rlim_t(target_data_max), rlim_t(target_data_max)};
@@ -263,6 +334,10 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     ::_exit(127);
   }
   int fork_error = errno;
+  if (pid_ > 0) {
+    ::setpgid(pid_, pid_);  // as the child does: whichever runs first
+    add_group(pid_);
+  }
   ::close(out);
   ::close(err);
   ::close(pair[1]);
@@ -282,25 +357,77 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
 
 TargetProcess::~TargetProcess() {
   if (socket_ >= 0) ::close(socket_);
-  if (pid_ > 0) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
+  end_process();
+  for (Output* o : {&out_, &err_}) {
+    if (o->fd >= 0) ::close(o->fd);
+    write_out(*o);
+  }
+}
+
+int TargetProcess::end_process(bool let_end) {
+  if (pid_ <= 0) return -1;
+  if (let_end) {
+    siginfo_t info{};
+    while (::waitid(P_PID, id_t(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
   }
+  // Until the leader is reaped its number cannot be another's: the group is ended first.
+  ::killpg(pid_, SIGKILL);
+  remove_group(pid_);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  // The whole group is gone: every write end is closed, and the pipes come to their end.
+  drain(out_, true);
+  drain(err_, true);
+  return status;
+}
+
+void TargetProcess::drain(Output& output, bool until_end) {
+  char buffer[65536];
+  while (output.fd >= 0) {
+    if (until_end) {
+      // Its group is gone; a writer that left it (setsid) is not waited for long.
+      constexpr int end_wait_ms = 5'000;
+      pollfd p{output.fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, end_wait_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return;
+    }
+    ssize_t n = ::read(output.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && until_end) continue;
+    if (n < 0) return;
+    if (n == 0) {
+      ::close(output.fd);
+      output.fd = -1;
+      return;
+    }
+    output.written += std::uint64_t(n);
+    output.tail.append(buffer, std::size_t(n));
+    // Kept within twice the cap, cut to it at the end.
+    if (output.tail.size() > 2 * target_output_max) output.tail.erase(0, output.tail.size() - target_output_max);
+  }
+}
+
+void TargetProcess::write_out(const Output& output) const {
+  std::string_view kept(output.tail);
+  if (kept.size() > target_output_max) kept.remove_prefix(kept.size() - target_output_max);
+  // As every output is written: never through a link planted since the run began.
+  write_output_file(output.path, [&](std::ostream& file) {
+    if (output.written > kept.size()) {
+      file << "[loopsim: the target wrote " << output.written << " bytes here; the first "
+           << output.written - kept.size() << " were cut, the last " << kept.size() << " follow]\n";
+    }
+    file << kept;
+  });
 }
 
 // The last line the target wrote to its stderr (less the seam's own), cut to 200 bytes: what
 // a program that died usually says about why.
 std::string TargetProcess::last_stderr_line() const {
-  std::ifstream in(output_ + ".stderr", std::ios::binary);
-  if (!in) return {};
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  std::streamoff from = std::max<std::streamoff>(0, size - 4096);
-  in.seekg(from);
-  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string tail = err_.tail.substr(err_.tail.size() - std::min<std::size_t>(err_.tail.size(), 4096));
   std::string last;
   std::size_t start = 0;
   while (start < tail.size()) {
@@ -340,17 +467,13 @@ bool crashed(int signal) {
 
 void TargetProcess::failed(const std::string& why) {
   std::string how, died;
-  if (pid_ > 0) {
-    int status = 0;
-    ::kill(pid_, SIGKILL);  // it may be stuck; its end is what is reported
-    if (::waitpid(pid_, &status, 0) == pid_) {
-      if (WIFEXITED(status)) how = ", exit status " + std::to_string(WEXITSTATUS(status));
-      if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
-        how = ", killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-        if (crashed(WTERMSIG(status))) died = how.substr(2);
-      }
+  // It may be stuck: ended, its end is what is reported.
+  if (int status = end_process(); status >= 0) {
+    if (WIFEXITED(status)) how = ", exit status " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+      how = ", killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+      if (crashed(WTERMSIG(status))) died = how.substr(2);
     }
-    pid_ = -1;
   }
   std::string said = last_stderr_line();
   if (!said.empty()) how += "; its last line on stderr: \"" + said + "\"";
@@ -367,11 +490,20 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
   // A program that spins without ever calling into the kernel stops virtual time, and sends
   // nothing: after this much wall time of silence the run is given up.
   constexpr int silence_ms = 120'000;
+  auto heard = std::chrono::steady_clock::now();
   for (;;) {
-    pollfd p{socket_, POLLIN, 0};
-    int ready = ::poll(&p, 1, silence_ms);
+    // Its output is drained meanwhile: a program blocked writing to a full pipe sends nothing.
+    pollfd p[3] = {{socket_, POLLIN, 0}, {out_.fd, POLLIN, 0}, {err_.fd, POLLIN, 0}};
+    int ready = ::poll(p, 3, silence_ms);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");
+    drain(out_, false);
+    drain(err_, false);
+    if (p[0].revents == 0) {
+      if (std::chrono::steady_clock::now() - heard >= std::chrono::milliseconds(silence_ms))
+        failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");
+      continue;
+    }
+    heard = std::chrono::steady_clock::now();
     std::optional<wire::Message> message;
     try {
       message = wire::receive(socket_);
@@ -389,6 +521,7 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     }
     if (message->type == wire::Type::error) {
       std::string text = message->body.size() > 1 ? message->body.substr(1) : "";
+      end_process();  // it ends as it sends an error: what it said last is then all read
       if (!message->body.empty() && wire::Failure(message->body[0]) == wire::Failure::limit) throw RunLimit(text);
       std::string said = last_stderr_line();
       if (!said.empty()) text += "; its last line on stderr: \"" + said + "\"";
@@ -410,9 +543,9 @@ RunResult TargetProcess::take_trace(const std::string& body) {
     failed(std::string("it sent a trace that does not read back: ") + e.what());
   }
   result.stats = stats_of(result.trace, passes, steps);
+  // The trace is its last word: it ends, and what it said is then all read.
+  end_process(true);
   if (result.stats.exit_status) result.stats.last_stderr = last_stderr_line();
-  int status = 0;
-  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) pid_ = -1;
   return result;
 }
 

@@ -62,6 +62,20 @@ class TargetProcess {
   const std::string& output() const { return output_; }
 
  private:
+  // One of the program's output streams: a pipe loopsim drains, of which it keeps the last
+  // target_output_max bytes, written to its file when the process is gone.
+  struct Output {
+    int fd = -1;  // the pipe's read end; -1 once it said end of file
+    std::string path;
+    std::string tail;
+    std::uint64_t written = 0;  // all the program wrote
+  };
+  void drain(Output& output, bool until_end);
+  void write_out(const Output& output) const;
+  // Ends the program's process group (with `let_end`, once the program has exited by itself),
+  // reaps the program and takes the rest of its output. Its wait status, or -1 when it was
+  // already reaped.
+  int end_process(bool let_end = false);
   wire::Message expect(model::Chooser& chooser, wire::Type type);
   RunResult take_trace(const std::string& body);
   void agree(model::Chooser& chooser, const Trace& trace);
@@ -73,7 +87,12 @@ class TargetProcess {
   pid_t pid_ = -1;
   int socket_ = -1;
   std::string output_;  // the path before ".stdout" and ".stderr"
+  Output out_, err_;
 };
+
+// What is kept of each of a target's stdout and stderr: its last bytes (what a program that
+// dies says last is what matters), after a line that says how much was cut before them.
+inline constexpr std::size_t target_output_max = std::size_t(1) << 20;
 
 // Where the next targets' stdout and stderr go: PREFIX.ARM.stdout and PREFIX.ARM.stderr. Empty
 // (the default): out/targets/NAME. `loopsim run --trace F` sets F without its extension.
