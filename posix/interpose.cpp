@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -19,6 +21,8 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -52,6 +56,15 @@ std::size_t total(const iovec* iov, int count) {
   for (int i = 0; i < count; ++i) n += iov[i].iov_len;
   return n;
 }
+
+const char* const one_process = "the target starts a process; targets run as one process (docs/targets.md)";
+
+void refuse_process(const char* call) {
+  if (making()) current->refuse(call, -1, one_process);
+}
+
+// clone(2)'s flags: without CLONE_THREAD it makes a process, not a thread.
+bool makes_process(unsigned long flags) { return (flags & CLONE_THREAD) == 0; }
 
 bool any_owned(const pollfd* fds, nfds_t n) {
   for (nfds_t i = 0; i < n; ++i)
@@ -629,6 +642,15 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
       case SYS_futex:
         if (making()) return futex_call(a);
         break;
+      case SYS_fork: refuse_process("syscall(SYS_fork)"); break;
+      case SYS_vfork: refuse_process("syscall(SYS_vfork)"); break;
+      case SYS_clone:
+        if (makes_process(static_cast<unsigned long>(a[0]))) refuse_process("syscall(SYS_clone)");
+        break;
+      case SYS_clone3:
+        // struct clone_args begins with its flags (a __u64).
+        if (a[0] == 0 || makes_process(*reinterpret_cast<const std::uint64_t*>(a[0]))) refuse_process("syscall(SYS_clone3)");
+        break;
       default: break;
     }
   }
@@ -750,9 +772,65 @@ SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
 
 // ---- threads, processes, exits ----
 
+// Every way a program starts a process is refused by its name (below, and syscall's SYS_fork,
+// SYS_vfork, SYS_clone, SYS_clone3): a child would run outside the simulation, unseen, and
+// could outlive the run. glibc's posix_spawn, system and popen start theirs with an internal
+// clone that no interposer sees, so each is refused at its own name.
 SEAM_EXPORT pid_t fork() noexcept {
-  if (making()) current->refuse("fork", -1, "the target starts a process; targets run as one process (docs/targets.md)");
+  refuse_process(__func__);
   return real<pid_t(), "fork">()();
+}
+
+SEAM_EXPORT pid_t _Fork() noexcept {
+  refuse_process(__func__);
+  return real<pid_t(), "_Fork">()();
+}
+
+// vfork's child borrows its parent's stack: the refusal must come before it, and a forwarding
+// call would return into a frame the child has already left. The real vfork is never called;
+// outside the program's threads (the seam's own never vfork) fork does as well.
+SEAM_EXPORT pid_t vfork() noexcept {
+  refuse_process(__func__);
+  return real<pid_t(), "fork">()();
+}
+
+SEAM_EXPORT int clone(int (*body)(void*), void* stack, int flags, void* argument, ...) noexcept {
+  if (makes_process(unsigned(flags))) refuse_process(__func__);
+  va_list ap;
+  va_start(ap, argument);
+  void* parent_tid = va_arg(ap, void*);
+  void* tls = va_arg(ap, void*);
+  void* child_tid = va_arg(ap, void*);
+  va_end(ap);
+  using Clone = int(int (*)(void*), void*, int, void*, ...);
+  return real<Clone, "clone">()(body, stack, flags, argument, parent_tid, tls, child_tid);
+}
+
+SEAM_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                            const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+  refuse_process(__func__);
+  using Spawn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*, char* const[],
+                    char* const[]);
+  return real<Spawn, "posix_spawn">()(pid, path, actions, attributes, argv, envp);
+}
+
+SEAM_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                             const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+  refuse_process(__func__);
+  using Spawn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*, char* const[],
+                    char* const[]);
+  return real<Spawn, "posix_spawnp">()(pid, file, actions, attributes, argv, envp);
+}
+
+SEAM_EXPORT int system(const char* command) {
+  // system(NULL) asks whether a shell exists, and starts nothing.
+  if (command != nullptr) refuse_process(__func__);
+  return real<int(const char*), "system">()(command);
+}
+
+SEAM_EXPORT FILE* popen(const char* command, const char* mode) {
+  refuse_process(__func__);
+  return real<FILE*(const char*, const char*), "popen">()(command, mode);
 }
 
 SEAM_EXPORT void exit(int status) noexcept {

@@ -318,6 +318,64 @@ TEST_CASE("seam: no target outlives loopsim, even one killed with SIGKILL mid-ru
   CHECK(loopsim::testing::eventually([&] { return !running_with(token); }, std::chrono::seconds(2), std::chrono::milliseconds(20)));
 }
 
+namespace {
+
+// A scenario running the probe's "starts WAY TOKEN": it starts a process by WAY, which stays.
+sim::Scenario starting(const std::string& way, const std::string& token) {
+  return sim::parse_scenario("name = \"starts\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+                                 "/seam_probe_dynamic\", \"starts\", \"" + way + "\", \"" + token +
+                                 "\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\n",
+                             "starts.toml");
+}
+
+// Whether no process with `token` on its command line is left, waited for up to 2 s: a process
+// killed with SIGKILL is gone a moment later, not at once.
+bool none_left_with(const std::string& token) {
+  for (int i = 0; i < 100; ++i) {
+    if (!running_with(token)) return true;
+    ::usleep(20'000);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("seam: every way to start a process is refused by its name, and none is left running") {
+  // Only glibc's fork() was refused: vfork, posix_spawn, system, popen, syscall(SYS_fork) and
+  // clone started their child, which outlived loopsim with PPID 1.
+  const auto [way, call] = GENERATE(table<std::string, std::string>({{"fork", "fork"},
+                                                                     {"vfork", "vfork"},
+                                                                     {"posix_spawn", "posix_spawn"},
+                                                                     {"system", "system"},
+                                                                     {"popen", "popen"},
+                                                                     {"syscall-fork", "syscall(SYS_fork)"},
+                                                                     {"clone", "clone"}}));
+  INFO(way);
+  const std::string token = "starts-token-" + way + "-" + std::to_string(::getpid());
+  const std::string error = error_of(starting(way, token));
+  CHECK(error.find("starts.toml:4:8: the target called " + call + " at ") == 0);
+  CHECK(error.find("targets run as one process") != std::string::npos);
+  CHECK(none_left_with(token));
+}
+
+TEST_CASE("seam: a process started where no interposer sees it ends with the target's process group") {
+#if defined(__x86_64__)
+  // The syscall instruction itself: the seam cannot refuse it, and the child does not die with
+  // its parent (PR_SET_PDEATHSIG is not inherited). The target's process group, ended as the
+  // run ends, takes it.
+  const std::string token = "starts-token-raw-" + std::to_string(::getpid());
+  const std::string prefix = loopsim::testing::temp_path("seam-raw-fork");
+  sim::set_target_output(prefix);
+  sim::run(starting("raw", token));
+  sim::set_target_output("");
+  std::smatch started;
+  const std::string said = file_text(prefix + ".base.stderr");
+  REQUIRE(std::regex_search(said, started, std::regex("started a process by raw: ([0-9]+)")));
+  CHECK(std::stol(started[1]) > 0);
+  CHECK(none_left_with(token));
+#endif
+}
+
 TEST_CASE("seam: generate with a relative target program writes scenarios whose replay finds it") {
   std::string program = std::filesystem::relative(probes + "/seam_probe_dynamic").string();
   REQUIRE(program.find('/') != std::string::npos);
