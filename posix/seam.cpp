@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -611,6 +612,26 @@ long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) 
   return rc < 0 ? failed(rc) : rc;
 }
 
+namespace {
+
+// Copies `size` bytes into the program's memory at `to` as the kernel copies to user space:
+// false (Linux's EFAULT) where `to` is not writable, instead of a fault inside the seam. The
+// copy is the kernel's own, by process_vm_writev on this process; where that call is not
+// allowed (a seccomp filter), a plain copy.
+bool copy_out(void* to, const void* from, std::size_t size) {
+  if (size == 0) return true;
+  iovec local{const_cast<void*>(from), size}, remote{to, size};
+  ssize_t n = ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0);
+  if (n == ssize_t(size)) return true;
+  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+    std::memcpy(to, from, size);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
   Inside inside(*this);
   Fd& p = *simulated(poller);
@@ -624,6 +645,7 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   std::vector<PollEvent> scratch(static_cast<std::size_t>(std::min(max, 4096)));  // this thread's
   const std::optional<Nanos> deadline = timeout ? std::optional<Nanos>(now() + *timeout) : std::nullopt;
   int n = 0, out = 0;
+  std::vector<epoll_event> found;  // copied to `events` as Linux copies them, a bad pointer EFAULT
   sim::ev::Events seen{now(), worker(), pass, {}, -1};
   for (;;) {
     const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
@@ -637,14 +659,19 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
       if (it == p.watched.end()) continue;
       std::uint32_t bits = reported(scratch[std::size_t(i)].ready, it->second.events);
       if (bits == 0) continue;
-      events[out].events = bits;
-      events[out].data = it->second.data;
+      found.push_back(epoll_event{bits, it->second.data});
       ++out;
       seen.fds.push_back(fd);
     }
     // Linux reports nothing a registration did not ask for, and does not wake the waiter for
     // it: a wait that may still block goes on waiting.
     if (out > 0 || n <= 0 || left == Nanos(0)) break;
+  }
+  if (!copy_out(events, found.data(), found.size() * sizeof(epoll_event))) {
+    // Linux's EFAULT: nothing was returned (an edge-triggered readiness taken is not put back).
+    seen.fds.clear();
+    trace_->events.push_back(std::move(seen));
+    return failed(-EFAULT);
   }
   trace_->events.push_back(std::move(seen));
   return n < 0 ? failed(n) : out;

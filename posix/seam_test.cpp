@@ -576,6 +576,15 @@ TEST_CASE("seam: an fcntl command it does not serve is refused by its name") {
   CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
 }
 
+TEST_CASE("seam: epoll_wait given a bad events pointer fails EFAULT, as Linux says, not SIGSEGV in the seam") {
+  std::string prefix = loopsim::testing::temp_path("seam-bad-pointer");
+  sim::set_target_output(prefix);
+  sim::RunResult result = sim::run(probe("bad-pointer"));
+  sim::set_target_output("");
+  CHECK(file_text(prefix + ".base.stdout") == "epoll_wait bad pointer -1 EFAULT\n");
+  CHECK(result.stats.accepted == 1);  // the listener is still ready, and the next wait says so
+}
+
 TEST_CASE("seam: epoll_wait asked for INT_MAX events is EINVAL, as Linux says, not an allocation") {
   std::string prefix = loopsim::testing::temp_path("seam-intmax");
   sim::set_target_output(prefix);
