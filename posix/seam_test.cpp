@@ -121,6 +121,18 @@ TEST_CASE("seam: a target's memory is bounded at target_data_max, and running pa
   CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) >= sim::target_data_max - (std::int64_t(256) << 20));
 }
 
+TEST_CASE("seam: a target's shared memory is bounded at target_data_max too") {
+  // RLIMIT_DATA does not count MAP_SHARED: a target touched 4.4 GiB of it and the run held.
+  // The probe maps 64 MiB at a time without touching it, so the test uses no memory.
+  const std::string error = error_of(probe("shared-hog"));
+  INFO(error);
+  CHECK(error.find("the target exited with status 4") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(error, m, std::regex("mapped ([0-9]+) MiB shared, then refused")));
+  CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) <= sim::target_data_max);
+  CHECK(std::stol(m[1]) * (std::int64_t(1) << 20) >= sim::target_data_max - (std::int64_t(256) << 20));
+}
+
 TEST_CASE("seam: a target's thread starts, ends and is joined, with its return value") {
   const std::string prefix = loopsim::testing::temp_path("seam-thread");
   sim::set_target_output(prefix);
