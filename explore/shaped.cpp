@@ -243,7 +243,7 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
       return result;
     }
     const std::string text = varied(base, doc, options.seed, run);
-    Judged j = judge_text(text, name, budget);
+    Judged j = judged_run(text, shape, name, run, budget);
     if (j.verdict == Judged::Verdict::out_of_time) {
       result.out_of_time = true;
       result.verdict = GenerateResult::Verdict::limit;
