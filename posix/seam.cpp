@@ -98,17 +98,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   set_engine_thread();
-  thread_ = scheduler.spawn("target", [this] {
-    main_running(true);
-    exited(main_(argc_, argv_, envp_));
-  }, target_stack);
-  pthread_t watch;
-  using Create = int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  auto body = [](void* seam) -> void* {
-    static_cast<Seam*>(seam)->watch_main();
-    return nullptr;
-  };
-  if (real<Create, "pthread_create">()(&watch, nullptr, body, this) == 0) real<int(pthread_t), "pthread_detach">()(watch);
+  thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
   if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), std::chrono::milliseconds(1));
 }
 

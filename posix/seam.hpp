@@ -139,14 +139,9 @@ class Seam final : public sim::ForeignServer {
   // simulated thread: another may run the program's code while this one blocks in a call.
   struct Inside {
     explicit Inside(Seam& seam) : seam_(seam) {
-      if (seam_.here().depth++ == 0) {
-        ++seam_.calls_;
-        seam_.main_running(false);
-      }
+      if (seam_.here().depth++ == 0) ++seam_.calls_;
     }
-    ~Inside() {
-      if (--seam_.here().depth == 0) seam_.main_running(true);
-    }
+    ~Inside() { --seam_.here().depth; }
     Seam& seam_;
   };
 
@@ -243,15 +238,6 @@ class Seam final : public sim::ForeignServer {
   void run_request(Request request);
   void stop_if_ended();
   void run_thread(TargetThread& thread);  // a proxy's body
-  // main() runs the program's code (`yes`: a call returns to it) or the seam's: counted in
-  // main_runs_ for the watch on main(), when main()'s simulated thread is the one running.
-  void main_running(bool yes) {
-    if (scheduler_->current() == thread_ && main_runs_.load(std::memory_order_relaxed) % 2 != std::uint64_t(yes))
-      main_runs_.fetch_add(1, std::memory_order_release);
-  }
-  // An OS thread of the seam's own: ends the run when main() runs the program's code for
-  // target.spin_limit of the machine's time, as a target thread's proxy does for its thread.
-  void watch_main();
   [[noreturn]] void spun(const std::string& who, Nanos limit);
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
@@ -288,9 +274,6 @@ class Seam final : public sim::ForeignServer {
   bool listened_ = false;
   std::uint64_t passes_ = 0;
   std::uint64_t calls_ = 0;
-  // Odd while main() runs the program's code; each change adds 1. main() itself runs on the
-  // engine's OS thread, so only another thread can see it spin (watch_main).
-  std::atomic<std::uint64_t> main_runs_{0};
   std::uint64_t hard_limit_ = 0;  // RLIMIT_NOFILE's hard limit: the scenario's, or lowered since
   bool ended_ = false;  // main() returned, or the program called exit
   int exit_status_ = 0;  // ...with this status

@@ -165,29 +165,6 @@ void Seam::spun(const std::string& who, Nanos limit) {
   __builtin_unreachable();
 }
 
-void Seam::watch_main() {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals are for its own threads
-  const Nanos limit = scenario_.target->spin_limit;
-  // Looked at 8 times a limit, at most 4 times a second: a spin is caught within 1/8 past it.
-  const std::int64_t tick_ns = std::clamp<std::int64_t>(limit.count() / 8, 1'000'000, 250'000'000);
-  std::uint64_t seen = main_runs_.load(std::memory_order_acquire);
-  std::int64_t since = machine_ns();
-  for (;;) {
-    const timespec tick{0, long(tick_ns)};
-    real<int(const timespec*, timespec*), "nanosleep">()(&tick, nullptr);
-    const std::uint64_t runs = main_runs_.load(std::memory_order_acquire);
-    const std::int64_t now = machine_ns();
-    if (runs != seen) {
-      seen = runs;
-      since = now;
-      continue;
-    }
-    if (runs % 2 == 1 && now - since >= limit.count()) spun("main thread", limit);
-  }
-}
-
 TargetThread* Seam::thread_of(pthread_t thread) {
   // The newest first: an exited thread's identifier is given again to a later one.
   for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
