@@ -329,12 +329,7 @@ TEST_CASE("every input of the second bad-input pass ends in exit 2, a limit, or 
 
 namespace {
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using loopsim::testing::file_text;
 
 // A copy of a shipped scenario in a folder of its own, to be named as an input and an output.
 std::string scenario_copy(const std::string& folder, const std::string& name) {
@@ -392,12 +387,12 @@ TEST_CASE("generate --shape refuses a device, a FIFO and a file over 16 MiB, as 
 TEST_CASE("no output of a command may be one of its inputs, whatever its name: refused before anything is written") {
   const std::string folder = loopsim::testing::temp_path("clobber");
   const std::string scenario = scenario_copy(folder, "s.toml");
-  const std::string before = contents(scenario);
+  const std::string before = file_text(scenario);
   const std::string hard = folder + "/s-link.toml";
   std::filesystem::create_hard_link(scenario, hard);
   const std::string trace = folder + "/t.json";
   REQUIRE(run_loopsim("run " + scenario + " --trace " + trace).status == 0);
-  const std::string trace_before = contents(trace);
+  const std::string trace_before = file_text(trace);
   const std::pair<std::string, std::string> cases[] = {
       {"run " + scenario + " --trace " + scenario, "error: --trace:1:1: cannot write " + scenario + ": it is the input"},
       {"run " + scenario + " --trace " + folder + "/../clobber/s.toml", "error: --trace:1:1: cannot write"},
@@ -413,8 +408,8 @@ TEST_CASE("no output of a command may be one of its inputs, whatever its name: r
     CHECK(out.output.find(says) != std::string::npos);
     CHECK(out.output.find("verdict") == std::string::npos);  // refused before the run
   }
-  CHECK(contents(scenario) == before);
-  CHECK(contents(trace) == trace_before);
+  CHECK(file_text(scenario) == before);
+  CHECK(file_text(trace) == trace_before);
 
   // explore writes into --out names it makes: the input may be one of them.
   const std::string explore_out = loopsim::testing::temp_path("clobber-explore");
@@ -424,7 +419,7 @@ TEST_CASE("no output of a command may be one of its inputs, whatever its name: r
   auto out = run_loopsim("explore " + cex + " --out " + explore_out);
   CHECK(out.status == 2);
   CHECK(out.output.find("error: --out:1:1: cannot write " + cex + ": it is the input") != std::string::npos);
-  CHECK(contents(cex) == land);
+  CHECK(file_text(cex) == land);
 }
 
 TEST_CASE("nothing is written through a symbolic link or into a FIFO: refused with exit 2, naming the path") {
@@ -467,7 +462,7 @@ TEST_CASE("nothing is written through a symbolic link or into a FIFO: refused wi
   CHECK(explore.status == 2);
   CHECK(explore.output.find("error: --out:1:1: cannot write " + explore_out + "/land-base-counterexample.toml: it is a symbolic link") !=
         std::string::npos);
-  CHECK(contents(victim) == "VICTIM\n");
+  CHECK(file_text(victim) == "VICTIM\n");
 }
 
 TEST_CASE("a replay trace past its limit is refused by its size, before a line is read") {

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,14 @@ class TempPaths {
 inline std::string temp_path(const std::string& name) {
   static TempPaths paths;
   return paths.make(name);
+}
+
+// A file's whole text ("" when it cannot be read).
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 inline const std::string accept_burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";

@@ -18,12 +18,7 @@ using namespace loopsim;
 
 namespace {
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using loopsim::testing::file_text;
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -43,7 +38,7 @@ TEST_CASE("an output is never written through a symbolic link: the link's target
   CHECK(sim::open_output(link, why) == -1);
   CHECK_THAT(why, Catch::Contains("symbolic link"));
   CHECK_THAT(sim::write_output_file(link, [](std::ostream& out) { out << "trace\n"; }), Catch::Contains("symbolic link"));
-  CHECK(contents(victim) == "VICTIM\n");
+  CHECK(file_text(victim) == "VICTIM\n");
 }
 
 TEST_CASE("an output that is a FIFO or a device is refused at once, never waited on") {
@@ -63,7 +58,7 @@ TEST_CASE("a regular output is emptied and written whole, and only then") {
   write_text(path, "a much longer old content\n");
   CHECK(sim::unwritable_output(path).empty());
   CHECK(sim::write_output_file(path, [](std::ostream& out) { out << "new\n"; }).empty());
-  CHECK(contents(path) == "new\n");
+  CHECK(file_text(path) == "new\n");
   const std::string fresh = loopsim::testing::temp_path("files-fresh.txt");
   CHECK(sim::write_output_file(fresh, [](std::ostream& out) { out << std::string(200'000, 'x'); }).empty());
   CHECK(std::filesystem::file_size(fresh) == 200'000);
