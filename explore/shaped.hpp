@@ -14,12 +14,9 @@
 #include <string>
 
 #include "explore/generate.hpp"
+#include "explore/shape_variation.hpp"  // shaped_text
 
 namespace loopsim::explore {
-
-// The scenario of run `run`, as TOML text: the shape with its varied parts redrawn. Its arms are
-// dropped (a run is judged as the base). Throws sim::ScenarioError when the shape does not load.
-std::string shaped_text(const std::string& shape, const std::string& file, std::uint64_t seed, std::uint64_t run);
 
 // As generate(), over shaped_text's scenarios; a failure is shrunk towards fewer clients,
 // groups, faults and actions.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds the libFuzzer harnesses (fuzz/CMakeLists.txt) with clang into BUILD_DIR
-# (default build-fuzz/, under the project's root): fuzz_scenario, fuzz_trace, fuzz_http and
-# fuzz_choices. Usage: fuzz/build.sh [BUILD_DIR]
+# (default build-fuzz/, under the project's root): one fuzz_NAME for each harness NAME.cpp
+# (fuzz/README.md lists them). Usage: fuzz/build.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-build-fuzz}

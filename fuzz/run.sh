@@ -9,7 +9,7 @@
 #
 # Environment:
 #   FUZZ_ONLY="http trace"  run only these harnesses (scenario, trace, http, choices, merge,
-#                           answer, wire)
+#                           answer, wire, shape)
 #   FUZZ_JOBS=N             run N harnesses at once (default 1; CI runs 2 on its 2 cores)
 #   FUZZ_RUNS=N             also stop each harness after N executions
 #   FUZZ_SEED=N             libFuzzer's -seed: the same inputs tried in the same order on every
@@ -25,12 +25,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:?usage: run.sh SECONDS [BUILD_DIR]}
 dir=${2:-build-fuzz}
 case "$dir" in /*) ;; *) dir=$root/$dir ;; esac
-harnesses=(${FUZZ_ONLY:-scenario trace http choices merge answer wire})
+harnesses=(${FUZZ_ONLY:-scenario trace http choices merge answer wire shape})
 
 # The longest input each harness takes: a scenario file, a trace (cut; the seeds are longer), a
 # connection's bytes (past the 8192-byte head limit), a choices list or recording.
-# A shard document, a server's bytes (past the 64 KiB head bound), a target's messages.
-declare -A max_len=([scenario]=8192 [trace]=16384 [http]=10240 [choices]=4096 [merge]=8192 [answer]=70000 [wire]=16384)
+# A shard document, a server's bytes (past the 64 KiB head bound), a target's messages, a shape
+# (a scenario file). The shape harness reads scenario files: it shares their dictionary.
+declare -A max_len=([scenario]=8192 [trace]=16384 [http]=10240 [choices]=4096 [merge]=8192 [answer]=70000 [wire]=16384 [shape]=8192)
+declare -A dict_of=([shape]=scenario)
 
 mkdir -p "$dir/logs"
 bash "$root/fuzz/build.sh" "$dir" >"$dir/logs/build.log" 2>&1 || { cat "$dir/logs/build.log" >&2; exit 2; }
@@ -53,7 +55,7 @@ run_one() {
   mkdir -p "$findings"
   ls "$findings" | sort >"$work/before.$name"
   options=(-max_total_time="$seconds" -max_len="${max_len[$name]}" -timeout=10 -rss_limit_mb=2048
-           -dict="$root/fuzz/dict/$name.dict" -print_final_stats=1 -artifact_prefix="$findings/")
+           -dict="$root/fuzz/dict/${dict_of[$name]:-$name}.dict" -print_final_stats=1 -artifact_prefix="$findings/")
   [ -n "${FUZZ_RUNS:-}" ] && options+=(-runs="$FUZZ_RUNS")
   [ -n "${FUZZ_SEED:-}" ] && options+=(-seed="$FUZZ_SEED")
   [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)

@@ -18,7 +18,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: seed_corpus.sh OUT}
-mkdir -p "$out"/{scenario,trace,http,choices,merge,answer,wire}
+mkdir -p "$out"/{scenario,trace,http,choices,merge,answer,wire,shape}
 out=$(cd "$out" && pwd)
 cd "$root"
 loopsim=./build/loopsim
@@ -130,6 +130,10 @@ for f in fuzz/findings/*-[0-9]*; do
   [ -d "$out/${name%-*}" ] && cp "$f" "$out/${name%-*}/finding-$name"
 done
 
-for dir in scenario trace http choices merge answer wire; do
+# ---- shape: the scenario files, as generate --shape takes them (those with --set lines are
+# scenario text too: the harness reads them as a file) ------------------------------------
+cp "$out"/scenario/* "$out/shape/"
+
+for dir in scenario trace http choices merge answer wire shape; do
   echo "$dir: $(ls "$out/$dir" | wc -l) seeds"
 done

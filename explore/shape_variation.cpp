@@ -1,0 +1,149 @@
+// The variation of a shape (loopsim generate --shape): what the user's file leaves to chance,
+// redrawn for each run. Apart from the search (explore/shaped.cpp), so that it needs only sim/
+// and toml++, and the fuzzer reaches it (fuzz/shape.cpp).
+#include "explore/shape_variation.hpp"
+
+#include <algorithm>
+#include <toml++/toml.h>
+
+#include "model/choice.hpp"
+#include "sim/scenario.hpp"
+#include "sim/toml_writer.hpp"
+
+namespace loopsim::explore {
+
+namespace {
+
+// At most this many clients in all, as for generate's targets (well below any listen backlog).
+constexpr std::int64_t clients_max = 100;
+// Connections and fault times are drawn within this much of the file's own.
+constexpr std::int64_t spread_us = 300'000;
+
+std::string us_text(std::int64_t us) { return std::to_string(us) + "us"; }
+
+struct Draws {
+  std::uint64_t state;
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : model::splitmix64(state) % n; }
+  bool coin() { return below(2) == 0; }
+};
+
+std::int64_t micros(Nanos t) { return t.count() / 1000; }
+
+// A key of `table` read as a duration in microseconds (0 when absent).
+std::int64_t duration_us(const toml::table& table, const char* key) {
+  const auto* text = table.get_as<std::string>(key);
+  return text == nullptr ? 0 : micros(sim::parse_duration(text->get()));
+}
+
+
+// Redraws the `at` of each table in `list`: moved by `shift` with the workload, then anywhere
+// within spread_us / 2 either side; or drops it (with `optional`). Windows ("A..B") are left as
+// written; an `until` keeps its distance.
+void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift) {
+  if (list == nullptr) return;
+  for (std::size_t i = list->size(); i-- > 0;) {
+    toml::table* t = list->get(i)->as_table();
+    if (t == nullptr) continue;
+    if (optional && draws.below(3) == 0) {
+      list->erase(list->begin() + std::ptrdiff_t(i));
+      continue;
+    }
+    const auto* at = t->get_as<std::string>("at");
+    if (at == nullptr || at->get().find("..") != std::string::npos) continue;
+    const std::int64_t was = micros(sim::parse_duration(at->get()));
+    const std::int64_t now = std::max<std::int64_t>(0, was + shift + std::int64_t(draws.below(spread_us)) - spread_us / 2);
+    const std::int64_t width = duration_us(*t, "until") > 0 ? duration_us(*t, "until") - was : 0;
+    t->insert_or_assign("at", us_text(now));
+    if (width > 0) t->insert_or_assign("until", us_text(now + width));
+  }
+}
+
+}  // namespace
+
+// shaped_text from the shape read once: `base` as it loads, `doc` as TOML (a copy, varied).
+std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t seed, std::uint64_t run) {
+  Draws draws{seed ^ (0x9e3779b97f4a7c15ull * (run + 1))};
+  doc.insert_or_assign("seed", std::int64_t(draws.below(1'000'000) + 1));
+  doc.erase("arms");
+  doc.erase("choices");
+  // The program runs where the shape's does, wherever the drawn file is written and replayed.
+  if (base.target) {
+    if (toml::table* target = doc.get_as<toml::table>("target")) target->insert_or_assign("dir", base.target->folder);
+  }
+  std::int64_t left = clients_max;
+  // The workload moves as a whole, later by up to spread_us: the groups keep their times to one
+  // another (an expectation may measure one group after another), and never come earlier than
+  // the file says (a program may take time to start: redis spends 563 us of failing calls
+  // before it listens, and the file's times leave it that room).
+  const std::int64_t shift = std::int64_t(draws.below(spread_us));
+  if (toml::array* groups = doc.get_as<toml::array>("clients")) {
+    for (std::size_t g = 0; g < groups->size() && g < base.clients.size(); ++g) {
+      toml::table& t = *groups->get(g)->as_table();
+      const sim::ClientGroup& was = base.clients[g];
+      const std::int64_t count =
+          std::min<std::int64_t>(std::max<std::int64_t>(left, 1), 1 + std::int64_t(draws.below(std::uint64_t(2 * was.count))));
+      left -= count;
+      t.insert_or_assign("count", count);
+      // The group moves as a whole: its requests keep their times after the connection.
+      const std::int64_t connect_was = micros(was.connect_at.lo);
+      const std::int64_t connect = connect_was + shift;
+      if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", us_text(connect));
+      if (was.rate_milli > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
+      if (toml::array* requests = t.get_as<toml::array>("requests")) {
+        for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
+          const sim::RequestSpec& spec = was.requests[r];
+          if (spec.at.lo != spec.at.hi) continue;  // a window stays as written
+          requests->get(r)->as_table()->insert_or_assign(
+              "at", us_text(connect + std::max<std::int64_t>(0, micros(spec.at.lo) - connect_was)));
+        }
+      }
+    }
+  }
+  // A fault that names arms is theirs: the base, which a run is, never injects it.
+  if (toml::array* faults = doc.get_as<toml::array>("faults")) {
+    for (std::size_t i = faults->size(); i-- > 0;) {
+      if (faults->get(i)->as_table()->contains("arms")) faults->erase(faults->begin() + std::ptrdiff_t(i));
+    }
+  }
+  redraw_times(doc.get_as<toml::array>("faults"), draws, true, shift);
+  redraw_times(doc.get_as<toml::array>("actions"), draws, true, shift);
+  // Without a stop (a shutdown, SIGTERM, SIGINT, SIGQUIT) there is no drain to judge.
+  bool stops = false;
+  if (const toml::array* actions = doc.get_as<toml::array>("actions")) {
+    for (const toml::node& a : *actions) {
+      const toml::table& t = *a.as_table();
+      const std::string kind = t["kind"].value_or(std::string());
+      const std::string signal = t["signal"].value_or(std::string());
+      stops = stops || kind == "shutdown" || signal == "SIGTERM" || signal == "SIGINT" || signal == "SIGQUIT";
+    }
+  }
+  if (toml::array* expect = doc.get_as<toml::array>("expect"); expect != nullptr && !stops) {
+    for (std::size_t i = expect->size(); i-- > 0;) {
+      if (expect->get(i)->as_table()->get_as<std::string>("property") != nullptr &&
+          **expect->get(i)->as_table()->get_as<std::string>("property") == "shutdown_clean")
+        expect->erase(expect->begin() + std::ptrdiff_t(i));
+    }
+  }
+  for (const char* list : {"faults", "actions", "expect"}) {
+    if (const toml::array* items = doc.get_as<toml::array>(list); items != nullptr && items->empty()) doc.erase(list);
+  }
+  return sim::toml_text(doc) + '\n';
+}
+
+std::string shaped_text(const std::string& shape, const std::string& file, std::uint64_t seed, std::uint64_t run) {
+  const sim::Scenario base = sim::parse_scenario(shape, file);  // the shape must load as it is
+  return varied(base, shape_document(shape, file), seed, run);
+}
+
+toml::table shape_document(const std::string& shape, const std::string& file) {
+  try {
+    return toml::parse(shape, file);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw sim::ScenarioError(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " +
+                                 std::string(e.description()),
+                             "--shape takes a scenario file");
+  }
+}
+
+}  // namespace loopsim::explore
