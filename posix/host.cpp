@@ -2,6 +2,7 @@
 // main() as the server's thread, and talks to loopsim over the descriptor it inherited
 // (sim/target_wire.hpp). Without LOOPSIM_SEAM_FD the program just runs.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -117,6 +118,14 @@ int host_main(int argc, char** argv, char** envp) {
   ::unsetenv("LOOPSIM_SEAM_FD");
   ::unsetenv("LD_PRELOAD");
   real<int(int, int, ...), "fcntl">()(host, F_SETFD, FD_CLOEXEC);
+  if (const char* watch = std::getenv("LOOPSIM_SEAM_WATCH_FD")) {
+    const int fd = std::atoi(watch);
+    void* page = real<void*(void*, std::size_t, int, int, int, off_t), "mmap">()(nullptr, sizeof(sim::MainWatch),
+                                                                               PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (page != MAP_FAILED) main_watch = static_cast<sim::MainWatch*>(page);
+    real<int(int), "close">()(fd);
+    ::unsetenv("LOOPSIM_SEAM_WATCH_FD");
+  }
   raise_descriptor_limit();
 
   std::optional<wire::Message> start = wire::receive(host, wire::From::loopsim);

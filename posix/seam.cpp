@@ -22,6 +22,14 @@
 namespace loopsim::posix {
 
 Seam* current = nullptr;
+sim::MainWatch* main_watch = nullptr;
+
+void Seam::main_running(bool yes) {
+  if (main_watch == nullptr || scheduler_->current() != thread_) return;
+  if (main_watch->runs.load(std::memory_order_relaxed) % 2 == std::uint64_t(yes)) return;
+  if (yes) main_watch->since_virtual_ns.store(now().count(), std::memory_order_relaxed);
+  main_watch->runs.fetch_add(1, std::memory_order_release);
+}
 
 void* real_symbol(const char* name) {
   void* symbol = ::dlsym(RTLD_NEXT, name);
@@ -98,7 +106,10 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   set_engine_thread();
-  thread_ = scheduler.spawn("target", [this] { exited(main_(argc_, argv_, envp_)); }, target_stack);
+  thread_ = scheduler.spawn("target", [this] {
+    main_running(true);
+    exited(main_(argc_, argv_, envp_));
+  }, target_stack);
   if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), std::chrono::milliseconds(1));
 }
 

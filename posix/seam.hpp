@@ -32,6 +32,7 @@
 #include "model/sim_kernel.hpp"
 #include "sim/clients.hpp"
 #include "sim/scenario.hpp"
+#include "sim/target.hpp"  // MainWatch
 #include "sim/trace.hpp"
 #include "sim/world.hpp"
 #include "posix/threads.hpp"
@@ -139,9 +140,14 @@ class Seam final : public sim::ForeignServer {
   // simulated thread: another may run the program's code while this one blocks in a call.
   struct Inside {
     explicit Inside(Seam& seam) : seam_(seam) {
-      if (seam_.here().depth++ == 0) ++seam_.calls_;
+      if (seam_.here().depth++ == 0) {
+        ++seam_.calls_;
+        seam_.main_running(false);
+      }
     }
-    ~Inside() { --seam_.here().depth; }
+    ~Inside() {
+      if (--seam_.here().depth == 0) seam_.main_running(true);
+    }
     Seam& seam_;
   };
 
@@ -239,6 +245,9 @@ class Seam final : public sim::ForeignServer {
   void stop_if_ended();
   void run_thread(TargetThread& thread);  // a proxy's body
   [[noreturn]] void spun(const std::string& who, Nanos limit);
+  // main() runs the program's code (`yes`: a call returns to it) or the seam's: counted in the
+  // page loopsim watches (sim::MainWatch), when main()'s simulated thread is the one running.
+  void main_running(bool yes);
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
   std::uint64_t begin_pass(std::optional<Nanos> timeout);  // a wait begins the thread's next pass: its number
@@ -282,5 +291,7 @@ class Seam final : public sim::ForeignServer {
 
 // The Seam of this process, while a simulation runs in it; null otherwise.
 extern Seam* current;
+// The page loopsim shares to watch main() (LOOPSIM_SEAM_WATCH_FD), or null.
+extern sim::MainWatch* main_watch;
 
 }  // namespace loopsim::posix

@@ -264,6 +264,17 @@ TEST_CASE("seam: a target thread that never makes a served call is reported, not
                    "the simulation serves") != std::string::npos);
 }
 
+TEST_CASE("seam: a main thread that never makes a served call is reported, not waited for") {
+  // main() runs on the engine's own OS thread, so no proxy watches it: loopsim watches it
+  // through the page it shares with the target (sim::MainWatch). Without it, a spinning main()
+  // was caught only by loopsim's 120 s of silence, whatever spin_limit said.
+  const auto started = std::chrono::steady_clock::now();
+  const std::string error = error_of(probe("spins-main", "seam_probe_dynamic", "spin_limit = \"300ms\"\n"));
+  CHECK(error.find("probe.toml:6:14: the target's main thread at 0.000 ms of virtual time ran for 300 ms of the "
+                   "machine's time without a call the simulation serves") == 0);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(60));
+}
+
 TEST_CASE("seam: a program that never listens on its port is named, with where it did listen") {
   CHECK(error_of(probe("elsewhere")).find("never listened on port 8080 (it listened on: 9090)") != std::string::npos);
   // At the port's own line and column in the user's file, not in the text the target reads.

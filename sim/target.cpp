@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <array>
@@ -295,11 +296,22 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
-    if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=")) continue;
+    if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=") ||
+        entry.starts_with("LOOPSIM_SEAM_WATCH_FD="))
+      continue;
     env_strings.emplace_back(entry);
   }
   env_strings.push_back("LD_PRELOAD=" + seam);
   env_strings.push_back("LOOPSIM_SEAM_FD=" + std::to_string(pair[1]));
+  // The watch on main(): a page both processes map (MainWatch).
+  const int watch_fd = ::memfd_create("loopsim-main-watch", MFD_CLOEXEC);
+  if (watch_fd >= 0 && ::ftruncate(watch_fd, sizeof(MainWatch)) == 0) {
+    void* page = ::mmap(nullptr, sizeof(MainWatch), PROT_READ | PROT_WRITE, MAP_SHARED, watch_fd, 0);
+    if (page != MAP_FAILED) {
+      watch_ = new (page) MainWatch;
+      env_strings.push_back("LOOPSIM_SEAM_WATCH_FD=" + std::to_string(watch_fd));
+    }
+  }
   std::vector<char*> envp, argv;
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -326,7 +338,8 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     ::dup2(devnull, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    ::fcntl(pair[1], F_SETFD, 0);  // the one descriptor the program inherits
+    ::fcntl(pair[1], F_SETFD, 0);  // the descriptors the program inherits: the seam's socket,
+    if (watch_ != nullptr) ::fcntl(watch_fd, F_SETFD, 0);  // and the watch on main()
     if (::chdir(folder.c_str()) == 0) ::execve(argv[0], argv.data(), envp.data());
     const char* why = std::strerror(errno);
     (void)!::write(2, "loopsim: cannot execute the target: ", 36);
@@ -341,6 +354,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   ::close(out);
   ::close(err);
   ::close(pair[1]);
+  if (watch_fd >= 0) ::close(watch_fd);
   if (devnull >= 0) ::close(devnull);
   socket_ = pair[0];
   if (pid_ < 0) {
@@ -355,7 +369,29 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   if (!wire::send(socket_, wire::Type::start, start)) failed("it ended before it was sent the scenario");
 }
 
+void TargetProcess::watch_main(std::uint64_t& seen, std::chrono::steady_clock::time_point& since) {
+  if (watch_ == nullptr) return;
+  const std::uint64_t runs = watch_->runs.load(std::memory_order_acquire);
+  const auto now = std::chrono::steady_clock::now();
+  if (runs != seen) {
+    seen = runs;
+    since = now;
+    return;
+  }
+  const Nanos limit = scenario_.target->spin_limit;
+  if (runs % 2 == 0 || now - since < limit) return;
+  char text[160];
+  std::snprintf(text, sizeof text, "the target's main thread at %.3f ms of virtual time ran for %.0f ms",
+                double(watch_->since_virtual_ns.load(std::memory_order_acquire)) / 1e6, double(limit.count()) / 1e6);
+  end_process();
+  throw ScenarioError(scenario_.position_of({"target.spin_limit", "target.exec"}) + ": " + text +
+                          " of the machine's time without a call the simulation serves: a spin, which virtual time "
+                          "cannot move past (target.spin_limit)",
+                      "the target's stderr is in " + output_ + ".stderr; docs/targets.md lists what the seam serves");
+}
+
 TargetProcess::~TargetProcess() {
+  if (watch_ != nullptr) ::munmap(watch_, sizeof(MainWatch));
   if (socket_ >= 0) ::close(socket_);
   end_process();
   for (Output* o : {&out_, &err_}) {
@@ -491,13 +527,18 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
   // nothing: after this much wall time of silence the run is given up.
   constexpr int silence_ms = 120'000;
   auto heard = std::chrono::steady_clock::now();
+  // main() is looked at 8 times a spin_limit, at most 4 times a second.
+  const int tick_ms = int(std::clamp<std::int64_t>(scenario_.target->spin_limit.count() / 8'000'000, 1, 250));
+  std::uint64_t seen = watch_ != nullptr ? watch_->runs.load(std::memory_order_acquire) : 0;
+  auto since = heard;
   for (;;) {
     // Its output is drained meanwhile: a program blocked writing to a full pipe sends nothing.
     pollfd p[3] = {{socket_, POLLIN, 0}, {out_.fd, POLLIN, 0}, {err_.fd, POLLIN, 0}};
-    int ready = ::poll(p, 3, silence_ms);
+    int ready = ::poll(p, 3, watch_ != nullptr ? tick_ms : silence_ms);
     if (ready < 0 && errno == EINTR) continue;
     drain(out_, false);
     drain(err_, false);
+    watch_main(seen, since);
     if (p[0].revents == 0) {
       if (std::chrono::steady_clock::now() - heard >= std::chrono::milliseconds(silence_ms))
         failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");

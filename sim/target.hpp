@@ -4,6 +4,9 @@
 // what it reports. One process per execution: the program's globals start fresh every time.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -37,6 +40,16 @@ class TargetDied : public ScenarioError {
 // What a target's death under a schedule is called where properties are named: among an
 // explorer's violated ones, and as the failed verdict of a counterexample's replay.
 inline constexpr std::string_view target_died = "target_died";
+
+// A page loopsim shares with its target's process (a memfd, LOOPSIM_SEAM_WATCH_FD): the seam
+// counts in it each time main() enters the program's code or leaves it for a served call, so
+// that loopsim can see a main() that spins. main() runs on the engine's own OS thread, so
+// nothing in the target could watch it but another thread, and a thread of the seam's own
+// there made a target's thread schedules replay otherwise under load.
+struct MainWatch {
+  std::atomic<std::uint64_t> runs{0};            // odd while main() runs the program's code
+  std::atomic<std::int64_t> since_virtual_ns{0};  // virtual time when it last went in
+};
 
 class TargetProcess {
  public:
@@ -88,6 +101,9 @@ class TargetProcess {
   int socket_ = -1;
   std::string output_;  // the path before ".stdout" and ".stderr"
   Output out_, err_;
+  MainWatch* watch_ = nullptr;  // the shared page (MainWatch), or null if none could be made
+  // main() in the program's code for spin_limit of the machine's time: the run's end.
+  void watch_main(std::uint64_t& seen, std::chrono::steady_clock::time_point& since);
 };
 
 // What is kept of each of a target's stdout and stderr: its last bytes (what a program that
