@@ -8,6 +8,7 @@
 
 #include "model/choice.hpp"
 #include "sim/scenario.hpp"
+#include "sim/units.hpp"
 #include "sim/toml_writer.hpp"
 
 namespace loopsim::explore {
@@ -17,9 +18,12 @@ namespace {
 // At most this many clients in all, as for generate's targets (well below any listen backlog).
 constexpr std::int64_t clients_max = 100;
 // Connections and fault times are drawn within this much of the file's own.
-constexpr std::int64_t spread_us = 300'000;
+constexpr std::int64_t spread_ns = 300'000'000;
+constexpr std::int64_t time_max = sim::duration_max.count();
 
-std::string us_text(std::int64_t us) { return std::to_string(us) + "us"; }
+// A time as the file writes it: exact to the nanosecond, as the file gave it, and never past
+// what a file may hold (the workload moves later, and a time at the limit stays there).
+std::string time_text(std::int64_t ns) { return sim::duration_text(Nanos(std::clamp<std::int64_t>(ns, 0, time_max))); }
 
 struct Draws {
   std::uint64_t state;
@@ -27,18 +31,15 @@ struct Draws {
   bool coin() { return below(2) == 0; }
 };
 
-std::int64_t micros(Nanos t) { return t.count() / 1000; }
-
-// A key of `table` read as a duration in microseconds (0 when absent).
-std::int64_t duration_us(const toml::table& table, const char* key) {
+// A key of `table` read as a duration in nanoseconds (0 when absent).
+std::int64_t duration_ns(const toml::table& table, const char* key) {
   const auto* text = table.get_as<std::string>(key);
-  return text == nullptr ? 0 : micros(sim::parse_duration(text->get()));
+  return text == nullptr ? 0 : sim::parse_duration(text->get()).count();
 }
 
-
 // Redraws the `at` of each table in `list`: moved by `shift` with the workload, then anywhere
-// within spread_us / 2 either side; or drops it (with `optional`). Windows ("A..B") are left as
-// written; an `until` keeps its distance.
+// within spread_ns / 2 either side; or drops it (with `optional`). Windows ("A..B") are left as
+// written; an `until` keeps its distance, and so the window stays within the limit too.
 void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift) {
   if (list == nullptr) return;
   for (std::size_t i = list->size(); i-- > 0;) {
@@ -50,11 +51,12 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
     }
     const auto* at = t->get_as<std::string>("at");
     if (at == nullptr || at->get().find("..") != std::string::npos) continue;
-    const std::int64_t was = micros(sim::parse_duration(at->get()));
-    const std::int64_t now = std::max<std::int64_t>(0, was + shift + std::int64_t(draws.below(spread_us)) - spread_us / 2);
-    const std::int64_t width = duration_us(*t, "until") > 0 ? duration_us(*t, "until") - was : 0;
-    t->insert_or_assign("at", us_text(now));
-    if (width > 0) t->insert_or_assign("until", us_text(now + width));
+    const std::int64_t was = sim::parse_duration(at->get()).count();
+    const std::int64_t width = t->contains("until") ? duration_ns(*t, "until") - was : 0;
+    const std::int64_t now = std::clamp<std::int64_t>(was + shift + std::int64_t(draws.below(spread_ns)) - spread_ns / 2, 0,
+                                                      time_max - std::max<std::int64_t>(width, 0));
+    t->insert_or_assign("at", time_text(now));
+    if (t->contains("until")) t->insert_or_assign("until", time_text(now + width));
   }
 }
 
@@ -71,11 +73,11 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
     if (toml::table* target = doc.get_as<toml::table>("target")) target->insert_or_assign("dir", base.target->folder);
   }
   std::int64_t left = clients_max;
-  // The workload moves as a whole, later by up to spread_us: the groups keep their times to one
+  // The workload moves as a whole, later by up to spread_ns: the groups keep their times to one
   // another (an expectation may measure one group after another), and never come earlier than
   // the file says (a program may take time to start: redis spends 563 us of failing calls
   // before it listens, and the file's times leave it that room).
-  const std::int64_t shift = std::int64_t(draws.below(spread_us));
+  const std::int64_t shift = std::int64_t(draws.below(spread_ns));
   if (toml::array* groups = doc.get_as<toml::array>("clients")) {
     for (std::size_t g = 0; g < groups->size() && g < base.clients.size(); ++g) {
       toml::table& t = *groups->get(g)->as_table();
@@ -85,16 +87,16 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
       left -= count;
       t.insert_or_assign("count", count);
       // The group moves as a whole: its requests keep their times after the connection.
-      const std::int64_t connect_was = micros(was.connect_at.lo);
-      const std::int64_t connect = connect_was + shift;
-      if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", us_text(connect));
+      const std::int64_t connect_was = was.connect_at.lo.count();
+      const std::int64_t connect = std::min(connect_was + shift, time_max);
+      if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", time_text(connect));
       if (was.rate_milli > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
       if (toml::array* requests = t.get_as<toml::array>("requests")) {
         for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
           const sim::RequestSpec& spec = was.requests[r];
           if (spec.at.lo != spec.at.hi) continue;  // a window stays as written
           requests->get(r)->as_table()->insert_or_assign(
-              "at", us_text(connect + std::max<std::int64_t>(0, micros(spec.at.lo) - connect_was)));
+              "at", time_text(connect + std::max<std::int64_t>(0, spec.at.lo.count() - connect_was)));
         }
       }
     }

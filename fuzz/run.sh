@@ -19,7 +19,9 @@
 #   FUZZ_CORPUS=DIR         keep the corpora in DIR/NAME across runs (seeded when empty)
 #                           instead of a temporary folder
 # Findings are kept in BUILD_DIR/findings/NAME/, logs in BUILD_DIR/logs/NAME.log. Reproduce one
-# with BUILD_DIR/fuzz_NAME FILE.
+# with BUILD_DIR/fuzz_NAME FILE. The findings stay on the machine that ran; so that a run
+# elsewhere (CI) can be replayed from its log alone, each new finding is also printed after the
+# table: the report's first lines and the input in base64. `base64 -d >FILE` gives it back.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:?usage: run.sh SECONDS [BUILD_DIR]}
@@ -117,5 +119,14 @@ for name in "${harnesses[@]}"; do
   cat "$work/line.$name" 2>/dev/null || printf '%-10s %14s %10s  %s\n' "$name" ? ? "did not finish"
   s=$(cat "$work/status.$name" 2>/dev/null || echo 2)
   if [ "$s" -eq 1 ] || { [ "$s" -eq 2 ] && [ "$status" -eq 0 ]; }; then status=$s; fi
+done
+for name in "${harnesses[@]}"; do
+  [ -s "$work/new.$name" ] || continue
+  while read -r file; do
+    echo "== finding of $name: $file"
+    grep -m 12 -E 'fuzz finding|ERROR|SUMMARY|runtime error|^    #[0-9] ' "$dir/logs/$name.log" || true
+    echo "-- the input, $(wc -c <"$dir/findings/$name/$file") bytes, base64:"
+    base64 -w 76 "$dir/findings/$name/$file"
+  done <"$work/new.$name"
 done
 exit "$status"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/loopsim_process_for_tests.hpp"
+#include "sim/units.hpp"
 
 namespace {
 
@@ -169,6 +170,19 @@ TEST_CASE("Durations parse into whole nanoseconds with integer arithmetic") {
   CHECK(parse_duration("0.000000001s") == Nanos{1});
   CHECK(parse_duration("2.50ms") == Nanos{2'500'000});
   CHECK(parse_duration("1000000s") == duration_max);
+}
+
+TEST_CASE("a duration is written exactly, in the largest unit that divides it, and reads back the same") {
+  CHECK(duration_text(Nanos{0}) == "0s");
+  CHECK(duration_text(Nanos{1500}) == "1500ns");
+  CHECK(duration_text(Nanos{20'000}) == "20us");
+  CHECK(duration_text(Nanos{2'500'000}) == "2500us");
+  CHECK(duration_text(Nanos{20'000'000}) == "20ms");
+  CHECK(duration_text(Nanos{3'000'000'000}) == "3s");
+  CHECK(duration_text(duration_max) == "1000000s");
+  for (std::int64_t ns : {1ll, 999ll, 1'001ll, 123'456'789ll, 999'999'999'999'999ll}) {
+    CHECK(parse_duration(duration_text(Nanos{ns})) == Nanos{ns});
+  }
 }
 
 TEST_CASE("Malformed, negative, unitless and oversized durations are rejected with a reason") {

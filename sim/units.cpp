@@ -119,6 +119,14 @@ Bound parse_bound(const std::string& text) {
   return {unit->unit, value, text};
 }
 
+std::string duration_text(Nanos t) {
+  const std::int64_t ns = t.count();
+  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
 Nanos parse_duration(const std::string& text) {
   if (text.empty()) throw std::invalid_argument("empty duration");
   if (text.front() == '-') bad_duration(text, "is negative; durations cannot be");

@@ -10,4 +10,8 @@ namespace loopsim::sim {
 // "500ms" (a time), "3" (a count), "2 requests", "1.5 batches". Throws std::invalid_argument.
 Bound parse_bound(const std::string& text);
 
+// A duration as a scenario writes it, exactly: in the largest unit that divides it ("1500ns",
+// "20ms", "3s"), so that parse_duration reads back the same value.
+std::string duration_text(Nanos t);
+
 }  // namespace loopsim::sim
