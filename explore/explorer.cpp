@@ -52,6 +52,11 @@ std::size_t Explorer::intern(const Stop& stop, std::size_t previous, std::uint32
     // The ways on from `previous`: what a later visit of it may reach (audit_future).
     if (successors_.size() < key_nodes_.size()) successors_.resize(key_nodes_.size());
     if (previous != no_node) {
+      // A decision that leads back to the state that asked it, nothing changed, is one question
+      // asked twice: the second is a revisit, and what follows it is never searched (the run's
+      // end, when its last landing offer was asked again at the horizon).
+      if (key_it->second == previous && key_nodes_[previous].options > 0 && result_.audit_failure.empty())
+        audit_failed(previous, "a decision leads back to the state that asked it, nothing changed: one question asked twice");
       std::vector<std::size_t>& out = successors_[previous];
       if (std::find(out.begin(), out.end(), key_it->second) == out.end()) out.push_back(key_it->second);
     }

@@ -324,3 +324,34 @@ TEST_CASE("snapshots and replays reach the same states, executions and verdict")
     }
   }
 }
+
+TEST_CASE("a window that ends at the horizon may not land: the merged search finds what the tree finds") {
+  // A request (or a connection) due somewhere in the last 100 ms lands at the horizon, which is
+  // after the run, when each offer to land earlier is declined. The run's last offer was asked
+  // twice in one state (World::finish steps once more), the second a revisit to the merged
+  // search, which then never judged that run's end and passed.
+  for (const char* key : {"requests", "connect_at"}) {
+    std::string text = R"(
+name = "edge"
+horizon = "10s"
+[[clients]]
+name = "a"
+)";
+    text += std::string(key) == "requests" ? "connect_at = \"0ms\"\nkeep_alive = true\nrequests = [{ at = \"9900ms..10s\", path = \"/\" }]\n"
+                                           : "connect_at = \"9900ms..10s\"\nrequests = [{ at = \"9900ms\", path = \"/\" }]\n";
+    text += "[[expect]]\nproperty = \"answered\"\n";
+    INFO(key);
+    sim::Scenario scenario = load(text);
+    ExploreOptions merged, tree, audited;
+    tree.prune = false;
+    audited.audit = true;
+    ExploreResult a = search(scenario, Costs{}, merged), b = search(scenario, Costs{}, tree), c = search(scenario, Costs{}, audited);
+    CHECK(b.verdict == ExploreResult::Verdict::violated);
+    CHECK(a.verdict == b.verdict);
+    CHECK(a.merged);
+    CHECK(c.audit_failure.empty());
+    CHECK(c.verdict == b.verdict);
+    REQUIRE(a.counterexample);
+    CHECK(judge_choices(scenario, Costs{}, a.counterexample->choices).violated == std::vector<std::string>{"answered"});
+  }
+}

@@ -538,8 +538,14 @@ bool Scheduler::step(Nanos until) {
   if (now_batch_.empty()) {
     drop_stale_heads();
     bool moves = queue_.empty() || queue_.front().when != now_;
-    if (moves && offer_landing()) return true;
-    if (!load_next_instant(until)) return false;
+    // Time moves to the run's end: the open windows' last chance, asked once. One that ends at
+    // the horizon and declines here never lands, as in a run that draws its instant there.
+    bool ends = queue_.empty() || queue_.front().when >= until;
+    if (moves && !(ends && declined_at_end_ == epoch_) && offer_landing()) return true;
+    if (!load_next_instant(until)) {
+      declined_at_end_ = epoch_;
+      return false;
+    }
   }
   if (offer_landing()) return true;
   Entry entry = take_next();

@@ -284,6 +284,11 @@ class Scheduler {
   std::unordered_map<std::uint64_t, std::uint64_t> pending_;
   bool explore_windows_ = false;
   bool landing_ = false;          // a happening lands inside a call
+  // The epoch at which the last instant before `until` was left with its open windows offered
+  // a landing and declined (0: none): a run that ends there is not asked again (World::finish
+  // steps once more), or the second question, in the same state, would be a revisit to a
+  // search, which then never reaches the run's end. Not digested: no decision follows it.
+  std::uint64_t declined_at_end_ = 0;
   std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled

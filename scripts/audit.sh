@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The search checked against itself, on every arm of every scenario and example:
+# The search checked against itself, on every arm of every scenario and example (and
+# tests/data/explore/, whose horizon-edge.toml has windows that end at the horizon):
 #  - `explore --audit`: states with one digest must be one state (exit 4 names the field);
 #  - the same search with --no-prune: pruning may only cut work, never change a verdict. A
 #    search that ended none_found and one that ended violated on the same arm contradict each
@@ -88,7 +89,7 @@ audit_scenario() {
   echo "$searched $compared $trees $judged_pairs $decisive $bounded $failures" >"$work/counts"
 }
 
-files=(scenarios/*.toml examples/*/*.toml bench/spin/*.toml)
+files=(scenarios/*.toml examples/*/*.toml bench/spin/*.toml tests/data/explore/*.toml)
 searched=0 compared=0 decisive=0 bounded=0 trees=0 judged_pairs=0 failures=0
 printed=0
 # flush: prints, in file order, the lines of every scenario finished so far, adding its counts.
