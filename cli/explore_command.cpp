@@ -22,7 +22,7 @@ namespace {
 
 struct ExploreArgs {
   std::string file;
-  std::string strategy = "dfs";
+  std::string strategy = "deviations";
   std::uint32_t depth = explore::ExploreOptions{}.depth;
   std::uint32_t faults = 0;
   std::string fault_errno = "EMFILE";
@@ -159,7 +159,8 @@ int explore_file(const ExploreArgs& args) {
 
   explore::ExploreOptions options;
   options.strategy = args.strategy == "random" ? explore::ExploreOptions::Strategy::random
-                                               : explore::ExploreOptions::Strategy::dfs;
+                     : args.strategy == "dfs" ? explore::ExploreOptions::Strategy::dfs
+                                              : explore::ExploreOptions::Strategy::deviations;
   options.depth = args.depth;
   options.max_executions = args.max_executions;
   options.prune = !args.no_prune;
@@ -276,6 +277,11 @@ int explore_file(const ExploreArgs& args) {
   doc["states"] = result.states;
   doc["transitions"] = result.transitions;
   doc["cut"] = result.cut;
+  if (options.strategy == explore::ExploreOptions::Strategy::deviations) {
+    // Every execution with at most this many non-natural choices was searched (-1: none).
+    doc["deviations_completed"] = result.deviations_completed;
+    doc["deviations_max"] = result.deviations_max;
+  }
   doc["steps"] = result.steps;
   doc["replayed_steps"] = result.replayed_steps;
   doc["snapshots"] = result.snapshots;
@@ -344,8 +350,11 @@ void add_explore(CLI::App& app, int& status) {
   auto args = std::make_shared<ExploreArgs>();
   auto* cmd = app.add_subcommand("explore", "Model-check a scenario's choices; write a replayable counterexample");
   cmd->add_option("file", args->file, "Scenario file (TOML)")->required()->check(non_empty);
-  cmd->add_option("--strategy", args->strategy, "dfs (every schedule within bounds) or random (one per seed)")
-      ->check(CLI::IsMember({"dfs", "random"}))->capture_default_str();
+  cmd->add_option("--strategy", args->strategy,
+                  "deviations: every schedule within bounds, fewest non-natural choices first (the natural\n"
+                  "run, then each with one, then two, ...; deviations_completed says how far it got);\n"
+                  "dfs: every schedule, depth first; random: one schedule per seed, a sample")
+      ->check(CLI::IsMember({"deviations", "dfs", "random"}))->capture_default_str();
   cmd->add_option("--depth", args->depth, "Decisions branched on in one execution, from its start (later ones take\n"
                   "their natural alternative, and the search says the bound cut it)")->capture_default_str();
   cmd->add_option("--faults", args->faults, "Fault budget: accepts that may fail (where is a choice)")
@@ -415,7 +424,9 @@ void add_explore(CLI::App& app, int& status) {
       "  3  bound_reached: --depth, --max-executions, the state limit, --time-limit, a run's\n"
       "     step limit or its trace limit cut the search short (\"bounds\" names each); this\n"
       "     proves nothing. A random search (--strategy random) samples one schedule per seed,\n"
-      "     so it ends here unless it finds something.\n"
+      "     so it ends here unless it finds something. By deviations (the default), it still\n"
+      "     says which level it finished: deviations_completed = 2 means no schedule with two\n"
+      "     or fewer non-natural choices fails.\n"
       "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
       "States are merged only where every judged property is decided by the state (answered,\n"
       "no_stranded_backlog without max, liveness); otherwise the search is a tree, and says so\n"

@@ -189,6 +189,20 @@ Json merge_explore(const std::vector<Shard>& shards, const MergeArgs& args) {
   }
   // Every DFS shard runs the first execution; only shard 0 counts it (explore/explorer.cpp).
   for (const char* key : {"executions", "cut", "steps", "replayed_steps", "snapshots"}) doc[key] = sum(shards, key);
+  // By deviations: a level is finished only where every shard finished it. A shard that
+  // searched everything (its completed level is its highest) holds no level back.
+  if (first.contains("deviations_completed")) {
+    std::int64_t completed = INT64_MAX;
+    std::uint64_t most = 0;
+    for (const Shard& s : shards) {
+      const std::int64_t done = s.doc.value("deviations_completed", std::int64_t(-1));
+      const std::uint64_t max = s.doc.value("deviations_max", std::uint64_t(0));
+      most = std::max(most, max);
+      if (done < std::int64_t(max)) completed = std::min(completed, done);
+    }
+    doc["deviations_completed"] = completed == INT64_MAX ? std::int64_t(most) : completed;
+    doc["deviations_max"] = most;
+  }
   // Shards share no visited set: a state two shards reach is counted by both.
   doc["states_summed"] = sum(shards, "states");
   doc["transitions_summed"] = sum(shards, "transitions");

@@ -57,18 +57,31 @@ std::string body(const std::string& path) {  // a written scenario less its comm
 
 }  // namespace
 
-TEST_CASE("merge: explore's DFS shards, pruning off, add up to the unsharded search") {
-  Sharded s = shard_and_merge("explore " + tiny + " --no-prune", 3, "dfs");
-  CHECK(s.whole_status == 0);
-  CHECK(s.merged_status == s.whole_status);
-  CHECK(s.merged["verdict"] == s.whole["verdict"]);
-  for (const char* key : {"executions", "steps", "replayed_steps", "cut"}) {
-    INFO(key);
-    CHECK(s.merged[key] == s.whole[key]);
+TEST_CASE("merge: explore's shards, pruning off, add up to the unsharded search, by deviations and depth first") {
+  for (const std::string strategy : {"deviations", "dfs"}) {
+    INFO(strategy);
+    Sharded s = shard_and_merge("explore " + tiny + " --no-prune --strategy " + strategy, 3, strategy);
+    CHECK(s.whole_status == 0);
+    CHECK(s.merged_status == s.whole_status);
+    CHECK(s.merged["verdict"] == s.whole["verdict"]);
+    for (const char* key : {"executions", "cut"}) {
+      INFO(key);
+      CHECK(s.merged[key] == s.whole[key]);
+    }
+    // Depth first replays the same prefixes sharded or not; by deviations a shard restores
+    // snapshots of its own, and replays what they do not hold.
+    if (strategy == "dfs") CHECK(s.merged["steps"] == s.whole["steps"]);
+    CHECK(s.merged["shards"] == 3);
+    // Shards share no visited set: they count at least the states of the whole.
+    CHECK(s.merged["states_summed"].get<std::uint64_t>() >= s.whole["states"].get<std::uint64_t>());
+    if (strategy == "deviations") {
+      CHECK(s.whole["deviations_completed"] == s.whole["deviations_max"]);
+      CHECK(s.merged["deviations_completed"] == s.whole["deviations_completed"]);
+      CHECK(s.merged["deviations_max"] == s.whole["deviations_max"]);
+    } else {
+      CHECK_FALSE(s.merged.contains("deviations_completed"));
+    }
   }
-  CHECK(s.merged["shards"] == 3);
-  // Shards share no visited set: they count at least the states of the whole.
-  CHECK(s.merged["states_summed"].get<std::uint64_t>() >= s.whole["states"].get<std::uint64_t>());
 }
 
 TEST_CASE("merge: explore --maximize finds the unsharded search's worst case, which replays") {

@@ -107,11 +107,11 @@ void Explorer::ended(const Stop& stop, std::size_t last) {
   result_.counterexample = Counterexample{path_, outcome.violated, detail, {}};
 }
 
-void Explorer::descend(std::size_t previous, std::uint32_t via) {
-  const std::uint64_t steps_at_start = exec_->steps();
+void Explorer::descend(std::size_t previous, std::uint32_t via, std::optional<Stop> first) {
+  const std::uint64_t steps_at_start = first ? 0 : exec_->steps();
   const auto count_steps = [&] { result_.steps += exec_->steps() - steps_at_start; };
   for (;;) {
-    Stop stop = exec_->advance();
+    Stop stop = first ? *std::exchange(first, std::nullopt) : exec_->advance();
     if (stop.kind == Stop::Kind::end) {
       count_steps();
       ended(stop, previous);
@@ -132,18 +132,21 @@ void Explorer::descend(std::size_t previous, std::uint32_t via) {
       pick = seeded_->choose(stop.choice, stop.options);
     } else if (path_.size() >= options_.depth) {
       hit("depth");
+    } else if (bounded_) {
+      queue_branches(stop, node);
     } else {
       push_frame(stop, node);
     }
     LOOPSIM_ASSERT_OP(pick, <, stop.options);
     path_.push_back(model::Choice{stop.choice, stop.options, pick});
+    if (bounded_) take_link();
     exec_->decide(pick);
     via = pick;
   }
 }
 
 bool Explorer::cut_here(const Stop& stop, std::size_t node, bool fresh, std::uint64_t steps) {
-  if (!result_.audit_failure.empty()) return true;
+  if (!result_.audit_failure.empty() || stop_) return true;
   // A state reached before has the futures it had then, explored then or being explored.
   if (merge_ && !fresh && !random_) {
     if (options_.audit) audit_future(stop, node);
@@ -212,18 +215,43 @@ void Explorer::resume_at(std::size_t f) {
     replay_to(frames_[base].depth, target.depth);
     return;
   }
-  // No snapshot below: from time 0.
-  exec_->abandon();
-  exec_ = system_.start();
-  std::uint64_t steps_at_start = 0;
-  for (;;) {
+  replay_from_start(target.depth);  // no snapshot below
+}
+
+void Explorer::replay_from_start(std::size_t to_depth) {
+  // From the snapshot of the first stop where there is one: a new execution would not take the
+  // snapshots of this one.
+  bool at_decision = false;
+  if (root_) {
+    exec_->restore(*root_);
+    ++result_.restores;
+    at_decision = root_kind_ == Stop::Kind::decision;
+  } else {
+    exec_->abandon();
+    exec_ = system_.start();
+  }
+  const std::uint64_t steps_at_start = exec_->steps();
+  while (!at_decision) {
     Stop stop = exec_->advance();
-    if (stop.kind == Stop::Kind::decision) break;
     if (stop.kind == Stop::Kind::end) throw std::logic_error("explore: a replay ended before its decision");
+    at_decision = stop.kind == Stop::Kind::decision;
   }
   result_.replayed_steps += exec_->steps() - steps_at_start;
   result_.steps += exec_->steps() - steps_at_start;
-  replay_to(0, target.depth);
+  replay_to(0, to_depth);
+}
+
+void Explorer::take_link() {
+  // A link a decision: 2^32 of them would take 96 GiB, which no search here has. Past that the
+  // search stops, and says so.
+  if (links_.size() >= std::size_t(no_link) - 1) {
+    hit("max decisions");
+    stop_ = true;
+    return;
+  }
+  links_.push_back(Link{link_, std::uint32_t(path_.size() - 1), path_.back()});
+  link_ = std::uint32_t(links_.size() - 1);
+  deviations_ += path_.back().pick != 0;
 }
 
 // Sharding: the alternatives the first execution left, in order from its start, dealt round
@@ -365,6 +393,8 @@ ExploreResult Explorer::run() {
   }
   if (random_) {
     sample();
+  } else if (bounded_) {
+    by_deviations();
   } else {
     dfs();
   }
@@ -377,6 +407,8 @@ ExploreResult Explorer::run() {
   }
   if (exec_) exec_->abandon();
   frames_.clear();
+  waiting_.clear();
+  root_.reset();
   if (result_.verdict != ExploreResult::Verdict::violated && !result_.bounds.empty()) {
     result_.verdict = ExploreResult::Verdict::bound_reached;
   }

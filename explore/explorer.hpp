@@ -35,8 +35,11 @@ struct ExploreProgress {
 };
 
 struct ExploreOptions {
-  enum class Strategy : std::uint8_t { dfs, random };
-  Strategy strategy = Strategy::dfs;
+  // deviations: every execution with no non-natural choice, then every one with one, then two,
+  // ... (iterative deviation bounding): a defect that needs k is found before any execution
+  // with more than k is run. dfs: depth first. random: one execution per seed, a sample.
+  enum class Strategy : std::uint8_t { deviations, dfs, random };
+  Strategy strategy = Strategy::deviations;
   std::uint32_t depth = 1024;  // decisions branched on, counted from the run's start
   std::uint64_t max_executions = 1'000'000;
   std::uint64_t max_states = 20'000'000;
@@ -97,6 +100,10 @@ struct ExploreResult {
   std::uint64_t states = 0;
   std::uint64_t transitions = 0;
   std::uint64_t cut = 0;  // executions stopped at a state reached before
+  // The search by deviations: every execution with at most this many non-natural choices was
+  // searched (-1: not even the natural one; with none_found, every execution there was).
+  std::int64_t deviations_completed = -1;
+  std::uint64_t deviations_max = 0;  // the most any execution took
   std::uint64_t steps = 0;           // scheduler steps run, in all executions
   std::uint64_t replayed_steps = 0;  // of them, steps that retraced a prefix already explored
   std::uint64_t snapshots = 0;       // snapshots taken

@@ -1,6 +1,7 @@
 // The explorer's state, shared by the files of its concerns: explorer.cpp (the depth-first and
-// sampled searches, with their limits and snapshots), explorer_audit.cpp (the digest audit) and
-// stranding.cpp (liveness on the state graph). Only those include it.
+// sampled searches, with their limits and snapshots), explorer_bounded.cpp (the search by
+// deviations: every execution with 0, then 1, then 2 non-natural choices), explorer_audit.cpp
+// (the digest audit) and stranding.cpp (liveness on the state graph). Only those include it.
 #pragma once
 
 #include <limits>
@@ -40,7 +41,10 @@ struct ShapeNode {
 class Explorer {
  public:
   Explorer(const System& system, const ExploreOptions& options)
-      : system_(system), options_(options), random_(options.strategy == ExploreOptions::Strategy::random) {}
+      : system_(system),
+        options_(options),
+        random_(options.strategy == ExploreOptions::Strategy::random),
+        bounded_(options.strategy == ExploreOptions::Strategy::deviations) {}
 
   ExploreResult run();
 
@@ -58,8 +62,20 @@ class Explorer {
 
   void dfs();
   void sample();
+  // The search by deviations (explorer_bounded.cpp): each decision's other alternatives wait
+  // as branches, by how many non-natural choices their executions take, fewest first.
+  void by_deviations();
+  void queue_branches(const Stop& stop, std::size_t node);
+  // Brings a new execution to the decision of the path ending at `link`, ready to be decided.
+  void resume_link(std::uint32_t link);
+  // A link's pending branch is done: its snapshot goes once its last is, and its state is
+  // explored once every alternative was this search's.
+  void branch_done(std::uint32_t link);
+  // The decision just taken (path_'s last) becomes the running execution's last link.
+  void take_link();
   // Runs the execution from where it stands to its end, or to a state reached before.
-  void descend(std::size_t previous, std::uint32_t via);
+  // `first`: the stop the execution already stands at, taken before (none: it advances first).
+  void descend(std::size_t previous, std::uint32_t via, std::optional<Stop> first = std::nullopt);
   // Whether the descent stops at the state just reached (`node`, `fresh` if never seen): the
   // audit failed, the state was reached before (its futures are known), or a limit was hit.
   bool cut_here(const Stop& stop, std::size_t node, bool fresh, std::uint64_t steps);
@@ -69,6 +85,8 @@ class Explorer {
   // Brings the execution to frame `f`'s decision, ready to be decided.
   void resume_at(std::size_t f);
   void replay_to(std::size_t from_depth, std::size_t to_depth);
+  // A new execution from time 0, replayed up to path_'s decision `to_depth`.
+  void replay_from_start(std::size_t to_depth);
   std::size_t intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh);
   void ended(const Stop& stop, std::size_t last);
   void deal_to_shard();
@@ -110,6 +128,42 @@ class Explorer {
 
   std::vector<Frame> frames_;
   std::vector<model::Choice> path_;  // the running execution's decisions
+
+  // The search by deviations. Every decision taken is a link to the one before it (a tree of
+  // the paths taken, which a branch's path is read back from); a branch is a decision's other
+  // alternative, waiting in the level of its execution's count of non-natural choices.
+  struct Link {
+    std::uint32_t parent;  // no_link: the first decision
+    std::uint32_t depth;   // this decision's index in its execution
+    model::Choice choice;
+  };
+  static constexpr std::uint32_t no_link = std::numeric_limits<std::uint32_t>::max();
+  struct Branch {
+    std::uint32_t at;  // the link of the decision before the branch's (no_link: none)
+    std::uint32_t pick;
+    model::ChoiceKind kind;
+    std::uint32_t options;
+    std::size_t node;  // the decision's key node
+    std::uint64_t accepted;
+  };
+  // The branches of one decision still waiting, and a snapshot of its state while they do.
+  struct Waiting {
+    std::uint32_t left = 0;
+    bool whole = true;  // every alternative is this search's (not dealt to shards)
+    std::size_t node = 0;
+    std::unique_ptr<Saved> saved;
+  };
+  bool bounded_;
+  std::vector<Link> links_;
+  std::uint32_t link_ = no_link;            // the running execution's last decision
+  std::uint32_t deviations_ = 0;            // its non-natural choices so far
+  std::vector<std::vector<Branch>> levels_;  // branches by their executions' deviations
+  // Keyed by (decision link + 1): a number, never a pointer; looked up, never iterated.
+  std::unordered_map<std::uint64_t, Waiting> waiting_;
+  // The execution at its first stop, which every replay from the start restores (none: each
+  // starts a new execution, whose snapshots the waiting ones are not).
+  std::unique_ptr<Saved> root_;
+  Stop::Kind root_kind_ = Stop::Kind::step;
   // The audit's records: each shape's transcript, and what each key stands for beyond it.
   struct AuditKey {
     std::size_t shape;

@@ -355,3 +355,56 @@ name = "a"
     CHECK(judge_choices(scenario, Costs{}, a.counterexample->choices).violated == std::vector<std::string>{"answered"});
   }
 }
+
+TEST_CASE("by deviations: a defect that needs k non-natural choices is found at level k, before any execution with more") {
+  auto scenario = load(small(5), {{"loop.owe_unfinished_batch", "false"}});
+  ExploreOptions by_deviations, dfs;
+  dfs.strategy = ExploreOptions::Strategy::dfs;
+  ExploreResult a = search(scenario, Costs{}, by_deviations), b = search(scenario, Costs{}, dfs);
+  REQUIRE(a.verdict == ExploreResult::Verdict::violated);
+  REQUIRE(b.verdict == ExploreResult::Verdict::violated);
+  const std::size_t k = model::not_natural(a.counterexample->choices);
+  // Every level below k was searched whole and held; none above k was started.
+  CHECK(a.deviations_completed == std::int64_t(k) - 1);
+  CHECK(a.deviations_max == k);
+  CHECK(k <= model::not_natural(b.counterexample->choices));
+  CHECK_FALSE(judge_choices(scenario, Costs{}, a.counterexample->choices).violated.empty());
+  // Found with no more executions than the depth-first search took.
+  CHECK(a.executions <= b.executions);
+}
+
+TEST_CASE("by deviations: an exhaustive search reaches the states depth first reaches, and says every level is done") {
+  for (int arrivals : {2, 3, 4}) {
+    INFO(arrivals << " arrivals");
+    auto scenario = load(small(arrivals));
+    ExploreOptions by_deviations, dfs, tree;
+    dfs.strategy = ExploreOptions::Strategy::dfs;
+    tree.prune = false;
+    ExploreResult a = search(scenario, Costs{}, by_deviations), b = search(scenario, Costs{}, dfs);
+    REQUIRE(a.verdict == ExploreResult::Verdict::none_found);
+    CHECK(b.verdict == a.verdict);
+    CHECK(a.states == b.states);
+    CHECK(a.deviations_completed == std::int64_t(a.deviations_max));
+    CHECK(a.deviations_max > 0);
+    if (arrivals == 2) {
+      // As a tree, every execution is run once whichever order: the same count.
+      ExploreOptions dfs_tree = tree;
+      dfs_tree.strategy = ExploreOptions::Strategy::dfs;
+      ExploreResult c = search(scenario, Costs{}, tree), d = search(scenario, Costs{}, dfs_tree);
+      CHECK(c.executions == d.executions);
+      CHECK(c.states == d.states);
+    }
+  }
+}
+
+TEST_CASE("by deviations: a search cut short names the last level it finished, and proves nothing") {
+  auto scenario = load(small(4));
+  ExploreOptions few;
+  few.max_executions = 20;
+  ExploreResult r = search(scenario, Costs{}, few);
+  CHECK(r.verdict == ExploreResult::Verdict::bound_reached);
+  CHECK(r.bound == "max executions");
+  CHECK(r.executions == 20);
+  CHECK(r.deviations_completed >= 0);
+  CHECK(r.deviations_completed < std::int64_t(r.deviations_max));
+}

@@ -24,7 +24,8 @@ constexpr FieldType explore_fields[] = {
     {"snapshots", Kind::count}, {"states", Kind::count}, {"transitions", Kind::count}, {"judged", Kind::count},
     {"wall_ns", Kind::count}, {"bound", Kind::text}, {"counterexample", Kind::text}, {"violated", Kind::texts},
     {"worst", Kind::count_or_null}, {"worst_replay", Kind::text}, {"choices", Kind::count},
-    {"choices_not_natural", Kind::count}, {"shrunk", Kind::text}, {"search", Kind::object}};
+    {"choices_not_natural", Kind::count}, {"shrunk", Kind::text}, {"search", Kind::object},
+    {"deviations_completed", Kind::integer}, {"deviations_max", Kind::count}};
 constexpr FieldType generate_fields[] = {
     {"runs", Kind::count}, {"wall_ns", Kind::count}, {"failing_run", Kind::count}, {"scenario", Kind::text},
     {"original", Kind::text}, {"trace", Kind::text}, {"violated", Kind::texts}, {"detail", Kind::text},
