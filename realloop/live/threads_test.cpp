@@ -190,5 +190,8 @@ TEST_CASE("threads: a second signal stops a pool-mode drain at once, dropping wh
   int answered = 0;
   for (int fd : asked) answered += answer(fd) == 200 ? 1 : 0;
   CHECK(answered + result.unfinished >= 3);
-  CHECK(result.handlers_dropped <= 2);  // at most one had begun
+  // The pool's one thread may not have begun any (a loaded machine): all three dropped. None is
+  // both dropped and answered.
+  CHECK(result.handlers_dropped <= 3);
+  CHECK(answered + result.handlers_dropped <= 3);
 }
