@@ -634,6 +634,16 @@ void Scheduler::digest(Digest& d) const {
   digest_state(into, now_);
 }
 
+namespace {
+// The parts of the scheduler's digest, by name: for the digest-drop test (Sink::kept).
+namespace f = loopsim::state::f;
+constexpr loopsim::state::Field due_now_part = f::value("scheduler.due_now");
+constexpr loopsim::state::Field later_part = f::value("scheduler.later");
+constexpr loopsim::state::Field open_part = f::value("scheduler.open");
+constexpr loopsim::state::Field in_hand_part = f::value("scheduler.in_hand");
+constexpr loopsim::state::Field threads_part = f::value("scheduler.threads");
+}  // namespace
+
 void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
   const loopsim::state::Names* names = d.names();
   // What is due now, wherever it waits (the instant's batch, or the heap when the batch was
@@ -653,23 +663,31 @@ void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
     }
   }
   std::sort(now.begin(), now.end());
-  d.add(std::int64_t(now.size()));
-  for (std::uint64_t v : now) d.add(std::int64_t(v));
+  if (d.kept(due_now_part)) {
+    d.add(std::int64_t(now.size()));
+    for (std::uint64_t v : now) d.add(std::int64_t(v));
+  }
   std::sort(later.begin(), later.end());
-  d.add(std::int64_t(later.size()));
-  for (auto [when, what] : later) {
-    loopsim::state::add_left(d, when, now_);
-    d.add(std::int64_t(what));
+  if (d.kept(later_part)) {
+    d.add(std::int64_t(later.size()));
+    for (auto [when, what] : later) {
+      loopsim::state::add_left(d, when, now_);
+      d.add(std::int64_t(what));
+    }
   }
   std::vector<std::uint64_t> open;
   for (const Entry& e : open_) open.push_back(entry_digest(e, names, &d));
   std::sort(open.begin(), open.end());
-  d.add(std::int64_t(open.size()));
-  for (std::uint64_t v : open) d.add(std::int64_t(v));
+  if (d.kept(open_part)) {
+    d.add(std::int64_t(open.size()));
+    for (std::uint64_t v : open) d.add(std::int64_t(v));
+  }
   // A windowed entry taken off to start, while whether it lands now is asked: a state of its
   // own, apart from the same entry still due (where the question is whether an open one lands).
-  d.add(in_hand_ != nullptr ? std::int64_t(entry_digest(*in_hand_, names, &d)) : -1);
-  for (const auto& thread : threads_) loopsim::state::visit_into(d, *thread, now_);
+  if (d.kept(in_hand_part)) d.add(in_hand_ != nullptr ? std::int64_t(entry_digest(*in_hand_, names, &d)) : -1);
+  if (d.kept(threads_part)) {
+    for (const auto& thread : threads_) loopsim::state::visit_into(d, *thread, now_);
+  }
 }
 
 }  // namespace loopsim::model

@@ -141,6 +141,37 @@ class Trail {
   ~Trail() = default;
 };
 
+// The digest-drop test's hooks (sim/digest_drop_test.cpp), null in every real run. While
+// `dropped_for_tests` points at a declaration's entry (`&T::state_fields[i]`, or a part a
+// self-digesting type names, see `kept`), that component is left out of every digest (not of
+// the audit's transcripts): the test shows that a search notices. While `catalog_for_tests` is set, every component a walk meets is
+// listed in it once, with the field path where it was first met when the walk has a trail.
+// What the catalog hook tells: a component met, and the path it was met at ("" when the walk
+// has no trail). An implementation keeps what it learns where a search's memory is not (the
+// explorer's arena is restored under it).
+class Catalog {
+ public:
+  virtual void note(const Field* f, std::string_view path) = 0;
+
+ protected:
+  ~Catalog() = default;
+};
+inline const Field* dropped_for_tests = nullptr;
+inline Catalog* catalog_for_tests = nullptr;
+inline std::string trail_where(const Trail* trail);
+
+// Whether component `f` goes into the digest (the hooks above), noting it in the catalog.
+inline bool kept_field(const Field* f, const Trail* trail) {
+  if (catalog_for_tests != nullptr) {
+    const std::string at = trail_where(trail);
+    catalog_for_tests->note(f, at.empty() ? at : at + "." + f->name);
+  }
+  // (The strings above live and die inside the walk, wherever it allocates.) A walk that
+  // writes the state down (the audit's, with a trail) keeps everything: the audit then sees
+  // what the digest lost.
+  return f != dropped_for_tests || trail != nullptr;
+}
+
 template <class T>
 struct is_optional : std::false_type {};
 template <class T>
@@ -199,6 +230,12 @@ class Sink {
   // The horizon (-1: none), and where a time clamped at it goes (see Clamp).
   virtual Nanos horizon() const { return Nanos(-1); }
   virtual void clamped(std::int64_t /*exact*/) {}
+  // Whether a self-digesting type's part `f` (one of its own static Field entries) is fed:
+  // true in every real run (the digest-drop test's hook, above).
+  bool kept(const Field& f) const {
+    if (catalog_for_tests == nullptr && dropped_for_tests == nullptr) [[likely]] return true;
+    return kept_field(&f, trail());
+  }
 
  protected:
   ~Sink() = default;
@@ -302,6 +339,9 @@ void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
     if constexpr (policy == Policy::skip) {
       return;
     } else {
+      if (catalog_for_tests != nullptr || dropped_for_tests != nullptr) [[unlikely]] {
+        if (!kept_field(&T::state_fields[i], in.trail)) return;
+      }
       if (in.trail != nullptr) in.trail->enter(T::state_fields[i].name);
       if constexpr (policy == Policy::size) {
         in.add(std::int64_t(std::size(field)));
@@ -425,6 +465,7 @@ class Transcript final : public Trail {
 
   const std::vector<std::int64_t>& values() const { return values_; }
   const std::string& field(std::size_t at) const { return fields_[at]; }
+  std::string where() const { return path(); }
   // The values alone, for keeping: the fields follow from them.
   std::vector<std::int64_t> take_values() { return std::move(values_); }
 
@@ -441,6 +482,13 @@ class Transcript final : public Trail {
   std::vector<std::int64_t> values_;
   std::vector<std::string> fields_;
 };
+
+// The path a walk's trail stands at, for the catalog ("" without a trail, or one that is not
+// a Transcript).
+inline std::string trail_where(const Trail* trail) {
+  const auto* transcript = dynamic_cast<const Transcript*>(trail);
+  return transcript != nullptr ? transcript->where() : std::string();
+}
 
 // Where `now` first differs from `before` (a transcript's values kept earlier), said with the
 // field's name; empty when they are equal. Up to the first difference the two walks took the same
