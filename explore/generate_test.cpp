@@ -238,8 +238,17 @@ name = "a"
 connect_at = "999999s"
 requests = [{ at = "999999.9s", path = "/" }]
 )";
+  // fuzz/findings/shape-3: the drawn count took the requests past 5,000,000. And a rate's last
+  // connection must start within a file's times, whether the first's is fixed or a window.
+  const std::string many = "name = \"x\"\nhorizon = \"100s\"\n[[clients]]\nname = \"wrk\"\ncount = 41\nrequests = 100002\n";
+  const std::string rated = "name = \"x\"\nhorizon = \"1000000s\"\n[[clients]]\nname = \"a\"\nconnect_at = \"999999.99s\"\n"
+                            "rate = 1000\ncount = 5\n[[clients]]\nname = \"b\"\nconnect_at = \"999999s..999999.99s\"\nrate = 1000\ncount = 10\n";
   for (std::uint64_t run = 0; run < 20; ++run) {
     INFO(run);
+    const sim::Scenario m = sim::parse_scenario(explore::shaped_text(many, "shape.toml", 1, run), "varied.toml");
+    CHECK(std::int64_t(m.clients[0].count) * m.clients[0].closed_requests <= sim::total_requests_max);
+    const sim::Scenario r = sim::parse_scenario(explore::shaped_text(rated, "shape.toml", 1, run), "varied.toml");
+    CHECK(r.clients[0].connect_at.lo >= Nanos{999'999'990'000'000});  // never earlier than written
     const sim::Scenario n = sim::parse_scenario(explore::shaped_text(narrow, "shape.toml", 1, run), "varied.toml");
     for (const sim::FaultSpec& f : n.faults) CHECK(f.until - f.at.lo == Nanos{400});
     const sim::Scenario l = sim::parse_scenario(explore::shaped_text(late, "shape.toml", 1, run), "varied.toml");

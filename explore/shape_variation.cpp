@@ -73,6 +73,12 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
     if (toml::table* target = doc.get_as<toml::table>("target")) target->insert_or_assign("dir", base.target->folder);
   }
   std::int64_t left = clients_max;
+  // Requests in all stay within what a file may send: each group keeps room for one client.
+  const auto requests_of = [](const sim::ClientGroup& g) {
+    return std::max<std::int64_t>(1, g.closed_requests > 0 ? g.closed_requests : std::int64_t(g.requests.size()));
+  };
+  std::int64_t spare_requests = sim::total_requests_max;
+  for (const sim::ClientGroup& g : base.clients) spare_requests -= requests_of(g);
   // The workload moves as a whole, later by up to spread_ns: the groups keep their times to one
   // another (an expectation may measure one group after another), and never come earlier than
   // the file says (a program may take time to start: redis spends 563 us of failing calls
@@ -82,15 +88,29 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
     for (std::size_t g = 0; g < groups->size() && g < base.clients.size(); ++g) {
       toml::table& t = *groups->get(g)->as_table();
       const sim::ClientGroup& was = base.clients[g];
-      const std::int64_t count =
+      std::int64_t count =
           std::min<std::int64_t>(std::max<std::int64_t>(left, 1), 1 + std::int64_t(draws.below(std::uint64_t(2 * was.count))));
-      left -= count;
-      t.insert_or_assign("count", count);
-      // The group moves as a whole: its requests keep their times after the connection.
+      count = std::min(count, 1 + std::max<std::int64_t>(spare_requests, 0) / requests_of(was));
       const std::int64_t connect_was = was.connect_at.lo.count();
-      const std::int64_t connect = std::min(connect_was + shift, time_max);
-      if (was.connect_at.lo == was.connect_at.hi) t.insert_or_assign("connect_at", time_text(connect));
-      if (was.rate_milli > 0 || draws.below(4) == 0) t.insert_or_assign("rate", std::int64_t(50 + draws.below(950)));
+      const bool fixed = was.connect_at.lo == was.connect_at.hi;
+      std::int64_t rate = 0;  // a second; 0: as the file says
+      if (was.rate_milli > 0 || draws.below(4) == 0) rate = std::int64_t(50 + draws.below(950));
+      // The last member connects (count - 1) / rate after the first: within a file's times too.
+      const std::int64_t first_latest = fixed ? std::min(connect_was + shift, time_max) : was.connect_at.hi.count();
+      // Rounded up: the file's own check is exact.
+      const std::int64_t per_ns = rate > 0                ? (1'000'000'000 + rate - 1) / rate
+                                  : was.rate_milli > 0 ? (1'000'000'000'000 + was.rate_milli - 1) / was.rate_milli
+                                                       : 0;
+      const std::int64_t room = time_max - (fixed ? connect_was : was.connect_at.hi.count());
+      if (per_ns > 0) count = std::min(count, 1 + std::max<std::int64_t>(room, 0) / per_ns);
+      count = std::max<std::int64_t>(count, 1);
+      left -= count;
+      spare_requests -= (count - 1) * requests_of(was);
+      t.insert_or_assign("count", count);
+      if (rate > 0) t.insert_or_assign("rate", rate);
+      // The group moves as a whole: its requests keep their times after the connection.
+      const std::int64_t connect = per_ns > 0 && fixed ? std::min(first_latest, time_max - (count - 1) * per_ns) : first_latest;
+      if (fixed) t.insert_or_assign("connect_at", time_text(connect));
       if (toml::array* requests = t.get_as<toml::array>("requests")) {
         for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
           const sim::RequestSpec& spec = was.requests[r];

@@ -124,7 +124,7 @@ for name in "${harnesses[@]}"; do
   [ -s "$work/new.$name" ] || continue
   while read -r file; do
     echo "== finding of $name: $file"
-    grep -m 12 -E 'fuzz finding|ERROR|SUMMARY|runtime error|^    #[0-9] ' "$dir/logs/$name.log" || true
+    grep -a -m 12 -E 'fuzz finding|ERROR|SUMMARY|runtime error|^    #[0-9] ' "$dir/logs/$name.log" || true
     echo "-- the input, $(wc -c <"$dir/findings/$name/$file") bytes, base64:"
     base64 -w 76 "$dir/findings/$name/$file"
   done <"$work/new.$name"

@@ -36,7 +36,6 @@ constexpr std::string_view bound_hint =
 constexpr std::int64_t clients_max = 1'000'000;
 // Over all groups: each request leaves at least two events in the trace (its send and its answer).
 constexpr std::int64_t total_clients_max = 1'000'000;
-constexpr std::int64_t total_requests_max = 5'000'000;
 constexpr std::int64_t pipeline_max = 1024;
 constexpr std::int64_t weight_max = 1'000'000;
 constexpr std::int64_t body_max = 1 << 20;  // the loop's Content-Length ceiling (docs/http.md)

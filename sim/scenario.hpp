@@ -310,6 +310,8 @@ Override parse_override(const std::string& assignment);
 // The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of
 // a few durations (a deadline plus slack plus a cost) cannot overflow.
 inline constexpr Nanos duration_max{1'000'000'000'000'000};
+// The most requests a scenario sends in all (count x requests, over every group).
+inline constexpr std::int64_t total_requests_max = 5'000'000;
 // The largest count a bound may write, and the most requests or batches a cost bound may.
 inline constexpr std::int64_t bound_count_max = 1'000'000'000'000'000;
 inline constexpr double bound_cost_max = 1'000'000;
