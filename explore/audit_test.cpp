@@ -173,3 +173,56 @@ TEST_CASE("audit: the first difference is named by its field") {
   CHECK(difference.find("7 then 8") != std::string::npos);
   CHECK(state::first_difference(after.values(), after).empty());
 }
+
+namespace {
+
+// A system whose one decision leads back to itself, nothing changed: it asks its question, and
+// whatever the answer, stops again in the very state it asked from, asking again, then ends.
+// A scheduler that did so (the horizon's last landing offer, asked once more at the end) would
+// hide what follows the second question from every merged search.
+class AskedTwice final : public System {
+  class Run final : public Execution {
+   public:
+    Stop advance() override {
+      Stop stop;
+      if (asked_ < 2) {
+        stop.kind = Stop::Kind::decision;
+        stop.choice = model::ChoiceKind::land;
+        stop.options = 2;
+        stop.shape = 7;
+        stop.key = 11;
+        return stop;
+      }
+      stop.kind = Stop::Kind::end;
+      stop.shape = 8;
+      stop.key = 12;
+      return stop;
+    }
+    void decide(std::uint32_t) override { ++asked_; }
+    Outcome outcome() override { return Outcome{}; }
+    void abandon() override {}
+    std::uint64_t steps() const override { return std::uint64_t(asked_); }
+
+   private:
+    int asked_ = 0;
+  };
+
+ public:
+  std::unique_ptr<Execution> start() const override { return std::make_unique<Run>(); }
+  Merging merging() const override { return Merging{}; }
+};
+
+}  // namespace
+
+TEST_CASE("audit: a decision that leads back to the state that asked it fails the audit") {
+  for (auto strategy : {ExploreOptions::Strategy::dfs, ExploreOptions::Strategy::deviations}) {
+    ExploreOptions options;
+    options.strategy = strategy;
+    options.audit = true;
+    ExploreResult r = search(AskedTwice{}, options);
+    INFO("strategy " << int(strategy));
+    CHECK_THAT(r.audit_failure, Catch::Matchers::Contains("one question asked twice"));
+    options.audit = false;
+    CHECK(search(AskedTwice{}, options).audit_failure.empty());
+  }
+}
