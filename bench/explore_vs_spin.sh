@@ -121,7 +121,7 @@ else
 fi
 keep_work() { [ -z "$keep" ] && trap - EXIT; }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
+median() { grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
 sum() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else print a + b }'; }
 ms() { awk -v s="$1" 'BEGIN { if (s == "-" || s == "") print "-"; else printf "%.1f ms", s * 1000 }'; }
 # `timed FILE cmd...`: runs cmd, writes "wall user+sys" seconds to FILE, returns cmd's status.
@@ -234,7 +234,8 @@ loopsim_side() {  # what sets...
   local -a wall proc states execs verdicts rcs
   for ((i = 1; i <= runs; i++)); do
     dir="$work/loopsim-$what-$i"; mkdir -p "$dir"
-    timed "$dir/explore.t" timeout "$limit" "$loopsim" explore "$file" --json --out "$dir/out" \
+    # loopsim's own limit first, so that a cut search still reports its states (exit 3).
+    timed "$dir/explore.t" timeout "$((limit + 60))" "$loopsim" explore "$file" --json --out "$dir/out" \
       --time-limit "${limit}s" "$@" >"$dir/explore.json" 2>"$dir/explore.err"
     rc=$?
     rcs+=("$rc")
