@@ -32,6 +32,24 @@ TEST_CASE("explore exits 1 with nothing owed and writes a counterexample that ru
   CHECK(replay.output.find("no_stranded_backlog") != std::string::npos);
 }
 
+TEST_CASE("a default explore finds a shipped defect that needs one non-natural choice early, before depth first does") {
+  // scenarios/shutdown-full.toml, arm admission-stops-at-capacity: the shutdown's admission
+  // must go on past capacity; the strand needs one choice other than the natural one.
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown-full.toml";
+  auto explored = [&](const std::string& strategy) {
+    Outcome o = run_cli("explore " + file + " --arm admission-stops-at-capacity --strategy " + strategy +
+                        " --json --out " + loopsim::testing::temp_path("explore-shallow-" + strategy));
+    INFO(o.output);
+    REQUIRE(o.status == 1);
+    return nlohmann::json::parse(o.output);
+  };
+  auto by_deviations = explored("deviations");
+  CHECK(by_deviations["choices_not_natural"] == 1);
+  CHECK(by_deviations["executions"].get<int>() <= 1000);
+  auto depth_first = explored("dfs");
+  CHECK(by_deviations["executions"].get<int>() < depth_first["executions"].get<int>());
+}
+
 TEST_CASE("explore exits 0 only on an exhaustive search with the rules on") {
   Outcome o = run_cli("explore " + small + " --json");
   REQUIRE(o.status == 0);
@@ -229,6 +247,28 @@ TEST_CASE("explore reaches the request stranded behind a large answer through th
 }
 
 #ifdef LOOPSIM_SEAM_BUILT
+TEST_CASE("explore proves a target with windowed arrivals, and finds its planted defect with a counterexample that replays") {
+  // examples/libevent/ev-windows.toml: three connects free in 10..20 ms. The fixed program
+  // accepts everything whatever lands where: exit 0, every execution searched. Without --fixed
+  // (one accept per edge-triggered event) two connects between two waits strand one.
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/examples/libevent/ev-windows.toml";
+  Outcome proved = run_cli("explore " + file + " --json --time-limit 600s");
+  INFO(proved.output);
+  REQUIRE(proved.status == 0);
+  auto doc = nlohmann::json::parse(proved.output);
+  CHECK(doc["verdict"] == "none_found");
+  CHECK(doc["executions"].get<int>() > 100);  // the windows were searched, not one run
+  std::string out = loopsim::testing::temp_path("explore-ev-windows");
+  Outcome found = run_cli("explore " + file + " --set 'target.exec=[\"ev_http\",\"--port\",\"8080\"]' --json --out " + out);
+  INFO(found.output);
+  REQUIRE(found.status == 1);
+  const std::string cex = nlohmann::json::parse(found.output)["counterexample"];
+  Outcome replay = loopsim::testing::run_loopsim("run " + cex);
+  INFO(replay.output);
+  CHECK(replay.status == 1);
+  CHECK(replay.output.find("no_stranded_backlog") != std::string::npos);
+}
+
 TEST_CASE("explore's counterexample for a target keeps its relative arguments working where it is written") {
   // exec names its script relatively ("poll_http.py"): the target runs in the scenario's folder,
   // and the counterexample, written elsewhere, says so with target.dir.
