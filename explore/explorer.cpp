@@ -169,15 +169,34 @@ void Explorer::push_frame(const Stop& stop, std::size_t node) {
   LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
   Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
   for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
-  if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
-    frame.saved = exec_->save();
-    if (frame.saved) {
-      saved_bytes_ += frame.saved->bytes();
-      result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
-      ++result_.snapshots;
+  frame.saved = keep_snapshot();
+  frames_.push_back(std::move(frame));
+}
+
+std::unique_ptr<Saved> Explorer::keep_snapshot() {
+  if (!options_.snapshots || saved_bytes_ >= options_.snapshot_bytes) return nullptr;
+  std::unique_ptr<Saved> saved = exec_->save();
+  if (saved) {
+    saved_bytes_ += saved->bytes();
+    result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
+    ++result_.snapshots;
+  }
+  return saved;
+}
+
+void Explorer::decision_done(std::size_t node, bool whole, std::unique_ptr<Saved> saved) {
+  if (whole) {
+    shape_nodes_[key_nodes_[node].shape].explored = true;
+    if (options_.audit) {
+      all_successors_.resize(key_nodes_.size(), false);
+      all_successors_[node] = true;
     }
   }
-  frames_.push_back(std::move(frame));
+  if (saved) {
+    LOOPSIM_ASSERT_OP(saved->bytes(), <=, saved_bytes_);
+    saved_bytes_ -= saved->bytes();
+    exec_->recycle(std::move(saved));
+  }
 }
 
 // Replays the current path's decisions from index `from_depth` up to (not including) decision
@@ -285,16 +304,7 @@ void Explorer::dfs() {
     report_progress(false);
     Frame& frame = frames_.back();
     if (frame.todo.empty()) {
-      if (frame.whole) shape_nodes_[key_nodes_[frame.node].shape].explored = true;
-      if (frame.whole && options_.audit) {
-        all_successors_.resize(key_nodes_.size(), false);
-        all_successors_[frame.node] = true;
-      }
-      if (frame.saved) {
-        LOOPSIM_ASSERT_OP(frame.saved->bytes(), <=, saved_bytes_);
-        saved_bytes_ -= frame.saved->bytes();
-        exec_->recycle(std::move(frame.saved));
-      }
+      decision_done(frame.node, frame.whole, std::move(frame.saved));
       frames_.pop_back();
       continue;
     }

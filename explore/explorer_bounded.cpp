@@ -24,14 +24,7 @@ void Explorer::queue_branches(const Stop& stop, std::size_t node) {
   LOOPSIM_ASSERT_OP(waiting.left, ==, 0u);  // a path's next decision is queued once
   waiting.left = stop.options - 1;
   waiting.node = node;
-  if (options_.snapshots && saved_bytes_ < options_.snapshot_bytes) {
-    waiting.saved = exec_->save();
-    if (waiting.saved) {
-      saved_bytes_ += waiting.saved->bytes();
-      result_.snapshot_bytes_peak = std::max(result_.snapshot_bytes_peak, saved_bytes_);
-      ++result_.snapshots;
-    }
-  }
+  waiting.saved = keep_snapshot();
   // The last queued goes first: pick 1 of this decision, then 2, ...
   for (std::uint32_t alt = stop.options; alt-- > 1;) {
     levels_[level].push_back(Branch{link_, alt, stop.choice, stop.options, node, stop.accepted});
@@ -44,18 +37,7 @@ void Explorer::branch_done(std::uint32_t link) {
   Waiting& waiting = it->second;
   LOOPSIM_ASSERT_OP(waiting.left, >, 0u);
   if (--waiting.left > 0) return;
-  if (waiting.whole) {
-    shape_nodes_[key_nodes_[waiting.node].shape].explored = true;
-    if (options_.audit) {
-      all_successors_.resize(key_nodes_.size(), false);
-      all_successors_[waiting.node] = true;
-    }
-  }
-  if (waiting.saved) {
-    LOOPSIM_ASSERT_OP(waiting.saved->bytes(), <=, saved_bytes_);
-    saved_bytes_ -= waiting.saved->bytes();
-    exec_->recycle(std::move(waiting.saved));
-  }
+  decision_done(waiting.node, waiting.whole, std::move(waiting.saved));
   waiting_.erase(it);
 }
 

@@ -82,6 +82,12 @@ class Explorer {
   // A frame for the decision at `node`: its alternatives after the first, and a snapshot while
   // the budget lasts.
   void push_frame(const Stop& stop, std::size_t node);
+  // A snapshot of the execution where it stands, within --snapshot-mib (null past it, or where
+  // the execution cannot be saved), counted in the result.
+  std::unique_ptr<Saved> keep_snapshot();
+  // Every alternative of the decision at `node` was taken: with all of them searched (`whole`)
+  // its shape is explored; its snapshot, if it kept one, is given back.
+  void decision_done(std::size_t node, bool whole, std::unique_ptr<Saved> saved);
   // Brings the execution to frame `f`'s decision, ready to be decided.
   void resume_at(std::size_t f);
   void replay_to(std::size_t from_depth, std::size_t to_depth);
