@@ -3,6 +3,8 @@
 // counterexample that replays, finds nothing with the rules on, reports bounds as bounds, and
 // its shards add up to the whole search.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 
 #include "explore/explorer.hpp"
 
@@ -31,6 +33,11 @@ requests = [{ at = "50ms", path = "/slow?ms=10" }]
   if (with_safety) text += "[[expect]]\nproperty = \"answered\"\n[[expect]]\nproperty = \"no_stranded_backlog\"\n";
   else text += "[[expect]]\nproperty = \"liveness\"\n";
   return text;
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 sim::Scenario load(const std::string& text, std::vector<sim::Override> set = {}) {
@@ -407,4 +414,34 @@ TEST_CASE("by deviations: a search cut short names the last level it finished, a
   CHECK(r.executions == 20);
   CHECK(r.deviations_completed >= 0);
   CHECK(r.deviations_completed < std::int64_t(r.deviations_max));
+}
+
+TEST_CASE("latency merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/latency-windows.toml";
+  // The tree's worst case: every execution, judged one by one.
+  ExploreOptions worst;
+  worst.maximize = "latency";
+  ExploreResult tree = search(sim::load_scenario(file), Costs{}, worst);
+  REQUIRE(tree.verdict == ExploreResult::Verdict::none_found);
+  REQUIRE(tree.worst);
+  const std::int64_t w = tree.worst->measured;
+  CHECK(w > 0);
+  for (auto strategy : {ExploreOptions::Strategy::deviations, ExploreOptions::Strategy::dfs}) {
+    INFO("strategy " << int(strategy) << ", worst " << w << " ns");
+    ExploreOptions options;
+    options.strategy = strategy;
+    auto at_bound = [&](std::int64_t bound) {
+      std::string text = text_of(file);
+      const std::string was = "max = \"4ms\"";
+      REQUIRE(text.find(was) != std::string::npos);
+      text.replace(text.find(was), was.size(), "max = \"" + std::to_string(bound) + "ns\"");
+      return search(sim::parse_scenario(text, file), Costs{}, options);
+    };
+    ExploreResult proved = at_bound(w);
+    CHECK(proved.verdict == ExploreResult::Verdict::none_found);
+    CHECK(proved.merged);  // the monitor's state lets it merge
+    CHECK(proved.executions < tree.executions);
+    ExploreResult found = at_bound(w - 1);
+    CHECK(found.verdict == ExploreResult::Verdict::violated);
+  }
 }

@@ -44,15 +44,22 @@ std::uint64_t key_of(const Stop& stop, Nanos horizon) {
   return key;
 }
 
+// A property whose history a monitor keeps as state (sim/monitors.hpp): `latency` of a group,
+// without `after`, bounded by a time.
+bool monitored(const sim::Expectation& e) {
+  return e.property == "latency" && e.after.empty() && e.max && e.max->unit != sim::Bound::Unit::count;
+}
+
 // The properties a run's end state decides: what every client sent and was answered (its
 // state holds both), and what waits in a backlog at the end. Liveness is the state graph's.
-// Every other property, and no_stranded_backlog with a `max`, measures times or events along
-// the way: history, which two executions that meet in one state need not share.
+// `latency` without `after` is decided by the state with its monitor's. Every other property,
+// and no_stranded_backlog with a `max`, measures times or events along the way: history,
+// which two executions that meet in one state need not share.
 std::vector<std::string> history_properties(const sim::Scenario& scenario) {
   std::vector<std::string> out;
   for (const sim::Expectation& e : scenario.expect) {
     bool by_state = e.property == "answered" || e.property == "liveness" ||
-                    (e.property == "no_stranded_backlog" && !e.max);
+                    (e.property == "no_stranded_backlog" && !e.max) || monitored(e);
     if (!by_state && std::find(out.begin(), out.end(), e.property) == out.end()) out.push_back(e.property);
   }
   return out;
@@ -79,6 +86,9 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
  private:
   void body() override {
     world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
+    for (const sim::Expectation& e : scenario_.expect) {
+      if (monitored(e)) world_->watch_latency(e.of, Nanos(checker::resolve(*e.max, costs_)));
+    }
     // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
     // calls without end at one instant is a livelock (SimKernel::stalled).
     std::string cut;

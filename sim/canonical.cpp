@@ -1,5 +1,7 @@
 #include "sim/canonical.hpp"
 
+#include "sim/monitors.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -36,6 +38,7 @@ std::uint64_t Canonical::own_signature(ClientIndex client) const {
     own = state::fold(own, kernel_.conn_digest(conn));
     pending += scheduler_.pending_about(state::Name::conn, conn);
   }
+  if (monitors_ != nullptr) own = state::fold(own, monitors_->client_digest(client, scheduler_.now()));
   return state::fold(own, 0x51) + pending;
 }
 

@@ -31,6 +31,9 @@ class Canonical final : public state::Names {
   Canonical(const Scenario& scenario, const model::Scheduler& scheduler, const model::SimKernel& kernel,
             const Clients& clients);
 
+  // History properties' monitors (sim/monitors.hpp): a client's part of them is part of its
+  // signature, for clients whose pasts differ are not twins.
+  void set_monitors(const class Monitors* monitors) { monitors_ = monitors; }
   // Names for the state as it is now.
   void refresh();
   // The twin class of a pending happening (model::TwinClass).
@@ -49,6 +52,7 @@ class Canonical final : public state::Names {
   const Clients& clients_;
   // A client's own state, its connection's, and what is pending for either.
   std::uint64_t own_signature(ClientIndex client) const;
+  const class Monitors* monitors_ = nullptr;
 
   std::vector<bool> interchangeable_;   // by group
   std::vector<std::uint64_t> signature_;  // by client, as of refresh()

@@ -9,6 +9,7 @@
 #include "base/assert.hpp"
 #include "realloop/loop.hpp"
 #include "sim/canonical.hpp"
+#include "sim/monitors.hpp"
 #include "sim/clients.hpp"
 #include "sim/recorder.hpp"
 #include "sim/schedules.hpp"
@@ -42,7 +43,8 @@ struct World::Impl {
         recording(chooser != nullptr ? *chooser : seeded, scheduler, result.trace),
         kernel(scheduler, kernel_config(scenario.kernel)),
         clients(scheduler, kernel, result.trace, port_of(scenario), scenario.seed),
-        recorder(scheduler, kernel, result.trace, clients) {
+        recorder(scheduler, kernel, result.trace, clients),
+        monitors(result.trace) {
     Trace& trace = result.trace;
     trace.keep = scenario.trace_keep;
     trace.scenario = scenario.name;
@@ -56,6 +58,7 @@ struct World::Impl {
     scheduler.explore_windows(recording.explores_windows());
     if (symmetry) {
       canonical.emplace(scenario, scheduler, kernel, clients);
+      canonical->set_monitors(&monitors);
       scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); },
                           [this](const model::Tag& tag) { return canonical->twin_key(tag); });
     }
@@ -88,6 +91,7 @@ struct World::Impl {
   model::SimKernel kernel;
   Clients clients;
   Recorder recorder;
+  Monitors monitors;  // history properties' state, for a search (watch_latency)
   std::unique_ptr<Server> process;
   std::uint64_t steps = 0;
   bool finished = false;
@@ -131,10 +135,10 @@ struct World::Impl {
   // without merging states: explore/world_system.cpp); the choosers and the recorder (they
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
   // and the digest's buffer (bookkeeping).
-  static constexpr state::Fields<15> state_fields{
+  static constexpr state::Fields<16> state_fields{
       state::f::skip("scenario"),  state::f::skip("result"),  state::f::skip("seeded"),
       state::f::value("scheduler"), state::f::skip("recording"), state::f::value("kernel"),
-      state::f::value("clients"),  state::f::skip("recorder"), state::f::value("process"),
+      state::f::value("clients"),  state::f::skip("recorder"), state::f::value("monitors"), state::f::value("process"),
       state::f::skip("steps"),     state::f::skip("finished"), state::f::skip("lasso"),
       state::f::skip("digest"),    state::f::skip("digest_taken"), state::f::skip("canonical")};
 };
@@ -207,6 +211,8 @@ bool World::change_part_for_tests(const std::string& name) {
       return std::vector<ClientGroup>{g};
     }();
     w.clients.schedule(one);
+  } else if (name == "monitors") {
+    w.monitors.watch_latency(w.result.trace.groups.empty() ? "" : w.result.trace.groups.front(), 1);
   } else if (name == "process") {
     w.process->post(0, [] {}, 1);
   } else {
@@ -220,6 +226,10 @@ bool World::at_rest() const { return impl_->scheduler.at_rest(); }
 bool World::quiescent() const { return impl_->scheduler.idle(); }
 
 bool World::stalled() const { return impl_->kernel.stalled(); }
+
+void World::watch_latency(const std::string& group, Nanos bound) {
+  impl_->monitors.watch_latency(group, bound.count());
+}
 
 void World::digests_unused() { impl_->scheduler.set_shared_inputs({}); }
 

@@ -164,6 +164,10 @@ class World {
   // contexts then leave out the process's shared inputs, which cost a digest a kernel call.
   // Contexts are only ever digested, so nothing the run does changes.
   void digests_unused();
+  // A search judges `latency` of `group` (no `after`) with this bound: its monitor's state
+  // (sim/monitors.hpp) joins the digest, and the search may merge states as it does for
+  // properties a state decides. Before the first step.
+  void watch_latency(const std::string& group, Nanos bound);
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'

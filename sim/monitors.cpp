@@ -1,0 +1,73 @@
+#include "sim/monitors.hpp"
+
+#include <algorithm>
+#include <variant>
+
+namespace loopsim::sim {
+
+void Monitors::watch_latency(const std::string& group, std::int64_t bound) {
+  latency_.push_back(Latency{group, bound, false, false});
+  clamp_ = std::max(clamp_, bound + 1);
+}
+
+void Monitors::catch_up() const {
+  if (latency_.empty()) return;
+  const std::deque<TraceEvent>& events = trace_->events;
+  // Every client has its place, so that a canonical order of them all is a permutation here.
+  if (waiting_.size() < trace_->clients.size()) waiting_.resize(trace_->clients.size());
+  auto watched = [this](ClientIndex client) {
+    const std::string& group = trace_->group_of(client);
+    return std::any_of(latency_.begin(), latency_.end(), [&](const Latency& l) { return l.group == group; });
+  };
+  for (; read_ < events.size(); ++read_) {
+    const TraceEvent& event = events[read_];
+    if (const auto* s = std::get_if<ev::Send>(&event)) {
+      if (s->client < 0 || std::size_t(s->client) >= waiting_.size() || !watched(s->client)) continue;
+      waiting_[std::size_t(s->client)].push_back(s->t);
+    } else if (const auto* a = std::get_if<ev::Answer>(&event)) {
+      // As checker::latency pairs them: a client's answers come in the order of its sends.
+      if (a->client < 0 || std::size_t(a->client) >= waiting_.size()) continue;
+      std::deque<Nanos>& waiting = waiting_[std::size_t(a->client)];
+      if (waiting.empty()) continue;
+      const std::int64_t took = (a->t - waiting.front()).count();
+      waiting.pop_front();
+      const std::string& group = trace_->group_of(a->client);
+      for (Latency& l : latency_) {
+        if (l.group != group) continue;
+        l.answered = true;
+        l.late = l.late || took > l.bound;
+      }
+    }
+  }
+}
+
+std::int64_t Monitors::age(Nanos sent, Nanos now) const { return std::min((now - sent).count(), clamp_); }
+
+void Monitors::digest_state(state::Sink& sink, Nanos now) const {
+  if (latency_.empty()) return;
+  catch_up();
+  for (const Latency& l : latency_) {
+    sink.add(std::int64_t(l.late));
+    sink.add(std::int64_t(l.answered));
+  }
+  const state::Names* names = sink.names();
+  sink.add(std::int64_t(waiting_.size()));
+  for (std::size_t at = 0; at < waiting_.size(); ++at) {
+    const std::int64_t id = names != nullptr ? names->original(state::Name::client, std::int64_t(at)) : std::int64_t(at);
+    const std::deque<Nanos>* waiting = id >= 0 && std::size_t(id) < waiting_.size() ? &waiting_[std::size_t(id)] : nullptr;
+    sink.add(waiting != nullptr ? std::int64_t(waiting->size()) : 0);
+    if (waiting == nullptr) continue;
+    for (Nanos sent : *waiting) sink.add(age(sent, now));
+  }
+}
+
+std::uint64_t Monitors::client_digest(ClientIndex client, Nanos now) const {
+  if (latency_.empty()) return 0;
+  catch_up();
+  if (client < 0 || std::size_t(client) >= waiting_.size()) return 0;
+  std::uint64_t value = waiting_[std::size_t(client)].size();
+  for (Nanos sent : waiting_[std::size_t(client)]) value = state::fold(value, std::uint64_t(age(sent, now)));
+  return value;
+}
+
+}  // namespace loopsim::sim

@@ -1,0 +1,61 @@
+// Monitors: what a property that reads a run's history needs of the past, kept as state, so
+// that a search may merge on it (the product of the world and a monitor, as a model checker
+// builds one for a property automaton).
+//
+// `latency` of a group, without `after`, holds when every request of the group is answered
+// within its bound. What the rest of a run needs of the past to decide it: whether an answer
+// already came late, whether any came, and, for each request still waiting, when it was sent.
+// Two executions that agree on these (and on the world's state) are judged alike whatever
+// follows, so the monitor's state joins the digest: each waiting request's age, relative to
+// now like every other time, and clamped just past the largest bound (older is late whatever
+// its exact age).
+//
+// The monitor reads the run's trace as it grows (the Send and Answer events), where it left
+// off: a snapshot restores it with the world.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "realloop/state.hpp"
+#include "sim/trace.hpp"
+
+namespace loopsim::sim {
+
+class Monitors {
+ public:
+  explicit Monitors(const Trace& trace) : trace_(&trace) {}
+
+  // Judges `latency` of `group` (no `after`) with its bound, in nanoseconds.
+  void watch_latency(const std::string& group, std::int64_t bound);
+  bool empty() const { return latency_.empty(); }
+
+  // The monitors' state, times relative to now, clients in canonical order (sink.names()).
+  void digest_state(state::Sink& sink, Nanos now) const;
+  // One client's part of it, for its canonical signature: clients that differ in it are not
+  // interchangeable (sim::Canonical).
+  std::uint64_t client_digest(ClientIndex client, Nanos now) const;
+
+ private:
+  struct Latency {
+    std::string group;
+    std::int64_t bound = 0;
+    bool late = false;      // an answer came after the bound
+    bool answered = false;  // some answer came
+  };
+  // Reads the trace's events not read yet.
+  void catch_up() const;
+  std::int64_t age(Nanos sent, Nanos now) const;
+
+  const Trace* trace_;
+  std::int64_t clamp_ = 0;  // the largest bound, plus one
+  // What was read: the events so far, the monitors' flags, and each watched client's requests
+  // waiting (their send times, oldest first).
+  mutable std::size_t read_ = 0;
+  mutable std::vector<Latency> latency_;
+  mutable std::vector<std::deque<Nanos>> waiting_;  // by client
+};
+
+}  // namespace loopsim::sim
