@@ -215,6 +215,11 @@ void Arena::save(Image& into) const {
   into.size_ = total;
   std::size_t at = 0;
   for (auto [offset, length] : into.segments_) {
+#ifdef LOOPSIM_ARENA_ASAN
+    // A block that was a fiber's stack before it was freed and handed out again may still
+    // carry the sanitizer's marks of frames long gone: they mark nothing now.
+    __asan_unpoison_memory_region(base_ + offset, length);
+#endif
     std::memcpy(into.data_.get() + at, base_ + offset, length);
     at += length;
   }
