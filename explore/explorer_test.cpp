@@ -416,23 +416,26 @@ TEST_CASE("by deviations: a search cut short names the last level it finished, a
   CHECK(r.deviations_completed < std::int64_t(r.deviations_max));
 }
 
-TEST_CASE("latency merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
-  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/latency-windows.toml";
-  // The tree's worst case: every execution, judged one by one.
+namespace {
+
+// A monitored property's file, searched: the tree's worst case first (--maximize), then the
+// merged search at that bound (it must hold) and 1 ns under it (it must fail).
+void turns_at_the_worst_case(const std::string& name, const std::string& property, const std::string& bound_was) {
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/" + name;
   ExploreOptions worst;
-  worst.maximize = "latency";
+  worst.maximize = property;
   ExploreResult tree = search(sim::load_scenario(file), Costs{}, worst);
   REQUIRE(tree.verdict == ExploreResult::Verdict::none_found);
   REQUIRE(tree.worst);
   const std::int64_t w = tree.worst->measured;
   CHECK(w > 0);
   for (auto strategy : {ExploreOptions::Strategy::deviations, ExploreOptions::Strategy::dfs}) {
-    INFO("strategy " << int(strategy) << ", worst " << w << " ns");
+    INFO(name << ", strategy " << int(strategy) << ", worst " << w << " ns");
     ExploreOptions options;
     options.strategy = strategy;
     auto at_bound = [&](std::int64_t bound) {
       std::string text = text_of(file);
-      const std::string was = "max = \"4ms\"";
+      const std::string was = "max = \"" + bound_was + "\"";
       REQUIRE(text.find(was) != std::string::npos);
       text.replace(text.find(was), was.size(), "max = \"" + std::to_string(bound) + "ns\"");
       return search(sim::parse_scenario(text, file), Costs{}, options);
@@ -444,4 +447,14 @@ TEST_CASE("latency merges on its monitor, and its verdict turns exactly at the w
     ExploreResult found = at_bound(w - 1);
     CHECK(found.verdict == ExploreResult::Verdict::violated);
   }
+}
+
+}  // namespace
+
+TEST_CASE("latency merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("latency-windows.toml", "latency", "4ms");
+}
+
+TEST_CASE("max_gap merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("gap-windows.toml", "max_gap", "40ms");
 }

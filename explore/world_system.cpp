@@ -44,15 +44,16 @@ std::uint64_t key_of(const Stop& stop, Nanos horizon) {
   return key;
 }
 
-// A property whose history a monitor keeps as state (sim/monitors.hpp): `latency` of a group,
-// without `after`, bounded by a time.
+// A property whose history a monitor keeps as state (sim/monitors.hpp): `latency` of a group
+// without `after`, and `max_gap` of a group, each bounded by a time.
 bool monitored(const sim::Expectation& e) {
-  return e.property == "latency" && e.after.empty() && e.max && e.max->unit != sim::Bound::Unit::count;
+  const bool timed = e.max && e.max->unit != sim::Bound::Unit::count;
+  return timed && ((e.property == "latency" && e.after.empty()) || e.property == "max_gap");
 }
 
 // The properties a run's end state decides: what every client sent and was answered (its
 // state holds both), and what waits in a backlog at the end. Liveness is the state graph's.
-// `latency` without `after` is decided by the state with its monitor's. Every other property,
+// `latency` without `after` and `max_gap` are decided by the state with their monitors'. Every other property,
 // and no_stranded_backlog with a `max`, measures times or events along the way: history,
 // which two executions that meet in one state need not share.
 std::vector<std::string> history_properties(const sim::Scenario& scenario) {
@@ -87,7 +88,10 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
   void body() override {
     world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
     for (const sim::Expectation& e : scenario_.expect) {
-      if (monitored(e)) world_->watch_latency(e.of, Nanos(checker::resolve(*e.max, costs_)));
+      if (!monitored(e)) continue;
+      const Nanos bound(checker::resolve(*e.max, costs_));
+      if (e.property == "latency") world_->watch_latency(e.of, bound);
+      else world_->watch_gap(e.of, bound);
     }
     // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
     // calls without end at one instant is a livelock (SimKernel::stalled).

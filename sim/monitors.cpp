@@ -10,8 +10,13 @@ void Monitors::watch_latency(const std::string& group, std::int64_t bound) {
   clamp_ = std::max(clamp_, bound + 1);
 }
 
+void Monitors::watch_gap(const std::string& group, std::int64_t bound) {
+  gaps_.push_back(Gap{group, bound, false, 0, std::nullopt});
+  clamp_ = std::max(clamp_, bound + 1);
+}
+
 void Monitors::catch_up() const {
-  if (latency_.empty()) return;
+  if (empty()) return;
   const std::deque<TraceEvent>& events = trace_->events;
   // Every client has its place, so that a canonical order of them all is a permutation here.
   if (waiting_.size() < trace_->clients.size()) waiting_.resize(trace_->clients.size());
@@ -25,8 +30,17 @@ void Monitors::catch_up() const {
       if (s->client < 0 || std::size_t(s->client) >= waiting_.size() || !watched(s->client)) continue;
       waiting_[std::size_t(s->client)].push_back(s->t);
     } else if (const auto* a = std::get_if<ev::Answer>(&event)) {
-      // As checker::latency pairs them: a client's answers come in the order of its sends.
       if (a->client < 0 || std::size_t(a->client) >= waiting_.size()) continue;
+      if (!gaps_.empty()) {
+        const std::string& group = trace_->group_of(a->client);
+        for (Gap& g : gaps_) {
+          if (g.group != group) continue;
+          if (g.last) g.wide = g.wide || (a->t - *g.last).count() > g.bound;
+          g.last = a->t;
+          g.answers = std::min<std::int64_t>(g.answers + 1, 2);
+        }
+      }
+      // As checker::latency pairs them: a client's answers come in the order of its sends.
       std::deque<Nanos>& waiting = waiting_[std::size_t(a->client)];
       if (waiting.empty()) continue;
       const std::int64_t took = (a->t - waiting.front()).count();
@@ -44,11 +58,16 @@ void Monitors::catch_up() const {
 std::int64_t Monitors::age(Nanos sent, Nanos now) const { return std::min((now - sent).count(), clamp_); }
 
 void Monitors::digest_state(state::Sink& sink, Nanos now) const {
-  if (latency_.empty()) return;
+  if (empty()) return;
   catch_up();
   for (const Latency& l : latency_) {
     sink.add(std::int64_t(l.late));
     sink.add(std::int64_t(l.answered));
+  }
+  for (const Gap& g : gaps_) {
+    sink.add(std::int64_t(g.wide));
+    sink.add(g.answers);
+    sink.add(g.last ? age(*g.last, now) : -1);
   }
   const state::Names* names = sink.names();
   sink.add(std::int64_t(waiting_.size()));

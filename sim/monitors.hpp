@@ -10,12 +10,18 @@
 // now like every other time, and clamped just past the largest bound (older is late whatever
 // its exact age).
 //
+// `max_gap` of a group holds when no two answers to it, one after the other, are further apart
+// than its bound. What the rest of a run needs of the past: whether two already were, how many
+// answers came (none, one, or more: the verdict tells those apart), and how long ago the last
+// one came, clamped just past the bound.
+//
 // The monitor reads the run's trace as it grows (the Send and Answer events), where it left
 // off: a snapshot restores it with the world.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +36,9 @@ class Monitors {
 
   // Judges `latency` of `group` (no `after`) with its bound, in nanoseconds.
   void watch_latency(const std::string& group, std::int64_t bound);
-  bool empty() const { return latency_.empty(); }
+  // Judges `max_gap` of `group` with its bound, in nanoseconds.
+  void watch_gap(const std::string& group, std::int64_t bound);
+  bool empty() const { return latency_.empty() && gaps_.empty(); }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
   void digest_state(state::Sink& sink, Nanos now) const;
@@ -45,6 +53,13 @@ class Monitors {
     bool late = false;      // an answer came after the bound
     bool answered = false;  // some answer came
   };
+  struct Gap {
+    std::string group;
+    std::int64_t bound = 0;
+    bool wide = false;               // two answers came further apart than the bound
+    std::int64_t answers = 0;        // answers so far, clamped at 2
+    std::optional<Nanos> last;       // when the last one came
+  };
   // Reads the trace's events not read yet.
   void catch_up() const;
   std::int64_t age(Nanos sent, Nanos now) const;
@@ -55,6 +70,7 @@ class Monitors {
   // waiting (their send times, oldest first).
   mutable std::size_t read_ = 0;
   mutable std::vector<Latency> latency_;
+  mutable std::vector<Gap> gaps_;
   mutable std::vector<std::deque<Nanos>> waiting_;  // by client
 };
 

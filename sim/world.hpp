@@ -168,6 +168,8 @@ class World {
   // (sim/monitors.hpp) joins the digest, and the search may merge states as it does for
   // properties a state decides. Before the first step.
   void watch_latency(const std::string& group, Nanos bound);
+  // The same for `max_gap` of `group`.
+  void watch_gap(const std::string& group, Nanos bound);
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
