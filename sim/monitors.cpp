@@ -69,6 +69,7 @@ void Monitors::digest_state(state::Sink& sink, Nanos now) const {
     sink.add(g.answers);
     sink.add(g.last ? age(*g.last, now) : -1);
   }
+  if (latency_.empty()) return;  // only latency keeps requests waiting, client by client
   const state::Names* names = sink.names();
   sink.add(std::int64_t(waiting_.size()));
   for (std::size_t at = 0; at < waiting_.size(); ++at) {
