@@ -1,6 +1,7 @@
 // The digest audit: a state whose digest was seen before must be the state seen then, in what
 // its digest's walk wrote down and in the futures it leads to.
 #include <optional>
+#include <stdexcept>
 #include <sstream>
 
 #include "base/assert.hpp"
@@ -11,7 +12,14 @@ namespace loopsim::explore::detail {
 
 void Explorer::audit(const Stop& stop, std::size_t shape, bool new_shape, std::size_t key, bool new_key) {
   if (stopped()) return;
-  std::optional<state::Transcript> written = exec_->transcript();
+  std::optional<state::Transcript> written;
+  try {
+    written = exec_->transcript();
+  } catch (const std::logic_error& e) {
+    // The digest this stop is keyed by is not its state's (World::horizon_transcript).
+    audit_failed(key, std::string("a stop's key is not its state's: ") + e.what());
+    return;
+  }
   if (!written) {
     ++result_.audit_unwritten;
     return;
@@ -81,8 +89,13 @@ void Explorer::audit_future(const Stop& stop, std::size_t node) {
     if (!every) return;  // perhaps by a way not taken yet
     std::string difference = "in something the digest does not read";
     std::size_t shape = key_nodes_[known.front()].shape;
-    if (std::optional<state::Transcript> written = exec_->transcript();
-        written && shape < audit_shapes_.size() && !audit_shapes_[shape].empty()) {
+    std::optional<state::Transcript> written;
+    try {
+      written = exec_->transcript();
+    } catch (const std::logic_error& e) {
+      difference = std::string("(and a stop's key is not its state's: ") + e.what() + ")";
+    }
+    if (written && shape < audit_shapes_.size() && !audit_shapes_[shape].empty()) {
       if (now.kind == Stop::Kind::decision) {
         written->enter("decision");
         written->add(std::int64_t(now.choice));

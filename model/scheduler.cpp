@@ -90,6 +90,9 @@ std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
   if (options < 2 || chooser_ == nullptr) return 0;
   std::uint32_t pick = chooser_->choose(kind, options);
   LOOPSIM_ASSERT_OP(pick, <, options);
+  // The decision's digest was taken inside the chooser: whatever follows it (what the caller
+  // does with the pick, a call's step below) is a new state, not that one.
+  ++epoch_;
   // A landing is not something the running thread learns: it learns what landed through its
   // calls' results. Any other decision inside a call is a step of that call.
   if (current_ != no_thread && !landing_ && kind != ChoiceKind::land) ++threads_[std::size_t(current_)]->in_call;
