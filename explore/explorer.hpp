@@ -24,6 +24,7 @@
 
 #include "explore/system.hpp"
 #include "model/choice.hpp"
+#include "realloop/state.hpp"
 
 namespace loopsim::explore {
 
@@ -122,6 +123,21 @@ struct ExploreResult {
 const char* verdict_name(ExploreResult::Verdict verdict);
 
 ExploreResult search(const System& system, const ExploreOptions& options);
+
+// The digest-drop test's hook (explore/digest_drop_test.cpp), null in every real run: told of
+// every stop of a world the search keys by its digest, with the stop's key, how the search
+// keys this stop from a shape, and the walk the shape digests (value by value, with a trail
+// following it). Called inside the execution, with the walk allocating nothing in it.
+class KeyProbe {
+ public:
+  using Walk = std::function<void(state::Trail&, const std::function<void(std::int64_t)>&)>;
+  virtual void stopped(std::uint64_t key, const std::function<std::uint64_t(std::uint64_t)>& key_of_shape,
+                       const Walk& walk) = 0;
+
+ protected:
+  ~KeyProbe() = default;
+};
+inline KeyProbe* key_probe_for_tests = nullptr;
 
 // The scenario on the simulated kernel, searched.
 ExploreResult search(const sim::Scenario& scenario, const checker::Costs& costs,

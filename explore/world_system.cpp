@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "explore/explorer.hpp"
 #include "explore/fiber_execution.hpp"
 #include "explore/system.hpp"
 #include "model/sim_kernel.hpp"
@@ -131,6 +132,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     stop.choice = kind;
     stop.options = options;
     stop.key = key_of(stop, scenario_.horizon);
+    probe(stop);
     return pause(stop);
   }
   bool explores_windows() const override { return true; }
@@ -143,7 +145,21 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     stop.backlog = world_->backlog() > 0;
     stop.accepted = world_->accepted();
     stop.key = key_of(stop, scenario_.horizon);
+    if (kind != Stop::Kind::decision) probe(stop);
     return stop;
+  }
+
+  // The digest-drop test's probe (explore/explorer.hpp).
+  void probe(const Stop& stop) const {
+    if (key_probe_for_tests == nullptr) [[likely]] return;
+    key_probe_for_tests->stopped(
+        stop.key,
+        [&](std::uint64_t shape) {
+          Stop again = stop;
+          again.shape = shape;
+          return key_of(again, scenario_.horizon);
+        },
+        [&](state::Trail& trail, const std::function<void(std::int64_t)>& add) { world_->horizon_walk(trail, add); });
   }
 
   const sim::Scenario& scenario_;

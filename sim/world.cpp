@@ -175,6 +175,15 @@ std::uint64_t World::digest() const {
 
 std::uint64_t World::horizon_digest(bool& beyond) const { return impl_->digest_of(impl_->scenario.horizon, beyond); }
 
+void World::horizon_walk(state::Trail& trail, const std::function<void(std::int64_t)>& add) const {
+  const Impl& w = *impl_;
+  if (w.digest_taken.epoch != w.scheduler.epoch() || w.digest_taken.horizon != w.scenario.horizon) {
+    throw std::logic_error("World::horizon_walk: no horizon digest taken at this step");
+  }
+  const state::Names* names = w.canonical ? &*w.canonical : nullptr;
+  state::visit(add, w, w.scheduler.now(), names, &trail, w.scenario.horizon);
+}
+
 state::Transcript World::horizon_transcript() const {
   const Impl& w = *impl_;
   // The canonical names are the ones the digest just refreshed: refreshing them here would

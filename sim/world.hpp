@@ -142,6 +142,10 @@ class World {
   // happening, a window's end) is fed as only that, since nothing there happens. `beyond` says
   // whether anything was. Two states with equal horizon digests at one instant end alike.
   std::uint64_t horizon_digest(bool& beyond) const;
+  // The walk horizon_digest() took, value by value, with `trail` following it: for the
+  // digest-drop test, which finds the values each component holds. The same conditions as
+  // horizon_transcript().
+  void horizon_walk(state::Trail& trail, const std::function<void(std::int64_t)>& add) const;
   // What horizon_digest() hashed, value by value with each value's field, for a digest audit.
   // Allocates nothing in the world: it may be taken from outside an arena the world lives in,
   // right after horizon_digest() at the same step (throws std::logic_error otherwise).
