@@ -214,6 +214,32 @@ struct Collisions final : explore::KeyProbe {
 
 }  // namespace
 
+// The first part's own check, on one arm: the monitors' state alone tells two stops apart (a
+// request answered late or not is nowhere else), and a limit fixed for the run never does.
+TEST_CASE("digest drops: one search finds a component that alone tells two states apart, and not a constant") {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(LOOPSIM_SOURCE_DIR) / "tests/data/explore/latency-windows.toml";
+  const std::string text = sim::read_scenario_file(file.string());
+  const Case c{"latency-windows", sim::parse_scenario(text, "latency-windows.toml"), checker::costs_for(text, "latency-windows.toml")};
+  Components catalog;
+  state::catalog_for_tests = &catalog;
+  searched(c);
+  state::catalog_for_tests = nullptr;
+  Collisions collisions(catalog.fields);
+  explore::key_probe_for_tests = &collisions;
+  collisions.next_case(c.name);
+  searched(c);
+  explore::key_probe_for_tests = nullptr;
+  CHECK(collisions.stops > 100);
+  auto noticed = [&](const std::string& where) {
+    auto it = std::find(catalog.where.begin(), catalog.where.end(), where);
+    REQUIRE(it != catalog.where.end());
+    return !collisions.noticed_by[std::size_t(it - catalog.where.begin())].empty();
+  };
+  CHECK(noticed("(top).monitors"));
+  CHECK_FALSE(noticed("kernel.config_.somaxconn"));
+}
+
 // Hidden ([.]): most components do not yet show (see docs/design.md, "Every component counts"),
 // and each such costs a search of every arm. scripts/digest_drops.sh runs it.
 TEST_CASE("digest drops: leaving out any one component of the digest changes some search over the shipped scenarios",
