@@ -81,9 +81,11 @@ class Clients final : public model::ClientSink {
     Nanos down_at{0};
     std::uint64_t net_draws = 0;
     bool told_close = false;  // an answer said Connection: close: it sends nothing more
-    // Skipped: group (a pointer into the scenario; group_index names it).
+    // Skipped: group and group_index, fixed for the run by the client's place: clients are made
+    // once, group after group, and fed in that order or in the canonical one, which sorts by
+    // group first.
     static constexpr state::Fields<19> state_fields{
-        state::f::skip("group"),        state::f::value("group_index"), state::f::conn_name("conn"),
+        state::f::skip("group"),        state::f::skip("group_index"), state::f::conn_name("conn"),
         state::f::value("next_request"), state::f::value("due"),        state::f::value("unanswered"),
         state::f::value("answered"),    state::f::value("input"),       state::f::value("established"),
         state::f::value("done"),        state::f::until("deadline"),    state::f::value("draws"),
@@ -128,10 +130,10 @@ class Clients final : public model::ClientSink {
   std::vector<Client> clients_;
   std::vector<ClientIndex> by_conn_;  // ConnId -> client; conns are numbered in connect order
  public:
-  // Skipped: the scheduler, the kernel and the trace (collaborators), the seed (constant), and
-  // by_conn_ (the inverse of each client's conn, which the digest sees).
+  // Skipped: the scheduler, the kernel and the trace (collaborators), the port and the seed
+  // (fixed for the run), and by_conn_ (the inverse of each client's conn, which the digest sees).
   static constexpr state::Fields<7> state_fields{
-      state::f::skip("scheduler_"), state::f::skip("kernel_"), state::f::skip("trace_"), state::f::value("port_"),
+      state::f::skip("scheduler_"), state::f::skip("kernel_"), state::f::skip("trace_"), state::f::skip("port_"),
       state::f::skip("seed_"),      state::f::by_client("clients_"), state::f::skip("by_conn_")};
   friend struct state::Access;
 };
