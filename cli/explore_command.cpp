@@ -401,8 +401,9 @@ void add_explore(CLI::App& app, int& status) {
   cmd->add_option("--judge", args->judge,
                   "P[,P...]: judge only these of the scenario's expectations (by property). Judging\n"
                   "only properties a state decides (answered, no_stranded_backlog without max,\n"
-                  "liveness, latency without after, max_gap) lets the search merge states where\n"
-                  "the others would make it a tree")
+                  "liveness, latency without after, max_gap, batch_bound) lets the search merge\n"
+                  "states where"
+                  " the others would make it a tree")
       ->check(non_empty);
   cmd->add_option("--maximize", args->maximize,
                   "PROPERTY[:OF]: the worst case. Measure that expectation on every execution,\n"
@@ -430,8 +431,8 @@ void add_explore(CLI::App& app, int& status) {
       "     or fewer non-natural choices fails.\n"
       "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
       "States are merged only where every judged property is decided by the state (answered,\n"
-      "no_stranded_backlog without max, liveness, and latency without after and max_gap,\n"
-      "whose monitors join the state); otherwise the search is a tree, and says so\n"
+      "no_stranded_backlog without max, liveness, and latency without after, max_gap and\n"
+      "batch_bound, whose monitors join the state); otherwise the search is a tree, and says so\n"
       "(\"merging\").\n"
       "With --maximize, 0 means the worst case is over every execution; 3 that a bound cut some.");
   cmd->callback([args, &status] {

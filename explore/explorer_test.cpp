@@ -419,8 +419,10 @@ TEST_CASE("by deviations: a search cut short names the last level it finished, a
 namespace {
 
 // A monitored property's file, searched: the tree's worst case first (--maximize), then the
-// merged search at that bound (it must hold) and 1 ns under it (it must fail).
-void turns_at_the_worst_case(const std::string& name, const std::string& property, const std::string& bound_was) {
+// merged search at that bound (it must hold) and one unit (a nanosecond, or an accept) under it
+// (it must fail). `bound_was` is the file's `max` as written.
+void turns_at_the_worst_case(const std::string& name, const std::string& property, const std::string& bound_was,
+                             bool count = false) {
   const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/" + name;
   ExploreOptions worst;
   worst.maximize = property;
@@ -435,9 +437,10 @@ void turns_at_the_worst_case(const std::string& name, const std::string& propert
     options.strategy = strategy;
     auto at_bound = [&](std::int64_t bound) {
       std::string text = text_of(file);
-      const std::string was = "max = \"" + bound_was + "\"";
+      const std::string was = count ? "max = " + bound_was : "max = \"" + bound_was + "\"";
       REQUIRE(text.find(was) != std::string::npos);
-      text.replace(text.find(was), was.size(), "max = \"" + std::to_string(bound) + "ns\"");
+      text.replace(text.find(was), was.size(),
+                   count ? "max = " + std::to_string(bound) : "max = \"" + std::to_string(bound) + "ns\"");
       return search(sim::parse_scenario(text, file), Costs{}, options);
     };
     ExploreResult proved = at_bound(w);
@@ -457,4 +460,8 @@ TEST_CASE("latency merges on its monitor, and its verdict turns exactly at the w
 
 TEST_CASE("max_gap merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
   turns_at_the_worst_case("gap-windows.toml", "max_gap", "40ms");
+}
+
+TEST_CASE("batch_bound merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("batch-windows.toml", "batch_bound", "16", true);
 }

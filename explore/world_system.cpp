@@ -1,8 +1,10 @@
 // The explorer's view of a sim::World: the scenario on the simulated kernel with the real loop,
 // or a target program's run driven step by step in its own process.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
+#include "checker/loop_properties.hpp"
 #include "explore/explorer.hpp"
 #include "explore/fiber_execution.hpp"
 #include "explore/system.hpp"
@@ -46,15 +48,17 @@ std::uint64_t key_of(const Stop& stop, Nanos horizon) {
 }
 
 // A property whose history a monitor keeps as state (sim/monitors.hpp): `latency` of a group
-// without `after`, and `max_gap` of a group, each bounded by a time.
+// without `after`, and `max_gap` of a group, each bounded by a time; `batch_bound`, bounded by
+// a count (its default, or a `max` that is one).
 bool monitored(const sim::Expectation& e) {
+  if (e.property == "batch_bound") return !e.max || e.max->unit == sim::Bound::Unit::count;
   const bool timed = e.max && e.max->unit != sim::Bound::Unit::count;
   return timed && ((e.property == "latency" && e.after.empty()) || e.property == "max_gap");
 }
 
 // The properties a run's end state decides: what every client sent and was answered (its
 // state holds both), and what waits in a backlog at the end. Liveness is the state graph's.
-// `latency` without `after` and `max_gap` are decided by the state with their monitors'. Every other property,
+// `latency` without `after`, `max_gap` and `batch_bound` are decided by the state with their monitors'. Every other property,
 // and no_stranded_backlog with a `max`, measures times or events along the way: history,
 // which two executions that meet in one state need not share.
 std::vector<std::string> history_properties(const sim::Scenario& scenario) {
@@ -90,6 +94,10 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
     for (const sim::Expectation& e : scenario_.expect) {
       if (!monitored(e)) continue;
+      if (e.property == "batch_bound") {
+        world_->watch_batch(e.max ? std::llround(e.max->value) : checker::batch_bound_max_default);
+        continue;
+      }
       const Nanos bound(checker::resolve(*e.max, costs_));
       if (e.property == "latency") world_->watch_latency(e.of, bound);
       else world_->watch_gap(e.of, bound);

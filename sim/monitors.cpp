@@ -15,6 +15,33 @@ void Monitors::watch_gap(const std::string& group, std::int64_t bound) {
   clamp_ = std::max(clamp_, bound + 1);
 }
 
+void Monitors::watch_batch(std::int64_t bound) { batch_ = Batch{bound, false, false}; }
+
+void Monitors::batch_event(const TraceEvent& event) const {
+  auto worker = [this](int w) -> WorkerPass& {
+    if (passes_.size() <= std::size_t(w)) passes_.resize(std::size_t(w) + 1);
+    return passes_[std::size_t(w)];
+  };
+  if (const auto* b = std::get_if<ev::PassBegin>(&event)) {
+    WorkerPass& p = worker(b->worker);
+    p.accepts[0] = p.accepts[1] = 0;
+  } else if (const auto* e = std::get_if<ev::PassEnd>(&event)) {
+    WorkerPass& p = worker(e->worker);
+    p.accepts[0] = p.accepts[1] = 0;
+  } else if (const auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
+    worker(s->worker).admitting = true;
+  } else if (const auto* c = std::get_if<ev::ListenerClosed>(&event)) {
+    worker(c->worker).admitting = false;
+  } else if (const auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) {
+    batch_->accepted = true;
+    WorkerPass& p = worker(a->worker);
+    if (p.admitting) return;  // as checker::batch_bound: the drain is not a batch
+    std::int64_t& n = p.accepts[a->door == Door::listener ? 0 : 1];
+    n = std::min(n + 1, batch_->bound + 1);
+    batch_->over = batch_->over || n > batch_->bound;
+  }
+}
+
 void Monitors::catch_up() const {
   if (empty()) return;
   const std::deque<TraceEvent>& events = trace_->events;
@@ -26,6 +53,7 @@ void Monitors::catch_up() const {
   };
   for (; read_ < events.size(); ++read_) {
     const TraceEvent& event = events[read_];
+    if (batch_) batch_event(event);
     if (const auto* s = std::get_if<ev::Send>(&event)) {
       if (s->client < 0 || std::size_t(s->client) >= waiting_.size() || !watched(s->client)) continue;
       waiting_[std::size_t(s->client)].push_back(s->t);
@@ -68,6 +96,16 @@ void Monitors::digest_state(state::Sink& sink, Nanos now) const {
     sink.add(std::int64_t(g.wide));
     sink.add(g.answers);
     sink.add(g.last ? age(*g.last, now) : -1);
+  }
+  if (batch_) {
+    sink.add(std::int64_t(batch_->over));
+    sink.add(std::int64_t(batch_->accepted));
+    sink.add(std::int64_t(passes_.size()));
+    for (const WorkerPass& p : passes_) {
+      sink.add(std::int64_t(p.admitting));
+      sink.add(p.accepts[0]);
+      sink.add(p.accepts[1]);
+    }
   }
   if (latency_.empty()) return;  // only latency keeps requests waiting, client by client
   const state::Names* names = sink.names();

@@ -15,8 +15,14 @@
 // answers came (none, one, or more: the verdict tells those apart), and how long ago the last
 // one came, clamped just past the bound.
 //
-// The monitor reads the run's trace as it grows (the Send and Answer events), where it left
-// off: a snapshot restores it with the world.
+// `batch_bound` holds when no worker accepts more than its bound from one door within one
+// pass (a shutdown's drain, between its start and the listener's close, apart), and something
+// was accepted. What the rest of a run needs of the past: whether a pass already took too many,
+// whether anything was accepted, and, for each worker, whether it is draining and how many its
+// current pass took from each door, clamped just past the bound.
+//
+// The monitor reads the run's trace as it grows (the Send, Answer, pass and Accept events),
+// where it left off: a snapshot restores it with the world.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +44,9 @@ class Monitors {
   void watch_latency(const std::string& group, std::int64_t bound);
   // Judges `max_gap` of `group` with its bound, in nanoseconds.
   void watch_gap(const std::string& group, std::int64_t bound);
-  bool empty() const { return latency_.empty() && gaps_.empty(); }
+  // Judges `batch_bound` with its bound, a count of accepts.
+  void watch_batch(std::int64_t bound);
+  bool empty() const { return latency_.empty() && gaps_.empty() && !batch_; }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
   void digest_state(state::Sink& sink, Nanos now) const;
@@ -60,8 +68,18 @@ class Monitors {
     std::int64_t answers = 0;        // answers so far, clamped at 2
     std::optional<Nanos> last;       // when the last one came
   };
+  struct Batch {
+    std::int64_t bound = 0;
+    bool over = false;      // a pass took more than the bound from one door
+    bool accepted = false;  // some accept took a connection
+  };
+  struct WorkerPass {
+    bool admitting = false;                  // a shutdown's drain: its accepts are no batch
+    std::int64_t accepts[2] = {0, 0};        // this pass's, by door, clamped at bound + 1
+  };
   // Reads the trace's events not read yet.
   void catch_up() const;
+  void batch_event(const TraceEvent& event) const;
   std::int64_t age(Nanos sent, Nanos now) const;
 
   const Trace* trace_;
@@ -72,6 +90,8 @@ class Monitors {
   mutable std::vector<Latency> latency_;
   mutable std::vector<Gap> gaps_;
   mutable std::vector<std::deque<Nanos>> waiting_;  // by client
+  mutable std::optional<Batch> batch_;
+  mutable std::vector<WorkerPass> passes_;  // by worker
 };
 
 }  // namespace loopsim::sim

@@ -252,6 +252,8 @@ void World::watch_latency(const std::string& group, Nanos bound) {
 
 void World::watch_gap(const std::string& group, Nanos bound) { impl_->monitors.watch_gap(group, bound.count()); }
 
+void World::watch_batch(std::int64_t bound) { impl_->monitors.watch_batch(bound); }
+
 void World::digests_unused() { impl_->scheduler.set_shared_inputs({}); }
 
 void World::abandon() {

@@ -174,6 +174,8 @@ class World {
   void watch_latency(const std::string& group, Nanos bound);
   // The same for `max_gap` of `group`.
   void watch_gap(const std::string& group, Nanos bound);
+  // The same for `batch_bound`, its bound a count of accepts.
+  void watch_batch(std::int64_t bound);
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
