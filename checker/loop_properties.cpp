@@ -581,7 +581,7 @@ Verdict shutdown_clean(const Trace& trace, const sim::Expectation& expect) {
 
 Verdict batch_bound(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("batch_bound");
-  v.bound = expect.max ? std::llround(expect.max->value) : batch_bound_max_default;
+  v.bound = batch_bound_of(expect);
   v.bound_text = expect.max ? expect.max->text : std::to_string(v.bound);
   if (expect.max && expect.max->unit != sim::Bound::Unit::count) {
     v.held = false;

@@ -3,6 +3,8 @@
 // returns its measured figure, its bound, and the index of the first trace event that broke it.
 #pragma once
 
+#include <cmath>
+
 #include <cstdint>
 
 #include "checker/properties.hpp"
@@ -48,6 +50,12 @@ Verdict shutdown_clean(const sim::Trace& trace, const sim::Expectation& expect =
 // read from the run's own configuration: that is what is under test, and a sabotaged batch
 // (accept_batch 0, an unbounded drain) would otherwise be its own judge.
 inline constexpr std::int64_t batch_bound_max_default = LoopConfig{}.accept_batch;
+
+// batch_bound's bound for `expect`: its `max` as a count, or the default (the judge and the
+// search's monitor both take it here). A `max` in another unit is the judge's to refuse.
+inline std::int64_t batch_bound_of(const sim::Expectation& expect) {
+  return expect.max ? std::llround(expect.max->value) : batch_bound_max_default;
+}
 
 // R1. Measured: the most accepts ok on one door by one worker within one pass (pass_begin to
 // pass_end). Bound: `max`, a count (default batch_bound_max_default); a `max` in another unit

@@ -1,7 +1,6 @@
 // The explorer's view of a sim::World: the scenario on the simulated kernel with the real loop,
 // or a target program's run driven step by step in its own process.
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "checker/loop_properties.hpp"
@@ -95,7 +94,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     for (const sim::Expectation& e : scenario_.expect) {
       if (!monitored(e)) continue;
       if (e.property == "batch_bound") {
-        world_->watch_batch(e.max ? std::llround(e.max->value) : checker::batch_bound_max_default);
+        world_->watch_batch(checker::batch_bound_of(e));
         continue;
       }
       const Nanos bound(checker::resolve(*e.max, costs_));

@@ -22,11 +22,10 @@ void Monitors::batch_event(const TraceEvent& event) const {
     if (passes_.size() <= std::size_t(w)) passes_.resize(std::size_t(w) + 1);
     return passes_[std::size_t(w)];
   };
-  if (const auto* b = std::get_if<ev::PassBegin>(&event)) {
-    WorkerPass& p = worker(b->worker);
-    p.accepts[0] = p.accepts[1] = 0;
-  } else if (const auto* e = std::get_if<ev::PassEnd>(&event)) {
-    WorkerPass& p = worker(e->worker);
+  const auto* begin = std::get_if<ev::PassBegin>(&event);
+  const auto* end = std::get_if<ev::PassEnd>(&event);
+  if (begin != nullptr || end != nullptr) {
+    WorkerPass& p = worker(begin != nullptr ? begin->worker : end->worker);  // a pass starts or ends: none taken
     p.accepts[0] = p.accepts[1] = 0;
   } else if (const auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
     worker(s->worker).admitting = true;
