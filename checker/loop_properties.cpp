@@ -5,7 +5,8 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <type_traits>
+
+#include "sim/monitors.hpp"
 
 namespace loopsim::checker {
 
@@ -144,37 +145,6 @@ std::string capacity_detail(const CapacityScan& scan, const Verdict& v) {
 
 // ---- no_spin ----------------------------------------------------------------------------
 
-template <class E, class... Kinds>
-constexpr bool is_one_of = (std::is_same_v<E, Kinds> || ...);
-
-// The worker that made progress with this event, if it is progress (see no_spin).
-std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
-  if (auto* a = std::get_if<ev::Accept>(&event)) {
-    bool took = a->result >= 0 || a->result == -ECONNABORTED;
-    return took ? std::optional(a->worker) : std::nullopt;
-  }
-  if (auto* e = std::get_if<ev::Events>(&event)) {
-    bool other =
-        std::any_of(e->fds.begin(), e->fds.end(), [&](int fd) { return fd != listener_fd; });
-    return other ? std::optional(e->worker) : std::nullopt;
-  }
-  if (auto* d = std::get_if<ev::Drain>(&event)) {
-    return d->count > 0 ? std::optional(d->worker) : std::nullopt;
-  }
-  return std::visit(
-      [](const auto& e) -> std::optional<int> {
-        using E = std::decay_t<decltype(e)>;
-        if constexpr (is_one_of<E, ev::RequestBegin, ev::RequestEnd, ev::Close, ev::PostRun,
-                                ev::Refuse, ev::Handoff, ev::ShutdownBegin, ev::ListenerClosed,
-                                ev::LoopExit>) {
-          return e.worker;
-        } else {
-          return std::nullopt;
-        }
-      },
-      event);
-}
-
 struct SpinState {
   // The pass in hand: from one wait's return to the next wait's.
   bool open = false;          // a wait has returned
@@ -190,11 +160,6 @@ struct SpinState {
   std::int64_t failed_accepts = 0;
   std::size_t failed_from = 0;  // the first of them
 };
-
-// A pass that takes at most this long, from its wait's call to the next wait's, did not block
-// and did not sleep: the kernel charges a repeated empty poll 1 us, a target's failing call
-// 1 us (design-notes, "A spinning loop moves the clock").
-constexpr Nanos spin_pass_max{10'000};
 
 // ---- shutdown_clean -----------------------------------------------------------------------
 
@@ -499,7 +464,7 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
 // wait between them.
 Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("no_spin");
-  v.bound = expect.max ? std::llround(expect.max->value) : no_spin_max_default;
+  v.bound = no_spin_bound_of(expect);
   v.bound_text = expect.max ? expect.max->text : std::to_string(v.bound);
   std::map<int, SpinState> workers;
   std::string worst;
@@ -507,7 +472,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
     const TraceEvent& event = trace.events[i];
     if (auto* a = std::get_if<ev::Accept>(&event)) {
       SpinState& s = workers[a->worker];
-      bool failed = a->result < 0 && a->result != -EAGAIN && a->result != -ECONNABORTED;
+      bool failed = sim::failed_accept(a->result);
       if (failed && s.failed_accepts == 0) s.failed_from = i;
       s.failed_accepts = failed ? s.failed_accepts + 1 : 0;
       if (s.failed_accepts == v.bound + 1) breaks_at(v, s.failed_from);
@@ -526,7 +491,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       SpinState& s = workers[e->worker];
       s.failed_accepts = 0;
       if (s.open) {
-        bool quick = s.began && s.next && *s.next - *s.began <= spin_pass_max;
+        bool quick = s.began && s.next && *s.next - *s.began <= sim::spin_pass_max;
         bool idle = quick && (e->work >= 0 ? e->work == 0 : !s.progress);
         if (idle && s.run == 0) s.run_from = s.pass;
         s.run = idle ? s.run + 1 : 0;
@@ -545,7 +510,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       s.returned = i;
       s.pass = e->pass;
       s.next.reset();
-    } else if (auto worker = progress_of(event, trace.listener_fd)) {
+    } else if (auto worker = sim::progress_of(event, trace.listener_fd)) {
       workers[*worker].progress = true;
     }
   }

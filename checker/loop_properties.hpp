@@ -14,6 +14,11 @@ namespace loopsim::checker {
 
 // no_spin's bound when the scenario gives no `max`.
 inline constexpr std::int64_t no_spin_max_default = 100;
+// no_spin's bound for `expect`: its `max`, a count, or the default (the judge and the search's
+// monitor both take it here).
+inline std::int64_t no_spin_bound_of(const sim::Expectation& expect) {
+  return expect.max ? std::llround(expect.max->value) : no_spin_max_default;
+}
 
 // R9. Connections held: an `accept` ok adds one to its worker, a `close` or a `handoff` (the
 // connection leaves for a sibling) takes it away; an accept that a `refuse` of the same worker

@@ -430,10 +430,11 @@ void add_explore(CLI::App& app, int& status) {
       "     says which level it finished: deviations_completed = 2 means no schedule with two\n"
       "     or fewer non-natural choices fails.\n"
       "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
-      "States are merged only where every judged property is decided by the state (answered,\n"
-      "no_stranded_backlog without max, liveness, and latency without after, max_gap and\n"
-      "batch_bound, whose monitors join the state); otherwise the search is a tree, and says so\n"
-      "(\"merging\").\n"
+      "States are merged only where every judged property is decided by the state: answered,\n"
+      "liveness, no_stranded_backlog, and latency, max_gap, batch_bound, no_spin and\n"
+      "post_latency, whose monitors join the state (a bound in requests or batches is measured\n"
+      "from the run itself, and has none). Otherwise (shutdown_clean, capacity) the search is a\n"
+      "tree, and says so (\"merging\").\n"
       "With --maximize, 0 means the worst case is over every execution; 3 that a bound cut some.");
   cmd->callback([args, &status] {
     try {

@@ -465,3 +465,19 @@ TEST_CASE("max_gap merges on its monitor, and its verdict turns exactly at the w
 TEST_CASE("batch_bound merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
   turns_at_the_worst_case("batch-windows.toml", "batch_bound", "16", true);
 }
+
+TEST_CASE("latency after another group merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("after-windows.toml", "latency", "20ms");
+}
+
+TEST_CASE("no_stranded_backlog with a time merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("idle-wait-windows.toml", "no_stranded_backlog", "20ms");
+}
+
+TEST_CASE("no_spin merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("spin-windows.toml", "no_spin", "100000", true);
+}
+
+TEST_CASE("post_latency merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+  turns_at_the_worst_case("post-windows.toml", "post_latency", "50ms");
+}

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "checker/loop_properties.hpp"
+#include "checker/monitoring.hpp"
 #include "explore/explorer.hpp"
 #include "explore/fiber_execution.hpp"
 #include "explore/system.hpp"
@@ -46,25 +47,16 @@ std::uint64_t key_of(const Stop& stop, Nanos horizon) {
   return key;
 }
 
-// A property whose history a monitor keeps as state (sim/monitors.hpp): `latency` of a group
-// without `after`, and `max_gap` of a group, each bounded by a time; `batch_bound`, bounded by
-// a count (its default, or a `max` that is one).
-bool monitored(const sim::Expectation& e) {
-  if (e.property == "batch_bound") return !e.max || e.max->unit == sim::Bound::Unit::count;
-  const bool timed = e.max && e.max->unit != sim::Bound::Unit::count;
-  return timed && ((e.property == "latency" && e.after.empty()) || e.property == "max_gap");
-}
-
 // The properties a run's end state decides: what every client sent and was answered (its
 // state holds both), and what waits in a backlog at the end. Liveness is the state graph's.
-// `latency` without `after`, `max_gap` and `batch_bound` are decided by the state with their monitors'. Every other property,
-// and no_stranded_backlog with a `max`, measures times or events along the way: history,
-// which two executions that meet in one state need not share.
+// A property a monitor keeps (checker::monitorable) is decided by the state with its monitor's.
+// Every other one measures times or events along the way: history, which two executions that
+// meet in one state need not share.
 std::vector<std::string> history_properties(const sim::Scenario& scenario) {
   std::vector<std::string> out;
   for (const sim::Expectation& e : scenario.expect) {
     bool by_state = e.property == "answered" || e.property == "liveness" ||
-                    (e.property == "no_stranded_backlog" && !e.max) || monitored(e);
+                    (e.property == "no_stranded_backlog" && !e.max) || checker::monitorable(e);
     if (!by_state && std::find(out.begin(), out.end(), e.property) == out.end()) out.push_back(e.property);
   }
   return out;
@@ -91,16 +83,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
  private:
   void body() override {
     world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
-    for (const sim::Expectation& e : scenario_.expect) {
-      if (!monitored(e)) continue;
-      if (e.property == "batch_bound") {
-        world_->watch_batch(checker::batch_bound_of(e));
-        continue;
-      }
-      const Nanos bound(checker::resolve(*e.max, costs_));
-      if (e.property == "latency") world_->watch_latency(e.of, bound);
-      else world_->watch_gap(e.of, bound);
-    }
+    for (const sim::Expectation& e : scenario_.expect) checker::watch(world_->monitors(), e, costs_);
     // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
     // calls without end at one instant is a livelock (SimKernel::stalled).
     std::string cut;

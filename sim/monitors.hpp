@@ -1,33 +1,41 @@
 // Monitors: what a property that reads a run's history needs of the past, kept as state, so
 // that a search may merge on it (the product of the world and a monitor, as a model checker
-// builds one for a property automaton).
+// builds one for a property automaton). Each keeps no more than the rest of the run needs to
+// decide its property, and every time in it is relative to now, clamped just past the bound
+// (older than that decides the same whatever its exact age).
 //
-// `latency` of a group, without `after`, holds when every request of the group is answered
-// within its bound. What the rest of a run needs of the past to decide it: whether an answer
-// already came late, whether any came, and, for each request still waiting, when it was sent.
-// Two executions that agree on these (and on the world's state) are judged alike whatever
-// follows, so the monitor's state joins the digest: each waiting request's age, relative to
-// now like every other time, and clamped just past the largest bound (older is late whatever
-// its exact age).
+// - `latency` of a group, without `after`: whether an answer already came late, whether any
+//   came, and, for each request still waiting, when it was sent.
+// - `latency` of a group `after` another: whether each group was answered yet, whether the
+//   last answer of the first came within the bound of the last of the second, and how long ago
+//   that last answer of the second came. A later answer of `after` restarts the clock, and the
+//   first group's answers before it cannot be later than it.
+// - `max_gap` of a group: whether two answers already came further apart than the bound, how
+//   many came (none, one, or more), and how long ago the last one came.
+// - `batch_bound`: whether a pass already took too many from one door, whether anything was
+//   accepted, and, for each worker, whether it is draining for a shutdown and how many its
+//   current pass took from each door.
+// - `no_spin`: whether a run of idle passes, or of failing accepts, already passed the bound,
+//   and for each worker how long its current runs are, whether its pass in hand made
+//   progress, and when that pass's wait (and the next wait, if called) was called.
+// - `post_latency` of a poster (or of all): whether a post ran late, ran twice, or any came;
+//   each post still waiting, by id, with its age; and the ids that ran (a second run of one is
+//   a fault).
+// - `no_stranded_backlog` with a time `max`: whether a connection already waited longer than
+//   the bound at a door while the loop was idle, which workers sit blocked in their wait, and
+//   for each connection at a door the idle time it has waited so far.
 //
-// `max_gap` of a group holds when no two answers to it, one after the other, are further apart
-// than its bound. What the rest of a run needs of the past: whether two already were, how many
-// answers came (none, one, or more: the verdict tells those apart), and how long ago the last
-// one came, clamped just past the bound.
-//
-// `batch_bound` holds when no worker accepts more than its bound from one door within one
-// pass (a shutdown's drain, between its start and the listener's close, apart), and something
-// was accepted. What the rest of a run needs of the past: whether a pass already took too many,
-// whether anything was accepted, and, for each worker, whether it is draining and how many its
-// current pass took from each door, clamped just past the bound.
-//
-// The monitor reads the run's trace as it grows (the Send, Answer, pass and Accept events),
-// where it left off: a snapshot restores it with the world.
+// The monitor reads the run's trace as it grows, where it left off: a snapshot restores it
+// with the world. `held` says what a monitor decides of its property at the end of the run,
+// for checker/monitors_agree_test.cpp, which holds each one to the checker's own judge on
+// every shipped scenario's runs.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,17 +44,32 @@
 
 namespace loopsim::sim {
 
+// A pass that takes at most this long, from its wait's call to the next wait's, did not block
+// and did not sleep: the kernel charges a repeated empty poll 1 us, a target's failing call
+// 1 us (design-notes, "A spinning loop moves the clock"). no_spin's judge and monitor share it.
+inline constexpr Nanos spin_pass_max{10'000};
+
+// The worker that made progress with this event, if it is progress (see no_spin).
+std::optional<int> progress_of(const TraceEvent& event, int listener_fd);
+
+// Whether an accept's result is a failure no_spin counts: neither a connection, nor "none
+// left" (EAGAIN), nor one aborted before it was taken.
+inline bool failed_accept(int result) { return result < 0 && result != -EAGAIN && result != -ECONNABORTED; }
+
 class Monitors {
  public:
   explicit Monitors(const Trace& trace) : trace_(&trace) {}
 
-  // Judges `latency` of `group` (no `after`) with its bound, in nanoseconds.
+  // Each watches one property; bounds are in nanoseconds, or counts where they count.
   void watch_latency(const std::string& group, std::int64_t bound);
-  // Judges `max_gap` of `group` with its bound, in nanoseconds.
+  void watch_latency_after(const std::string& group, const std::string& after, std::int64_t bound);
   void watch_gap(const std::string& group, std::int64_t bound);
-  // Judges `batch_bound` with its bound, a count of accepts.
   void watch_batch(std::int64_t bound);
-  bool empty() const { return latency_.empty() && gaps_.empty() && !batch_; }
+  void watch_spin(std::int64_t bound);
+  // `poster` empty: every poster's posts.
+  void watch_posts(const std::string& poster, std::int64_t bound);
+  void watch_idle_wait(std::int64_t bound);
+  bool empty() const { return watched_ == 0; }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
   void digest_state(state::Sink& sink, Nanos now) const;
@@ -54,12 +77,24 @@ class Monitors {
   // interchangeable (sim::Canonical).
   std::uint64_t client_digest(ClientIndex client, Nanos now) const;
 
+  // What the monitors say of their properties if the run ended now, in the order watched. Each
+  // is the monitor's part of the verdict: for latency and max_gap, requests the run left
+  // unanswered are the end state's to judge; for no_stranded_backlog, what waits at the end.
+  std::vector<bool> held() const;
+
  private:
   struct Latency {
     std::string group;
     std::int64_t bound = 0;
     bool late = false;      // an answer came after the bound
     bool answered = false;  // some answer came
+  };
+  struct After {
+    std::string group, after;
+    std::int64_t bound = 0;
+    bool answered = false;
+    bool within = true;                // the group's last answer came within the bound of after's last
+    std::optional<Nanos> after_last;   // when after's last answer came, if one did
   };
   struct Gap {
     std::string group;
@@ -77,21 +112,67 @@ class Monitors {
     bool admitting = false;                  // a shutdown's drain: its accepts are no batch
     std::int64_t accepts[2] = {0, 0};        // this pass's, by door, clamped at bound + 1
   };
+  struct Spin {
+    std::int64_t bound = 0;
+    bool over = false;  // a run passed the bound
+  };
+  struct SpinWorker {
+    // (Whether a wait has returned yet, as the judge keeps it, is not kept: before the first,
+    // `began` is unset, and a pass without it is not quick.)
+    bool progress = false;        // in a trace without kernel counts, the pass in hand made progress
+    std::optional<Nanos> began;   // the pass's wait was called then
+    std::optional<Nanos> next;    // the next wait was called then
+    bool quick = false;           // ...within spin_pass_max of `began`
+    std::int64_t idle = 0;        // idle passes in a row, clamped at bound + 1
+    std::int64_t failed = 0;      // failing accepts with no wait between, clamped at bound + 1
+  };
+  struct Posts {
+    std::string poster;
+    std::int64_t bound = 0;
+    // (Whether any post came is not kept: every one is waiting or ran.)
+    bool late = false, twice = false;
+    std::map<std::int64_t, Nanos> waiting;  // id -> when it was posted
+    std::set<std::int64_t> ran;
+  };
+  struct IdleWait {
+    std::int64_t bound = 0;
+    bool over = false;              // a connection waited longer than the bound, idle
+    std::vector<bool> blocked;      // by worker: sits in a wait with no timeout or a positive one
+    Nanos idle{0};                  // idle time accumulated until `since`, or until now
+    std::optional<Nanos> since;     // every worker blocked since then
+    std::map<ClientIndex, Nanos> reached;  // the idle time when each connection reached its door
+  };
+  enum class Kind : std::uint8_t { latency, after, gap, batch, spin, posts, idle_wait };
+
+  void watched(Kind kind, std::int64_t bound);
   // Reads the trace's events not read yet.
   void catch_up() const;
+  void answer_event(const ev::Answer& answer) const;
   void batch_event(const TraceEvent& event) const;
-  std::int64_t age(Nanos sent, Nanos now) const;
+  void spin_event(const TraceEvent& event) const;
+  void posts_event(const TraceEvent& event) const;
+  void idle_event(const TraceEvent& event) const;
+  std::int64_t age(Nanos then, Nanos now) const;
+  Nanos idle_at(Nanos t) const;
+  // A client's part of the state, clients named as `names` says.
+  void client_state(ClientIndex client, Nanos now, state::Sink& sink) const;
 
   const Trace* trace_;
-  std::int64_t clamp_ = 0;  // the largest bound, plus one
-  // What was read: the events so far, the monitors' flags, and each watched client's requests
-  // waiting (their send times, oldest first).
+  std::int64_t clamp_ = 0;  // the largest time bound, plus one
+  std::vector<Kind> order_;  // what was watched, in order
+  int watched_ = 0;
+  // What was read: the events so far, and each monitor's state.
   mutable std::size_t read_ = 0;
   mutable std::vector<Latency> latency_;
+  mutable std::vector<After> after_;
   mutable std::vector<Gap> gaps_;
-  mutable std::vector<std::deque<Nanos>> waiting_;  // by client
+  mutable std::vector<std::deque<Nanos>> waiting_;  // by client: latency's requests waiting
   mutable std::optional<Batch> batch_;
   mutable std::vector<WorkerPass> passes_;  // by worker
+  mutable std::optional<Spin> spin_;
+  mutable std::vector<SpinWorker> spinners_;  // by worker
+  mutable std::vector<Posts> posts_;
+  mutable std::optional<IdleWait> idle_;
 };
 
 }  // namespace loopsim::sim

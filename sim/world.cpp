@@ -91,7 +91,7 @@ struct World::Impl {
   model::SimKernel kernel;
   Clients clients;
   Recorder recorder;
-  Monitors monitors;  // history properties' state, for a search (watch_latency)
+  Monitors monitors;  // history properties' state, for a search (checker::watch)
   std::unique_ptr<Server> process;
   std::uint64_t steps = 0;
   bool finished = false;
@@ -246,13 +246,7 @@ bool World::quiescent() const { return impl_->scheduler.idle(); }
 
 bool World::stalled() const { return impl_->kernel.stalled(); }
 
-void World::watch_latency(const std::string& group, Nanos bound) {
-  impl_->monitors.watch_latency(group, bound.count());
-}
-
-void World::watch_gap(const std::string& group, Nanos bound) { impl_->monitors.watch_gap(group, bound.count()); }
-
-void World::watch_batch(std::int64_t bound) { impl_->monitors.watch_batch(bound); }
+Monitors& World::monitors() { return impl_->monitors; }
 
 void World::digests_unused() { impl_->scheduler.set_shared_inputs({}); }
 

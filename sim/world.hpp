@@ -51,6 +51,7 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
 std::string exit_text(const RunStats& stats);
 
 class Clients;
+class Monitors;
 
 // A server other than the built-in loop: a target program (a scenario's [target]). It lives in
 // the target's own process, on the far side of the POSIX seam (posix/), which installs it
@@ -168,14 +169,10 @@ class World {
   // contexts then leave out the process's shared inputs, which cost a digest a kernel call.
   // Contexts are only ever digested, so nothing the run does changes.
   void digests_unused();
-  // A search judges `latency` of `group` (no `after`) with this bound: its monitor's state
-  // (sim/monitors.hpp) joins the digest, and the search may merge states as it does for
-  // properties a state decides. Before the first step.
-  void watch_latency(const std::string& group, Nanos bound);
-  // The same for `max_gap` of `group`.
-  void watch_gap(const std::string& group, Nanos bound);
-  // The same for `batch_bound`, its bound a count of accepts.
-  void watch_batch(std::int64_t bound);
+  // The monitors of the properties a search judges by history kept as state
+  // (sim/monitors.hpp, checker::watch): what they watch joins the digest, and the search may
+  // merge states as it does for properties a state decides. Watched before the first step.
+  Monitors& monitors();
   // Adds a liveness finding to the trace, before the run's end.
   void note(const ev::Lasso& lasso);
   // Runs what is left to the horizon and hands over the trace. With `unwind` false the threads'
