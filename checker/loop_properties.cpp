@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sim/monitors.hpp"
+#include "sim/shutdown_scan.hpp"
 
 namespace loopsim::checker {
 
@@ -163,98 +164,6 @@ struct SpinState {
 
 // ---- shutdown_clean -----------------------------------------------------------------------
 
-struct WorkerShutdown {
-  std::optional<std::size_t> began, closed, exited;
-  int open_at_exit = 0;
-};
-
-class ShutdownScan {
- public:
-  void step(std::size_t i, const TraceEvent& event) {
-    if (auto* q = std::get_if<ev::ShutdownAsked>(&event)) {
-      asked_ = asked_.value_or(q->t);
-    } else if (auto* r = std::get_if<ev::RequestBegin>(&event)) {
-      // R5: once asked, a worker closes its listener before it begins another handler.
-      if (asked_ && r->t > *asked_ && !closed(r->worker)) breach(i, handlers_before_close_);
-    } else if (auto* s = std::get_if<ev::ShutdownBegin>(&event)) {
-      workers_[s->worker].began = workers_[s->worker].began.value_or(i);
-    } else if (auto* c = std::get_if<ev::ListenerClosed>(&event)) {
-      workers_[c->worker].closed = workers_[c->worker].closed.value_or(i);
-      any_closed_ = true;
-    } else if (auto* x = std::get_if<ev::LoopExit>(&event)) {
-      workers_[x->worker].exited = i;
-      workers_[x->worker].open_at_exit = x->open_connections;
-      last_exit_ = x->t;
-    } else if (auto* h = std::get_if<ev::Handoff>(&event)) {
-      handed_.emplace(std::pair(h->to, h->client), i);
-    } else if (auto* a = std::get_if<ev::Accept>(&event)) {
-      accept(i, *a);
-    } else if (auto* p = std::get_if<ev::PassEnd>(&event)) {
-      bool owed = p->accept_owed || p->handoff_owed;
-      if (owed && closed(p->worker)) breach(i, owed_passes_);
-    } else if (auto* e = std::get_if<ev::Established>(&event)) {
-      // Over a delaying network (rtt, jitter) the client hears of its handshake after the
-      // server may have accepted it: then it was never waiting in the queue.
-      if (!accepted_.count(e->client)) queued_.insert(e->client);
-    } else if (auto* r = std::get_if<ev::Refused>(&event)) {
-      // R5: a connection the listener had queued, reset by its close: its client had sent its
-      // request and believed it was connected. Excused when the shutdown's drain of the queue
-      // was stopped by the kernel (out of descriptors or memory): it cannot be accepted.
-      // So is one for each accept that ECONNABORTED: the kernel consumed that connection.
-      bool queued = queued_.erase(r->client) > 0;
-      if (queued && any_closed_ && r->error == ECONNRESET && !drain_starved_) {
-        if (aborted_ > 0) {
-          --aborted_;
-        } else {
-          breach(i, queued_resets_);
-        }
-      }
-    } else if (auto* b = std::get_if<ev::BatchEnd>(&event)) {
-      bool draining = b->door == Door::listener && workers_[b->worker].began && !closed(b->worker);
-      bool kernel = b->stop == BatchStop::emfile || b->stop == BatchStop::enfile || b->stop == BatchStop::enobufs;
-      if (draining && kernel) drain_starved_ = true;
-    }
-  }
-  // Judges what the scan saw, and run_end's state; with `max`, the drain's time too.
-  void judge(const Trace& trace, std::optional<Nanos> max, Verdict& v) const;
-
- private:
-  bool closed(int worker) const {
-    auto it = workers_.find(worker);
-    return it != workers_.end() && it->second.closed.has_value();
-  }
-  void accept(std::size_t i, const ev::Accept& a) {
-    if (a.door == Door::listener && a.result >= 0) {
-      queued_.erase(a.client);
-      accepted_.insert(a.client);
-    }
-    if (a.door == Door::listener && a.result == -ECONNABORTED) ++aborted_;
-    if (a.door == Door::handoff && a.result >= 0) {  // admitted: the hand-off is done
-      auto it = handed_.find(std::pair(a.worker, a.client));
-      if (it != handed_.end()) handed_.erase(it);
-    }
-    if (a.door != Door::listener) return;
-    if (closed(a.worker) || (any_closed_ && a.result == -EBADF)) breach(i, late_accepts_);
-  }
-  void breach(std::size_t i, std::int64_t& counter) {
-    ++counter;
-    first_ = std::min(first_.value_or(i), i);
-  }
-
-  std::map<int, WorkerShutdown> workers_;
-  // Hand-offs not yet admitted: (to, client) -> the handoff event.
-  std::multimap<std::pair<int, sim::ClientIndex>, std::size_t> handed_;
-  bool any_closed_ = false;
-  std::set<sim::ClientIndex> queued_;  // established, not yet accepted
-  std::set<sim::ClientIndex> accepted_;
-  bool drain_starved_ = false;          // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
-  std::int64_t aborted_ = 0;            // accepts that failed ECONNABORTED, each consuming one
-  std::int64_t late_accepts_ = 0, owed_passes_ = 0, queued_resets_ = 0, handlers_before_close_ = 0;
-  std::optional<std::size_t> first_;
-  std::optional<Nanos> asked_;  // the first shutdown_asked
-  Nanos last_exit_{-1};
-};
-
 // Breaches found, each with the line that names it.
 struct Findings {
   std::int64_t count = 0;
@@ -268,7 +177,7 @@ struct Findings {
 
 // `deadline_resets`: a bounded drain (shutdown_clean's max) was asked for, and what a worker
 // reset at drain_timeout is its deadline at work: reported, not a breach.
-void judge_worker(int worker, const WorkerShutdown& w, std::optional<std::size_t> end_at, bool deadline_resets,
+void judge_worker(int worker, const sim::WorkerShutdown& w, std::optional<std::size_t> end_at, bool deadline_resets,
                   Verdict& v, Findings& found, std::vector<std::string>& notes) {
   if (!w.began) return;
   std::string who = "worker " + std::to_string(worker);
@@ -289,32 +198,34 @@ void judge_end(const ev::RunEnd& end, std::size_t end_at, Verdict& v, Findings& 
             std::to_string(end.open_connections) + " connection(s) still open at the end");
 }
 
-void ShutdownScan::judge(const Trace& trace, std::optional<Nanos> max, Verdict& v) const {
+// Judges what the scan saw, and run_end's state; with `max`, the drain's time too.
+void judge_shutdown(const sim::ShutdownScan& scan, const Trace& trace, std::optional<Nanos> max, Verdict& v) {
+  const sim::ShutdownScan::Breaches& breaches = scan.breaches();
   Findings found;
-  if (first_) breaks_at(v, *first_);
-  found.add(handlers_before_close_, std::to_string(handlers_before_close_) +
+  if (breaches.first) breaks_at(v, *breaches.first);
+  found.add(breaches.handlers_before_close, std::to_string(breaches.handlers_before_close) +
                                         " handler(s) begun after the shutdown was asked, before the listener closed");
-  if (max && asked_) {
-    const Nanos took = last_exit_.count() >= 0 ? last_exit_ - *asked_ : Nanos(-1);
+  if (max && scan.asked()) {
+    const Nanos took = scan.drain_time();
     if (took.count() < 0 || took > *max) {
       breaks_at(v, run_end_index(trace).value_or(trace.events.size() - 1));
       found.add(1, took.count() < 0 ? "no worker exited after the shutdown was asked"
                                     : "the drain took " + ms_text(took) + " from the shutdown's asking to the last exit");
     }
   }
-  found.add(late_accepts_, std::to_string(late_accepts_) + " accept(s) on a closed listener");
-  found.add(owed_passes_,
-            std::to_string(owed_passes_) + " pass(es) ended owed after the listener closed");
-  found.add(queued_resets_, std::to_string(queued_resets_) +
+  found.add(breaches.late_accepts, std::to_string(breaches.late_accepts) + " accept(s) on a closed listener");
+  found.add(breaches.owed_passes,
+            std::to_string(breaches.owed_passes) + " pass(es) ended owed after the listener closed");
+  found.add(breaches.queued_resets, std::to_string(breaches.queued_resets) +
                                 " queued connection(s) reset when the listener closed, never accepted");
   auto end_at = run_end_index(trace);
   std::vector<std::string> notes;
-  for (const auto& [worker, w] : workers_) judge_worker(worker, w, end_at, max.has_value(), v, found, notes);
+  for (const auto& [worker, w] : scan.workers()) judge_worker(worker, w, end_at, max.has_value(), v, found, notes);
   const ev::RunEnd* end = end_at ? &std::get<ev::RunEnd>(trace.events[*end_at]) : nullptr;
   // A hand-off dropped at shutdown leaves nothing waiting at the end, which run_end's count
   // misses; one still waiting may have been cut off by the horizon, which only run_end knows.
-  for (const auto& handed : handed_) breaks_at(v, handed.second);
-  std::int64_t never = std::max(std::int64_t(handed_.size()), end != nullptr ? end->handoffs : 0);
+  for (const auto& handed : scan.handed()) breaks_at(v, handed.second);
+  std::int64_t never = std::max(std::int64_t(scan.handed().size()), end != nullptr ? end->handoffs : 0);
   found.add(never, std::to_string(never) + " handed-over connection(s) never admitted");
   if (end != nullptr) {
     judge_end(*end, *end_at, v, found);
@@ -538,9 +449,9 @@ Verdict shutdown_clean(const Trace& trace, const sim::Expectation& expect) {
     v.first_bad = run_end_index(trace);
     return v;
   }
-  ShutdownScan scan;
+  sim::ShutdownScan scan;
   for (std::size_t i = 0; i < trace.events.size(); ++i) scan.step(i, trace.events[i]);
-  scan.judge(trace, max, v);
+  judge_shutdown(scan, trace, max, v);
   return v;
 }
 

@@ -17,6 +17,7 @@ bool time_or_none(const sim::Expectation& e) { return !e.max || e.max->unit == s
 bool monitorable(const sim::Expectation& e) {
   if (e.property == "latency" || e.property == "max_gap" || e.property == "no_stranded_backlog") return timed(e);
   if (e.property == "batch_bound" || e.property == "no_spin") return counted_or_default(e);
+  if (e.property == "shutdown_clean") return time_or_none(e);
   return e.property == "post_latency" && time_or_none(e);
 }
 
@@ -30,6 +31,7 @@ bool watch(sim::Monitors& monitors, const sim::Expectation& e, const Costs& cost
   else if (e.property == "no_stranded_backlog") monitors.watch_idle_wait(bound);
   else if (e.property == "batch_bound") monitors.watch_batch(batch_bound_of(e));
   else if (e.property == "no_spin") monitors.watch_spin(no_spin_bound_of(e));
+  else if (e.property == "shutdown_clean") monitors.watch_shutdown(e.max ? std::optional(Nanos(bound)) : std::nullopt);
   else monitors.watch_posts(e.of, bound);
   return true;
 }

@@ -10,8 +10,8 @@ namespace loopsim::checker {
 
 // True when a monitor keeps what the rest of a run needs to decide `expect`: `latency` and
 // `max_gap` bounded by a time (with or without `after`), `batch_bound` and `no_spin` bounded by
-// a count (or their defaults), `post_latency` bounded by a time (or none), and
-// `no_stranded_backlog` bounded by a time. A bound in "requests" or "batches" is measured from
+// a count (or their defaults), `post_latency` and `shutdown_clean` bounded by a time (or
+// none), and `no_stranded_backlog` bounded by a time. A bound in "requests" or "batches" is measured from
 // the run's own requests, so a property bounded so is history no monitor keeps.
 bool monitorable(const sim::Expectation& expect);
 

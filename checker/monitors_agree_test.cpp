@@ -30,17 +30,17 @@ std::vector<std::string> shipped_files() {
 }
 
 // What the monitor leaves to the end state, as the judge reads it: requests never answered
-// (latency, max_gap), connections still waiting at the end (no_stranded_backlog).
+// (latency, max_gap), connections still waiting at the end (no_stranded_backlog), or open or
+// handed over and not admitted (shutdown_clean).
 bool end_state_holds(const sim::Trace& trace, const sim::Expectation& e) {
   if (e.property == "latency" || e.property == "max_gap") {
     bool ok = checker::answered(trace, e.of).held;
     if (!e.after.empty()) ok = ok && checker::answered(trace, e.after).held;
     return ok;
   }
-  if (e.property == "no_stranded_backlog") {
-    const auto* end = trace.events.empty() ? nullptr : std::get_if<sim::ev::RunEnd>(&trace.events.back());
-    return end != nullptr && end->backlog + end->handoffs == 0;
-  }
+  const auto* end = trace.events.empty() ? nullptr : std::get_if<sim::ev::RunEnd>(&trace.events.back());
+  if (e.property == "no_stranded_backlog") return end != nullptr && end->backlog + end->handoffs == 0;
+  if (e.property == "shutdown_clean") return end != nullptr && end->handoffs == 0 && end->open_connections == 0;
   return true;
 }
 
@@ -85,7 +85,7 @@ TEST_CASE("monitors agree with the checker's judges on every arm of every shippe
   }
   INFO("verdicts compared: " << compared);
   for (const char* kind : {"latency", "latency after", "max_gap", "batch_bound", "no_spin", "post_latency",
-                           "no_stranded_backlog"}) {
+                           "no_stranded_backlog", "shutdown_clean"}) {
     INFO(kind);
     CHECK(seen[kind] == std::set<bool>{false, true});
   }

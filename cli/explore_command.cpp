@@ -431,10 +431,10 @@ void add_explore(CLI::App& app, int& status) {
       "     or fewer non-natural choices fails.\n"
       "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
       "States are merged only where every judged property is decided by the state: answered,\n"
-      "liveness, no_stranded_backlog, and latency, max_gap, batch_bound, no_spin and\n"
-      "post_latency, whose monitors join the state (a bound in requests or batches is measured\n"
-      "from the run itself, and has none). Otherwise (shutdown_clean, capacity) the search is a\n"
-      "tree, and says so (\"merging\").\n"
+      "liveness, no_stranded_backlog, and latency, max_gap, batch_bound, no_spin, post_latency\n"
+      "and shutdown_clean, whose monitors join the state (a bound in requests or batches is\n"
+      "measured from the run itself, and has none). Otherwise (capacity, such a bound) the\n"
+      "search is a tree, and says so (\"merging\").\n"
       "With --maximize, 0 means the worst case is over every execution; 3 that a bound cut some.");
   cmd->callback([args, &status] {
     try {

@@ -190,16 +190,16 @@ TEST_CASE("explore --out that cannot be a folder is bad input, before any search
 
 TEST_CASE("explore --judge keeps only the named expectations: a state-decided subset merges, a name not expected is bad input") {
   const std::string burst = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml";
-  // shutdown_clean measures history no monitor keeps; latency and no_spin have monitors.
-  const std::string shutdown = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown.toml";
-  Outcome all = run_cli("explore " + shutdown + " --json");
+  // latency bounded in batches measures history (a request's cost, from the run's own); max_gap
+  // and the rest have monitors.
+  Outcome all = run_cli("explore " + burst + " --json");
   REQUIRE(all.status == 0);
   CHECK(nlohmann::json::parse(all.output)["merged"] == false);
-  Outcome some = run_cli("explore " + shutdown + " --judge latency,no_spin --json");
+  Outcome some = run_cli("explore " + burst + " --judge answered,no_stranded_backlog,max_gap --json");
   REQUIRE(some.status == 0);
   auto doc = nlohmann::json::parse(some.output);
   CHECK(doc["merged"] == true);
-  CHECK(doc["search"]["judge"] == "latency,no_spin");
+  CHECK(doc["search"]["judge"] == "answered,no_stranded_backlog,max_gap");
   Outcome found = run_cli("explore " + burst + " --arm nothing-owed --judge answered --json --out " +
                           loopsim::testing::temp_path("judge"));
   CHECK(found.status == 1);

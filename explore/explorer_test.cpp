@@ -481,3 +481,26 @@ TEST_CASE("no_spin merges on its monitor, and its verdict turns exactly at the w
 TEST_CASE("post_latency merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
   turns_at_the_worst_case("post-windows.toml", "post_latency", "50ms");
 }
+
+TEST_CASE("shutdown_clean merges on its monitor: a drain the tree does not finish is proved, and its sabotage is found") {
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown-handoff-full.toml";
+  ExploreResult proved = search(sim::load_scenario(file), Costs{}, ExploreOptions{});
+  CHECK(proved.verdict == ExploreResult::Verdict::none_found);
+  CHECK(proved.merged);
+  // The same question as a tree: ten times the executions do not finish it.
+  ExploreOptions tree;
+  tree.prune = false;
+  tree.max_executions = proved.executions * 10;
+  ExploreResult cut = search(sim::load_scenario(file), Costs{}, tree);
+  CHECK(cut.verdict == ExploreResult::Verdict::bound_reached);
+  sim::Arm sabotage;
+  for (const sim::Arm& arm : sim::load_scenario(file).arms) {
+    if (arm.name == "admission-stops-at-capacity") sabotage = arm;
+  }
+  REQUIRE(sabotage.name == "admission-stops-at-capacity");
+  ExploreResult found = search(sim::scenario_for_arm(text_of(file), file, sabotage), Costs{}, ExploreOptions{});
+  CHECK(found.merged);
+  CHECK(found.verdict == ExploreResult::Verdict::violated);
+  REQUIRE(found.counterexample);
+  CHECK(found.counterexample->violated == std::vector<std::string>{"shutdown_clean"});
+}

@@ -42,7 +42,8 @@ std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
 void Monitors::watched(Kind kind, std::int64_t bound) {
   order_.push_back(kind);
   ++watched_;
-  if (kind != Kind::batch && kind != Kind::spin) clamp_ = std::max(clamp_, bound + 1);
+  // (shutdown_clean's drain bound is its scan's own to clamp by.)
+  if (kind != Kind::batch && kind != Kind::spin && kind != Kind::shutdown) clamp_ = std::max(clamp_, bound + 1);
 }
 
 void Monitors::watch_latency(const std::string& group, std::int64_t bound) {
@@ -88,6 +89,12 @@ void Monitors::watch_idle_wait(std::int64_t bound) {
   w.blocked.assign(std::size_t(std::max<std::int64_t>(1, trace_->workers)), false);
   idle_ = w;
   watched(Kind::idle_wait, bound);
+}
+
+void Monitors::watch_shutdown(std::optional<Nanos> max) {
+  shutdown_.emplace();
+  drain_max_ = max;
+  watched(Kind::shutdown, max ? max->count() : 0);
 }
 
 void Monitors::batch_event(const TraceEvent& event) const {
@@ -242,6 +249,7 @@ void Monitors::catch_up() const {
     if (spin_) spin_event(event);
     if (!posts_.empty()) posts_event(event);
     if (idle_) idle_event(event);
+    if (shutdown_) shutdown_->step(read_, event);
     if (const auto* s = std::get_if<ev::Send>(&event)) {
       if (s->client < 0 || std::size_t(s->client) >= waiting_.size() || !watched(s->client)) continue;
       waiting_[std::size_t(s->client)].push_back(s->t);
@@ -311,6 +319,7 @@ void Monitors::digest_state(state::Sink& sink, Nanos now) const {
     sink.add(flag(idle_->over));
     for (bool b : idle_->blocked) sink.add(flag(b));
   }
+  if (shutdown_) shutdown_->digest_state(sink, now, drain_max_, waiting_.size());
   // What is kept client by client: latency's requests waiting, and the idle time each
   // connection at a door has waited.
   if (latency_.empty() && !idle_) return;
@@ -331,6 +340,7 @@ void Monitors::client_state(ClientIndex client, Nanos now, state::Sink& sink) co
       for (Nanos sent : *waiting) sink.add(age(sent, now));
     }
   }
+  if (shutdown_) shutdown_->client_state(client, sink);
   if (idle_) {
     auto it = idle_->reached.find(client);
     sink.add(it == idle_->reached.end() ? -1 : std::min((idle_at(now) - it->second).count(), clamp_));
@@ -338,7 +348,7 @@ void Monitors::client_state(ClientIndex client, Nanos now, state::Sink& sink) co
 }
 
 std::uint64_t Monitors::client_digest(ClientIndex client, Nanos now) const {
-  if (latency_.empty() && !idle_) return 0;
+  if (latency_.empty() && !idle_ && !shutdown_) return 0;
   catch_up();
   struct Fold final : state::Sink {
     std::uint64_t value = 0;
@@ -351,7 +361,7 @@ std::uint64_t Monitors::client_digest(ClientIndex client, Nanos now) const {
 std::vector<bool> Monitors::held() const {
   catch_up();
   std::vector<bool> out;
-  std::size_t index[7] = {};
+  std::size_t index[8] = {};
   for (Kind kind : order_) {
     std::size_t& i = index[std::size_t(kind)];
     switch (kind) {
@@ -383,6 +393,9 @@ std::vector<bool> Monitors::held() const {
       }
       case Kind::idle_wait:
         out.push_back(!idle_->over);
+        break;
+      case Kind::shutdown:
+        out.push_back(shutdown_->held(drain_max_));
         break;
     }
   }

@@ -24,6 +24,8 @@
 // - `no_stranded_backlog` with a time `max`: whether a connection already waited longer than
 //   the bound at a door while the loop was idle, which workers sit blocked in their wait, and
 //   for each connection at a door the idle time it has waited so far.
+// - `shutdown_clean`, with a time `max` or none: sim::ShutdownScan, the judge's own reading of
+//   the run, as much of it as the rest of the run needs (its digest_state).
 //
 // The monitor reads the run's trace as it grows, where it left off: a snapshot restores it
 // with the world. `held` says what a monitor decides of its property at the end of the run,
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "realloop/state.hpp"
+#include "sim/shutdown_scan.hpp"
 #include "sim/trace.hpp"
 
 namespace loopsim::sim {
@@ -69,6 +72,8 @@ class Monitors {
   // `poster` empty: every poster's posts.
   void watch_posts(const std::string& poster, std::int64_t bound);
   void watch_idle_wait(std::int64_t bound);
+  // `max`: the drain's bound, from the shutdown's asking to the last exit.
+  void watch_shutdown(std::optional<Nanos> max);
   bool empty() const { return watched_ == 0; }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
@@ -142,7 +147,7 @@ class Monitors {
     std::optional<Nanos> since;     // every worker blocked since then
     std::map<ClientIndex, Nanos> reached;  // the idle time when each connection reached its door
   };
-  enum class Kind : std::uint8_t { latency, after, gap, batch, spin, posts, idle_wait };
+  enum class Kind : std::uint8_t { latency, after, gap, batch, spin, posts, idle_wait, shutdown };
 
   void watched(Kind kind, std::int64_t bound);
   // Reads the trace's events not read yet.
@@ -173,6 +178,8 @@ class Monitors {
   mutable std::vector<SpinWorker> spinners_;  // by worker
   mutable std::vector<Posts> posts_;
   mutable std::optional<IdleWait> idle_;
+  mutable std::optional<ShutdownScan> shutdown_;
+  std::optional<Nanos> drain_max_;
 };
 
 }  // namespace loopsim::sim
