@@ -41,7 +41,6 @@ std::optional<int> progress_of(const TraceEvent& event, int listener_fd) {
 
 void Monitors::watched(Kind kind, std::int64_t bound) {
   order_.push_back(kind);
-  ++watched_;
   // (shutdown_clean's drain bound is its scan's own to clamp by.)
   if (kind != Kind::batch && kind != Kind::spin && kind != Kind::shutdown) clamp_ = std::max(clamp_, bound + 1);
 }

@@ -74,7 +74,7 @@ class Monitors {
   void watch_idle_wait(std::int64_t bound);
   // `max`: the drain's bound, from the shutdown's asking to the last exit.
   void watch_shutdown(std::optional<Nanos> max);
-  bool empty() const { return watched_ == 0; }
+  bool empty() const { return order_.empty(); }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
   void digest_state(state::Sink& sink, Nanos now) const;
@@ -165,7 +165,6 @@ class Monitors {
   const Trace* trace_;
   std::int64_t clamp_ = 0;  // the largest time bound, plus one
   std::vector<Kind> order_;  // what was watched, in order
-  int watched_ = 0;
   // What was read: the events so far, and each monitor's state.
   mutable std::size_t read_ = 0;
   mutable std::vector<Latency> latency_;
