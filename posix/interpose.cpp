@@ -47,8 +47,32 @@ long read_socket(const char* call, int fd, void* buffer, size_t size, int flags)
   });
 }
 
+// Linux signals a writer with SIGPIPE whenever a write fails EPIPE (a pipe without a reader, a
+// socket shut for writing or whose peer is gone: sk_stream_error, pipe_write, unix_stream_sendmsg),
+// unless the call passed MSG_NOSIGNAL; the signal is the calling thread's. A scenario never
+// sends SIGPIPE, so its disposition and the thread's mask are the real ones, and the real kernel
+// is asked to raise it: ignored, it is dropped; caught, the handler runs before the call returns;
+// blocked, it waits pending. Only the default action is the seam's to carry out: the process
+// ends, and the run records how (Seam::exited). errno is EPIPE after a handler, as libc sets it
+// after the kernel's return, where the handler ran.
+long broken_pipe(long rc, int flags) {
+  if (rc >= 0 || errno != EPIPE || (flags & MSG_NOSIGNAL) != 0 || !making()) return rc;
+  struct sigaction action{};
+  real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(SIGPIPE, nullptr, &action);
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_BLOCK, nullptr, &blocked);
+  if (action.sa_handler == SIG_DFL && sigismember(&blocked, SIGPIPE) == 0) {
+    current->on_engine([] { current->exited(128 + SIGPIPE, SIGPIPE); });
+  }
+  ::tgkill(::getpid(), ::gettid(), SIGPIPE);
+  errno = EPIPE;
+  return rc;
+}
+
 long write_socket(const char* call, int fd, const void* buffer, size_t size, int flags) {
-  return served(call, [&] { return long(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); });
+  return broken_pipe(served(call, [&] { return long(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); }),
+                     flags);
 }
 
 std::size_t total(const iovec* iov, int count) {
@@ -239,7 +263,7 @@ SEAM_EXPORT ssize_t read(int fd, void* buffer, size_t size) {
 SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t) { return read(fd, buffer, size); }
 
 SEAM_EXPORT ssize_t write(int fd, const void* buffer, size_t size) {
-  if (owned(fd)) return served(__func__, [&] { return long(current->write(fd, buffer, size, false)); });
+  if (owned(fd)) return broken_pipe(served(__func__, [&] { return long(current->write(fd, buffer, size, false)); }), 0);
   return real<ssize_t(int, const void*, size_t), "write">()(fd, buffer, size);
 }
 
@@ -312,7 +336,7 @@ SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
 }
 
 SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
-  if (owned(fd)) return count < 0 ? result(-EINVAL) : write_gathered(__func__, fd, iov, std::size_t(count), false);
+  if (owned(fd)) return count < 0 ? result(-EINVAL) : broken_pipe(write_gathered(__func__, fd, iov, std::size_t(count), false), 0);
   return real<ssize_t(int, const iovec*, int), "writev">()(fd, iov, count);
 }
 
@@ -345,7 +369,8 @@ SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
     if (message->msg_control != nullptr && message->msg_controllen > 0) {
       current->refuse("sendmsg with ancillary data", fd, "the seam passes no descriptors or credentials");
     }
-    return write_gathered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0);
+    return broken_pipe(write_gathered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0),
+                       flags);
   }
   return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);
 }
@@ -362,7 +387,7 @@ long send_file(const char* call, int out, int in, off64_t* offset, size_t count)
   const ssize_t got = offset != nullptr ? real<ssize_t(int, void*, size_t, off64_t), "pread64">()(in, buffer.data(), buffer.size(), *offset)
                                         : real<ssize_t(int, void*, size_t), "read">()(in, buffer.data(), buffer.size());
   if (got <= 0) return got;  // the end of the file, or the read's own error in errno
-  const long sent = served(call, [&] { return current->write(out, buffer.data(), size_t(got), false); });
+  const long sent = broken_pipe(served(call, [&] { return current->write(out, buffer.data(), size_t(got), false); }), 0);
   const off64_t moved = sent > 0 ? sent : 0;
   if (offset != nullptr) *offset += moved;
   else real<off64_t(int, off64_t, int), "lseek64">()(in, moved - got, SEEK_CUR);

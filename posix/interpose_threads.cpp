@@ -9,10 +9,13 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -336,15 +339,21 @@ long loopsim::posix::calls::futex_call(const long* a) {
   const int op = int(a[1]) & FUTEX_CMD_MASK;
   const bool realtime = (int(a[1]) & FUTEX_CLOCK_REALTIME) != 0;
   const auto* timeout = reinterpret_cast<const timespec*>(a[3]);
+  // Linux: a futex word is 4-byte aligned (EINVAL), and one that cannot be read, or a timeout
+  // that cannot, is EFAULT, not a fault in the caller.
+  if (a[0] % alignof(int) != 0) return result(-EINVAL);
   switch (op) {
     case FUTEX_WAIT:
     case FUTEX_WAIT_BITSET: {
-      if (word == nullptr) return result(-EFAULT);
+      int value = 0;
+      if (!copy_in(&value, word, sizeof value)) return result(-EFAULT);
       if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
       std::optional<Nanos> deadline;
       if (timeout != nullptr) {
-        deadline = op == FUTEX_WAIT ? current->now() + from_timespec(*timeout)
-                                    : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, *timeout);
+        timespec limit{};
+        if (!copy_in(&limit, timeout, sizeof limit)) return result(-EFAULT);
+        deadline = op == FUTEX_WAIT ? current->now() + from_timespec(limit)
+                                    : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, limit);
       }
       return served("futex(FUTEX_WAIT)", [&] { return current->wait_on(word, deadline); });
     }
@@ -378,6 +387,99 @@ SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
     return old.sa_handler;
   }
   return real<sighandler_t(int, sighandler_t), "signal">()(signal, handler);
+}
+
+// The mask is the real one for every signal, and main()'s is also the seam's for its own
+// (Seam::mask_changed): the real kernel never sees those come.
+namespace {
+bool on_main() { return making() && loopsim::posix::this_thread() == nullptr; }
+
+int masked(int rc, bool main) {
+  if (rc != 0 || !main) return rc;
+  sigset_t now;
+  sigemptyset(&now);
+  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_BLOCK, nullptr, &now);
+  current->on_engine([&] { current->mask_changed(now); });
+  return rc;
+}
+}  // namespace
+
+SEAM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+  const bool main = on_main();
+  return masked(real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(how, set, old), main);
+}
+
+SEAM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+  const bool main = on_main();
+  return masked(real<int(int, const sigset_t*, sigset_t*), "sigprocmask">()(how, set, old), main);
+}
+
+SEAM_EXPORT int sigpending(sigset_t* set) noexcept {
+  const int rc = real<int(sigset_t*), "sigpending">()(set);
+  if (rc == 0 && making()) current->add_pending(*set);
+  return rc;
+}
+
+// Waits for a signal, on main(), in virtual time (Seam::suspend, Seam::wait_signal). Elsewhere
+// they are refused by name: the seam delivers the process's signals to main().
+SEAM_EXPORT int pause() {
+  if (making()) return int(served(__func__, [&] { return current->suspend("pause", nullptr); }));
+  return real<int(), "pause">()();
+}
+
+SEAM_EXPORT int sigsuspend(const sigset_t* mask) {
+  if (making()) {
+    if (mask == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->suspend("sigsuspend", mask); }));
+  }
+  return real<int(const sigset_t*), "sigsuspend">()(mask);
+}
+
+SEAM_EXPORT int sigwait(const sigset_t* set, int* signal) {
+  if (making()) {
+    if (set == nullptr || signal == nullptr) return EFAULT;  // sigwait returns its error
+    *signal = int(served(__func__, [&] { return current->wait_signal("sigwait", *set); }));
+    return 0;
+  }
+  return real<int(const sigset_t*, int*), "sigwait">()(set, signal);
+}
+
+SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  if (making()) {
+    if (set == nullptr) return int(result(-EFAULT));
+    const int signal = int(served(__func__, [&] { return current->wait_signal("sigwaitinfo", *set); }));
+    if (info != nullptr) {
+      std::memset(info, 0, sizeof *info);
+      info->si_signo = signal;
+      info->si_code = SI_USER;
+    }
+    return signal;
+  }
+  return real<int(const sigset_t*, siginfo_t*), "sigwaitinfo">()(set, info);
+}
+
+// Not served yet, and refused by name rather than left to the real kernel: a timed wait for a
+// signal, a descriptor that reads signals, and timers that send them in wall-clock time.
+SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
+  if (making()) current->refuse("sigtimedwait", -1, "the seam does not serve it yet (docs/targets.md lists what it serves)");
+  return real<int(const sigset_t*, siginfo_t*, const timespec*), "sigtimedwait">()(set, info, timeout);
+}
+
+SEAM_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
+  if (making()) current->refuse("signalfd", fd, "the seam does not serve it yet (docs/targets.md lists what it serves)");
+  return real<int(int, const sigset_t*, int), "signalfd">()(fd, mask, flags);
+}
+
+SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
+  if (making() && seconds > 0) current->refuse("alarm", -1, "its SIGALRM would come in wall-clock time; the seam does not serve it yet");
+  return real<unsigned int(unsigned int), "alarm">()(seconds);
+}
+
+SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimerval* old) noexcept {
+  if (making() && value != nullptr && (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0)) {
+    current->refuse("setitimer", -1, "its signal would come in wall-clock time; the seam does not serve it yet");
+  }
+  return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
 }
 
 // A signal the program sends itself (node's handlers re-raise what they caught) is delivered

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -224,12 +226,12 @@ void Seam::refuse(const std::string& call, int fd, const std::string& why) {
   __builtin_unreachable();
 }
 
-void Seam::exited(int status) {
+void Seam::exited(int status, int signal) {
   ended_ = true;
   exit_status_ = status;
   ended_at_ = now();
   trace_->events.push_back(sim::ev::LoopExit{now(), 0, int(open_connections())});
-  trace_->events.push_back(sim::ev::ProcessExit{now(), status});
+  trace_->events.push_back(sim::ev::ProcessExit{now(), status, signal});
   {
     Inside inside(*this);
     for (int fd = 0; fd < int(fds_.size()); ++fd) {
@@ -330,7 +332,12 @@ long Seam::socket(int domain, int type) {
   Inside inside(*this);
   if (domain != AF_INET)
     return failed(-EAFNOSUPPORT);  // docs/targets.md: IPv4 only; a program falls back to it or says why
-  if ((type & 0xf) != SOCK_STREAM) return failed(-EPROTONOSUPPORT);  // no UDP yet
+  // Linux would serve these, and a program may go on without one as it would not live: the run
+  // stops, naming the call.
+  if (const int kind = type & 0xf; kind != SOCK_STREAM) {
+    refuse(std::string("socket(AF_INET, ") + (kind == SOCK_DGRAM ? "SOCK_DGRAM" : kind == SOCK_RAW ? "SOCK_RAW" : "type " + std::to_string(kind)) + ")",
+           -1, "the seam serves TCP sockets (SOCK_STREAM) only; UDP is not simulated (docs/targets.md)");
+  }
   int slot = kernel_->file_open();  // K2: an unbound socket holds a descriptor too
   if (slot < 0) return failed(slot);
   return adopt(Kind::unbound, slot, (type & SOCK_NONBLOCK) != 0);
@@ -824,6 +831,44 @@ std::string fcntl_name(int cmd) {
   }
 }
 
+// An ioctl request by its name in <sys/ioctl.h> and <linux/sockios.h>, for a refusal: nginx's
+// master asks for FIOASYNC, and "request 21586" says nothing to a person.
+std::string ioctl_name(unsigned long request) {
+  switch (request) {
+    case FIONBIO: return "FIONBIO";
+    case FIONREAD: return "FIONREAD";  // SIOCINQ, TIOCINQ
+    case FIOASYNC: return "FIOASYNC";
+    case FIOCLEX: return "FIOCLEX";
+    case FIONCLEX: return "FIONCLEX";
+    case FIOSETOWN: return "FIOSETOWN";
+    case FIOGETOWN: return "FIOGETOWN";
+    case SIOCSPGRP: return "SIOCSPGRP";
+    case SIOCGPGRP: return "SIOCGPGRP";
+    case SIOCATMARK: return "SIOCATMARK";
+    case TIOCOUTQ: return "TIOCOUTQ";  // SIOCOUTQ
+    case SIOCOUTQNSD: return "SIOCOUTQNSD";
+    case SIOCGSTAMP: return "SIOCGSTAMP";
+    case SIOCGSTAMPNS: return "SIOCGSTAMPNS";
+    case TCGETS: return "TCGETS";
+    case TCSETS: return "TCSETS";
+    case TIOCGWINSZ: return "TIOCGWINSZ";
+    case TIOCSWINSZ: return "TIOCSWINSZ";
+    case SIOCGIFCONF: return "SIOCGIFCONF";
+    case SIOCGIFFLAGS: return "SIOCGIFFLAGS";
+    case SIOCGIFADDR: return "SIOCGIFADDR";
+    case SIOCGIFINDEX: return "SIOCGIFINDEX";
+    case SIOCGIFNAME: return "SIOCGIFNAME";
+    case SIOCGIFHWADDR: return "SIOCGIFHWADDR";
+    case SIOCGIFMTU: return "SIOCGIFMTU";
+    case SIOCGIFNETMASK: return "SIOCGIFNETMASK";
+    default: {
+      char text[48];
+      std::snprintf(text, sizeof text, "request %lu (0x%lx)", request, request);
+      return text;
+    }
+  }
+}
+
 }  // namespace
 
 long Seam::fcntl(int fd, int cmd, long arg) {
@@ -871,7 +916,7 @@ long Seam::ioctl(int fd, unsigned long request, void* arg) {
     case FIOCLEX:
     case FIONCLEX: return 0;
     default:
-      refuse("ioctl(request " + std::to_string(request) + ")", fd, "the seam serves FIONBIO, FIONREAD, FIOCLEX and FIONCLEX");
+      refuse("ioctl(" + ioctl_name(request) + ")", fd, "the seam serves FIONBIO, FIONREAD, FIOCLEX and FIONCLEX");
   }
 }
 

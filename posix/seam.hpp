@@ -129,9 +129,10 @@ class Seam final : public sim::ForeignServer {
   // frames): the run stops (exit status 2) naming the call and the cause.
   [[noreturn]] void fatal(const char* call, const std::string& cause);
 
-  // The program ended (main returned, or it called exit): its descriptors close, as a
-  // process's do, and its thread waits for the run's end.
-  [[noreturn]] void exited(int status);
+  // The program ended (main returned, or it called exit; or `signal`'s default action ended
+  // it, status 128 + signal): its descriptors close, as a process's do, and its thread waits
+  // for the run's end.
+  [[noreturn]] void exited(int status, int signal = 0);
   // The program did something the seam cannot serve: the run stops (exit status 2) with a
   // message naming the call, the descriptor and the virtual time.
   [[noreturn]] void refuse(const std::string& call, int fd, const std::string& why);
@@ -189,7 +190,7 @@ class Seam final : public sim::ForeignServer {
   // ForeignServer: a signal arrives for the process. It is the main thread's: a wait it blocks
   // in returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
   void signal(int signal) override;
-  bool signals_pending() const { return pending_signals_ != 0; }
+  bool signals_pending() const { return deliverable() != 0; }
   // raise(), or kill() of its own process, from the program: delivered now, on the main thread
   // (from another, when that one next returns from a call).
   void raise_signal(int signal);
@@ -197,6 +198,18 @@ class Seam final : public sim::ForeignServer {
   // the way back to user space: the handler, nothing if ignored, or the default action (these
   // signals' is to end the process, status 128 + the signal's number).
   void deliver_signals();
+  // main() changed its signal mask (sigprocmask, pthread_sigmask), to `now_blocked`: the seam
+  // keeps the part of it that covers its signals, and delivers what the change unblocked.
+  void mask_changed(const sigset_t& now_blocked);
+  // pause(2) (`mask` null) and sigsuspend(2), on main(): waits, in virtual time and under
+  // `mask` if given, until a signal is delivered (its handler run under that mask); -EINTR.
+  long suspend(const char* call, const sigset_t* mask);
+  // sigwait(3) and sigwaitinfo(2) on main(): waits for a signal of `set` and takes it, its
+  // handler not run; its number. Others that come meanwhile stay pending.
+  long wait_signal(const char* call, const sigset_t& set);
+  // sigpending(2)'s part for the seam's signals: those pending that main() blocks, or that
+  // wait for main() to return from a call.
+  void add_pending(sigset_t& into) const;
 
   // A test's hook: with LOOPSIM_SEAM_TEST_ERRNO=N in the target's environment, the engine writes
   // errno = N on its OS thread every millisecond of virtual time, from a scheduled happening, as
@@ -230,6 +243,13 @@ class Seam final : public sim::ForeignServer {
   // false: a signal interrupted the wait, and the call fails EINTR.
   bool block_until(int sim, std::uint32_t ready);
   bool restarts() const;  // every pending signal's handler asked SA_RESTART (or is ignored)
+  // Pending signals main() does not block, and so would be delivered now.
+  std::uint64_t deliverable() const { return pending_signals_ & ~blocked_; }
+  bool ignored(int signal) const;
+  void post_signal(int signal);  // a signal comes for the process, from the scenario or the program
+  static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
+  // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`.
+  void await_signal(const char* call);
   // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
   struct PerThread {
     int worker = 0;    // the target thread's index, for the trace
@@ -272,6 +292,9 @@ class Seam final : public sim::ForeignServer {
   std::map<const void*, std::deque<model::ThreadId>> waiting_;
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
+  std::uint64_t blocked_ = 0;   // main()'s signal mask, for the seam's signals
+  std::uint64_t awaited_ = 0;   // what main() waits for in sigwait, while it does
+  std::uint64_t asked_ = 0;     // stopping signals the scenario sent, their shutdown not begun
   std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
   // By the program's descriptor number. A deque: a thread blocked in a call holds its entry
   // while another thread's new descriptor grows the table, which must not move it.

@@ -18,6 +18,7 @@
 #include "checker/properties.hpp"
 #include "checker/suite.hpp"
 #include "cli/loopsim_process_for_tests.hpp"
+#include "posix/probe_for_tests.hpp"
 #include "posix/seam.hpp"
 #include "sim/scenario.hpp"
 #include "sim/target.hpp"
@@ -27,47 +28,7 @@
 #ifdef LOOPSIM_SEAM_BUILT
 
 using namespace loopsim;
-
-namespace {
-
-const std::string source = LOOPSIM_SOURCE_DIR;
-const std::string probes = LOOPSIM_PROBES_DIR;
-
-std::string jsonl(const sim::Trace& trace) {
-  std::ostringstream out;
-  sim::write_jsonl(trace, out);
-  return out.str();
-}
-
-// A scenario running the probe with `what`; one client connects at 10 ms.
-// `target` adds lines to its [target] table, `clients` sets how many clients there are.
-sim::Scenario probe(const std::string& what, const std::string& program = "seam_probe_dynamic",
-                    const std::string& target = "", int clients = 1) {
-  std::string text = "name = \"probe\"\nhorizon = \"3s\"\n[target]\nexec = [\"" + probes + "/" + program +
-                     "\", \"" + what + "\"]\nport = 8080\n" + target + "[[clients]]\nname = \"c\"\ncount = " +
-                     std::to_string(clients) + "\nconnect_at = \"10ms\"\n"
-                     "requests = [{ at = \"10ms\", path = \"/\" }]\n[[expect]]\nproperty = \"answered\"\n";
-  return sim::parse_scenario(text, "probe.toml");
-}
-
-// What running `scenario` throws, as text.
-std::string error_of(const sim::Scenario& scenario) {
-  try {
-    sim::run(scenario);
-  } catch (const sim::ScenarioError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-}  // namespace
+using namespace loopsim::testing;
 
 TEST_CASE("seam: the same scenario, seed and binary give a byte-identical trace") {
   for (const char* file : {"/examples/libuv/uv-burst.toml", "/examples/libevent/ev-burst.toml"}) {
@@ -213,7 +174,9 @@ TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown
   verdicts = checker::evaluate(r.trace, s.expect, {});
   CHECK_FALSE(verdicts.at(1).held);
   CHECK(verdicts.at(1).detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
-  CHECK(jsonl(r.trace).find("\"ev\":\"process_exit\",\"status\":131}") != std::string::npos);  // 128 + SIGQUIT
+  // 128 + SIGQUIT, as a shell reports it, and which signal it was.
+  CHECK(jsonl(r.trace).find("\"ev\":\"process_exit\",\"status\":131,\"signal\":3}") != std::string::npos);
+  CHECK(sim::exit_text(r.stats).find("the target was ended by SIGQUIT (status 131) at") == 0);
 }
 
 TEST_CASE("seam: a thread blocked in a call keeps its descriptor while another opens a thousand") {
@@ -486,25 +449,6 @@ std::vector<std::string> unprivileged_lines(const std::string& text) {
   return lines;
 }
 
-// The probe's `mode` run twice: natively, without a listener (Linux's answers), and under the
-// seam. Its stdout each time, and the run.
-struct BothWays {
-  std::string native, simulated;
-  sim::RunResult result;
-};
-BothWays both_ways(const std::string& mode) {
-  BothWays both;
-  const std::string native_out = loopsim::testing::temp_path("seam-" + mode + "-native");
-  REQUIRE(std::system((probes + "/seam_probe_dynamic " + mode + " alone > " + native_out).c_str()) == 0);
-  both.native = file_text(native_out);
-  const std::string prefix = loopsim::testing::temp_path("seam-" + mode);
-  sim::set_target_output(prefix);
-  both.result = sim::run(probe(mode));
-  sim::set_target_output("");
-  both.simulated = file_text(prefix + ".base.stdout");
-  return both;
-}
-
 }  // namespace
 
 namespace {
@@ -585,16 +529,17 @@ TEST_CASE("seam: sendfile from a real file onto a simulated socket answers as Li
   CHECK(result.stats.accepted == 1);
 }
 
-TEST_CASE("seam: an fcntl command it does not serve is refused by its name") {
+TEST_CASE("seam: an fcntl command, an ioctl request or a socket type it does not serve is refused by its name") {
   CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
+  CHECK(error_of(probe("fioasync")).find("the target called ioctl(FIOASYNC) on simulated descriptor") != std::string::npos);
+  CHECK(error_of(probe("udp")).find("the target called socket(AF_INET, SOCK_DGRAM)") != std::string::npos);
 }
 
-TEST_CASE("seam: epoll_wait given a bad events pointer fails EFAULT, as Linux says, not SIGSEGV in the seam") {
-  std::string prefix = loopsim::testing::temp_path("seam-bad-pointer");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("bad-pointer"));
-  sim::set_target_output("");
-  CHECK(file_text(prefix + ".base.stdout") == "epoll_wait bad pointer -1 EFAULT\n");
+TEST_CASE("seam: epoll_wait and futex given bad pointers fail EFAULT, as Linux says, not SIGSEGV in the seam") {
+  const auto [native, simulated, result] = both_ways("bad-pointer");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "futex wait at 8 -1 EFAULT\nfutex wait out of alignment -1 EINVAL\nfutex wait with a bad timeout -1 EFAULT\n");
+  CHECK(simulated == native + "epoll_wait bad pointer -1 EFAULT\n");
   CHECK(result.stats.accepted == 1);  // the listener is still ready, and the next wait says so
 }
 

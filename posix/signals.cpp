@@ -1,5 +1,6 @@
 // Signals in virtual time: the seam keeps the dispositions of the signals a scenario can send,
-// and delivers each to the program's main thread as Linux would, on its way back from a call.
+// and main()'s mask of them, and delivers each to the program's main thread as Linux would, on
+// its way back from a call.
 #include <signal.h>
 
 #include <cstring>
@@ -8,6 +9,10 @@
 #include "sim/scenario.hpp"
 
 namespace loopsim::posix {
+
+namespace {
+constexpr std::uint64_t bit(int signal) { return std::uint64_t(1) << signal; }
+}  // namespace
 
 bool Seam::simulated_signal(int signal) {
   for (const auto& [number, name] : sim::action_signals) {
@@ -22,22 +27,41 @@ long Seam::sigaction(int signal, const struct sigaction* action, struct sigactio
   auto it = actions_.find(signal);
   if (old != nullptr) *old = it != actions_.end() ? it->second : none;
   if (action != nullptr) actions_[signal] = *action;
+  // Linux: setting SIG_IGN discards what is pending of the signal, blocked or not.
+  if (action != nullptr && action->sa_handler == SIG_IGN) pending_signals_ &= ~bit(signal);
   return 0;
 }
 
-void Seam::signal(int signal) {
-  pending_signals_ |= std::uint64_t(1) << signal;
-  kernel_->interrupt(thread_);
+bool Seam::ignored(int signal) const {
+  auto it = actions_.find(signal);
+  return it != actions_.end() && it->second.sa_handler == SIG_IGN;
 }
 
+// Linux discards an ignored signal that is not blocked when it is sent, and wakes no one for
+// it; a blocked one stays pending. A wait of main()'s gives way to one it would deliver, or to
+// one of the set sigwait is waiting for.
+void Seam::post_signal(int signal) {
+  if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
+  pending_signals_ |= bit(signal);
+  if ((deliverable() | (pending_signals_ & awaited_)) & bit(signal)) kernel_->interrupt(thread_);
+}
+
+void Seam::signal(int signal) {
+  if (sim::stopping_signal(signal)) asked_ |= bit(signal);
+  post_signal(signal);
+}
+
+// From main() it is delivered now; from another thread it is pending for main(), whose wait
+// gives way to it, as for a scenario's signal.
 void Seam::raise_signal(int signal) {
-  pending_signals_ |= std::uint64_t(1) << signal;
-  if (this_thread() == nullptr) deliver_signals();
+  if (this_thread() != nullptr) return on_engine([this, signal] { post_signal(signal); });
+  post_signal(signal);
+  deliver_signals();
 }
 
 bool Seam::restarts() const {
   for (int signal = 1; signal < 64; ++signal) {
-    if ((pending_signals_ & (std::uint64_t(1) << signal)) == 0) continue;
+    if ((deliverable() & bit(signal)) == 0) continue;
     auto it = actions_.find(signal);
     if (it == actions_.end()) return false;  // the default action ends the process: no restart
     const struct sigaction& a = it->second;
@@ -47,16 +71,25 @@ bool Seam::restarts() const {
 }
 
 void Seam::deliver_signals() {
-  while (pending_signals_ != 0) {
-    const int signal = __builtin_ctzll(pending_signals_);
-    pending_signals_ &= ~(std::uint64_t(1) << signal);
+  while (deliverable() != 0) {
+    const int signal = __builtin_ctzll(deliverable());
+    pending_signals_ &= ~bit(signal);
     struct sigaction a{};
     a.sa_handler = SIG_DFL;
     if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
     if (a.sa_handler == SIG_IGN) continue;
-    if (sim::stopping_signal(signal)) trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
-    if (a.sa_handler == SIG_DFL) exited(128 + signal);  // each of these ends the process
+    // The shutdown began when the scenario's signal reached the program, once for each one
+    // it sent: a handler that raises the signal again (to die of it) begins nothing new.
+    if ((asked_ & bit(signal)) != 0) {
+      asked_ &= ~bit(signal);
+      trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
+    }
+    if (a.sa_handler == SIG_DFL) exited(128 + signal, signal);  // each of these ends the process
     if (a.sa_flags & SA_RESETHAND) actions_[signal].sa_handler = SIG_DFL;
+    // The handler runs with its signal blocked, and with what sa_mask adds, as Linux runs it.
+    const std::uint64_t saved = blocked_;
+    if ((a.sa_flags & SA_NODEFER) == 0) blocked_ |= bit(signal);
+    blocked_ |= simulated_bits(a.sa_mask);
     if (a.sa_flags & SA_SIGINFO) {
       siginfo_t info;
       std::memset(&info, 0, sizeof info);
@@ -66,6 +99,68 @@ void Seam::deliver_signals() {
     } else {
       a.sa_handler(signal);
     }
+    blocked_ = saved;
+  }
+}
+
+std::uint64_t Seam::simulated_bits(const sigset_t& set) {
+  std::uint64_t bits = 0;
+  for (const auto& [number, name] : sim::action_signals) {
+    if (sigismember(&set, number) == 1) bits |= bit(number);
+  }
+  return bits;
+}
+
+void Seam::mask_changed(const sigset_t& now_blocked) {
+  blocked_ = simulated_bits(now_blocked);
+  // Linux delivers what the change unblocked before the call returns.
+  if (deliverable() != 0) deliver_signals();
+}
+
+void Seam::await_signal(const char* call) {
+  if (this_thread() != nullptr) {
+    refuse(call, -1, "on a thread other than main(): the seam delivers a process's signals to main()");
+  }
+  const int poller = blocker();
+  if (poller < 0) refuse(call, -1, "no descriptor is left for the seam to wait with");
+  PollEvent none[1];
+  kernel_->wait(poller, none, wait_forever);
+}
+
+long Seam::suspend(const char* call, const sigset_t* mask) {
+  const std::uint64_t saved = blocked_;
+  {
+    Inside inside(*this);
+    if (mask != nullptr) blocked_ = simulated_bits(*mask);
+    while (deliverable() == 0) await_signal(call);
+  }
+  // The handler runs under the call's mask; the program's comes back as the call returns.
+  deliver_signals();
+  blocked_ = saved;
+  return -EINTR;
+}
+
+void Seam::add_pending(sigset_t& into) const {
+  for (const auto& [number, name] : sim::action_signals) {
+    if ((pending_signals_ & bit(number)) != 0) sigaddset(&into, number);
+  }
+}
+
+long Seam::wait_signal(const char* call, const sigset_t& set) {
+  Inside inside(*this);
+  awaited_ = simulated_bits(set);
+  for (;;) {
+    if (const std::uint64_t taken = pending_signals_ & awaited_; taken != 0) {
+      const int signal = __builtin_ctzll(taken);
+      pending_signals_ &= ~bit(signal);
+      awaited_ = 0;
+      if ((asked_ & bit(signal)) != 0) {
+        asked_ &= ~bit(signal);
+        trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
+      }
+      return signal;
+    }
+    await_signal(call);
   }
 }
 

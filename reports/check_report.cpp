@@ -225,7 +225,7 @@ json encode_arm(const checker::ArmReport& arm) {
           {"cut", arm.cut},
           {"cut_at", arm.cut_at},
           {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
-          {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr} : json()},
+          {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr, st.exit_signal} : json()},
           {"wall_ns", arm.wall_ns},
           {"replay", arm.replay},
           {"replay_diverged", arm.replay_diverged},
@@ -268,6 +268,7 @@ checker::ArmReport decode_arm(const json& a) {
     arm.stats.exit_status = x.at(0).get<int>();
     arm.stats.exited_at = Nanos(x.at(1).get<std::int64_t>());
     arm.stats.last_stderr = x.at(2).get<std::string>();
+    arm.stats.exit_signal = x.size() > 3 ? x.at(3).get<int>() : 0;
   }
   arm.wall_ns = a.at("wall_ns").get<std::int64_t>();
   arm.replay = a.at("replay").get<std::string>();

@@ -131,6 +131,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
     if (arm.stats.exit_status) {
       a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", arm.stats.exited_at.count()},
                    {"last_stderr", arm.stats.last_stderr}};
+      if (arm.stats.exit_signal != 0) a["exit"]["signal"] = arm.stats.exit_signal;
     }
     if (!arm.judgement.held) a["replay"] = arm.replay;
     doc["arms"].push_back(std::move(a));

@@ -1,5 +1,7 @@
 // A run from start to end (sim::run), with the liveness watch and the limits that cut it, and
 // what a finished trace says: its counts, its choices, a target's early exit.
+#include <string.h>  // sigabbrev_np
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -24,6 +26,7 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
     if (std::holds_alternative<ev::Refused>(event)) ++stats.refused;
     if (auto* x = std::get_if<ev::ProcessExit>(&event)) {
       stats.exit_status = x->status;
+      stats.exit_signal = x->signal;
       stats.exited_at = x->t;
     }
   }
@@ -34,8 +37,13 @@ std::string exit_text(const RunStats& stats) {
   if (!stats.exit_status) return {};
   char at[48];
   std::snprintf(at, sizeof at, "%.1f ms", double(stats.exited_at.count()) / 1e6);
-  std::string text = "the target exited with status " + std::to_string(*stats.exit_status) + " at " + at +
-                     " of virtual time, before the run's horizon";
+  std::string how = "exited with status " + std::to_string(*stats.exit_status);
+  if (stats.exit_signal != 0) {
+    const char* name = ::sigabbrev_np(stats.exit_signal);
+    how = std::string("was ended by ") + (name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(stats.exit_signal)) +
+          " (status " + std::to_string(*stats.exit_status) + ")";
+  }
+  std::string text = "the target " + how + " at " + at + " of virtual time, before the run's horizon";
   if (!stats.last_stderr.empty()) text += " (its last line on stderr: \"" + stats.last_stderr + "\")";
   return text;
 }

@@ -200,7 +200,10 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           [&](const ev::Handoff& e) {
             line.num("worker", e.worker).num("to", e.to).client(trace, e.client);
           },
-          [&](const ev::ProcessExit& e) { line.num("status", e.status); },
+          [&](const ev::ProcessExit& e) {
+            line.num("status", e.status);
+            if (e.signal != 0) line.num("signal", e.signal);
+          },
           [&](const ev::ShutdownAsked&) {},
           [&](const ev::Unframed& e) { line.client(trace, e.client).str("bytes", e.bytes); },
           [&](const ev::Lasso& e) {

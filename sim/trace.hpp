@@ -73,8 +73,9 @@ struct LoopExit { Nanos t; int worker; int open_connections; };
 // R10: a connection handed from one worker to another.
 struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
 // A target program ended before the run did: it exited with `status` (exit, _exit or a return
-// from main).
-struct ProcessExit { Nanos t; int status; };
+// from main), or a signal's default action ended it (`signal`, and `status` 128 + it, as a
+// shell reports it).
+struct ProcessExit { Nanos t; int status; int signal = 0; };
 // A shutdown asked of the server (a scenario's action; live, the signal): when R5's clock starts.
 struct ShutdownAsked { Nanos t; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in

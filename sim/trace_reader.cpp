@@ -258,7 +258,7 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   if (kind == "shutdown_begin") return ev::ShutdownBegin{t, l.small("worker")};
   if (kind == "listener_closed") return ev::ListenerClosed{t, l.small("worker")};
   if (kind == "loop_exit") return ev::LoopExit{t, l.small("worker"), l.small("open_connections")};
-  if (kind == "process_exit") return ev::ProcessExit{t, int(l.integer("status"))};
+  if (kind == "process_exit") return ev::ProcessExit{t, l.small("status"), int(l.integer_or("signal", 0))};
   if (kind == "shutdown_asked") return ev::ShutdownAsked{t};
   if (kind == "unframed") return ev::Unframed{t, book.required(l), l.text("bytes")};
   if (kind == "handoff") return ev::Handoff{t, l.small("worker"), l.small("to"), book.provisional(l)};

@@ -35,6 +35,7 @@ struct RunStats {
   // A target that ended before the run did (its trace's process_exit): its status, when, and
   // the last line it wrote to stderr.
   std::optional<int> exit_status;
+  int exit_signal = 0;  // the signal whose default action ended it, or 0
   Nanos exited_at{0};
   std::string last_stderr;
 };

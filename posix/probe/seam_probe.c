@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
@@ -29,7 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int listen_on(int port) {
+#include "probe.h"
+
+int listen_on(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   struct sockaddr_in address;
   memset(&address, 0, sizeof address);
@@ -43,8 +46,7 @@ static int listen_on(int port) {
   return fd;
 }
 
-/* Waits for a connection and accepts it. */
-static int accept_one(int listener) {
+int accept_one(int listener) {
   int poller = epoll_create1(0);
   struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
   epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
@@ -550,6 +552,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "signals") == 0) return signals_mode();
+  const int alone = argc > 2 && strcmp(argv[2], "alone") == 0;
+  if (strcmp(what, "sigpipe") == 0) return sigpipe_mode(alone);
+  if (strcmp(what, "sigpipe-dies") == 0) return sigpipe_dies_mode(alone);
+  if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
+  if (strcmp(what, "reraise") == 0) return reraise_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
     sync_points();
     if (argc > 2) return 0;
@@ -607,6 +614,15 @@ int main(int argc, char** argv) {
     fcntl(s, F_SETLEASE, F_RDLCK);
     return 0;
   }
+  if (strcmp(what, "fioasync") == 0) {  /* nginx's master asks this of its channel */
+    int s = socket(AF_INET, SOCK_STREAM, 0), on = 1;
+    ioctl(s, FIOASYNC, &on);
+    return 0;
+  }
+  if (strcmp(what, "udp") == 0) {  /* haproxy's default resolvers */
+    printf("udp socket %d\n", socket(AF_INET, SOCK_DGRAM, 0));
+    return 0;
+  }
   if (strcmp(what, "nothing") == 0) return 0;
   if (strcmp(what, "hog") == 0) {  /* asks for memory until refused, touching none of it */
     long mib = 0;
@@ -650,6 +666,18 @@ int main(int argc, char** argv) {
     for (;;) ++turns;
   }
   if (strcmp(what, "bad-pointer") == 0) {  /* Linux: EFAULT, when there is an event to copy */
+    /* futex: a word that cannot be read is EFAULT, one out of alignment EINVAL */
+    int* volatile unmapped = (int*)8;
+    static int word = 0;
+    struct timespec* volatile no_time = (struct timespec*)16;
+    long rc = syscall(SYS_futex, unmapped, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    printf("futex wait at 8 %ld %s\n", rc, strerrorname_np(errno));
+    rc = syscall(SYS_futex, (int*)((char*)&word + 1), FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    printf("futex wait out of alignment %ld %s\n", rc, strerrorname_np(errno));
+    rc = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, no_time, NULL, 0);
+    printf("futex wait with a bad timeout %ld %s\n", rc, strerrorname_np(errno));
+    fflush(stdout);
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
     int listener = listen_on(8080);
     int poller = epoll_create1(0);
     struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};

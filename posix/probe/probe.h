@@ -1,0 +1,14 @@
+/* What the probe's sources share (posix/probe/seam_probe.c holds main()). */
+#pragma once
+
+/* Listens on 127.0.0.1:port, non-blocking; exits 1 if it cannot. */
+int listen_on(int port);
+/* Waits for a connection and accepts it. */
+int accept_one(int listener);
+
+/* posix/probe/signal_probe.c: SIGPIPE as Linux raises it, and the waits for signals. With
+ * `alone`, natively: no listener. */
+int sigpipe_mode(int alone);
+int sigpipe_dies_mode(int alone);
+int signal_waits_mode(int alone);
+int reraise_mode(void);

@@ -1,0 +1,212 @@
+/* The probe's signal modes: SIGPIPE as Linux raises it on a broken write, and the calls that
+ * wait for a signal. Each prints what it saw, so that a test can compare Linux's lines with the
+ * seam's (posix/signals_test.cpp). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static volatile sig_atomic_t pipes_caught;
+static pthread_t catcher;
+
+/* A handler that leaves errno otherwise than it found it: the write's errno must still be
+ * EPIPE, as libc sets it after the kernel returns, where the handler ran. */
+static void on_pipe(int signal) {
+  (void)signal;
+  ++pipes_caught;
+  catcher = pthread_self();
+  errno = ENOTTY;
+}
+
+static void report(const char* what, long rc) {
+  printf("%s %ld %s caught %d\n", what, rc, rc < 0 ? strerrorname_np(errno) : "ok", (int)pipes_caught);
+}
+
+/* A socket pair whose other end is closed: every write to `*end` breaks. */
+static void broken_pair(int* end) {
+  int ends[2];
+  socketpair(AF_UNIX, SOCK_STREAM, 0, ends);
+  close(ends[1]);
+  *end = ends[0];
+}
+
+static void* write_broken(void* fd) {
+  report("a thread's write", (long)write(*(int*)fd, "t", 1));
+  printf("caught on the writing thread %d\n", pthread_equal(catcher, pthread_self()) != 0);
+  return NULL;
+}
+
+/* Under the seam the scenario's client comes at 10 ms: listen at once, take it at the end. */
+static int listening(int alone) { return alone ? -1 : listen_on(8080); }
+static void serve_one(int listener) {
+  if (listener >= 0) close(accept_one(listener));
+}
+
+int sigpipe_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  serve_one(listening(alone));
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_pipe;
+  sigaction(SIGPIPE, &action, NULL);
+  int end;
+  broken_pair(&end);
+  report("write to a closed peer", (long)write(end, "x", 1));
+  report("send MSG_NOSIGNAL", (long)send(end, "x", 1, MSG_NOSIGNAL));
+  report("send", (long)send(end, "x", 1, 0));
+  struct iovec part = {.iov_base = "x", .iov_len = 1};
+  struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1};
+  report("sendmsg MSG_NOSIGNAL", (long)sendmsg(end, &message, MSG_NOSIGNAL));
+  report("sendmsg", (long)sendmsg(end, &message, 0));
+  report("writev", (long)writev(end, &part, 1));
+  int ends[2];
+  pipe(ends);
+  close(ends[0]);
+  report("write to a pipe without a reader", (long)write(ends[1], "x", 1));
+  int pair[2];
+  socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
+  shutdown(pair[0], SHUT_WR);
+  report("write after shutting for writing", (long)write(pair[0], "x", 1));
+  report("read of the shut end's peer", (long)read(pair[1], (char[4]){0}, 4));
+  pthread_t thread;
+  pthread_create(&thread, NULL, write_broken, &end);
+  pthread_join(thread, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  report("ignored", (long)write(end, "x", 1));
+  sigaction(SIGPIPE, &action, NULL);
+  sigset_t pipe_only, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &pipe_only, NULL);
+  report("blocked", (long)write(end, "x", 1));
+  sigpending(&pending);
+  printf("pending %d\n", sigismember(&pending, SIGPIPE));
+  sigprocmask(SIG_UNBLOCK, &pipe_only, NULL);
+  printf("unblocked: caught %d\n", (int)pipes_caught);
+  return 0;
+}
+
+/* SIGPIPE's default action ends the process: the shell reports 141. */
+int sigpipe_dies_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  serve_one(listening(alone));
+  int end;
+  broken_pair(&end);
+  printf("writing to a closed peer\n");
+  report("survived", (long)write(end, "x", 1));
+  return 0;
+}
+
+static volatile sig_atomic_t usr1;
+static void on_usr1(int signal) {
+  (void)signal;
+  ++usr1;
+}
+
+struct Sending {
+  int first, second;  /* signals to send, in order (0: none) */
+};
+
+/* Sends its signals to the process, 20 ms apart, from a thread that blocks them all, so that
+ * Linux delivers each to main(). */
+static void* send_later(void* argument) {
+  const struct Sending* sending = argument;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  const struct timespec pause_between = {0, 20 * 1000 * 1000};
+  int signals[2] = {sending->first, sending->second};
+  for (int i = 0; i < 2; ++i) {
+    if (signals[i] == 0) continue;
+    nanosleep(&pause_between, NULL);
+    kill(getpid(), signals[i]);
+  }
+  return NULL;
+}
+
+static pthread_t send_signals(struct Sending* sending) {
+  pthread_t thread;
+  pthread_create(&thread, NULL, send_later, sending);
+  return thread;
+}
+
+int signal_waits_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &action, NULL);
+  signal(SIGUSR2, SIG_IGN);
+
+  /* pause: an ignored signal does not end it; a caught one does, its handler run first. */
+  struct Sending ignored_then_caught = {SIGUSR2, SIGUSR1};
+  pthread_t thread = send_signals(&ignored_then_caught);
+  int rc = pause();
+  printf("pause %d %s usr1 %d\n", rc, strerrorname_np(errno), (int)usr1);
+  pthread_join(thread, NULL);
+
+  /* A blocked signal waits, pending; sigsuspend with an empty mask takes it at once. */
+  sigset_t usr1_only, none, pending;
+  sigemptyset(&usr1_only);
+  sigaddset(&usr1_only, SIGUSR1);
+  sigemptyset(&none);
+  sigprocmask(SIG_BLOCK, &usr1_only, NULL);
+  struct Sending one = {SIGUSR1, 0};
+  thread = send_signals(&one);
+  pthread_join(thread, NULL);
+  sigpending(&pending);
+  printf("blocked: usr1 %d pending %d\n", (int)usr1, sigismember(&pending, SIGUSR1));
+  rc = sigsuspend(&none);
+  printf("sigsuspend %d %s usr1 %d\n", rc, strerrorname_np(errno), (int)usr1);
+  sigprocmask(SIG_BLOCK, NULL, &pending);
+  printf("mask back: usr1 blocked %d\n", sigismember(&pending, SIGUSR1));
+
+  /* sigsuspend that waits: the signal comes while it does. */
+  thread = send_signals(&one);
+  rc = sigsuspend(&none);
+  printf("sigsuspend waited %d %s usr1 %d\n", rc, strerrorname_np(errno), (int)usr1);
+  pthread_join(thread, NULL);
+
+  /* sigwait takes a blocked signal without running its handler. */
+  thread = send_signals(&one);
+  int taken = 0;
+  rc = sigwait(&usr1_only, &taken);
+  printf("sigwait %d took %s usr1 %d\n", rc, sigabbrev_np(taken), (int)usr1);
+  pthread_join(thread, NULL);
+
+  /* raise while blocked: pending, delivered as the mask lets it go. */
+  raise(SIGUSR1);
+  printf("raised while blocked: usr1 %d\n", (int)usr1);
+  sigprocmask(SIG_UNBLOCK, &usr1_only, NULL);
+  printf("unblocked: usr1 %d\n", (int)usr1);
+  serve_one(listener);
+  return 0;
+}
+
+/* SIGTERM's handler sets the default back and raises the signal again, to die of it, as node's
+ * and many runtimes' handlers do once they have cleaned up. */
+static void die_of_it(int signal) {
+  struct sigaction fallback;
+  memset(&fallback, 0, sizeof fallback);
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, NULL);
+  raise(signal);
+}
+
+int reraise_mode(void) {
+  const int listener = listen_on(8080);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = die_of_it;
+  sigaction(SIGTERM, &action, NULL);
+  for (;;) serve_one(listener);
+}

@@ -1,0 +1,67 @@
+// Signals as Linux delivers them to a target (posix/signals.cpp, and SIGPIPE in
+// posix/interpose.cpp): each compared with Linux by running the probe both ways.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <string>
+
+#include "posix/probe_for_tests.hpp"
+#include "sim/world.hpp"
+
+#ifdef LOOPSIM_SEAM_BUILT
+
+using namespace loopsim;
+using namespace loopsim::testing;
+
+TEST_CASE("seam: SIGPIPE comes with EPIPE, to the writing thread, unless MSG_NOSIGNAL, ignored or blocked") {
+  const auto [native, simulated, result] = both_ways("sigpipe");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("write to a closed peer -1 EPIPE caught 1\nsend MSG_NOSIGNAL -1 EPIPE caught 1\n") == 0);
+  CHECK(native.find("caught on the writing thread 1") != std::string::npos);
+  CHECK(native.find("blocked -1 EPIPE caught 7\npending 1\nunblocked: caught 8") != std::string::npos);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+  CHECK(result.stats.exit_status == 0);  // main() returned
+  CHECK(result.stats.exit_signal == 0);
+}
+
+TEST_CASE("seam: SIGPIPE's default action ends the target, as it ends the process live") {
+  const auto [native, simulated, result] = both_ways("sigpipe-dies", SIGPIPE);
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "writing to a closed peer\n");
+  CHECK(simulated == native);
+  REQUIRE(result.stats.exit_status);
+  CHECK(*result.stats.exit_status == 128 + SIGPIPE);
+  CHECK(result.stats.exit_signal == SIGPIPE);
+  CHECK(sim::exit_text(result.stats).find("the target was ended by SIGPIPE (status 141)") == 0);
+}
+
+TEST_CASE("seam: pause, sigsuspend, sigwait and main()'s mask wait for signals as Linux's do, in virtual time") {
+  const auto [native, simulated, result] = both_ways("signal-waits");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("pause -1 EINTR usr1 1\nblocked: usr1 1 pending 1\nsigsuspend -1 EINTR usr1 2\n") == 0);
+  CHECK(native.find("sigwait 0 took USR1 usr1 3\nraised while blocked: usr1 3\nunblocked: usr1 4") != std::string::npos);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: one shutdown begins for each signal sent, though its handler raises it again to die of it") {
+  sim::Scenario with_signal = sim::parse_scenario(
+      "name = \"reraise\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+          "/seam_probe_dynamic\", \"reraise\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\n"
+          "requests = [{ at = \"10ms\", path = \"/\" }]\n[[actions]]\nkind = \"signal\"\nsignal = \"SIGTERM\"\n"
+          "at = \"100ms\"\n[[expect]]\nproperty = \"shutdown_clean\"\n",
+      "reraise.toml");
+  const sim::RunResult r = sim::run(with_signal);
+  const std::string trace = jsonl(r.trace);
+  INFO(trace);
+  std::size_t begun = 0;
+  for (std::size_t at = trace.find("\"shutdown_begin\""); at != std::string::npos;
+       at = trace.find("\"shutdown_begin\"", at + 1)) {
+    ++begun;
+  }
+  CHECK(begun == 1);
+  CHECK(trace.find("\"ev\":\"process_exit\",\"status\":143,\"signal\":15}") != std::string::npos);
+}
+
+#endif  // LOOPSIM_SEAM_BUILT
