@@ -177,18 +177,26 @@ struct Findings {
 
 // `deadline_resets`: a bounded drain (shutdown_clean's max) was asked for, and what a worker
 // reset at drain_timeout is its deadline at work: reported, not a breach.
+// `lost`: requests outstanding at an exit that were never answered (sim::ShutdownScan::lost):
+// an answer written before the exit may still have arrived after it.
 void judge_worker(int worker, const sim::WorkerShutdown& w, std::optional<std::size_t> end_at, bool deadline_resets,
-                  Verdict& v, Findings& found, std::vector<std::string>& notes) {
+                  std::int64_t lost, Verdict& v, Findings& found, std::vector<std::string>& notes) {
   if (!w.began) return;
   std::string who = "worker " + std::to_string(worker);
   if (!w.closed || !w.exited) breaks_at(v, end_at.value_or(*w.began));
   if (!w.closed) found.add(1, who + " never closed its listener");
   if (!w.exited) found.add(1, who + " never exited");
-  if (w.exited && w.open_at_exit > 0 && deadline_resets) {
-    notes.push_back(who + " reset " + std::to_string(w.open_at_exit) + " connection(s) at its drain_timeout");
-  } else if (w.exited && w.open_at_exit > 0) {
+  if (!w.exited || w.open_at_exit == 0) return;
+  const int idle = w.open_at_exit - w.owing_at_exit;
+  const std::string idle_text = std::to_string(idle) + " idle connection(s), with nothing outstanding";
+  if (w.owing_at_exit == 0) {
+    notes.push_back(who + " exited holding " + idle_text + ": each client sees the close");
+  } else if (deadline_resets) {
+    notes.push_back(who + " reset " + std::to_string(w.owing_at_exit) + " connection(s) owed an answer at its drain_timeout");
+  } else if (lost > 0) {
     breaks_at(v, *w.exited);
-    found.add(1, who + " exited holding " + std::to_string(w.open_at_exit) + " connection(s)");
+    found.add(1, who + " exited holding " + std::to_string(w.owing_at_exit) + " connection(s) owed an answer" +
+                     (idle > 0 ? " (and " + idle_text + ")" : ""));
   }
 }
 
@@ -220,7 +228,12 @@ void judge_shutdown(const sim::ShutdownScan& scan, const Trace& trace, std::opti
                                 " queued connection(s) reset when the listener closed, never accepted");
   auto end_at = run_end_index(trace);
   std::vector<std::string> notes;
-  for (const auto& [worker, w] : scan.workers()) judge_worker(worker, w, end_at, max.has_value(), v, found, notes);
+  for (const auto& [worker, w] : scan.workers()) {
+    judge_worker(worker, w, end_at, max.has_value(), scan.lost(), v, found, notes);
+  }
+  if (!max) {
+    found.add(scan.lost(), std::to_string(scan.lost()) + " request(s) outstanding at an exit never answered");
+  }
   const ev::RunEnd* end = end_at ? &std::get<ev::RunEnd>(trace.events[*end_at]) : nullptr;
   // A hand-off dropped at shutdown leaves nothing waiting at the end, which run_end's count
   // misses; one still waiting may have been cut off by the horizon, which only run_end knows.

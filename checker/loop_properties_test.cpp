@@ -408,6 +408,30 @@ TEST_CASE("shutdown_clean holds when the loop admits, closes, clears and exits")
   CHECK(v.detail.empty());
 }
 
+TEST_CASE("shutdown_clean judges an exit holding connections by what their clients lose") {
+  // The loop exits still holding both connections, as a process's exit leaves them to the kernel.
+  auto exits_holding = [](bool owed, bool answered_later) {
+    Trace t = shut_down(false);
+    std::erase_if(t.events, [](const TraceEvent& e) { return std::holds_alternative<ev::Close>(e); });
+    for (TraceEvent& e : t.events) {
+      if (auto* x = std::get_if<ev::LoopExit>(&e)) x->open_connections = 2;
+    }
+    if (owed) t.events.insert(t.events.begin() + 2, ev::Send{0ms, 0, "/"});  // before the exit
+    // The answer written before the exit reaches its client after it.
+    if (answered_later) t.events.insert(t.events.end() - 1, ev::Answer{3ms, 0, "/", 200});
+    return t;
+  };
+  Verdict idle = shutdown_clean(exits_holding(false, false));
+  CHECK(idle.held);
+  CHECK(idle.detail == "worker 0 exited holding 2 idle connection(s), with nothing outstanding: each client sees the close");
+  Verdict lost = shutdown_clean(exits_holding(true, false));
+  CHECK_FALSE(lost.held);
+  CHECK(lost.detail ==
+        "worker 0 exited holding 1 connection(s) owed an answer (and 1 idle connection(s), with nothing "
+        "outstanding); 1 request(s) outstanding at an exit never answered");
+  CHECK(shutdown_clean(exits_holding(true, true)).held);
+}
+
 TEST_CASE("shutdown_clean fails at an accept on the listener after it closed") {
   Trace t = shut_down(true);
   Verdict v = shutdown_clean(t);

@@ -168,12 +168,15 @@ TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown
   CHECK(trace.find("{\"t\":300000000,\"ev\":\"process_exit\",\"status\":0}") != std::string::npos);
 
   // SIGQUIT has no handler: its default action ends the process at once, holding the
-  // connection whose request is still to come. shutdown_clean says so.
+  // connection whose request is still to come. Nothing was owed it as the process ended, so
+  // the drain lost nothing; the request it sends later is never answered.
   s = signalled("SIGQUIT");
   r = sim::run(s);
   verdicts = checker::evaluate(r.trace, s.expect, {});
-  CHECK_FALSE(verdicts.at(1).held);
-  CHECK(verdicts.at(1).detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
+  CHECK_FALSE(verdicts.at(0).held);
+  CHECK(verdicts.at(1).held);
+  CHECK(verdicts.at(1).detail.find("worker 0 exited holding 1 idle connection(s), with nothing outstanding") !=
+        std::string::npos);
   // 128 + SIGQUIT, as a shell reports it, and which signal it was.
   CHECK(jsonl(r.trace).find("\"ev\":\"process_exit\",\"status\":131,\"signal\":3}") != std::string::npos);
   CHECK(sim::exit_text(r.stats).find("the target was ended by SIGQUIT (status 131) at") == 0);
@@ -189,18 +192,33 @@ TEST_CASE("seam: a thread blocked in a call keeps its descriptor while another o
   CHECK(file_text(prefix + ".base.stdout") == "woke with 1 event(s), data 77\n");
 }
 
-TEST_CASE("examples: redis cuts a client still connected at SIGTERM, and shutdown_clean says so") {
+TEST_CASE("examples: redis exits at SIGTERM holding an idle client, which loses nothing, and one owed an answer, which does") {
   // examples/redis/redis.toml, with one more client that stays connected, idle, past the signal.
   std::string text = file_text(source + "/examples/redis/redis.toml");
-  text += "\n[[clients]]\nname = \"idle\"\nconnect_at = \"150ms\"\nkeep_alive = true\nframing = \"resp\"\n"
-          "requests = [{ at = \"150ms\", bytes = \"PING\\r\\n\" }]\n";
-  sim::Scenario s = sim::parse_scenario(text, source + "/examples/redis/redis.toml");
+  const std::string idle = "\n[[clients]]\nname = \"idle\"\nconnect_at = \"150ms\"\nkeep_alive = true\nframing = \"resp\"\n"
+                           "requests = [{ at = \"150ms\", bytes = \"PING\\r\\n\" }]\n";
+  sim::Scenario s = sim::parse_scenario(text + idle, source + "/examples/redis/redis.toml");
   sim::RunResult r = sim::run(s);
   std::vector<checker::Verdict> verdicts = checker::evaluate(r.trace, s.expect, {});
   REQUIRE(verdicts.size() == 3);
   CHECK(verdicts[0].held);  // every request was answered, the idle client's PING too
+  CHECK(verdicts[2].held);  // it sees the close, as a client of redis does live
+  CHECK(verdicts[2].detail.find("worker 0 exited holding 1 idle connection(s), with nothing outstanding") !=
+        std::string::npos);
+
+  // A client 100 ms away sends its second PING just before the signal: in flight as redis exits.
+  const std::string far = "\n[[clients]]\nname = \"far\"\nconnect_at = \"150ms\"\nkeep_alive = true\nframing = \"resp\"\n"
+                          "rtt = \"100ms\"\nrequests = [{ at = \"150ms\", bytes = \"PING\\r\\n\" },"
+                          " { at = \"990ms\", bytes = \"PING\\r\\n\" }]\n";
+  s = sim::parse_scenario(text + idle + far, source + "/examples/redis/redis.toml");
+  r = sim::run(s);
+  verdicts = checker::evaluate(r.trace, s.expect, {});
+  CHECK_FALSE(verdicts[0].held);
   CHECK_FALSE(verdicts[2].held);
-  CHECK(verdicts[2].detail.find("worker 0 exited holding 1 connection(s)") != std::string::npos);
+  INFO(verdicts[2].detail);
+  CHECK(verdicts[2].detail.find("worker 0 exited holding 1 connection(s) owed an answer (and 1 idle connection(s)") !=
+        std::string::npos);
+  CHECK(verdicts[2].detail.find("1 request(s) outstanding at an exit never answered") != std::string::npos);
 }
 
 TEST_CASE("explore tries a target's thread interleavings within the preemption bound, and counts them") {

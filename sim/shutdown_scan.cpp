@@ -18,9 +18,24 @@ void ShutdownScan::step(std::size_t i, const TraceEvent& event) {
     workers_[c->worker].closed = workers_[c->worker].closed.value_or(i);
     any_closed_ = true;
   } else if (const auto* x = std::get_if<ev::LoopExit>(&event)) {
-    workers_[x->worker].exited = i;
-    workers_[x->worker].open_at_exit = x->open_connections;
+    WorkerShutdown& w = workers_[x->worker];
+    w.exited = i;
+    w.open_at_exit = x->open_connections;
+    w.owing_at_exit = 0;
+    for (const auto& [client, worker] : held_) {
+      auto owed = owed_.find(client);
+      if (worker != x->worker || owed == owed_.end() || owed->second <= 0) continue;
+      ++w.owing_at_exit;
+      lost_[client] = owed->second;
+    }
     last_exit_ = x->t;
+  } else if (const auto* s = std::get_if<ev::Send>(&event)) {
+    ++owed_[s->client];
+  } else if (const auto* answer = std::get_if<ev::Answer>(&event)) {
+    if (auto it = owed_.find(answer->client); it != owed_.end() && --it->second <= 0) owed_.erase(it);
+    if (auto it = lost_.find(answer->client); it != lost_.end() && --it->second <= 0) lost_.erase(it);
+  } else if (const auto* closing = std::get_if<ev::Close>(&event)) {
+    held_.erase(closing->client);
   } else if (const auto* h = std::get_if<ev::Handoff>(&event)) {
     handed_.emplace(std::pair(h->to, h->client), i);
   } else if (const auto* a = std::get_if<ev::Accept>(&event)) {
@@ -63,6 +78,7 @@ void ShutdownScan::accept(std::size_t i, const ev::Accept& a) {
     queued_.erase(a.client);
     accepted_.insert(a.client);
   }
+  if (a.result >= 0) held_[a.client] = a.worker;
   if (a.door == Door::listener && a.result == -ECONNABORTED) ++aborted_;
   if (a.door == Door::handoff && a.result >= 0) {  // admitted: the hand-off is done
     auto it = handed_.find(std::pair(a.worker, a.client));
@@ -77,6 +93,12 @@ void ShutdownScan::breach(std::size_t i, std::int64_t& counter) {
   breaches_.first = std::min(breaches_.first.value_or(i), i);
 }
 
+std::int64_t ShutdownScan::lost() const {
+  std::int64_t n = 0;
+  for (const auto& [client, count] : lost_) n += count;
+  return n;
+}
+
 Nanos ShutdownScan::drain_time() const {
   if (!asked_ || !last_exit_) return Nanos(-1);
   return *last_exit_ - *asked_;
@@ -88,8 +110,8 @@ bool ShutdownScan::held(std::optional<Nanos> max) const {
   for (const auto& [worker, w] : workers_) {
     if (!w.began) continue;
     if (!w.closed || !w.exited) return false;
-    if (w.open_at_exit > 0 && !max) return false;  // with a bounded drain, its deadline's resets
   }
+  if (lost() > 0 && !max) return false;  // with a bounded drain, its deadline's resets
   if (max && asked_) {
     const Nanos took = drain_time();
     if (took.count() < 0 || took > *max) return false;
@@ -110,6 +132,7 @@ void ShutdownScan::digest_state(state::Sink& sink, Nanos now, std::optional<Nano
     sink.add(flag(w.closed.has_value()));
     sink.add(flag(w.exited.has_value()));
     sink.add(std::int64_t(w.open_at_exit > 0));
+    sink.add(std::int64_t(w.owing_at_exit > 0));
   }
   // The asking's age matters to a handler begun later (at this instant, or after it) and, with
   // a bound, to the drain's time if a worker exits later; the drain's time so far is decided
@@ -136,6 +159,14 @@ void ShutdownScan::digest_state(state::Sink& sink, Nanos now, std::optional<Nano
 void ShutdownScan::client_state(ClientIndex client, state::Sink& sink) const {
   sink.add(std::int64_t(queued_.count(client)));
   sink.add(std::int64_t(accepted_.count(client)));
+  auto held = held_.find(client);
+  sink.add(held == held_.end() ? -1 : held->second);
+  auto count = [client](const std::map<ClientIndex, std::int64_t>& counts) {
+    auto it = counts.find(client);
+    return it == counts.end() ? std::int64_t(0) : it->second;
+  };
+  sink.add(count(owed_));
+  sink.add(count(lost_));
   std::int64_t handed = 0;
   for (const auto& [key, index] : handed_) handed += key.second == client ? 1 : 0;
   sink.add(handed);

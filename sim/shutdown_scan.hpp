@@ -14,10 +14,13 @@
 
 namespace loopsim::sim {
 
-// One worker's shutdown: the events that began, closed and ended it (trace indices).
+// One worker's shutdown: the events that began, closed and ended it (trace indices), and what
+// it held as it exited: connections, and how many of them were owed an answer (their client had
+// sent a request it had not been answered for).
 struct WorkerShutdown {
   std::optional<std::size_t> began, closed, exited;
   int open_at_exit = 0;
+  int owing_at_exit = 0;
 };
 
 class ShutdownScan {
@@ -36,6 +39,10 @@ class ShutdownScan {
   // Hand-offs not yet admitted: (to, client) -> the handoff event.
   const std::multimap<std::pair<int, ClientIndex>, std::size_t>& handed() const { return handed_; }
   std::optional<Nanos> asked() const { return asked_; }  // the first shutdown_asked
+  // Requests outstanding on connections a worker held as it exited, not answered since: what
+  // clients lost to an exit. An idle connection held at exit loses nothing (its client sees
+  // the close), and an answer written before the exit may still arrive after it.
+  std::int64_t lost() const;
   std::optional<Nanos> last_exit() const { return last_exit_; }
 
   // What the rest of a run needs of the scan, for a search's digest: times relative to `now`;
@@ -60,6 +67,9 @@ class ShutdownScan {
   bool any_closed_ = false;
   std::set<ClientIndex> queued_;  // established, not yet accepted
   std::set<ClientIndex> accepted_;
+  std::map<ClientIndex, int> held_;             // accepted and not closed: by which worker
+  std::map<ClientIndex, std::int64_t> owed_;    // requests sent, not answered yet
+  std::map<ClientIndex, std::int64_t> lost_;    // of those, held at an exit and still unanswered
   bool drain_starved_ = false;     // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
   std::int64_t aborted_ = 0;       // accepts that failed ECONNABORTED, each consuming one
   Breaches breaches_;
