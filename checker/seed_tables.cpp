@@ -158,7 +158,10 @@ void write_seed_tables(const std::string& scenario_dir, std::ostream& out, const
       const auto& suite = runs.at(path);
       std::optional<std::string> value;
       for (std::size_t i = 0; i < suite.report.arms.size(); ++i) {
-        if (suite.report.arms[i].name == row.arm) value = figure(row, suite.report.arms[i], suite.traces[i]);
+        const ArmReport& arm = suite.report.arms[i];
+        if (arm.name != row.arm) continue;
+        if (!arm.error.empty()) throw sim::ScenarioError(arm.error, arm.error_hint);
+        value = figure(row, arm, suite.traces[i]);
       }
       if (!value) {
         throw sim::ScenarioError(path + ":1:1: seed table row \"" + row.what + "\" names the arm " + row.arm +

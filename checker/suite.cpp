@@ -93,6 +93,7 @@ Costs costs_for(const std::string& text, const std::string& path) {
 }
 
 ArmOutcome outcome_of(const ArmReport& arm) {
+  if (!arm.error.empty()) return ArmOutcome::error;
   if (arm.judgement.limited()) return ArmOutcome::limit;
   if (arm.expect_violated.empty()) return arm.judgement.held ? ArmOutcome::held : ArmOutcome::violated;
   return arm.judgement.held ? ArmOutcome::caught : ArmOutcome::not_caught;
@@ -100,6 +101,10 @@ ArmOutcome outcome_of(const ArmReport& arm) {
 
 bool RunReport::held() const {
   return std::all_of(arms.begin(), arms.end(), [](const ArmReport& a) { return a.judgement.held; });
+}
+
+bool RunReport::errored() const {
+  return std::any_of(arms.begin(), arms.end(), [](const ArmReport& a) { return !a.error.empty(); });
 }
 
 bool RunReport::limited() const {
@@ -150,22 +155,35 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     }
     sim::RunResult run;
     std::optional<Verdict> died;
+    ArmReport report;
     try {
       run = sim::run(scenario, arm.name, replay ? &*replay : nullptr, options.servers);
     } catch (const sim::TargetDied& e) {
-      if (!pins_choices(scenario, options)) throw;
-      died = target_died(e);
+      if (!pins_choices(scenario, options)) {
+        report.error = e.what();
+        report.error_hint = e.hint;
+      } else {
+        died = target_died(e);
+      }
+    } catch (const sim::ScenarioError& e) {
+      report.error = e.what();
+      report.error_hint = e.hint;
     }
-    ArmReport report;
     report.wall_ns = options.wall_ns ? options.wall_ns() - started : 0;
     report.name = arm.name;
     report.expect_violated = arm.expect_violated;
+    report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
+    if (!report.error.empty()) {
+      report.judgement.held = false;
+      result.report.arms.push_back(std::move(report));
+      result.traces.emplace_back();
+      continue;
+    }
     report.verdicts = died ? std::vector<Verdict>{*died} : evaluate(run.trace, scenario.expect, costs);
     report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
     report.cut = run.trace.cut;
     if (!report.cut.empty()) report.cut_at = scenario.position_of({"horizon"});
     report.stats = run.stats;
-    report.replay = replay_command(path, result.report.seed, arm.name, options.overrides);
     report.replay_diverged = !died && replay && (replay->divergences() > 0 || !replay->exhausted());
     if (report.replay_diverged) report.divergence = replay->first_divergence();
     result.report.arms.push_back(std::move(report));
@@ -174,6 +192,11 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
   if (!found) {
     throw sim::ScenarioError(path + ":1:1: no arm named \"" + *options.only_arm + "\"",
                              "arms are \"base\" and the names under [[arms]]");
+  }
+  // Where no arm could run, the scenario itself is in question: its first error is the error.
+  const auto& arms_run = result.report.arms;
+  if (std::all_of(arms_run.begin(), arms_run.end(), [](const ArmReport& a) { return !a.error.empty(); })) {
+    throw sim::ScenarioError(arms_run.front().error, arms_run.front().error_hint);
   }
   return result;
 }

@@ -27,11 +27,15 @@ struct ArmReport {
   // --replay, or a scenario's pinned choices: the choices did not fit this run. Where first:
   bool replay_diverged = false;
   std::string divergence;
+  // The arm could not be run to its end (its target could not start, or called what the seam
+  // refuses): why, "file:line:column: ...", and a hint. It has no verdicts; the other arms keep
+  // theirs.
+  std::string error, error_hint;
 };
 
 // An arm's outcome: a base arm held or was violated, a sabotage arm (one that expects a
 // violation) was caught or not, and an arm a limit stopped is neither.
-enum class ArmOutcome : std::uint8_t { limit, held, violated, caught, not_caught };
+enum class ArmOutcome : std::uint8_t { limit, held, violated, caught, not_caught, error };
 ArmOutcome outcome_of(const ArmReport& arm);
 
 struct RunReport {
@@ -42,6 +46,7 @@ struct RunReport {
   bool held() const;
   // Held on everything decided, but an arm stopped before its horizon left something undecided.
   bool limited() const;
+  bool errored() const;  // an arm could not be run (ArmReport::error)
 };
 
 struct SuiteOptions {

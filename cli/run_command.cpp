@@ -128,7 +128,13 @@ int run(const RunArgs& args) {
       reports::print_table(report, std::cout);
     }
     std::cout << std::flush;
-    write_outputs(args, result.traces.front());  // a failure here keeps the verdict printed above
+    if (report.arms.front().error.empty()) {
+      write_outputs(args, result.traces.front());  // a failure here keeps the verdict printed above
+    } else if (!args.trace.empty() || !args.timeline.empty() || !args.chrome_trace.empty()) {
+      std::cerr << "note: arm " << report.arms.front().name << " could not run: no trace or picture is written\n";
+    }
+    // An arm that could not run: the others' verdicts are above, and the run is an error.
+    if (report.errored()) return exit_bad_input;
     if (report.limited()) return exit_bound_reached;
     return report.held() ? exit_held : exit_violated;
   } catch (const sim::ScenarioError& e) {

@@ -388,6 +388,32 @@ TEST_CASE("seam: a target that dies at start-up is an error naming its status an
   CHECK(error.find("its last line on stderr: \"seam_probe: cannot read its configuration\"") != std::string::npos);
 }
 
+TEST_CASE("seam: an arm whose target cannot start is an error in its row, and the other arms keep their verdicts") {
+  const std::string file = loopsim::testing::temp_path("needs-descriptors") + ".toml";
+  {
+    std::ofstream out(file);
+    out << "name = \"needs\"\nhorizon = \"1s\"\n[target]\nexec = [\"" << probes
+        << "/seam_probe_dynamic\", \"needs-descriptors\"]\nport = 8080\n[[clients]]\nname = \"c\"\n"
+           "connect_at = \"10ms\"\n[[expect]]\nproperty = \"no_spin\"\n"
+           "[[arms]]\nname = \"low-limit\"\nset = { \"kernel.rlimit_nofile\" = 36 }\n"
+           "[[arms]]\nname = \"also-runs\"\nset = { \"kernel.rlimit_nofile\" = 512 }\n";
+  }
+  const auto run = run_loopsim("run " + file);
+  INFO(run.output);
+  CHECK(run.status == 2);
+  CHECK(run.output.find("low-limit  -") != std::string::npos);
+  CHECK(run.output.find("  base: held") != std::string::npos);
+  CHECK(run.output.find("  also-runs: held") != std::string::npos);
+  CHECK(run.output.find("  low-limit: ERROR: " + file + ":5:8: the target exited with status 71") != std::string::npos);
+  CHECK(run.output.find("failed to set rlimit for open files") != std::string::npos);
+  CHECK(run.output.find("verdict: error") != std::string::npos);
+  CHECK(run_loopsim("run " + file + " --json", true).output.find("\"verdict\": \"error\"") != std::string::npos);
+  const auto check = run_loopsim("check " + file);
+  INFO(check.output);
+  CHECK(check.status == 2);
+  CHECK(check.output.find("3 arms: 2 held, 0 violated, 1 error") != std::string::npos);
+}
+
 TEST_CASE("seam: a target that exits mid-run is an event, in the stats, the table, the JSON and the timeline") {
   sim::RunResult r = sim::run(probe("dies"));
   REQUIRE(r.stats.exit_status);

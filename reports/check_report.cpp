@@ -28,6 +28,7 @@ std::string about(const checker::Verdict& v) { return v.of.empty() ? v.property 
 // The properties column: what was caught, or what went wrong.
 std::string properties_cell(const checker::ArmReport& arm) {
   const auto& j = arm.judgement;
+  if (!arm.error.empty()) return arm.error;
   std::string cell;
   auto add = [&cell](const std::string& prefix, const std::vector<std::string>& names) {
     if (names.empty()) return;
@@ -62,6 +63,11 @@ void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& 
       continue;
     }
     for (const checker::ArmReport& arm : o.report->arms) {
+      if (!arm.error.empty()) {
+        out << "  " << o.report->scenario << " / " << arm.name << ": " << arm.error << '\n';
+        if (!arm.error_hint.empty()) out << "    hint: " << arm.error_hint << '\n';
+        continue;
+      }
       if (arm.judgement.limited()) {
         out << "  " << arm.cut_at << ": " << o.report->scenario << " / " << arm.name
             << ": stopped before its horizon (" << arm.cut << ")";
@@ -106,10 +112,16 @@ CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
     ++t.scenarios;
     if (!o.ok()) {
       ++(o.limit ? t.limits : t.errors);
+      ++t.unreported;
       continue;
     }
     for (const checker::ArmReport& arm : o.report->arms) {
       ++t.arms;
+      if (!arm.error.empty()) {
+        ++t.errors;
+        ++t.arm_errors;
+        continue;
+      }
       ++(arm.judgement.limited() ? t.limits : arm.judgement.held ? t.held : t.violated);
     }
   }
@@ -123,6 +135,7 @@ std::string arm_verdict(const checker::ArmReport& arm) {
     case checker::ArmOutcome::violated: return "VIOLATED";
     case checker::ArmOutcome::caught: return "caught";
     case checker::ArmOutcome::not_caught: return "NOT-CAUGHT";
+    case checker::ArmOutcome::error: return "ERROR";
   }
   return "?";
 }
@@ -229,7 +242,9 @@ json encode_arm(const checker::ArmReport& arm) {
           {"wall_ns", arm.wall_ns},
           {"replay", arm.replay},
           {"replay_diverged", arm.replay_diverged},
-          {"divergence", arm.divergence}};
+          {"divergence", arm.divergence},
+          {"error", arm.error},
+          {"error_hint", arm.error_hint}};
 }
 
 checker::ArmReport decode_arm(const json& a) {
@@ -274,6 +289,8 @@ checker::ArmReport decode_arm(const json& a) {
   arm.replay = a.at("replay").get<std::string>();
   arm.replay_diverged = a.at("replay_diverged").get<bool>();
   arm.divergence = a.at("divergence").get<std::string>();
+  arm.error = a.value("error", std::string());
+  arm.error_hint = a.value("error_hint", std::string());
   return arm;
 }
 

@@ -28,6 +28,9 @@ enum class CheckVerdict { held, violated, error, limit };
 
 struct CheckTotals {
   int scenarios = 0, arms = 0, held = 0, violated = 0, errors = 0, limits = 0;
+  // Of those errors and limits, the scenarios that gave no report at all (one JUnit testcase
+  // each), and the arms that could not be run (checker::ArmReport::error).
+  int unreported = 0, arm_errors = 0;
   // Bad input outranks a violation: exit 2 means some scenario was not even judged. A limit
   // (exit 3) ranks below a violation and above a pass.
   CheckVerdict verdict() const;

@@ -27,6 +27,11 @@ std::string join(const std::vector<std::string>& lines, const char* separator) {
 std::string arm_case(const std::string& scenario, const checker::ArmReport& arm) {
   std::string xml = "    <testcase" + attribute("classname", "loopsim." + scenario) + attribute("name", arm.name) +
                     attribute("time", seconds(arm.wall_ns));
+  if (!arm.error.empty()) {
+    return xml + ">\n      <error" + attribute("message", arm.error) + attribute("type", "could not run") + ">" +
+           xml_escape(arm.error + (arm.error_hint.empty() ? "" : "\nhint: " + arm.error_hint)) +
+           "</error>\n    </testcase>\n";
+  }
   if (arm.judgement.held) return xml + "/>\n";
   std::vector<std::string> problems = arm_problems(arm);
   std::string message = join(problems, "; ") + "; reproduce: " + arm.replay;
@@ -45,16 +50,17 @@ std::string scenario_suite(const ScenarioOutcome& o) {
            xml_escape(o.error + (o.hint.empty() ? "" : "\nhint: " + o.hint)) +
            "</error>\n    </testcase>\n  </testsuite>\n";
   }
-  int failures = 0;
+  int failures = 0, errors = 0;
   std::int64_t wall = 0;
   std::string cases;
   for (const checker::ArmReport& arm : o.report->arms) {
-    failures += !arm.judgement.held;
+    errors += !arm.error.empty();
+    failures += !arm.judgement.held && arm.error.empty();
     wall += arm.wall_ns;
     cases += arm_case(name, arm);
   }
   return head + attribute("tests", std::to_string(o.report->arms.size())) +
-         attribute("failures", std::to_string(failures)) + attribute("errors", "0") +
+         attribute("failures", std::to_string(failures)) + attribute("errors", std::to_string(errors)) +
          attribute("time", seconds(wall)) + ">\n" + cases + "  </testsuite>\n";
 }
 
@@ -65,9 +71,9 @@ std::string junit_xml(const std::vector<ScenarioOutcome>& outcomes) {
   std::string suites;
   for (const ScenarioOutcome& o : outcomes) suites += scenario_suite(o);
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites" + attribute("name", "loopsim check") +
-         attribute("tests", std::to_string(t.arms + t.errors + t.limits)) +
+         attribute("tests", std::to_string(t.arms + t.unreported)) +
          attribute("failures", std::to_string(t.violated)) +
-         attribute("errors", std::to_string(t.errors + t.limits)) + ">\n" + suites + "</testsuites>\n";
+         attribute("errors", std::to_string(t.unreported + t.arm_errors)) + ">\n" + suites + "</testsuites>\n";
 }
 
 }  // namespace loopsim::reports

@@ -96,3 +96,24 @@ TEST_CASE("a run stopped at a limit is an error of type limit, counted in the to
   CHECK(xml.find("type=\"bad input\"") == std::string::npos);
   CHECK(xml.find("<testsuites name=\"loopsim check\" tests=\"6\" failures=\"0\" errors=\"1\"") != std::string::npos);
 }
+
+TEST_CASE("an arm that could not run is an error testcase, its suite's other arms as they were") {
+  reports::ScenarioOutcome outcome = accept_burst();
+  checker::ArmReport& arm = outcome.report->arms.back();
+  arm.verdicts.clear();
+  arm.judgement.held = false;
+  arm.error = "accept-burst.toml:5:8: the target exited with status 71 before it listened";
+  arm.error_hint = "see its stderr";
+  std::string xml = reports::junit_xml({outcome});
+  auto check = testing::check_xml(xml);
+  INFO(check.error);
+  REQUIRE(check.ok());
+  CHECK(check.count("testcase") == outcome.report->arms.size());
+  CHECK(check.count("error") == 1);
+  CHECK(check.count("failure") == 0);
+  CHECK(xml.find("type=\"could not run\"") != std::string::npos);
+  CHECK(xml.find("failures=\"0\" errors=\"1\"") != std::string::npos);
+  const reports::CheckTotals totals = reports::totals({outcome});
+  CHECK((totals.errors == 1 && totals.arm_errors == 1 && totals.held == int(outcome.report->arms.size()) - 1));
+  CHECK(totals.verdict() == reports::CheckVerdict::error);
+}

@@ -16,6 +16,7 @@ const char* json_name(checker::ArmOutcome outcome) {
     case checker::ArmOutcome::violated: return "violated";
     case checker::ArmOutcome::caught: return "caught";
     case checker::ArmOutcome::not_caught: return "not_caught";
+    case checker::ArmOutcome::error: return "error";
   }
   return "?";
 }
@@ -33,6 +34,12 @@ std::string verdict_word(const ArmReport& arm, const checker::Verdict& v) {
   return expected(arm, v.property) ? "violated (expected)" : "VIOLATED";
 }
 
+// A run's verdict: an arm that could not run makes it an error, whatever the others said.
+const char* verdict_text(const RunReport& report) {
+  if (report.errored()) return "error";
+  return report.limited() ? "limit" : report.held() ? "held" : "violated";
+}
+
 std::string pad(std::string s, std::size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
@@ -41,6 +48,7 @@ std::string pad(std::string s, std::size_t width) {
 std::string arm_summary(const ArmReport& arm) {
   const auto& j = arm.judgement;
   std::string line = arm.name + ": ";
+  if (!arm.error.empty()) return line + "ERROR: " + arm.error;
   if (j.limited()) {
     line += "LIMIT: stopped before its horizon";
     if (!j.undecided.empty()) line += ", undecided:";
@@ -76,6 +84,7 @@ void print_table(const RunReport& report, std::ostream& out) {
   out << pad("arm", arm_width) << pad("property", 21) << pad("of", 8) << pad("measured", 12)
       << pad("bound", 26) << "verdict\n";
   for (const ArmReport& arm : report.arms) {
+    if (!arm.error.empty()) out << pad(arm.name, arm_width) << pad("-", 21) << pad("", 8) << pad("-", 12) << pad("-", 26) << "ERROR (below)\n";
     for (const checker::Verdict& v : arm.verdicts) {
       std::string bound = v.property == "answered" ? "0" : show(v.bound, v.unit);
       // Bounds written in requests or batches also show what they came to.
@@ -86,9 +95,13 @@ void print_table(const RunReport& report, std::ostream& out) {
   }
   out << '\n';
   for (const ArmReport& arm : report.arms) {
-    out << "  " << arm_summary(arm) << "  [" << arm.stats.passes << " passes, "
-        << arm.stats.accepted << " accepted, " << arm.stats.answered << " answered, "
-        << arm.stats.refused << " refused]\n";
+    out << "  " << arm_summary(arm);
+    if (arm.error.empty()) {
+      out << "  [" << arm.stats.passes << " passes, " << arm.stats.accepted << " accepted, " << arm.stats.answered
+          << " answered, " << arm.stats.refused << " refused]";
+    }
+    out << '\n';
+    if (!arm.error_hint.empty()) out << "    hint: " << arm.error_hint << '\n';
     if (arm.stats.exit_status) out << "    " << sim::exit_text(arm.stats) << '\n';
     for (const checker::Verdict& v : arm.verdicts) {
       if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
@@ -97,19 +110,20 @@ void print_table(const RunReport& report, std::ostream& out) {
       out << "    " << arm.cut_at << ": the run stopped before its horizon: " << arm.cut << '\n';
     if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
   }
-  out << "\nverdict: " << (report.limited() ? "limit" : report.held() ? "held" : "violated") << '\n';
+  out << "\nverdict: " << verdict_text(report) << '\n';
 }
 
 nlohmann::ordered_json to_json(const RunReport& report) {
   nlohmann::ordered_json doc;
   doc["scenario"] = report.scenario;
   doc["seed"] = report.seed;
-  doc["verdict"] = report.limited() ? "limit" : report.held() ? "held" : "violated";
+  doc["verdict"] = verdict_text(report);
   doc["arms"] = nlohmann::ordered_json::array();
   for (const ArmReport& arm : report.arms) {
     nlohmann::ordered_json a;
     a["name"] = arm.name;
     a["verdict"] = json_name(checker::outcome_of(arm));
+    if (!arm.error.empty()) a["error"] = arm.error, a["hint"] = arm.error_hint;
     a["expect_violated"] = arm.expect_violated;
     a["properties"] = nlohmann::ordered_json::array();
     for (const checker::Verdict& v : arm.verdicts) {

@@ -28,7 +28,7 @@ int check(const std::string& file, const std::vector<std::string>& assignments) 
     for (const std::string& a : assignments) options.overrides.push_back(loopsim::sim::parse_override(a));
     loopsim::checker::SuiteResult result = loopsim::checker::run_suite(file, options);
     loopsim::reports::print_table(result.report, std::cout);
-    return result.report.held() ? 0 : 1;
+    return result.report.errored() ? 2 : result.report.held() ? 0 : 1;
   } catch (const loopsim::sim::ScenarioError& e) {
     std::cerr << "error: " << e.what() << "\n  hint: " << e.hint << '\n';
     return 2;

@@ -710,6 +710,16 @@ int main(int argc, char** argv) {
     fprintf(stderr, "seam_probe: mapped %ld MiB shared, then refused\n", mib);
     return 4;
   }
+  if (strcmp(what, "needs-descriptors") == 0) {  /* as memcached under a low limit */
+    struct rlimit limit;
+    getrlimit(RLIMIT_NOFILE, &limit);
+    if (limit.rlim_cur < 100) {
+      fprintf(stderr, "seam_probe: failed to set rlimit for open files\n");
+      return 71;
+    }
+    close(accept_one(listen_on(8080)));
+    return 0;
+  }
   if (strcmp(what, "fails-to-start") == 0) {
     fprintf(stderr, "seam_probe: cannot read its configuration\n");
     return 1;
