@@ -76,7 +76,7 @@ class PassBuilder {
   void on(const sim::ev::BatchEnd& e) {
     if (PassSummary* pass = pass_of(e.worker)) pass->batches.push_back({e.door, e.accepted, e.stop, e.owed});
   }
-  void on(const sim::ev::RequestBegin& e) { begun_[e.fd] = {e.t, e.path}; }
+  void on(const sim::ev::RequestBegin& e) { begun_[e.fd] = {e.t, sim::shown_bytes(e.path)}; }
   void on(const sim::ev::RequestEnd& e) {
     ServedRequest served{e.client, "", e.t, e.t};
     if (auto it = begun_.find(e.fd); it != begun_.end()) {
@@ -113,7 +113,7 @@ class PassBuilder {
     unserved_[e.client].push_back(view_.requests.size());
     unanswered_[e.client].push_back(view_.requests.size());
     send_index_.push_back(index_);
-    view_.requests.push_back(RequestSpan{e.client, e.path, e.t});
+    view_.requests.push_back(RequestSpan{e.client, sim::shown_bytes(e.path), e.t});
   }
   void on(const sim::ev::Answer& e) {
     auto& queue = unanswered_[e.client];

@@ -233,9 +233,39 @@ constexpr HandlerMode mode_values[] = {HandlerMode::loop_only, HandlerMode::pool
 constexpr std::string_view handle_policy_names[] = {"fixed", "rlimit", "grow"};  // HandlePolicy
 constexpr std::string_view on_full_names[] = {"refuse", "backpressure"};         // OnFull
 
-// A raw request's bytes, as TOML writes them ("PING\r\n", "get k\r\n").
+// Bytes as a scenario writes them: the string as TOML read it, where `\xHH` (two hex digits)
+// is the byte 0xHH and `\\` one backslash, so that a request can hold any byte (MQTT's PINGREQ
+// is '\xC0\x00'). TOML's basic strings know no \x: such text goes in a literal string, in
+// single quotes, or its backslash is doubled ("\\xC0").
+std::string read_escaped(C c, N n, K k) {
+  const std::string text = read_string(c, n, k);
+  std::string bytes;
+  bytes.reserve(text.size());
+  auto hex = [](char h) {
+    return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') {
+      bytes += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '\\') {
+      bytes += '\\';
+      ++i;
+    } else if (i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 && hex(text[i + 3]) >= 0) {
+      bytes += char(hex(text[i + 2]) * 16 + hex(text[i + 3]));
+      i += 3;
+    } else {
+      c.fail(n.source(), cat(k, " has a backslash at character ", i + 1, " that is neither \\xHH (a byte) nor \\\\"),
+             R"(bytes = '\xC0\x00' sends the bytes C0 00; '\\' sends one backslash)");
+    }
+  }
+  return bytes;
+}
+
+// A raw request's bytes ("PING\r\n", "get k\r\n", '\xC0\x00').
 std::string read_bytes(C c, N n, K k) {
-  std::string bytes = read_string(c, n, k);
+  std::string bytes = read_escaped(c, n, k);
   if (bytes.empty()) c.fail(n.source(), cat(k, " is empty: a request sends at least one byte"), R"(e.g. bytes = "PING\r\n")");
   if (bytes.size() > std::size_t(body_max))
     c.fail(n.source(), cat(k, " is longer than ", body_max, " bytes"), "send less in one request");
@@ -331,7 +361,7 @@ void finish_group(const Context& c, const toml::table& table, ClientGroup& g) {
 }
 
 constexpr std::string_view arrivals_names[] = {"uniform", "poisson"};
-constexpr std::string_view framing_names[] = {"http", "terminator", "length", "resp"};  // ClientGroup::Framing
+constexpr std::string_view framing_names[] = {"http", "terminator", "length", "resp", "mqtt", "prefix32"};  // ClientGroup::Framing
 constexpr std::string_view stall_names[] = {"none", "head", "body"};
 const Field<ClientGroup> client_fields[] = {
     {"name", [](C c, N n, K k, auto& g) { g.name = read_name(c, n, k); }},
@@ -361,7 +391,7 @@ const Field<ClientGroup> client_fields[] = {
      [](C c, N n, K k, auto& g) { g.framing = ClientGroup::Framing(read_choice(c, n, k, framing_names)); }},
     {"terminator",
      [](C c, N n, K k, auto& g) {
-       g.terminator = read_string(c, n, k);
+       g.terminator = read_escaped(c, n, k);
        if (g.terminator.empty()) c.fail(n.source(), cat(k, " is empty"), R"(e.g. terminator = "END\r\n")");
      }},
     {"answer_bytes", [](C c, N n, K k, auto& g) { g.answer_bytes = read_integer(c, n, k, 1, body_max); }},

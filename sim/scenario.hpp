@@ -105,7 +105,9 @@ struct ClientGroup {
   // How the group's answers are framed: HTTP (header names in any case, Content-Length or a
   // chunked body), ending at `terminator`, `answer_bytes` long, or one RESP value. A framed
   // answer that is not HTTP has status 200, a RESP error (-ERR, !bulk error) 500.
-  enum class Framing : std::uint8_t { http, terminator, length, resp };
+  // How answers are framed: HTTP/1.1; up to a terminator; a fixed length; RESP (redis); MQTT's
+  // fixed header and Remaining Length; a 4-byte big-endian length before each (prefix32).
+  enum class Framing : std::uint8_t { http, terminator, length, resp, mqtt, prefix32 };
   Framing framing = Framing::http;
   std::string terminator;
   std::int64_t answer_bytes = 0;

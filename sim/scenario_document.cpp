@@ -201,7 +201,13 @@ toml::table parse_document(const std::string& text, const std::string& file) {
   try {
     return toml::parse(text, std::string_view{file});
   } catch (const toml::parse_error& e) {
-    throw ScenarioError(located(file, e.source().begin, e.description()), std::string(syntax_hint));
+    // TOML has no \x escape, and a scenario's bytes do (sim/scenario.cpp, read_escaped).
+    const bool byte_escape = e.description().find("escape") != std::string_view::npos &&
+                             e.description().find("\\x") != std::string_view::npos;
+    throw ScenarioError(located(file, e.source().begin, e.description()),
+                        byte_escape ? "write bytes in single quotes, bytes = '\\xC0\\x00' (TOML reads a literal "
+                                      "string as it is), and loopsim reads each \\xHH as one byte"
+                                    : std::string(syntax_hint));
   }
 }
 

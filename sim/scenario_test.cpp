@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/loopsim_process_for_tests.hpp"
+#include "sim/trace.hpp"
 #include "sim/units.hpp"
 
 namespace {
@@ -693,6 +694,29 @@ at = "100ms..200ms"
   CHECK_THAT(at("1ms...5ms"), Catch::StartsWith("t.toml:3:14: "));
   CHECK_THAT(error_for("[[clients]]\nname = \"c\"\nrequests = [{ at = \"9ms..1ms\", path = \"/fast\" }]\n").what(),
              Catch::StartsWith("t.toml:3:20: ") && Catch::Contains("ends before it starts"));
+}
+
+TEST_CASE("bytes hold any byte: a hex escape in a literal string is one byte, a doubled backslash one, others refused") {
+  auto bytes_of = [](const std::string& written) {
+    return parse_scenario("name = \"p\"\n[[clients]]\nname = \"m\"\nframing = \"mqtt\"\nrequests = [{ at = \"1ms\", bytes = " +
+                              written + " }]\n",
+                          "t.toml")
+        .clients[0]
+        .requests[0]
+        .path;
+  };
+  CHECK(bytes_of(R"('\xC0\x00')") == std::string("\xC0\x00", 2));  // MQTT's PINGREQ
+  CHECK(bytes_of(R"('a\\b\x7e')") == "a\\b~");
+  CHECK(bytes_of(R"("\\xff")") == "\xff");  // a basic string's doubled backslash
+  CHECK(bytes_of(R"("PING\r\n")") == "PING\r\n");  // TOML's own escapes, as before
+  // And for a person, as a report shows them.
+  CHECK(shown_bytes(std::string("PING\r\n\xc0\x00\\", 9)) == R"(PING\r\n\xc0\x00\\)");
+  const ScenarioError bad = error_for("name = \"p\"\n[[clients]]\nname = \"m\"\nrequests = [{ at = \"1ms\", bytes = '\\xZ0' }]\n");
+  CHECK_THAT(bad.what(), Catch::StartsWith("t.toml:4:35: ") && Catch::Contains("backslash at character 1"));
+  // TOML's basic strings have no \x: the parser refuses it, and the hint says how to write it.
+  const ScenarioError basic = error_for("name = \"p\"\n[[clients]]\nname = \"m\"\nrequests = [{ at = \"1ms\", bytes = \"\\xC0\" }]\n");
+  CHECK_THAT(basic.what(), Catch::StartsWith("t.toml:4:"));
+  CHECK_THAT(basic.hint, Catch::Contains("single quotes"));
 }
 
 TEST_CASE("raw requests and framings load, and keys that disagree are refused where they are written") {

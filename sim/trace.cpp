@@ -34,9 +34,11 @@ void append_quoted(std::string& out, std::string_view s) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
+    } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
+      // Control bytes, and every byte above 0x7e: a request's or an answer's bytes need not be
+      // UTF-8, and a JSON text must be. Each is one character of U+0000..U+00FF.
       char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", unsigned(c));
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
       out += buffer;
     } else {
       out += c;
@@ -92,6 +94,45 @@ class Line {
 };
 
 }  // namespace
+
+std::string latin1_bytes(std::string_view utf8) {
+  std::string bytes;
+  bytes.reserve(utf8.size());
+  for (std::size_t i = 0; i < utf8.size(); ++i) {
+    const auto lead = static_cast<unsigned char>(utf8[i]);
+    // U+0080..U+00FF is two bytes, 110000xx 10xxxxxx: one byte again.
+    if ((lead == 0xc2 || lead == 0xc3) && i + 1 < utf8.size() && (static_cast<unsigned char>(utf8[i + 1]) & 0xc0) == 0x80) {
+      bytes += char(((lead & 0x03) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3f));
+      ++i;
+    } else {
+      bytes += utf8[i];
+    }
+  }
+  return bytes;
+}
+
+std::string shown_bytes(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\r': out += "\\r"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (b >= 0x20 && b <= 0x7e) {
+          out += c;
+        } else {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\x%02x", unsigned(b));
+          out += buffer;
+        }
+    }
+  }
+  return out;
+}
 
 const char* errno_name(int error) {
   for (const auto& e : errno_names) {

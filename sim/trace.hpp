@@ -27,6 +27,12 @@ inline constexpr ClientIndex no_client = -1;
 
 // The errno names the trace uses, both ways.
 const char* errno_name(int error);  // "EMFILE", ...; "EOTHER" for the rest
+// A trace's strings are bytes: in the JSON lines each byte above 0x7e is the character of the
+// same number (U+0080..U+00FF). This turns such characters, as UTF-8, back into their bytes.
+std::string latin1_bytes(std::string_view utf8);
+// Bytes for a person, in a label or a line of text: printable ASCII as it is, a backslash
+// doubled, \r \n \t as written in C, any other byte as \xHH ("PING\r\n", "\xc0\x00").
+std::string shown_bytes(std::string_view bytes);
 int errno_from_name(const std::string& name);  // 0 when unknown
 
 namespace ev {

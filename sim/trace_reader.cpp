@@ -88,10 +88,13 @@ class Line {
     if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint, key);
     return value.get<bool>();
   }
-  const std::string& text(const char* key) const {
+  // A string field: a trace's strings are bytes, each above 0x7f written as \u0080..\u00ff
+  // (sim/trace.cpp, append_quoted), so each such character is one byte again. A character
+  // beyond U+00FF (a hand-written trace's) stays as its UTF-8.
+  std::string text(const char* key) const {
     const json& value = field(key);
     if (!value.is_string()) fail(std::string("\"") + key + "\" must be a string", schema_hint, key);
-    return value.get_ref<const std::string&>();
+    return sim::latin1_bytes(value.get_ref<const std::string&>());
   }
   int errno_field(const char* key) const {
     const std::string& name = text(key);

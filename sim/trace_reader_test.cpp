@@ -166,6 +166,7 @@ TEST_CASE("every event kind of docs/trace.md reads back to the same line") {
 {"t":31,"ev":"batch_end","worker":1,"door":"listener","accepted":0,"stop":"closed","owed":false}
 {"t":32,"ev":"loop_exit","worker":1,"open_connections":0}
 {"t":33,"ev":"accept","worker":0,"door":"listener","outcome":"EPIPE"}
+{"t":33,"ev":"unframed","client":"c#0","bytes":"\u00c0\u0000+OK\u00ff"}
 {"t":34,"ev":"process_exit","status":1}
 {"t":35,"ev":"process_exit","status":141,"signal":13}
 {"t":36,"ev":"run_end","backlog":3,"open_connections":1,"handoffs":2,"open_descriptors":4}

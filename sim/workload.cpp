@@ -210,6 +210,8 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
     case ClientGroup::Framing::terminator: step = next_terminated(bytes, status); break;
     case ClientGroup::Framing::length: step = next_sized(bytes, status); break;
     case ClientGroup::Framing::resp: step = next_resp(bytes, status); break;
+    case ClientGroup::Framing::mqtt: step = next_mqtt(bytes, status); break;
+    case ClientGroup::Framing::prefix32: step = next_prefixed(bytes, status); break;
   }
   // What this call took: kept (the first bytes) while the answer is not whole.
   if (step == Step::answer) {
@@ -318,6 +320,66 @@ AnswerStream::Step AnswerStream::next_sized(std::string_view& bytes, int& status
   if (taken_ < length_) return Step::more;
   taken_ = 0;
   status = 200;
+  return Step::answer;
+}
+
+// MQTT 3.1.1 and 5.0 (section 2.2 of both): a byte of packet type and flags, then the Remaining
+// Length in one to four bytes, seven bits each, least significant first, the eighth bit saying
+// another follows; then that many bytes. A fifth length byte is malformed. A CONNACK whose code
+// (its second byte: 3.1.1's return code, 5.0's reason code) is not 0 refuses: status 500.
+AnswerStream::Step AnswerStream::next_mqtt(std::string_view& bytes, int& status) {
+  while (!in_body_) {
+    if (bytes.empty()) return Step::more;
+    head_ += bytes.front();
+    bytes.remove_prefix(1);
+    if (head_.size() == 1) continue;
+    if ((static_cast<unsigned char>(head_.back()) & 0x80) != 0) {
+      if (head_.size() == 5) return broke(bytes);
+      continue;
+    }
+    std::uint64_t length = 0;
+    for (std::size_t i = head_.size() - 1; i >= 1; --i) length = length << 7 | (static_cast<unsigned char>(head_[i]) & 0x7f);
+    connack_ = (static_cast<unsigned char>(head_[0]) & 0xf0) == 0x20;
+    head_.clear();
+    body_left_ = length;
+    in_body_ = true;
+    taken_ = 0;
+    status_ = 200;
+  }
+  if (connack_ && taken_ < 2 && taken_ + std::min<std::uint64_t>(body_left_, bytes.size()) >= 2) {
+    if (bytes[std::size_t(1 - taken_)] != 0) status_ = 500;
+  }
+  return packet_body(bytes, status);
+}
+
+// prefix32: a 4-byte big-endian length, then that many bytes.
+AnswerStream::Step AnswerStream::next_prefixed(std::string_view& bytes, int& status) {
+  if (!in_body_) {
+    const std::size_t take = std::min<std::size_t>(4 - head_.size(), bytes.size());
+    head_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (head_.size() < 4) return Step::more;
+    std::uint64_t length = 0;
+    for (char b : head_) length = length << 8 | static_cast<unsigned char>(b);
+    head_.clear();
+    body_left_ = length;
+    in_body_ = true;
+    taken_ = 0;
+    status_ = 200;
+  }
+  return packet_body(bytes, status);
+}
+
+AnswerStream::Step AnswerStream::packet_body(std::string_view& bytes, int& status) {
+  const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
+  bytes.remove_prefix(take);
+  body_left_ -= take;
+  taken_ += take;
+  if (body_left_ > 0) return Step::more;
+  in_body_ = false;
+  connack_ = false;
+  taken_ = 0;
+  status = status_;
   return Step::answer;
 }
 

@@ -91,6 +91,10 @@ class AnswerStream {
   Step next_terminated(std::string_view& bytes, int& status);
   Step next_sized(std::string_view& bytes, int& status);
   Step next_resp(std::string_view& bytes, int& status);
+  Step next_mqtt(std::string_view& bytes, int& status);
+  Step next_prefixed(std::string_view& bytes, int& status);
+  // After a header (MQTT's, prefix32's) said body_left_: takes the body, and ends the answer.
+  Step packet_body(std::string_view& bytes, int& status);
   // A line ending in CRLF, gathered in head_: true once whole (head_ then holds it, without
   // its CRLF), false when `bytes` ran out first. Breaks the stream on one past answer_head_max.
   bool take_line(std::string_view& bytes);
@@ -112,15 +116,16 @@ class AnswerStream {
   std::uint64_t taken_ = 0;            // the current answer's bytes so far (terminator, length)
   std::vector<std::int64_t> pending_;  // RESP: elements still to come at each open aggregate
   std::string seen_;
+  bool connack_ = false;  // MQTT: the packet in hand is a CONNACK, whose second byte is its code
 
  public:
   // Skipped: the framing, fixed by the group.
-  static constexpr state::Fields<14> state_fields{
+  static constexpr state::Fields<15> state_fields{
       state::f::skip("framing_"),    state::f::skip("terminator_"), state::f::skip("length_"),
       state::f::value("head_"),      state::f::value("body_left_"), state::f::value("status_"),
       state::f::value("in_body_"),   state::f::value("broken_"),    state::f::value("closes_next_"),
       state::f::value("closes_"),    state::f::value("chunk_"),     state::f::value("taken_"),
-      state::f::value("pending_"),   state::f::value("seen_")};
+      state::f::value("pending_"),   state::f::value("seen_"),        state::f::value("connack_")};
   friend struct state::Access;
 };
 

@@ -442,7 +442,7 @@ sim::ClientGroup framed(sim::ClientGroup::Framing framing, std::string terminato
 
 }  // namespace
 
-TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a length, RESP, split at any byte") {
+TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a length, RESP, MQTT, prefix32, split at any byte") {
   using F = sim::ClientGroup::Framing;
   struct Case {
     sim::ClientGroup group;
@@ -463,6 +463,14 @@ TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a 
        "+OK\r\n-ERR unknown\r\n:42\r\n$7\r\nab\r\ncde\r\n$-1\r\n*2\r\n*2\r\n:1\r\n$1\r\nx\r\n+y\r\n%1\r\n+k\r\n:2\r\n*0\r\n"
        "!5\r\noops!\r\n_\r\n",
        {200, 500, 200, 200, 200, 200, 200, 200, 500, 200}},
+      // MQTT: CONNACK accepted, then one refused (3.1.1's code 5, not authorized), PINGRESP (no
+      // body), SUBACK, and a PUBLISH whose Remaining Length takes two bytes (200 = 0xc8 0x01).
+      {framed(F::mqtt),
+       std::string("\x20\x02\x00\x00\x20\x02\x00\x05\xd0\x00\x90\x03\x00\x01\x00\x30\xc8\x01", 18) +
+           std::string(200, 'p'),
+       {200, 500, 200, 200, 200}},
+      // prefix32: 3 bytes, none, 256.
+      {framed(F::prefix32), std::string("\0\0\0\3abc\0\0\0\0\0\0\1\0", 15) + std::string(256, 'q'), {200, 200, 200}},
   };
   for (const Case& c : cases) {
     for (std::size_t piece = 1; piece <= c.bytes.size(); ++piece) {
@@ -484,6 +492,7 @@ TEST_CASE("answers frame as their group declares: chunked HTTP, a terminator, a 
   for (const auto& [group, bad] : std::vector<std::pair<sim::ClientGroup, std::string>>{
            {framed(F::resp), "?what\r\n"},
            {framed(F::resp), "$x\r\n"},
+           {framed(F::mqtt), "\x30\x80\x80\x80\x80\x01"},  // a fifth Remaining Length byte
            {framed(F::http), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"},
            {framed(F::http), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"}}) {
     INFO(bad);
