@@ -30,8 +30,11 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::uint32_t SeededChooser::choose(ChoiceKind, std::uint32_t options) {
+std::uint32_t SeededChooser::choose(ChoiceKind kind, std::uint32_t options) {
   LOOPSIM_ASSERT_OP(options, >=, 2u);
+  // A send buffer grows as Linux's autotuning grows it on loopback (K11): a seeded run takes
+  // what production does; explore tries the other.
+  if (kind == ChoiceKind::take) return 0;
   // Rejection sampling: no modulo bias.
   std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % options);
   std::uint64_t x = next();

@@ -41,10 +41,12 @@ struct SimKernelConfig {
   // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
   std::size_t send_buffer = 16384;
   std::size_t receive_buffer = 131072;
-  // K11: Linux's send-buffer autotuning (tcp_wmem's maximum, 4 MiB on Debian 12). Above
-  // send_buffer, a write that does not fit is a choice point (kind `take`): the buffer as it is
-  // (index 0), or grown to this size for the rest of the connection, so that one write may take
-  // a whole large answer. 0: the buffer never grows.
+  // K11: Linux's send-buffer autotuning (tcp_wmem's maximum, 4 MiB on Debian 12; a scenario's
+  // default). Above send_buffer, a write that does not fit is a choice point (kind `take`): the
+  // buffer grown to this size for the rest of the connection (index 0, the natural pick: on
+  // loopback Linux has grown it by the time the handshake is done, and one write takes a whole
+  // megabyte), or the buffer as it is (index 1: a path whose acknowledgements have not grown it
+  // yet). 0: the buffer never grows.
   std::size_t send_buffer_max = 0;
   Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
   int syn_retries = 6;                     // K9: as Linux's tcp_syn_retries

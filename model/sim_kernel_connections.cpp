@@ -366,7 +366,7 @@ std::int64_t SimKernel::write_now(int fd, std::span<const char> from) {
   // Asked of a write that would be short, not of one that finds the buffer full: growth follows
   // the peer's acknowledgements, and a full buffer has had none since its last write.
   if (room > 0 && room < from.size() && !conn.send_grown && config_.send_buffer_max > config_.send_buffer &&
-      scheduler_.choose(ChoiceKind::take, 2) == 1) {  // K11: autotuning grew the buffer first
+      scheduler_.choose(ChoiceKind::take, 2) == 0) {  // K11: autotuning grew the buffer first (natural)
     conn.send_grown = true;
     room = send_size(conn) - std::min(send_size(conn), conn.to_client.size());
   }

@@ -27,7 +27,8 @@ struct KernelConfig {
   bool abort_on_overflow = false;
   std::vector<Nanos> timer_slack{Nanos(0)};  // several: each sleep's is a choice point
   std::int64_t send_buffer = 16384;
-  std::int64_t send_buffer_max = 0;            // K11: autotuning's ceiling (a choice); 0: none          // bytes, per socket and direction
+  // K11: autotuning's ceiling, Debian 12's tcp_wmem maximum; a choice, grown by default; 0: none
+  std::int64_t send_buffer_max = 4194304;
   std::int64_t receive_buffer = 131072;
 };
 
