@@ -27,9 +27,10 @@ long futex(std::atomic<int>* word, int op, int value, const timespec* timeout) {
                                             reinterpret_cast<long>(timeout), 0L, 0L);
 }
 
-std::int64_t machine_ns() {
+// A real clock's time (the program's clock_gettime is virtual); -1 where it cannot be read.
+std::int64_t clock_ns(clockid_t clock) {
   timespec t{};
-  real<int(clockid_t, timespec*), "clock_gettime">()(CLOCK_MONOTONIC, &t);
+  if (real<int(clockid_t, timespec*), "clock_gettime">()(clock, &t) != 0) return -1;
   return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
@@ -62,8 +63,8 @@ void Baton::give() {
   futex(&word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
 
-bool Baton::take(std::int64_t limit_ns) {
-  const std::int64_t deadline = limit_ns > 0 ? machine_ns() + limit_ns : 0;
+bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
+  const std::int64_t start = limit_ns > 0 ? clock_ns(cpu) : 0;
   for (;;) {
     int expected = 1;
     if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) return true;
@@ -71,8 +72,15 @@ bool Baton::take(std::int64_t limit_ns) {
       futex(&word_, FUTEX_WAIT_PRIVATE, 0, nullptr);
       continue;
     }
-    const std::int64_t left = deadline - machine_ns();
+    const std::int64_t now = clock_ns(cpu);
+    if (now < 0) {  // the clock went with its thread, which gives the baton as it ends
+      futex(&word_, FUTEX_WAIT_PRIVATE, 0, nullptr);
+      continue;
+    }
+    const std::int64_t left = limit_ns - (now - start);
     if (left <= 0) return false;
+    // A thread runs at most as long as the machine's clock moves: `left` of it is the least
+    // wait after which the limit may have passed.
     timespec wait{time_t(left / 1'000'000'000), long(left % 1'000'000'000)};
     futex(&word_, FUTEX_WAIT_PRIVATE, 0, &wait);
   }
@@ -140,8 +148,12 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
 void Seam::run_thread(TargetThread& t) {
   for (;;) {
     t.run.give();
+    // The spin watch counts the thread's own CPU time, so that a loaded machine judges as an
+    // idle one does.
     const Nanos limit = scenario_.target->spin_limit;
-    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1))) spun("thread " + std::to_string(t.index), limit);
+    clockid_t cpu = CLOCK_MONOTONIC;
+    if (pthread_getcpuclockid(t.os, &cpu) != 0) cpu = CLOCK_MONOTONIC;
+    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1), cpu)) spun("thread " + std::to_string(t.index), limit);
     if (t.finished) break;
     Request request = std::exchange(t.request, Request{});
     LOOPSIM_ASSERT(request.call != nullptr);
@@ -159,7 +171,7 @@ void Seam::spun(const std::string& who, Nanos limit) {
   sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
                           scenario_.position_of({"target.spin_limit", "target.exec"}) + ": the target's " + who +
                               where(-1) + " ran for " + ms +
-                              " of the machine's time without a call the simulation serves: a spin, which "
+                              " of its own CPU time without a call the simulation serves: a spin, which "
                               "virtual time cannot move past (target.spin_limit)");
   real<void(int), "_exit">()(2);
   __builtin_unreachable();

@@ -22,9 +22,11 @@ namespace loopsim::posix {
 class Baton {
  public:
   void give();
-  // Waits for the baton. With a limit (nanoseconds of the machine's clock, > 0), false if it
-  // passed first: a watchdog's wait, not a simulated one.
-  bool take(std::int64_t limit_ns = 0);
+  // Waits for the baton. With a limit (nanoseconds, > 0), false once `cpu`, the CPU-time clock
+  // of the thread that holds the baton, has run that long since the wait began: a watchdog's
+  // wait, not a simulated one, and one that a loaded machine does not shorten. A thread that
+  // runs no CPU (blocked for real) is never given up here.
+  bool take(std::int64_t limit_ns = 0, clockid_t cpu = CLOCK_MONOTONIC);
 
  private:
   std::atomic<int> word_{0};

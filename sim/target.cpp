@@ -369,23 +369,41 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   if (!wire::send(socket_, wire::Type::start, start)) failed("it ended before it was sent the scenario");
 }
 
-void TargetProcess::watch_main(std::uint64_t& seen, std::chrono::steady_clock::time_point& since) {
+std::int64_t TargetProcess::main_cpu_ns() const {
+  if (pid_ <= 0) return -1;
+  const std::string path = "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/schedstat";
+  std::ifstream in(path);
+  std::int64_t ns = -1;
+  if (!(in >> ns)) return -1;
+  return ns;
+}
+
+std::int64_t TargetProcess::watch_clock_ns() const {
+  const std::int64_t cpu = main_cpu_ns();
+  if (cpu >= 0) return cpu;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// main()'s own CPU time is what counts, so that a loaded machine, which gives it less of each
+// second, judges it as an idle one does; where the kernel does not say it, the machine's time.
+void TargetProcess::watch_main(std::uint64_t& seen, std::int64_t& since) {
   if (watch_ == nullptr) return;
   const std::uint64_t runs = watch_->runs.load(std::memory_order_acquire);
-  const auto now = std::chrono::steady_clock::now();
+  const std::int64_t now = watch_clock_ns();
   if (runs != seen) {
     seen = runs;
     since = now;
     return;
   }
   const Nanos limit = scenario_.target->spin_limit;
-  if (runs % 2 == 0 || now - since < limit) return;
+  if (runs % 2 == 0 || now - since < limit.count()) return;
   char text[160];
   std::snprintf(text, sizeof text, "the target's main thread at %.3f ms of virtual time ran for %.0f ms",
                 double(watch_->since_virtual_ns.load(std::memory_order_acquire)) / 1e6, double(limit.count()) / 1e6);
+  const char* clock = main_cpu_ns() >= 0 ? " of its own CPU time" : " of the machine's time";
   end_process();
-  throw ScenarioError(scenario_.position_of({"target.spin_limit", "target.exec"}) + ": " + text +
-                          " of the machine's time without a call the simulation serves: a spin, which virtual time "
+  throw ScenarioError(scenario_.position_of({"target.spin_limit", "target.exec"}) + ": " + text + clock +
+                          " without a call the simulation serves: a spin, which virtual time "
                           "cannot move past (target.spin_limit)",
                       "the target's stderr is in " + output_ + ".stderr; docs/targets.md lists what the seam serves");
 }
@@ -530,7 +548,7 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
   // main() is looked at 8 times a spin_limit, at most 4 times a second.
   const int tick_ms = int(std::clamp<std::int64_t>(scenario_.target->spin_limit.count() / 8'000'000, 1, 250));
   std::uint64_t seen = watch_ != nullptr ? watch_->runs.load(std::memory_order_acquire) : 0;
-  auto since = heard;
+  std::int64_t since = watch_clock_ns();
   for (;;) {
     // Its output is drained meanwhile: a program blocked writing to a full pipe sends nothing.
     pollfd p[3] = {{socket_, POLLIN, 0}, {out_.fd, POLLIN, 0}, {err_.fd, POLLIN, 0}};

@@ -103,7 +103,12 @@ class TargetProcess {
   Output out_, err_;
   MainWatch* watch_ = nullptr;  // the shared page (MainWatch), or null if none could be made
   // main() in the program's code for spin_limit of the machine's time: the run's end.
-  void watch_main(std::uint64_t& seen, std::chrono::steady_clock::time_point& since);
+  // The spin watch on main(): `seen` its last count of runs, `since` when it last changed, in
+  // main()'s own CPU time where the kernel says it (main_cpu_ns), or else the machine's time.
+  void watch_main(std::uint64_t& seen, std::int64_t& since);
+  std::int64_t watch_clock_ns() const;
+  // CPU time the program's main thread has run (/proc/PID/task/PID/schedstat), ns; -1 if unsaid.
+  std::int64_t main_cpu_ns() const;
 };
 
 // What is kept of each of a target's stdout and stderr: its last bytes (what a program that
