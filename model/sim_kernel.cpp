@@ -115,6 +115,10 @@ enum Op : int {
 }  // namespace
 
 bool SimKernel::interrupt(ThreadId thread) {
+  if (thread != no_thread && thread == sleeper_) {
+    scheduler_.wake(thread);
+    return true;
+  }
   for (Poller& p : pollers_) {
     if (p.waiter != thread || thread == no_thread) continue;
     p.interrupted = true;
@@ -155,6 +159,18 @@ void SimKernel::spend(Nanos duration) {
   worked(0, duration > Nanos(0));
   spend_now(duration);
   scheduler_.learn(Learnt(op_spend).value());
+}
+
+Nanos SimKernel::spend_interruptibly(Nanos duration) {
+  scheduler_.call_point(Call{Call::Kind::spend, -1});
+  worked(0, duration > Nanos(0));
+  const Nanos until = scheduler_.now() + with_slack(std::max(duration, Nanos(0)));
+  LOOPSIM_ASSERT(sleeper_ == no_thread);
+  sleeper_ = scheduler_.current();
+  const bool woken = scheduler_.block(until);
+  sleeper_ = no_thread;
+  scheduler_.learn(Learnt(op_spend).value());
+  return woken ? std::max(until - scheduler_.now(), Nanos(0)) : Nanos(0);
 }
 
 using K = Call::Kind;

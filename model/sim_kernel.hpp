@@ -130,6 +130,10 @@ class SimKernel final : public Kernel {
   // and select are never restarted). True if it was waiting; a thread not waiting learns of the
   // signal at its next call's return (the seam's business).
   bool interrupt(ThreadId thread);
+  // A sleep a signal may cut short (a target's nanosleep and its kin): spends `duration`, with
+  // its slack, as spend does, unless interrupt(the sleeping thread) comes first; then what was
+  // left of it, else 0. One thread at a time sleeps so (signals go to a target's main thread).
+  Nanos spend_interruptibly(Nanos duration);
   // recv(MSG_PEEK) (K11): what read would return, leaving the bytes (and the readiness they
   // make) where they are; an error pending is taken as read takes it. On a pipe -ENOTSOCK.
   std::int64_t peek(int fd, std::span<char> into);
@@ -400,6 +404,7 @@ class SimKernel final : public Kernel {
   Nanos calls_instant_{-1};
   std::uint64_t calls_at_instant_ = 0;
   bool stalled_ = false;
+  ThreadId sleeper_ = no_thread;  // in spend_interruptibly
   void count_call();
   Work& work_of_current() {
     std::size_t slot = std::size_t(scheduler_.current() + 1);
@@ -419,13 +424,14 @@ class SimKernel final : public Kernel {
   // (collaborators, digested on their own), next_port_ (a port only names a connection; conns_
   // counts them), work_ (what the trace says of past passes; nothing ahead depends on it) and
   // the stall guard (a run it stops ends there).
-  static constexpr state::Fields<19> state_fields{
+  static constexpr state::Fields<20> state_fields{
       state::f::skip("scheduler_"),    state::f::value("config_"),   state::f::skip("sink_"),
       state::f::value("fds_"),         state::f::value("free_fds_"), state::f::value("open_fds_"),
       state::f::value("client_files_"), state::f::value("listeners_"), state::f::by_conn("conns_"),
       state::f::value("pollers_"),     state::f::value("wakes_"),    state::f::value("pipes_"),
       state::f::value("pairs_"),       state::f::value("accept_faults_"), state::f::skip("next_port_"), state::f::skip("work_"),
-      state::f::skip("calls_instant_"), state::f::skip("calls_at_instant_"), state::f::skip("stalled_")};
+      state::f::skip("calls_instant_"), state::f::skip("calls_at_instant_"), state::f::skip("stalled_"),
+      state::f::value("sleeper_")};
   friend struct state::Access;
 };
 

@@ -713,49 +713,73 @@ SEAM_EXPORT time_t time(time_t* out) noexcept {
   return real<time_t(time_t*), "time">()(out);
 }
 
+namespace {
+
+// A sleep of `wanted` on the seam: 0, or -EINTR with what was left in `left` (Seam::sleep).
+long sleep_for(const char* call, Nanos wanted, Nanos& left) {
+  return served(call, [&] {
+    left = current->sleep(wanted);
+    return left > Nanos(0) ? long(-EINTR) : 0L;
+  });
+}
+
+// Linux's checks of a timespec a sleep is given: readable (EFAULT), nanoseconds within
+// [0, 10^9) and seconds not below zero (EINVAL). 0, or -errno.
+long sleep_request(const timespec* request, timespec& into) {
+  if (!copy_in(&into, request, sizeof into)) return -EFAULT;
+  if (into.tv_nsec < 0 || into.tv_nsec >= 1'000'000'000 || into.tv_sec < 0) return -EINVAL;
+  return 0;
+}
+
+}  // namespace
+
 SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
-  if (making() && request != nullptr) {
-    served(__func__, [&] {
-      current->sleep(from_timespec(*request));
-      return 0L;
-    });
-    if (remaining != nullptr) *remaining = timespec{0, 0};
-    return 0;
+  if (making()) {
+    timespec wanted{};
+    if (const long bad = sleep_request(request, wanted); bad < 0) return int(result(bad));
+    Nanos left{0};
+    const long rc = sleep_for(__func__, from_timespec(wanted), left);
+    if (rc < 0 && remaining != nullptr) *remaining = to_timespec(left.count());
+    return int(rc);
   }
   return real<int(const timespec*, timespec*), "nanosleep">()(request, remaining);
 }
 
+// clock_nanosleep returns its error instead of setting errno; an absolute one leaves
+// `remaining` alone.
 SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining) {
-  if (making() && request != nullptr) {
-    Nanos wanted = from_timespec(*request);
+  if (making()) {
+    timespec asked{};
+    if (const long bad = sleep_request(request, asked); bad < 0) return int(-bad);
+    Nanos wanted = from_timespec(asked);
     if (flags & TIMER_ABSTIME) wanted = Nanos(wanted.count() - virtual_ns(clock));  // until then
-    served(__func__, [&] {
-      current->sleep(wanted);
-      return 0L;
-    });
-    return 0;
+    Nanos left{0};
+    const int saved = errno;
+    const long rc = sleep_for(__func__, wanted, left);
+    errno = saved;
+    if (rc < 0 && remaining != nullptr && (flags & TIMER_ABSTIME) == 0) *remaining = to_timespec(left.count());
+    return rc < 0 ? EINTR : 0;
   }
   return real<int(clockid_t, int, const timespec*, timespec*), "clock_nanosleep">()(clock, flags, request, remaining);
 }
 
 SEAM_EXPORT int usleep(useconds_t us) {
   if (making()) {
-    served(__func__, [&] {
-      current->sleep(Nanos(std::int64_t(us) * 1000));
-      return 0L;
-    });
-    return 0;
+    Nanos left{0};
+    return int(sleep_for(__func__, Nanos(std::int64_t(us) * 1000), left));
   }
   return real<int(useconds_t), "usleep">()(us);
 }
 
+// sleep(3) returns the seconds it did not sleep, as glibc's does: the whole seconds nanosleep
+// left (0.98 s left is 0, as posix/signals_test.cpp shows Linux's to be).
 SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
   if (making()) {
-    served(__func__, [&] {
-      current->sleep(Nanos(std::int64_t(seconds) * 1'000'000'000));
-      return 0L;
-    });
-    return 0;
+    Nanos left{0};
+    const int saved = errno;
+    sleep_for(__func__, Nanos(std::int64_t(seconds) * 1'000'000'000), left);
+    errno = saved;
+    return unsigned(to_timespec(left.count()).tv_sec);
   }
   return real<unsigned int(unsigned int), "sleep">()(seconds);
 }

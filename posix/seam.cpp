@@ -161,9 +161,18 @@ std::string Seam::listened_on() const {
 
 Nanos Seam::now() const { return scheduler_->now(); }
 
-void Seam::sleep(Nanos duration) {
+Nanos Seam::sleep(Nanos duration) {
   Inside inside(*this);
-  kernel_->spend(std::max(duration, Nanos(0)));
+  duration = std::max(duration, Nanos(0));
+  if (scheduler_->current() != thread_) {  // signals go to main(): another thread's sleep is whole
+    kernel_->spend(duration);
+    return Nanos(0);
+  }
+  for (;;) {
+    const Nanos left = kernel_->spend_interruptibly(duration);
+    if (left == Nanos(0) || deliverable() != 0) return left;
+    duration = left;
+  }
 }
 
 int Seam::descriptor_limit() const { return kernel_->descriptor_limit(); }

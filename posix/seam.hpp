@@ -118,7 +118,9 @@ class Seam final : public sim::ForeignServer {
   void file_failed(int slot);
   void file_closed(int fd);  // before the real close
   Nanos now() const;
-  void sleep(Nanos duration);
+  // A sleep (nanosleep and its kin). On main() a signal that is delivered cuts it short, as
+  // Linux's (signal(7): a sleep is never restarted): what was left of it; otherwise 0.
+  Nanos sleep(Nanos duration);
   int descriptor_limit() const;
   // getrlimit and setrlimit(RLIMIT_NOFILE) as Linux does them for an unprivileged process: the
   // soft limit anywhere up to the hard one, the hard one lowered only. -errno on refusal.

@@ -118,7 +118,8 @@ void Seam::mask_changed(const sigset_t& now_blocked) {
 }
 
 void Seam::await_signal(const char* call) {
-  if (this_thread() != nullptr) {
+  // On the engine, whose OS thread serves every simulated thread: main() is the scheduler's.
+  if (scheduler_->current() != thread_) {
     refuse(call, -1, "on a thread other than main(): the seam delivers a process's signals to main()");
   }
   const int poller = blocker();

@@ -36,11 +36,13 @@ TEST_CASE("seam: SIGPIPE's default action ends the target, as it ends the proces
   CHECK(sim::exit_text(result.stats).find("the target was ended by SIGPIPE (status 141)") == 0);
 }
 
-TEST_CASE("seam: pause, sigsuspend, sigwait and main()'s mask wait for signals as Linux's do, in virtual time") {
+TEST_CASE("seam: pause, sleeps cut short, sigsuspend, sigwait and main()'s mask wait for signals as Linux's do, in virtual time") {
   const auto [native, simulated, result] = both_ways("signal-waits");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native.find("pause -1 EINTR usr1 1\nblocked: usr1 1 pending 1\nsigsuspend -1 EINTR usr1 2\n") == 0);
-  CHECK(native.find("sigwait 0 took USR1 usr1 3\nraised while blocked: usr1 3\nunblocked: usr1 4") != std::string::npos);
+  CHECK(native.find("pause -1 EINTR usr1 1\nnanosleep -1 EINTR left 900 ms usr1 2\n") == 0);
+  CHECK(native.find("nanosleep with an ignored signal 0\nblocked: usr1 6 pending 1\nsigsuspend -1 EINTR usr1 7\n") !=
+        std::string::npos);
+  CHECK(native.find("sigwait 0 took USR1 usr1 8\nraised while blocked: usr1 8\nunblocked: usr1 9") != std::string::npos);
   CHECK(simulated == native);
   CHECK(result.stats.accepted == 1);
 }

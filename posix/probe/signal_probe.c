@@ -154,6 +154,37 @@ int signal_waits_mode(int alone) {
   printf("pause %d %s usr1 %d\n", rc, strerrorname_np(errno), (int)usr1);
   pthread_join(thread, NULL);
 
+  /* A caught signal cuts a sleep short, 20 ms into its second: never restarted. What is left
+   * is printed to the 100 ms below (a machine's sleep is late by a little). */
+  struct Sending caught = {SIGUSR1, 0};
+  const struct timespec second = {1, 0};
+  struct timespec left = {0, 0};
+  thread = send_signals(&caught);
+  rc = nanosleep(&second, &left);
+  printf("nanosleep %d %s left %ld00 ms usr1 %d\n", rc, strerrorname_np(errno),
+         (long)(left.tv_sec * 10 + left.tv_nsec / 100000000), (int)usr1);
+  pthread_join(thread, NULL);
+  thread = send_signals(&caught);
+  rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &second, &left);
+  printf("clock_nanosleep returned %s left %ld00 ms\n", strerrorname_np(rc), (long)(left.tv_sec * 10 + left.tv_nsec / 100000000));
+  pthread_join(thread, NULL);
+  thread = send_signals(&caught);
+  rc = usleep(1000000);
+  printf("usleep %d %s\n", rc, strerrorname_np(errno));
+  pthread_join(thread, NULL);
+  thread = send_signals(&caught);
+  printf("sleep(1) returned %u usr1 %d\n", sleep(1), (int)usr1);
+  pthread_join(thread, NULL);
+  thread = send_signals(&caught);
+  printf("sleep(3) returned %u\n", sleep(3));
+  pthread_join(thread, NULL);
+  /* An ignored one does not. */
+  struct Sending ignored = {SIGUSR2, 0};
+  thread = send_signals(&ignored);
+  const struct timespec tenth = {0, 100 * 1000 * 1000};
+  printf("nanosleep with an ignored signal %d\n", nanosleep(&tenth, NULL));
+  pthread_join(thread, NULL);
+
   /* A blocked signal waits, pending; sigsuspend with an empty mask takes it at once. */
   sigset_t usr1_only, none, pending;
   sigemptyset(&usr1_only);
