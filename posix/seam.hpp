@@ -249,6 +249,7 @@ class Seam final : public sim::ForeignServer {
   std::uint64_t deliverable() const { return pending_signals_ & ~blocked_; }
   bool ignored(int signal) const;
   void post_signal(int signal);  // a signal comes for the process, from the scenario or the program
+  void shutdown_begins(int signal);  // the program takes `signal`: a shutdown_begin, if the scenario sent it
   static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
   // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`.
   void await_signal(const char* call);

@@ -59,6 +59,14 @@ void Seam::raise_signal(int signal) {
   deliver_signals();
 }
 
+// The shutdown began when the scenario's signal reached the program, once for each one it sent:
+// a handler that raises the signal again (to die of it) begins nothing new.
+void Seam::shutdown_begins(int signal) {
+  if ((asked_ & bit(signal)) == 0) return;
+  asked_ &= ~bit(signal);
+  trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
+}
+
 bool Seam::restarts() const {
   for (int signal = 1; signal < 64; ++signal) {
     if ((deliverable() & bit(signal)) == 0) continue;
@@ -78,12 +86,7 @@ void Seam::deliver_signals() {
     a.sa_handler = SIG_DFL;
     if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
     if (a.sa_handler == SIG_IGN) continue;
-    // The shutdown began when the scenario's signal reached the program, once for each one
-    // it sent: a handler that raises the signal again (to die of it) begins nothing new.
-    if ((asked_ & bit(signal)) != 0) {
-      asked_ &= ~bit(signal);
-      trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
-    }
+    shutdown_begins(signal);
     if (a.sa_handler == SIG_DFL) exited(128 + signal, signal);  // each of these ends the process
     if (a.sa_flags & SA_RESETHAND) actions_[signal].sa_handler = SIG_DFL;
     // The handler runs with its signal blocked, and with what sa_mask adds, as Linux runs it.
@@ -155,10 +158,7 @@ long Seam::wait_signal(const char* call, const sigset_t& set) {
       const int signal = __builtin_ctzll(taken);
       pending_signals_ &= ~bit(signal);
       awaited_ = 0;
-      if ((asked_ & bit(signal)) != 0) {
-        asked_ &= ~bit(signal);
-        trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
-      }
+      shutdown_begins(signal);
       return signal;
     }
     await_signal(call);
