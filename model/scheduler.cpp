@@ -225,6 +225,7 @@ const char* happening_name(Happening what) {
     case Happening::client_read: return "client_read";
     case Happening::network: return "network";
     case Happening::accept_fault: return "accept_fault";
+    case Happening::timer: return "timer";
   }
   return "?";
 }

@@ -54,6 +54,7 @@ enum class Happening : std::uint8_t {
   client_read,  // client: a slow reader takes its next share of what waits for it
   network,      // client: something on its way across a delaying network arrives
   accept_fault, // fault: an accept_error fault's window of failing accepts opens
+  timer,        // target: its interval timer (alarm, setitimer) runs out
 };
 const char* happening_name(Happening what);
 

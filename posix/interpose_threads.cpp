@@ -11,6 +11,8 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -438,7 +440,13 @@ SEAM_EXPORT int sigsuspend(const sigset_t* mask) {
 SEAM_EXPORT int sigwait(const sigset_t* set, int* signal) {
   if (making()) {
     if (set == nullptr || signal == nullptr) return EFAULT;  // sigwait returns its error
-    *signal = int(served(__func__, [&] { return current->wait_signal("sigwait", *set); }));
+    // glibc's sigwait waits again after a handler interrupted it.
+    const int saved = errno;
+    long taken;
+    do taken = served(__func__, [&] { return current->wait_signal("sigwait", *set); });
+    while (taken < 0 && errno == EINTR);
+    errno = saved;
+    *signal = int(taken);
     return 0;
   }
   return real<int(const sigset_t*, int*), "sigwait">()(set, signal);
@@ -448,7 +456,7 @@ SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   if (making()) {
     if (set == nullptr) return int(result(-EFAULT));
     const int signal = int(served(__func__, [&] { return current->wait_signal("sigwaitinfo", *set); }));
-    if (info != nullptr) {
+    if (signal > 0 && info != nullptr) {
       std::memset(info, 0, sizeof *info);
       info->si_signo = signal;
       info->si_code = SI_USER;
@@ -458,28 +466,98 @@ SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   return real<int(const sigset_t*, siginfo_t*), "sigwaitinfo">()(set, info);
 }
 
-// Not served yet, and refused by name rather than left to the real kernel: a timed wait for a
-// signal, a descriptor that reads signals, and timers that send them in wall-clock time.
 SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
-  if (making()) current->refuse("sigtimedwait", -1, "the seam does not serve it yet (docs/targets.md lists what it serves)");
+  if (making()) {
+    if (set == nullptr) return int(result(-EFAULT));
+    std::optional<Nanos> limit;
+    if (timeout != nullptr) {
+      if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1'000'000'000) return int(result(-EINVAL));
+      limit = Nanos(std::chrono::seconds(timeout->tv_sec)) + Nanos(timeout->tv_nsec);
+    }
+    const long signal = served(__func__, [&] { return current->wait_signal("sigtimedwait", *set, limit); });
+    if (signal > 0 && info != nullptr) {
+      std::memset(info, 0, sizeof *info);
+      info->si_signo = int(signal);
+      info->si_code = SI_USER;
+    }
+    return int(signal);
+  }
   return real<int(const sigset_t*, siginfo_t*, const timespec*), "sigtimedwait">()(set, info, timeout);
 }
 
+// Not served yet, and refused by name rather than left to the real kernel: a descriptor that
+// reads signals, and timers that would fire in wall-clock time or in CPU time.
 SEAM_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
   if (making()) current->refuse("signalfd", fd, "the seam does not serve it yet (docs/targets.md lists what it serves)");
   return real<int(int, const sigset_t*, int), "signalfd">()(fd, mask, flags);
 }
 
-SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
-  if (making() && seconds > 0) current->refuse("alarm", -1, "its SIGALRM would come in wall-clock time; the seam does not serve it yet");
-  return real<unsigned int(unsigned int), "alarm">()(seconds);
+SEAM_EXPORT int timerfd_create(int clock, int flags) noexcept {
+  if (making()) current->refuse("timerfd_create", -1, "its expirations would come in wall-clock time; the seam does not serve it yet");
+  return real<int(int, int), "timerfd_create">()(clock, flags);
 }
 
+SEAM_EXPORT int timer_create(clockid_t clock, sigevent* event, timer_t* timer) noexcept {
+  if (making()) current->refuse("timer_create", -1, "its expirations would come in wall-clock time; the seam does not serve it yet");
+  return real<int(clockid_t, sigevent*, timer_t*), "timer_create">()(clock, event, timer);
+}
+
+// ITIMER_REAL and alarm in virtual time (Seam::set_real_timer): SIGALRM comes as a scenario's
+// signal does. The CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF) are refused by name once set:
+// a target's CPU time is the host's, not the simulation's.
+namespace {
+timeval as_timeval(Nanos t) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t).count();
+  return timeval{time_t(us / 1'000'000), suseconds_t(us % 1'000'000)};
+}
+Nanos of_timeval(const timeval& t) { return Nanos(std::chrono::seconds(t.tv_sec)) + Nanos(std::chrono::microseconds(t.tv_usec)); }
+bool valid(const timeval& t) { return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_usec < 1'000'000; }
+}  // namespace
+
 SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimerval* old) noexcept {
-  if (making() && value != nullptr && (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0)) {
-    current->refuse("setitimer", -1, "its signal would come in wall-clock time; the seam does not serve it yet");
+  if (!making()) return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
+  if (which != ITIMER_REAL) {
+    const bool sets = value != nullptr && (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0);
+    if (sets) current->refuse(which == ITIMER_VIRTUAL ? "setitimer(ITIMER_VIRTUAL)" : "setitimer(ITIMER_PROF)", -1,
+                              "a CPU-time timer: the target's CPU time is the host's, not the simulation's");
+    return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
   }
-  return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
+  itimerval wanted{};
+  if (value != nullptr && !copy_in(&wanted, value, sizeof wanted)) return int(result(-EFAULT));
+  if (value != nullptr && (!valid(wanted.it_value) || !valid(wanted.it_interval))) return int(result(-EINVAL));
+  Nanos left{0}, every{0};
+  served(__func__, [&] {
+    // Linux takes a null value as a zero one: the timer is disarmed.
+    current->set_real_timer(of_timeval(wanted.it_value), of_timeval(wanted.it_interval), left, every);
+    return 0L;
+  });
+  if (old != nullptr) *old = itimerval{as_timeval(every), as_timeval(left)};
+  return 0;
+}
+
+SEAM_EXPORT int getitimer(__itimer_which_t which, itimerval* value) noexcept {
+  if (!making() || which != ITIMER_REAL) return real<int(__itimer_which_t, itimerval*), "getitimer">()(which, value);
+  if (value == nullptr) return int(result(-EFAULT));
+  Nanos left{0}, every{0};
+  served(__func__, [&] {
+    current->real_timer(left, every);
+    return 0L;
+  });
+  *value = itimerval{as_timeval(every), as_timeval(left)};
+  return 0;
+}
+
+// alarm(2): whole seconds, and what was left of the last one rounded as Linux rounds it (up from
+// half a second, and never 0 while one is set).
+SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
+  if (!making()) return real<unsigned int(unsigned int), "alarm">()(seconds);
+  Nanos left{0}, every{0};
+  served(__func__, [&] {
+    current->set_real_timer(Nanos(std::chrono::seconds(seconds)), Nanos(0), left, every);
+    return 0L;
+  });
+  const timeval was = as_timeval(left);
+  return unsigned(was.tv_sec) + ((was.tv_sec == 0 && was.tv_usec != 0) || was.tv_usec >= 500'000 ? 1 : 0);
 }
 
 // A signal the program sends itself (node's handlers re-raise what they caught) is delivered

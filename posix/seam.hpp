@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -184,8 +185,8 @@ class Seam final : public sim::ForeignServer {
 
   // ---- signals (a scenario's [[actions]], posix/signals.cpp) ----
 
-  // Whether the seam keeps `signal`'s disposition itself: those a scenario can send. Others are
-  // libc's, really installed.
+  // Whether the seam keeps `signal`'s disposition itself: those a scenario can send, and SIGALRM,
+  // which its timers send. Others are libc's, really installed.
   static bool simulated_signal(int signal);
   // sigaction(2) for a simulated signal: the disposition is kept, never installed.
   long sigaction(int signal, const struct sigaction* action, struct sigaction* old);
@@ -206,9 +207,16 @@ class Seam final : public sim::ForeignServer {
   // pause(2) (`mask` null) and sigsuspend(2), on main(): waits, in virtual time and under
   // `mask` if given, until a signal is delivered (its handler run under that mask); -EINTR.
   long suspend(const char* call, const sigset_t* mask);
-  // sigwait(3) and sigwaitinfo(2) on main(): waits for a signal of `set` and takes it, its
-  // handler not run; its number. Others that come meanwhile stay pending.
-  long wait_signal(const char* call, const sigset_t& set);
+  // sigwaitinfo(2) and sigtimedwait(2) on main(): waits for a signal of `set` and takes it, its
+  // handler not run; its number. A signal outside `set` that main() does not block cuts the
+  // wait short (-EINTR; its handler runs as the call returns), and so does the end of
+  // `timeout` (-EAGAIN; none: no end).
+  long wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout = std::nullopt);
+  // ITIMER_REAL in virtual time (setitimer, getitimer, alarm): SIGALRM when its value runs out,
+  // then again every `interval` if that is above zero. Zero disarms it. Sets `left` and
+  // `every` to what it had: the time left (zero: disarmed) and its interval.
+  void set_real_timer(Nanos value, Nanos interval, Nanos& left, Nanos& every);
+  void real_timer(Nanos& left, Nanos& every) const;
   // sigpending(2)'s part for the seam's signals: those pending that main() blocks, or that
   // wait for main() to return from a call.
   void add_pending(sigset_t& into) const;
@@ -251,8 +259,10 @@ class Seam final : public sim::ForeignServer {
   void post_signal(int signal);  // a signal comes for the process, from the scenario or the program
   void shutdown_begins(int signal);  // the program takes `signal`: a shutdown_begin, if the scenario sent it
   static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
-  // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`.
-  void await_signal(const char* call);
+  // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`, or until
+  // `deadline` if given.
+  void await_signal(const char* call, std::optional<Nanos> deadline = std::nullopt);
+  void arm_real_timer(Nanos due);
   // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
   struct PerThread {
     int worker = 0;    // the target thread's index, for the trace
@@ -299,6 +309,11 @@ class Seam final : public sim::ForeignServer {
   std::uint64_t awaited_ = 0;   // what main() waits for in sigwait, while it does
   std::uint64_t asked_ = 0;     // stopping signals the scenario sent, their shutdown not begun
   std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
+  // ITIMER_REAL: when it runs out next (-1: disarmed), and its interval. Each arming counts
+  // one more, so that a happening scheduled for an earlier arming does nothing.
+  Nanos timer_due_{-1};
+  Nanos timer_interval_{0};
+  std::uint64_t timer_armings_ = 0;
   // By the program's descriptor number. A deque: a thread blocked in a call holds its entry
   // while another thread's new descriptor grows the table, which must not move it.
   std::deque<Fd> fds_;

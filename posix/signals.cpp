@@ -3,6 +3,7 @@
 // its way back from a call.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "posix/seam.hpp"
@@ -12,14 +13,16 @@ namespace loopsim::posix {
 
 namespace {
 constexpr std::uint64_t bit(int signal) { return std::uint64_t(1) << signal; }
+
+// The signals the seam keeps: those a scenario can send, and SIGALRM, its timers'.
+constexpr std::uint64_t seam_signals = [] {
+  std::uint64_t bits = bit(SIGALRM);
+  for (const auto& [number, name] : sim::action_signals) bits |= bit(number);
+  return bits;
+}();
 }  // namespace
 
-bool Seam::simulated_signal(int signal) {
-  for (const auto& [number, name] : sim::action_signals) {
-    if (number == signal) return true;
-  }
-  return false;
-}
+bool Seam::simulated_signal(int signal) { return signal > 0 && signal < 64 && (seam_signals & bit(signal)) != 0; }
 
 long Seam::sigaction(int signal, const struct sigaction* action, struct sigaction* old) {
   struct sigaction none{};
@@ -108,8 +111,8 @@ void Seam::deliver_signals() {
 
 std::uint64_t Seam::simulated_bits(const sigset_t& set) {
   std::uint64_t bits = 0;
-  for (const auto& [number, name] : sim::action_signals) {
-    if (sigismember(&set, number) == 1) bits |= bit(number);
+  for (int signal = 1; signal < 64; ++signal) {
+    if ((seam_signals & bit(signal)) != 0 && sigismember(&set, signal) == 1) bits |= bit(signal);
   }
   return bits;
 }
@@ -120,10 +123,14 @@ void Seam::mask_changed(const sigset_t& now_blocked) {
   if (deliverable() != 0) deliver_signals();
 }
 
-void Seam::await_signal(const char* call) {
+void Seam::await_signal(const char* call, std::optional<Nanos> deadline) {
   // On the engine, whose OS thread serves every simulated thread: main() is the scheduler's.
   if (scheduler_->current() != thread_) {
     refuse(call, -1, "on a thread other than main(): the seam delivers a process's signals to main()");
+  }
+  if (deadline) {
+    kernel_->spend_interruptibly(std::max(*deadline - now(), Nanos(0)));
+    return;
   }
   const int poller = blocker();
   if (poller < 0) refuse(call, -1, "no descriptor is left for the seam to wait with");
@@ -145,13 +152,15 @@ long Seam::suspend(const char* call, const sigset_t* mask) {
 }
 
 void Seam::add_pending(sigset_t& into) const {
-  for (const auto& [number, name] : sim::action_signals) {
-    if ((pending_signals_ & bit(number)) != 0) sigaddset(&into, number);
+  for (int signal = 1; signal < 64; ++signal) {
+    if ((pending_signals_ & bit(signal)) != 0) sigaddset(&into, signal);
   }
 }
 
-long Seam::wait_signal(const char* call, const sigset_t& set) {
+long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout) {
   Inside inside(*this);
+  std::optional<Nanos> deadline;
+  if (timeout) deadline = now() + *timeout;
   awaited_ = simulated_bits(set);
   for (;;) {
     if (const std::uint64_t taken = pending_signals_ & awaited_; taken != 0) {
@@ -161,8 +170,44 @@ long Seam::wait_signal(const char* call, const sigset_t& set) {
       shutdown_begins(signal);
       return signal;
     }
-    await_signal(call);
+    // signal(7): a handler interrupts the wait, whatever SA_RESTART says.
+    if (deliverable() != 0 || (deadline && now() >= *deadline)) {
+      awaited_ = 0;
+      return deliverable() != 0 ? -EINTR : -EAGAIN;
+    }
+    await_signal(call, deadline);
   }
+}
+
+// Linux's ITIMER_REAL is a process's, and its SIGALRM the process's: here main()'s.
+void Seam::real_timer(Nanos& left, Nanos& every) const {
+  left = timer_due_ < Nanos(0) ? Nanos(0) : std::max(timer_due_ - now(), Nanos(1000));  // armed: never 0
+  every = timer_interval_;
+}
+
+void Seam::set_real_timer(Nanos value, Nanos interval, Nanos& left, Nanos& every) {
+  real_timer(left, every);
+  ++timer_armings_;
+  timer_due_ = Nanos(-1);
+  timer_interval_ = value > Nanos(0) ? interval : Nanos(0);
+  if (value > Nanos(0)) arm_real_timer(now() + value);
+}
+
+void Seam::arm_real_timer(Nanos due) {
+  timer_due_ = due;
+  scheduler_->at(
+      due,
+      [this, arming = timer_armings_] {
+        if (arming != timer_armings_) return;  // disarmed or set again since
+        if (timer_interval_ > Nanos(0)) {
+          ++timer_armings_;
+          arm_real_timer(timer_due_ + timer_interval_);
+        } else {
+          timer_due_ = Nanos(-1);
+        }
+        post_signal(SIGALRM);
+      },
+      model::tag(model::Happening::timer, 0, timer_armings_));
 }
 
 }  // namespace loopsim::posix

@@ -47,6 +47,27 @@ TEST_CASE("seam: pause, sleeps cut short, sigsuspend, sigwait and main()'s mask 
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: alarm, setitimer, getitimer and sigtimedwait act as Linux's, in virtual time") {
+  const auto [native, simulated, result] = both_ways("timers");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("armed: left 50 ms\npause -1 EINTR alarms 1 left 0 ms\nalarm(2) 0 alarm(5) 2\n"
+                    "alarm(0) after 300 ms 5, again 0\ninterval: alarms 4, old interval 20000 us, left 0 ms\n") == 0);
+  CHECK(native.find("sigtimedwait 14 signo 14 alarms 4\nsigtimedwait with nothing -1 EAGAIN\n"
+                    "sigtimedwait bad timeout -1 EINVAL\nsigtimedwait cut short -1 EINTR usr1 1\n") != std::string::npos);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the process live") {
+  const auto [native, simulated, result] = both_ways("alarm-dies", SIGALRM);
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "alarm in 1 s\n");
+  CHECK(simulated == native);
+  REQUIRE(result.stats.exit_status);
+  CHECK(*result.stats.exit_status == 128 + SIGALRM);
+  CHECK(result.stats.exit_signal == SIGALRM);
+}
+
 TEST_CASE("seam: one shutdown begins for each signal sent, though its handler raises it again to die of it") {
   sim::Scenario with_signal = sim::parse_scenario(
       "name = \"reraise\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +

@@ -569,6 +569,8 @@ int main(int argc, char** argv) {
   if (strcmp(what, "sigpipe") == 0) return sigpipe_mode(alone);
   if (strcmp(what, "sigpipe-dies") == 0) return sigpipe_dies_mode(alone);
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
+  if (strcmp(what, "timers") == 0) return timers_mode(alone);
+  if (strcmp(what, "alarm-dies") == 0) return alarm_dies_mode(alone);
   if (strcmp(what, "reraise") == 0) return reraise_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
     sync_points();

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,4 +241,89 @@ int reraise_mode(void) {
   action.sa_handler = die_of_it;
   sigaction(SIGTERM, &action, NULL);
   for (;;) serve_one(listener);
+}
+
+static volatile sig_atomic_t alarms;
+static void on_alarm(int signal) {
+  (void)signal;
+  ++alarms;
+}
+
+/* Time left on ITIMER_REAL, to the 10 ms (a machine's timer runs a little late). */
+static long timer_left_ms(void) {
+  struct itimerval now;
+  getitimer(ITIMER_REAL, &now);
+  return (now.it_value.tv_sec * 1000000L + now.it_value.tv_usec + 5000) / 10000 * 10;
+}
+
+/* alarm, setitimer and getitimer (ITIMER_REAL), and sigtimedwait: what Linux does in wall-clock
+ * time, the seam does in virtual time. */
+int timers_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_alarm;
+  sigaction(SIGALRM, &action, NULL);
+  action.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &action, NULL);
+
+  /* A one-shot timer: getitimer shows what is left, and pause ends with its SIGALRM. */
+  struct itimerval once = {{0, 0}, {0, 50000}}, old;
+  setitimer(ITIMER_REAL, &once, NULL);
+  printf("armed: left %ld ms\n", timer_left_ms());
+  int rc = pause();
+  printf("pause %d %s alarms %d left %ld ms\n", rc, strerrorname_np(errno), (int)alarms, timer_left_ms());
+
+  /* alarm: what was left, rounded as Linux rounds it. */
+  const unsigned first = alarm(2);
+  printf("alarm(2) %u alarm(5) %u\n", first, alarm(5));
+  const struct timespec short_sleep = {0, 300 * 1000 * 1000};
+  nanosleep(&short_sleep, NULL);
+  const unsigned cancelled = alarm(0);
+  printf("alarm(0) after 300 ms %u, again %u\n", cancelled, alarm(0));
+
+  /* An interval timer fires again and again, until disarmed; setitimer returns the old one. */
+  struct itimerval every = {{0, 20000}, {0, 20000}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  for (int i = 0; i < 3; ++i) pause();
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, &old);
+  printf("interval: alarms %d, old interval %ld us, left %ld ms\n", (int)alarms, (long)old.it_interval.tv_usec,
+         timer_left_ms());
+
+  /* sigtimedwait takes a blocked SIGALRM without its handler, times out with EAGAIN, refuses a
+   * bad timeout, and gives way to a handler's signal with EINTR. */
+  sigset_t alarm_only;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  sigprocmask(SIG_BLOCK, &alarm_only, NULL);
+  once.it_value.tv_usec = 30000;
+  setitimer(ITIMER_REAL, &once, NULL);
+  const struct timespec second = {1, 0}, tenth = {0, 100 * 1000 * 1000}, bad = {0, 2000000000L};
+  siginfo_t info;
+  rc = sigtimedwait(&alarm_only, &info, &second);
+  printf("sigtimedwait %d signo %d alarms %d\n", rc, info.si_signo, (int)alarms);
+  rc = sigtimedwait(&alarm_only, &info, &tenth);
+  printf("sigtimedwait with nothing %d %s\n", rc, strerrorname_np(errno));
+  rc = sigtimedwait(&alarm_only, &info, &bad);
+  printf("sigtimedwait bad timeout %d %s\n", rc, strerrorname_np(errno));
+  struct Sending one = {SIGUSR1, 0};
+  pthread_t thread = send_signals(&one);
+  rc = sigtimedwait(&alarm_only, &info, &second);
+  printf("sigtimedwait cut short %d %s usr1 %d\n", rc, strerrorname_np(errno), (int)usr1);
+  pthread_join(thread, NULL);
+  serve_one(listener);
+  return 0;
+}
+
+/* SIGALRM's default action ends the process: the shell reports 142. */
+int alarm_dies_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  serve_one(listening(alone));
+  printf("alarm in 1 s\n");
+  alarm(1);
+  pause();
+  printf("survived\n");
+  return 0;
 }
