@@ -81,7 +81,11 @@ std::size_t total(const iovec* iov, int count) {
   return n;
 }
 
-const char* const one_process = "the target starts a process; targets run as one process (docs/targets.md)";
+// A child the seam cannot hold until it ends (posix/processes.cpp): only libc's fork, vfork,
+// posix_spawn, system and popen are served.
+const char* const one_process =
+    "the target starts a process the seam cannot run to its end (it serves fork, vfork, posix_spawn, system and "
+    "popen; docs/targets.md)";
 
 void refuse_process(const char* call) {
   if (making()) current->refuse(call, -1, one_process);
@@ -114,12 +118,12 @@ SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexc
 }
 
 SEAM_EXPORT int epoll_create(int size) noexcept {
-  if (making()) return size <= 0 ? int(result(-EINVAL)) : int(served(__func__, [&] { return long(current->poller_create()); }));
+  if (making()) return size <= 0 ? int(result(-EINVAL)) : int(served(__func__, [&] { return long(current->poller_create(0)); }));
   return real<int(int), "epoll_create">()(size);
 }
 
 SEAM_EXPORT int epoll_create1(int flags) noexcept {
-  if (making()) return int(served(__func__, [&] { return long(current->poller_create()); }));
+  if (making()) return int(served(__func__, [&] { return long(current->poller_create(flags)); }));
   return real<int(int), "epoll_create1">()(flags);
 }
 
@@ -456,22 +460,34 @@ SEAM_EXPORT int fstatat64(int dir, const char* path, struct stat64* st, int flag
 
 // ---- closing, duplicating, flags ----
 
+namespace {
+// In a forked child, before its exec, the descriptor calls act on its own table.
+bool in_child() { return current != nullptr && current->forked(); }
+}  // namespace
+
 SEAM_EXPORT int close(int fd) {
+  if (in_child() && owned(fd)) return int(result(current->child_close(fd)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->close(fd)); }));
-  if (current != nullptr && current->holds_file(fd)) current->file_closed(fd);
+  if (current != nullptr && !in_child() && current->holds_file(fd)) current->file_closed(fd);
   return real<int(int), "close">()(fd);
 }
 
 SEAM_EXPORT int dup(int fd) noexcept {
+  if (in_child() && owned(fd)) return int(result(current->child_dup(fd, 0, false, true)));
   unserved("dup", fd);
   return real<int(int), "dup">()(fd);
 }
 SEAM_EXPORT int dup2(int fd, int to) noexcept {
+  if (in_child() && (owned(fd) || owned(to))) return int(result(current->child_dup(fd, to, false, false)));
   unserved("dup2", fd);
   unserved("dup2 (onto it)", to);
   return real<int(int, int), "dup2">()(fd, to);
 }
 SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
+  if (in_child() && (owned(fd) || owned(to))) {
+    if (fd == to || (flags & ~O_CLOEXEC) != 0) return int(result(-EINVAL));
+    return int(result(current->child_dup(fd, to, (flags & O_CLOEXEC) != 0, false)));
+  }
   unserved("dup3", fd);
   unserved("dup3 (onto it)", to);
   return real<int(int, int, int), "dup3">()(fd, to, flags);
@@ -486,6 +502,7 @@ SEAM_EXPORT int fcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   long arg = fcntl_arg(ap);
   va_end(ap);
+  if (in_child() && owned(fd)) return int(result(current->child_fcntl(fd, cmd, arg)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
   return real<int(int, int, ...), "fcntl">()(fd, cmd, arg);
 }
@@ -494,6 +511,7 @@ SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_start(ap, cmd);
   long arg = fcntl_arg(ap);
   va_end(ap);
+  if (in_child() && owned(fd)) return int(result(current->child_fcntl(fd, cmd, arg)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
   return real<int(int, int, ...), "fcntl64">()(fd, cmd, arg);
 }
@@ -820,67 +838,6 @@ SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
 }
 
 // ---- threads, processes, exits ----
-
-// Every way a program starts a process is refused by its name (below, and syscall's SYS_fork,
-// SYS_vfork, SYS_clone, SYS_clone3): a child would run outside the simulation, unseen, and
-// could outlive the run. glibc's posix_spawn, system and popen start theirs with an internal
-// clone that no interposer sees, so each is refused at its own name.
-SEAM_EXPORT pid_t fork() noexcept {
-  refuse_process(__func__);
-  return real<pid_t(), "fork">()();
-}
-
-SEAM_EXPORT pid_t _Fork() noexcept {
-  refuse_process(__func__);
-  return real<pid_t(), "_Fork">()();
-}
-
-// vfork's child borrows its parent's stack: the refusal must come before it, and a forwarding
-// call would return into a frame the child has already left. The real vfork is never called;
-// outside the program's threads (the seam's own never vfork) fork does as well.
-SEAM_EXPORT pid_t vfork() noexcept {
-  refuse_process(__func__);
-  return real<pid_t(), "fork">()();
-}
-
-SEAM_EXPORT int clone(int (*body)(void*), void* stack, int flags, void* argument, ...) noexcept {
-  if (makes_process(unsigned(flags))) refuse_process(__func__);
-  va_list ap;
-  va_start(ap, argument);
-  void* parent_tid = va_arg(ap, void*);
-  void* tls = va_arg(ap, void*);
-  void* child_tid = va_arg(ap, void*);
-  va_end(ap);
-  using Clone = int(int (*)(void*), void*, int, void*, ...);
-  return real<Clone, "clone">()(body, stack, flags, argument, parent_tid, tls, child_tid);
-}
-
-SEAM_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
-                            const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
-  refuse_process(__func__);
-  using Spawn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*, char* const[],
-                    char* const[]);
-  return real<Spawn, "posix_spawn">()(pid, path, actions, attributes, argv, envp);
-}
-
-SEAM_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
-                             const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
-  refuse_process(__func__);
-  using Spawn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*, char* const[],
-                    char* const[]);
-  return real<Spawn, "posix_spawnp">()(pid, file, actions, attributes, argv, envp);
-}
-
-SEAM_EXPORT int system(const char* command) {
-  // system(NULL) asks whether a shell exists, and starts nothing.
-  if (command != nullptr) refuse_process(__func__);
-  return real<int(const char*), "system">()(command);
-}
-
-SEAM_EXPORT FILE* popen(const char* command, const char* mode) {
-  refuse_process(__func__);
-  return real<FILE*(const char*, const char*), "popen">()(command, mode);
-}
 
 SEAM_EXPORT void exit(int status) noexcept {
   if (making()) current->on_engine([&] { current->exited(status); });

@@ -32,6 +32,12 @@ inline long result(long rc) {
 // it returns. Nothing the engine throws may cross libc's frames: it ends the run, naming the call.
 template <typename F>
 long engine_call(const char* call, F&& serve) noexcept {
+  // A forked child's simulation is a copy, frozen at the fork (posix/processes.cpp).
+  if (current->forked()) {
+    current->refuse(call, -1,
+                    "a child is served only as far as its exec: it may close and duplicate simulated descriptors, "
+                    "and exec (docs/targets.md)");
+  }
   long rc = 0;
   current->on_engine([&] {
     try {
@@ -77,7 +83,9 @@ inline bool copy_in(void* to, const void* from, std::size_t size) {
 }
 
 inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
-inline bool making() { return current != nullptr && current->in_target(); }
+// Whether the program is calling, from a thread the simulation runs (not from a forked child,
+// whose calls go to libc but for those on simulated descriptors).
+inline bool making() { return current != nullptr && !current->forked() && current->in_target(); }
 
 // A call the seam does not serve, on a simulated descriptor: the run stops and says so.
 inline void unserved(const char* call, int fd) {

@@ -74,8 +74,24 @@ std::uint32_t reported(std::uint32_t ready, std::uint32_t events) {
   return out;
 }
 
-void fill_address(sockaddr* address, socklen_t* length, std::uint16_t port) {
+// An IPv6 socket's name: `::` for a listener, else the IPv4 loopback as IPv6 shows it
+// (::ffff:127.0.0.1): every client comes over IPv4.
+void fill_address(sockaddr* address, socklen_t* length, std::uint16_t port, bool inet6, bool any = false) {
   if (address == nullptr || length == nullptr) return;
+  if (inet6) {
+    sockaddr_in6 in{};
+    in.sin6_family = AF_INET6;
+    in.sin6_port = htons(port);
+    if (!any) {
+      in.sin6_addr.s6_addr[10] = 0xff;
+      in.sin6_addr.s6_addr[11] = 0xff;
+      const std::uint32_t loopback = htonl(INADDR_LOOPBACK);
+      std::memcpy(&in.sin6_addr.s6_addr[12], &loopback, sizeof loopback);
+    }
+    std::memcpy(address, &in, std::min<std::size_t>(*length, sizeof in));
+    *length = sizeof in;
+    return;
+  }
   sockaddr_in in{};
   in.sin_family = AF_INET;
   in.sin_port = htons(port);
@@ -212,8 +228,12 @@ long Seam::stat(int fd, struct stat* into) {
 }
 
 void Seam::fatal(const char* call, const std::string& cause) {
-  std::string message = scenario_.position_of({"target.exec"}) + ": the seam failed inside " + call + where(-1) + ": " +
-                        cause + " (a defect of loopsim's, not of the target)";
+  stop_run(scenario_.position_of({"target.exec"}) + ": the seam failed inside " + call + where(-1) + ": " + cause +
+           " (a defect of loopsim's, not of the target)");
+}
+
+void Seam::stop_run(const std::string& message) {
+  if (forked()) tell_parent_refused(message);
   sim::wire::send_failure(host_, sim::wire::Failure::bad_input, message);
   real<void(int), "_exit">()(2);
   __builtin_unreachable();
@@ -228,11 +248,8 @@ std::string Seam::where(int fd) const {
 }
 
 void Seam::refuse(const std::string& call, int fd, const std::string& why) {
-  std::string message = scenario_.position_of({"target.exec"}) + ": the target called " + call + where(fd) +
-                        ": " + why;
-  sim::wire::send_failure(host_, sim::wire::Failure::bad_input, message);
-  real<void(int), "_exit">()(2);
-  __builtin_unreachable();
+  stop_run(scenario_.position_of({"target.exec"}) + (forked() ? ": the target's child (forked, not yet exec'd) called " : ": the target called ") +
+           call + where(fd) + ": " + why);
 }
 
 void Seam::exited(int status, int signal) {
@@ -250,7 +267,7 @@ void Seam::exited(int status, int signal) {
   for (;;) scheduler_->block(wait_forever);
 }
 
-int Seam::adopt(Kind kind, int sim, bool nonblocking) {
+int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
   int fd = real<int(int, int, ...), "fcntl">()(anchor_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
@@ -263,6 +280,7 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking) {
   f.kind = kind;
   f.sim = sim;
   f.nonblocking = nonblocking;
+  f.cloexec = cloexec;
   known_as(sim, fd);
   return fd;
 }
@@ -339,23 +357,33 @@ void Seam::end_pass() {
 
 long Seam::socket(int domain, int type) {
   Inside inside(*this);
-  if (domain != AF_INET)
-    return failed(-EAFNOSUPPORT);  // docs/targets.md: IPv4 only; a program falls back to it or says why
+  if (domain != AF_INET && domain != AF_INET6) return failed(-EAFNOSUPPORT);  // docs/targets.md
   // Linux would serve these, and a program may go on without one as it would not live: the run
   // stops, naming the call.
   if (const int kind = type & 0xf; kind != SOCK_STREAM) {
-    refuse(std::string("socket(AF_INET, ") + (kind == SOCK_DGRAM ? "SOCK_DGRAM" : kind == SOCK_RAW ? "SOCK_RAW" : "type " + std::to_string(kind)) + ")",
+    refuse(std::string(domain == AF_INET ? "socket(AF_INET, " : "socket(AF_INET6, ") +
+               (kind == SOCK_DGRAM ? "SOCK_DGRAM" : kind == SOCK_RAW ? "SOCK_RAW" : "type " + std::to_string(kind)) + ")",
            -1, "the seam serves TCP sockets (SOCK_STREAM) only; UDP is not simulated (docs/targets.md)");
   }
   int slot = kernel_->file_open();  // K2: an unbound socket holds a descriptor too
   if (slot < 0) return failed(slot);
-  return adopt(Kind::unbound, slot, (type & SOCK_NONBLOCK) != 0);
+  const int fd = adopt(Kind::unbound, slot, (type & SOCK_NONBLOCK) != 0, (type & SOCK_CLOEXEC) != 0);
+  fds_[std::size_t(fd)].inet6 = domain == AF_INET6;
+  return fd;
 }
 
 long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
   if (f.kind != Kind::unbound) return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  if (f.inet6) {  // Linux: the family checked after the length, EAFNOSUPPORT
+    if (address == nullptr || length < socklen_t(sizeof(sockaddr_in6))) return failed(-EINVAL);
+    if (address->sa_family != AF_INET6) return failed(-EAFNOSUPPORT);
+    sockaddr_in6 in{};
+    std::memcpy(&in, address, sizeof in);
+    f.port = ntohs(in.sin6_port);
+    return 0;
+  }
   if (address == nullptr || length < socklen_t(sizeof(sockaddr_in)) || address->sa_family != AF_INET)
     return failed(-EINVAL);
   sockaddr_in in{};
@@ -370,8 +398,11 @@ long Seam::listen(int fd, int backlog) {
   if (f.kind == Kind::listener) return 0;  // Linux: a second listen changes only the backlog
   if (f.kind != Kind::unbound) return failed(f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   std::uint16_t port = f.port;
+  // Every client comes over IPv4: an IPv6-only listener listens where none of them connects (a
+  // port of the kernel's choosing), and shows the program the port it bound.
+  const bool reached = !(f.inet6 && f.v6only);
   kernel_->close(f.sim);
-  int sim = kernel_->listen(ListenSpec{"127.0.0.1", port, std::max(backlog, 0)});
+  int sim = kernel_->listen(ListenSpec{"127.0.0.1", reached ? port : std::uint16_t(0), std::max(backlog, 0)});
   if (sim < 0) {  // out of descriptors after all: the socket stays unbound, as Linux's would
     f.sim = kernel_->file_open();  // the number it just gave up, lowest free
     if (f.sim >= 0) {
@@ -383,7 +414,7 @@ long Seam::listen(int fd, int backlog) {
   f.sim = sim;
   known_as(sim, fd);
   ports_.push_back(port);
-  if (port == scenario_.target->port && !listened_) {
+  if (reached && port == scenario_.target->port && !listened_) {
     listened_ = true;
     listener_ = sim;
     trace_->listener_fd = fd;
@@ -406,9 +437,11 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
       trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, sim, sim::no_client});
       return failed(sim);
     }
-    int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0);
+    const bool inet6 = f.inet6;
+    int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
+    fds_[std::size_t(conn)].inet6 = inet6;
     trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, conn, client_of(conn)});
-    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(sim) % 20000));
+    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(sim) % 20000), inet6);
     return conn;
   }
 }
@@ -418,6 +451,17 @@ long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t 
   Fd& f = *simulated(fd);
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
     return failed(-ENOTSOCK);
+  }
+  if (level == IPPROTO_IPV6) {
+    if (!f.inet6 || f.kind == Kind::pair) return failed(-ENOPROTOOPT);
+    if (name == IPV6_V6ONLY) {
+      if (value == nullptr || length < socklen_t(sizeof(int))) return failed(-EINVAL);
+      if (f.kind != Kind::unbound) return failed(-EINVAL);  // Linux: only before the socket is bound
+      int on = 0;
+      std::memcpy(&on, value, sizeof on);
+      f.v6only = on != 0;
+    }
+    return 0;
   }
   if (level == SOL_SOCKET && name == SO_LINGER) {
     if (value == nullptr || length < socklen_t(sizeof(linger))) return failed(-EINVAL);
@@ -442,11 +486,15 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
       case SO_TYPE: return put_int(value, length, SOCK_STREAM);
       case SO_ERROR: return put_int(value, length, 0);
       case SO_ACCEPTCONN: return put_int(value, length, f.kind == Kind::listener);
-      case SO_DOMAIN: return put_int(value, length, pair ? AF_UNIX : AF_INET);
+      case SO_DOMAIN: return put_int(value, length, pair ? AF_UNIX : f.inet6 ? AF_INET6 : AF_INET);
       case SO_SNDBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.send_buffer));
       case SO_RCVBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.receive_buffer));
       default: break;
     }
+  }
+  if (level == IPPROTO_IPV6) {
+    if (!f.inet6 || pair) return failed(-ENOPROTOOPT);
+    if (name == IPV6_V6ONLY) return put_int(value, length, f.v6only);
   }
   return put_int(value, length, 0);
 }
@@ -466,10 +514,11 @@ long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   }
   if (peer) {
     if (f.kind != Kind::socket) return failed(-ENOTCONN);
-    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(f.sim) % 20000));
+    fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(f.sim) % 20000), f.inet6);
     return 0;
   }
-  fill_address(address, length, f.kind == Kind::socket ? std::uint16_t(scenario_.target->port) : f.port);
+  fill_address(address, length, f.kind == Kind::socket ? std::uint16_t(scenario_.target->port) : f.port, f.inet6,
+               f.kind != Kind::socket);
   return 0;
 }
 
@@ -587,11 +636,11 @@ long Seam::close(int fd) {
 
 // ---- pollers ----
 
-long Seam::poller_create() {
+long Seam::poller_create(int flags) {
   Inside inside(*this);
   int sim = kernel_->poller_create();
   if (sim < 0) return failed(sim);
-  int fd = adopt(Kind::poller, sim, false);
+  int fd = adopt(Kind::poller, sim, false, (flags & EPOLL_CLOEXEC) != 0);
   pollers_.push_back(fd);
   return fd;
 }
@@ -768,7 +817,7 @@ long Seam::eventfd(unsigned int value, int flags) {
   Inside inside(*this);
   int sim = kernel_->wake_create();
   if (sim < 0) return failed(sim);
-  int fd = adopt(Kind::eventfd, sim, (flags & EFD_NONBLOCK) != 0);
+  int fd = adopt(Kind::eventfd, sim, (flags & EFD_NONBLOCK) != 0, (flags & EFD_CLOEXEC) != 0);
   Fd& f = fds_[std::size_t(fd)];
   f.semaphore = (flags & EFD_SEMAPHORE) != 0;
   f.counter = value;
@@ -782,8 +831,9 @@ long Seam::pipe(int ends[2], int flags) {
   int rc = kernel_->pipe(sim);
   if (rc < 0) return failed(rc);
   bool nonblocking = (flags & O_NONBLOCK) != 0;
-  ends[0] = adopt(Kind::pipe_read, sim[0], nonblocking);
-  ends[1] = adopt(Kind::pipe_write, sim[1], nonblocking);
+  const bool cloexec = (flags & O_CLOEXEC) != 0;
+  ends[0] = adopt(Kind::pipe_read, sim[0], nonblocking, cloexec);
+  ends[1] = adopt(Kind::pipe_write, sim[1], nonblocking, cloexec);
   return 0;
 }
 
@@ -801,8 +851,9 @@ long Seam::socketpair(int domain, int type, int ends[2]) {
   int rc = kernel_->socketpair(sim);
   if (rc < 0) return failed(rc);
   bool nonblocking = (type & SOCK_NONBLOCK) != 0;
-  ends[0] = adopt(Kind::pair, sim[0], nonblocking);
-  ends[1] = adopt(Kind::pair, sim[1], nonblocking);
+  const bool cloexec = (type & SOCK_CLOEXEC) != 0;
+  ends[0] = adopt(Kind::pair, sim[0], nonblocking, cloexec);
+  ends[1] = adopt(Kind::pair, sim[1], nonblocking, cloexec);
   return 0;
 }
 
@@ -891,8 +942,10 @@ long Seam::fcntl(int fd, int cmd, long arg) {
     case F_SETFL:
       f.nonblocking = (arg & O_NONBLOCK) != 0;
       return 0;
-    case F_GETFD: return FD_CLOEXEC;  // placeholders are close-on-exec, and exec is refused
-    case F_SETFD: return 0;
+    case F_GETFD: return f.cloexec ? FD_CLOEXEC : 0;
+    case F_SETFD:
+      f.cloexec = (arg & FD_CLOEXEC) != 0;
+      return 0;
     case F_GETPIPE_SZ: {
       std::int64_t n = kernel_->pipe_size(f.sim);
       return n < 0 ? failed(n) : long(n);

@@ -103,7 +103,7 @@ class Seam final : public sim::ForeignServer {
   long read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek = false);
   long write(int fd, const void* from, std::size_t size, bool nonblocking_now);
   long close(int fd);
-  long poller_create();
+  long poller_create(int flags);  // EPOLL_CLOEXEC
   long poller_control(int poller, int op, int fd, const epoll_event* event);
   long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
   // poll(2) on descriptors of which at least one is simulated (a mix with real ones is refused):
@@ -185,8 +185,8 @@ class Seam final : public sim::ForeignServer {
 
   // ---- signals (a scenario's [[actions]], posix/signals.cpp) ----
 
-  // Whether the seam keeps `signal`'s disposition itself: those a scenario can send, and SIGALRM,
-  // which its timers send. Others are libc's, really installed.
+  // Whether the seam keeps `signal`'s disposition itself: those a scenario can send, SIGALRM,
+  // which its timers send, and SIGCHLD. Others are libc's, really installed.
   static bool simulated_signal(int signal);
   // sigaction(2) for a simulated signal: the disposition is kept, never installed.
   long sigaction(int signal, const struct sigaction* action, struct sigaction* old);
@@ -221,6 +221,43 @@ class Seam final : public sim::ForeignServer {
   // wait for main() to return from a call.
   void add_pending(sigset_t& into) const;
 
+  // ---- processes (posix/processes.cpp) ----
+
+  // fork(2) and its kin, on the calling thread: a real child that runs to its end before the
+  // call returns in the parent, in no virtual time (one of Linux's schedules, the only one the
+  // seam takes). The child is served only as far as exec: what it writes to a simulated pipe
+  // reaches the pipe as fork returns; what it does with a simulated descriptor otherwise
+  // (read, accept, wait) is refused by name, as is a child that outlasts target.spin_limit.
+  // Returns 0 in the child, and the child's pid or -errno in the parent. `before_exec`, run in
+  // the child (posix_spawn, system, popen), may refuse or _exit instead of returning.
+  long fork_process(const char* call);
+  // In the parent, on the engine, after fork_process: waits for the child's end and takes what
+  // it reported. The child's pid.
+  long await_child(pid_t pid, const char* call);
+  // Whether this process is a target's child that has not exec'd yet: the simulation in it is
+  // a copy, frozen at the fork, and must not run.
+  bool forked() const { return report_ >= 0; }
+  // In the child, on simulated descriptors: close, dup, dup2, dup3, F_DUPFD and the descriptor
+  // flags, on the child's own table. -errno on failure.
+  long child_close(int fd);
+  long child_dup(int fd, int to, bool cloexec, bool lowest);
+  long child_fcntl(int fd, int cmd, long arg);
+  // In the child, at exec: each simulated descriptor the new program would keep (not
+  // close-on-exec) becomes a real one. A pipe's write end writes to a buffer the parent
+  // delivers; any other stays a placeholder (EBADF to any call), or is refused by name as the
+  // new program's stdin, stdout or stderr (it would be used unsimulated).
+  // `spawning` (posix_spawn, whose file actions may duplicate a close-on-exec one): every
+  // pipe's write end becomes its buffer, its flag kept, and the rest are left to close.
+  void before_exec(const char* call, bool spawning);
+  // In the child: posix_spawn failed with `error`, which the parent's call returns; no child is
+  // left to wait for.
+  [[noreturn]] void spawn_failed(int error);
+  // waitpid(2), wait4(2) and waitid(2)'s P_PID and P_ALL (pid -1) on the program's children:
+  // each ended before its fork returned, so there is never anything to wait for. The child's
+  // pid, with its wait status in `status`; -ECHILD when none is left to reap. With `keep`
+  // (WNOWAIT) it stays to be reaped again.
+  long reap(pid_t pid, int& status, bool keep);
+
   // A test's hook: with LOOPSIM_SEAM_TEST_ERRNO=N in the target's environment, the engine writes
   // errno = N on its OS thread every millisecond of virtual time, from a scheduled happening, as
   // a client or a timer calling libc would. posix/seam_test.cpp shows with it that a call which
@@ -234,6 +271,9 @@ class Seam final : public sim::ForeignServer {
     Kind kind = Kind::none;
     int sim = -1;  // the SimKernel descriptor
     bool nonblocking = false;
+    bool cloexec = false;       // FD_CLOEXEC, as the program set it
+    bool inet6 = false;         // an AF_INET6 socket (its clients come over IPv4)
+    bool v6only = false;        // ...IPV6_V6ONLY: net.ipv6.bindv6only's 0 until set
     bool semaphore = false;     // eventfd: EFD_SEMAPHORE
     bool linger_zero = false;   // SO_LINGER {1, 0}: close resets
     bool request_open = false;  // a read took bytes since the last write (the trace's request)
@@ -246,7 +286,9 @@ class Seam final : public sim::ForeignServer {
     return fd >= 0 && std::size_t(fd) < fds_.size() ? fds_[std::size_t(fd)].kind : Kind::none;
   }
   Fd* simulated(int fd) { return owns(fd) ? &fds_[std::size_t(fd)] : nullptr; }
-  int adopt(Kind kind, int sim, bool nonblocking);  // a placeholder descriptor for `sim`
+  // A placeholder descriptor for `sim`. The placeholder itself is always close-on-exec; `cloexec`
+  // is what the program asked for, which F_GETFD reports and exec honours (posix/processes.cpp).
+  int adopt(Kind kind, int sim, bool nonblocking, bool cloexec);
   void forget(int fd);
   int process_fd(int sim) const;
   void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
@@ -309,6 +351,14 @@ class Seam final : public sim::ForeignServer {
   std::uint64_t awaited_ = 0;   // what main() waits for in sigwait, while it does
   std::uint64_t asked_ = 0;     // stopping signals the scenario sent, their shutdown not begun
   std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
+  // The program's children that ended and are not reaped yet, in the order they were forked:
+  // pid and wait status.
+  std::vector<std::pair<pid_t, int>> children_;
+  int report_ = -1;        // in a forked child: its socket to the parent, for refusals and pipes
+  int child_report_ = -1;  // in the parent, between fork_process and await_child: the other end
+  [[noreturn]] void tell_parent_refused(const std::string& message);
+  // The run stops (exit status 2) with `message`, from the parent; from a child, its parent stops it.
+  [[noreturn]] void stop_run(const std::string& message);
   // ITIMER_REAL: when it runs out next (-1: disarmed), and its interval. Each arming counts
   // one more, so that a happening scheduled for an earlier arming does nothing.
   Nanos timer_due_{-1};

@@ -14,9 +14,10 @@ namespace loopsim::posix {
 namespace {
 constexpr std::uint64_t bit(int signal) { return std::uint64_t(1) << signal; }
 
-// The signals the seam keeps: those a scenario can send, and SIGALRM, its timers'.
+// The signals the seam keeps: those a scenario can send, SIGALRM (its timers') and SIGCHLD (a
+// child's end, posix/processes.cpp).
 constexpr std::uint64_t seam_signals = [] {
-  std::uint64_t bits = bit(SIGALRM);
+  std::uint64_t bits = bit(SIGALRM) | bit(SIGCHLD);
   for (const auto& [number, name] : sim::action_signals) bits |= bit(number);
   return bits;
 }();
@@ -31,13 +32,15 @@ long Seam::sigaction(int signal, const struct sigaction* action, struct sigactio
   if (old != nullptr) *old = it != actions_.end() ? it->second : none;
   if (action != nullptr) actions_[signal] = *action;
   // Linux: setting SIG_IGN discards what is pending of the signal, blocked or not.
-  if (action != nullptr && action->sa_handler == SIG_IGN) pending_signals_ &= ~bit(signal);
+  if (action != nullptr && ignored(signal)) pending_signals_ &= ~bit(signal);
   return 0;
 }
 
+// SIGCHLD's default action is to ignore it; every other seam signal's ends the process.
 bool Seam::ignored(int signal) const {
   auto it = actions_.find(signal);
-  return it != actions_.end() && it->second.sa_handler == SIG_IGN;
+  const sighandler_t handler = it != actions_.end() ? it->second.sa_handler : SIG_DFL;
+  return handler == SIG_IGN || (handler == SIG_DFL && signal == SIGCHLD);
 }
 
 // Linux discards an ignored signal that is not blocked when it is sent, and wakes no one for
@@ -88,7 +91,7 @@ void Seam::deliver_signals() {
     struct sigaction a{};
     a.sa_handler = SIG_DFL;
     if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
-    if (a.sa_handler == SIG_IGN) continue;
+    if (ignored(signal)) continue;
     shutdown_begins(signal);
     if (a.sa_handler == SIG_DFL) exited(128 + signal, signal);  // each of these ends the process
     if (a.sa_flags & SA_RESETHAND) actions_[signal].sa_handler = SIG_DFL;

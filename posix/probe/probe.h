@@ -14,3 +14,8 @@ int signal_waits_mode(int alone);
 int timers_mode(int alone);
 int alarm_dies_mode(int alone);
 int reraise_mode(void);
+
+/* posix/probe/process_probe.c: children as servers start them, and what the seam refuses of
+ * them. */
+int children_mode(int alone);
+int child_refused_mode(const char* what);

@@ -522,12 +522,14 @@ static void start_process(const char* way, const char* token) {
   if (strcmp(way, "posix_spawn") == 0) posix_spawn(&child, stay[0], NULL, NULL, stay, environ);
   if (strcmp(way, "system") == 0) {
     char command[256];
-    snprintf(command, sizeof command, "sleep 1000 & : %s", token);
+    snprintf(command, sizeof command, "sh -c 'sleep 1000; : %s' &", token);
     int status = system(command);
     (void)status;
   }
   if (strcmp(way, "popen") == 0) {
-    FILE* piped = popen("sleep 1000", "r");
+    char command[256];
+    snprintf(command, sizeof command, "sleep 1000; : %s", token);
+    FILE* piped = popen(command, "r");
     (void)piped;
   }
   if (strcmp(way, "syscall-fork") == 0 && (child = (pid_t)syscall(SYS_fork)) == 0) child_body(NULL);
@@ -570,6 +572,8 @@ int main(int argc, char** argv) {
   if (strcmp(what, "sigpipe-dies") == 0) return sigpipe_dies_mode(alone);
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
   if (strcmp(what, "timers") == 0) return timers_mode(alone);
+  if (strcmp(what, "children") == 0) return children_mode(alone);
+  if (strcmp(what, "child-refused") == 0) return child_refused_mode(argc > 2 ? argv[2] : "");
   if (strcmp(what, "alarm-dies") == 0) return alarm_dies_mode(alone);
   if (strcmp(what, "reraise") == 0) return reraise_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
@@ -673,6 +677,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(what, "spin") == 0) {  /* accepts in a loop that never waits: with free failing calls, time stands still */
     int listener = listen_on(8080);
+    /* "spin TOKEN as-nobody": as root, first becomes nobody, as servers drop their privileges */
+    if (argc > 3 && strcmp(argv[3], "as-nobody") == 0 && getuid() == 0 && setuid(65534) != 0) return 1;
     for (;;) accept4(listener, NULL, NULL, SOCK_NONBLOCK);
   }
   if (strcmp(what, "crash-on-order") == 0) crash_on_order();

@@ -1,0 +1,281 @@
+// A target's children (fork, vfork, posix_spawn, system, popen): run to their end as the call
+// returns in the parent, in no virtual time.
+//
+// The simulation lives in the target's own process, so a child's copy of it is frozen at the
+// fork: only the parent's goes on. The seam therefore takes, of all the schedules Linux allows,
+// the one where the child runs first and to its end: the parent is held inside fork (in
+// wall-clock time, target.spin_limit at most) until the child has exited, what the child wrote
+// to simulated pipes is delivered to them, and SIGCHLD comes. That is exactly right for a child
+// that execs a helper whose output the parent reads (lighttpd's include_shell, system, popen),
+// and it is refused by name for a child that would need the parent meanwhile: one that reads a
+// simulated descriptor, waits in the simulation, or execs a program that keeps a simulated
+// socket (nginx's workers, a daemon's child).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "posix/seam.hpp"
+
+namespace loopsim::posix {
+
+namespace {
+
+// The child's reports to its parent, one a message (SOCK_SEQPACKET).
+enum Report : char {
+  pipe_buffer = 'P',  // a simulated pipe's write end, as a real buffer (the message's descriptor)
+  refused = 'R',      // the child did something the seam does not serve: the text says what
+  spawn_error = 'E',  // the child's posix_spawn failed with this error
+};
+
+void send_report(int socket, char type, const void* body, std::size_t size, int fd = -1) {
+  char bytes[8192];
+  size = std::min(size, sizeof bytes - 1);
+  bytes[0] = type;
+  std::memcpy(bytes + 1, body, size);
+  iovec part{bytes, size + 1};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+  }
+  real<ssize_t(int, const msghdr*, int), "sendmsg">()(socket, &message, MSG_NOSIGNAL);
+}
+
+std::string read_all(int fd) {
+  std::string bytes;
+  char chunk[65536];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, chunk, sizeof chunk, at);
+    if (n <= 0) return bytes;
+    bytes.append(chunk, std::size_t(n));
+    at += n;
+  }
+}
+
+void pause_briefly() {
+  const timespec millisecond{0, 1'000'000};
+  real<int(const timespec*, timespec*), "nanosleep">()(&millisecond, nullptr);
+}
+
+}  // namespace
+
+long Seam::fork_process(const char* call) {
+  (void)call;
+  int report[2];
+  if (real<int(int, int, int, int*), "socketpair">()(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) != 0) return -errno;
+  const pid_t pid = real<pid_t(), "fork">()();
+  if (pid < 0) {
+    const int error = errno;
+    real<int(int), "close">()(report[0]);
+    real<int(int), "close">()(report[1]);
+    return -error;
+  }
+  if (pid == 0) {
+    real<int(int), "close">()(report[0]);
+    report_ = report[1];
+    main_watch = nullptr;  // loopsim's page is the parent's main()'s, not this process's
+    // The dispositions the seam kept are the child's own, as Linux copies them at fork: from
+    // here on the real kernel delivers its signals.
+    for (const auto& [signal, action] : actions_) real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, &action, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // it dies with the target, as the target with loopsim
+    return 0;
+  }
+  real<int(int), "close">()(report[1]);
+  child_report_ = report[0];
+  return pid;
+}
+
+long Seam::await_child(pid_t pid, const char* call) {
+  Inside inside(*this);
+  const int report = child_report_;
+  child_report_ = -1;
+  int status = 0;
+  const auto began = std::chrono::steady_clock::now();
+  const Nanos limit = scenario_.target->spin_limit;
+  for (;;) {
+    const pid_t ended = real<pid_t(pid_t, int*, int), "waitpid">()(pid, &status, WNOHANG);
+    if (ended == pid) break;
+    if (ended < 0 && errno != EINTR) refuse(call, -1, std::string("the seam lost its child: ") + std::strerror(errno));
+    if (std::chrono::steady_clock::now() - began > limit) {
+      ::kill(pid, SIGKILL);
+      real<pid_t(pid_t, int*, int), "waitpid">()(pid, &status, 0);
+      refuse(call, -1,
+             "its child ran for longer than target.spin_limit (" + std::to_string(limit.count() / 1'000'000) +
+                 " ms of wall-clock time) without ending; the seam runs a child to its end before fork returns "
+                 "(docs/targets.md)");
+    }
+    pause_briefly();
+  }
+  // The child has ended: what it reported is all there, its descriptors in flight kept open.
+  std::vector<std::pair<int, int>> buffers;  // simulated pipe end, real buffer
+  int spawn_failure = 0;
+  for (;;) {
+    char bytes[8192];
+    iovec part{bytes, sizeof bytes};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = real<ssize_t(int, msghdr*, int), "recvmsg">()(report, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0) break;
+    int fd = -1;
+    if (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr && header->cmsg_type == SCM_RIGHTS) {
+      std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+    }
+    if (bytes[0] == Report::refused) {
+      real<int(int), "close">()(report);
+      stop_run(std::string(bytes + 1, std::size_t(n - 1)));
+    }
+    if (bytes[0] == Report::spawn_error && n >= 1 + ssize_t(sizeof(int))) std::memcpy(&spawn_failure, bytes + 1, sizeof(int));
+    if (bytes[0] == Report::pipe_buffer && n >= 1 + ssize_t(sizeof(int)) && fd >= 0) {
+      int sim = -1;
+      std::memcpy(&sim, bytes + 1, sizeof sim);
+      buffers.emplace_back(sim, fd);
+    }
+  }
+  real<int(int), "close">()(report);
+  for (const auto& [sim, fd] : buffers) {
+    const std::string written = read_all(fd);
+    real<int(int), "close">()(fd);
+    if (written.empty()) continue;
+    const std::int64_t taken = kernel_->write(sim, written);
+    // A pipe whose reader is gone takes nothing (the child had EPIPE): that is as Linux has it.
+    if (taken == -EPIPE) continue;
+    if (taken < std::int64_t(written.size())) {
+      refuse(call, process_fd(sim),
+             "its child wrote " + std::to_string(written.size()) + " bytes to a simulated pipe that had room for " +
+                 std::to_string(std::max<std::int64_t>(taken, 0)) +
+                 "; the seam runs a child to its end before fork returns, so what it writes must fit the pipe's "
+                 "buffer (F_SETPIPE_SZ raises it to 1 MiB)");
+    }
+  }
+  if (spawn_failure != 0) return -spawn_failure;  // no child, as far as the program knows
+  // SIG_IGN or SA_NOCLDWAIT: Linux reaps the child itself, and a wait finds none (ECHILD).
+  const auto action = actions_.find(SIGCHLD);
+  const bool reaped = action != actions_.end() &&
+                      (action->second.sa_handler == SIG_IGN || (action->second.sa_flags & SA_NOCLDWAIT) != 0);
+  if (!reaped) children_.emplace_back(pid, status);
+  post_signal(SIGCHLD);
+  return pid;
+}
+
+long Seam::reap(pid_t pid, int& status, bool keep) {
+  for (auto it = children_.begin(); it != children_.end(); ++it) {
+    if (pid > 0 && it->first != pid) continue;
+    const pid_t found = it->first;
+    status = it->second;
+    if (!keep) children_.erase(it);
+    return found;
+  }
+  return -ECHILD;
+}
+
+// ---- in the child, before its exec ----
+
+void Seam::tell_parent_refused(const std::string& message) {
+  send_report(report_, Report::refused, message.data(), message.size());
+  real<void(int), "_exit">()(2);
+  __builtin_unreachable();
+}
+
+long Seam::child_close(int fd) {
+  forget(fd);
+  return 0;
+}
+
+long Seam::child_dup(int fd, int to, bool cloexec, bool lowest) {
+  // The number is taken in the real table too, as a copy of the placeholder (or of the real
+  // descriptor `fd`).
+  if (!owns(fd) && real<int(int, int, ...), "fcntl">()(fd, F_GETFD) < 0) return -EBADF;
+  int made;
+  if (lowest) {
+    made = real<int(int, int, ...), "fcntl">()(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, to);
+  } else {
+    if (fd == to) return to;
+    if (owns(to)) forget(to);
+    made = real<int(int, int, int), "dup3">()(fd, to, cloexec ? O_CLOEXEC : 0);
+  }
+  if (made < 0) return -errno;
+  if (owns(fd)) {
+    if (std::size_t(made) >= fds_.size()) fds_.resize(std::size_t(made) + 1);
+    fds_[std::size_t(made)] = fds_[std::size_t(fd)];
+    fds_[std::size_t(made)].cloexec = cloexec;
+  }
+  return made;
+}
+
+long Seam::child_fcntl(int fd, int cmd, long arg) {
+  Fd& f = fds_[std::size_t(fd)];
+  switch (cmd) {
+    case F_DUPFD: return child_dup(fd, int(arg), false, true);
+    case F_DUPFD_CLOEXEC: return child_dup(fd, int(arg), true, true);
+    case F_GETFD: return f.cloexec ? FD_CLOEXEC : 0;
+    case F_SETFD:
+      f.cloexec = (arg & FD_CLOEXEC) != 0;
+      return 0;
+    case F_GETFL: return (f.nonblocking ? O_NONBLOCK : 0) | (f.kind == Kind::pipe_read ? O_RDONLY : f.kind == Kind::pipe_write ? O_WRONLY : O_RDWR);
+    case F_SETFL:
+      f.nonblocking = (arg & O_NONBLOCK) != 0;
+      return 0;
+    default: refuse("fcntl (command " + std::to_string(cmd) + ")", fd, "a child is served only as far as its exec");
+  }
+}
+
+void Seam::spawn_failed(int error) {
+  send_report(report_, Report::spawn_error, &error, sizeof error);
+  real<void(int), "_exit">()(127);
+  __builtin_unreachable();
+}
+
+void Seam::before_exec(const char* call, bool spawning) {
+  std::map<int, int> buffers;  // simulated pipe end -> the real buffer standing for it
+  for (int fd = 0; fd < int(fds_.size()); ++fd) {
+    const Fd& f = fds_[std::size_t(fd)];
+    if (f.kind == Kind::none || f.kind == Kind::file) continue;
+    if (f.cloexec && !(spawning && f.kind == Kind::pipe_write)) continue;  // its placeholder closes at exec
+    if (f.kind != Kind::pipe_write) {
+      // One left open by oversight (a listener made without SOCK_CLOEXEC) keeps its number in the
+      // new program, as a placeholder that fails any call with EBADF. One handed over as stdin,
+      // stdout or stderr is meant for the new program, which would use it unsimulated.
+      if (fd > STDERR_FILENO) {
+        real<int(int, int, ...), "fcntl">()(fd, F_SETFD, 0);
+        continue;
+      }
+      refuse(call, fd,
+             "the child execs with a simulated descriptor as its stdin, stdout or stderr; the new program would "
+             "use it outside the simulation (the seam hands a child's exec pipes' write ends only)");
+    }
+    auto [it, made] = buffers.try_emplace(f.sim, -1);
+    if (made) {
+      it->second = ::memfd_create("loopsim-child-pipe", MFD_CLOEXEC);
+      if (it->second < 0) refuse(call, fd, std::string("the seam could not make a buffer for the pipe: ") + std::strerror(errno));
+      send_report(report_, Report::pipe_buffer, &f.sim, sizeof f.sim, it->second);
+    }
+    // Not close-on-exec: the new program writes to it. Should the exec fail, the child writes
+    // there too, as to the pipe (its error message, before _exit).
+    real<int(int, int, int), "dup3">()(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
+    fds_[std::size_t(fd)] = Fd{};
+  }
+}
+
+}  // namespace loopsim::posix

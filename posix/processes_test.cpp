@@ -1,0 +1,54 @@
+// A target's children (posix/processes.cpp): each way a server starts one, compared with Linux
+// by running the probe both ways, and what the seam refuses of a child, by name.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "posix/probe_for_tests.hpp"
+#include "sim/world.hpp"
+
+#ifdef LOOPSIM_SEAM_BUILT
+
+using namespace loopsim;
+using namespace loopsim::testing;
+
+TEST_CASE("seam: fork and exec, system, popen and posix_spawn run their children as Linux does, waited for in virtual time") {
+  const auto [native, simulated, result] = both_ways("children");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native.find("pipe2(O_CLOEXEC): 1 1\nafter F_SETFD 0: 0\n"
+                    "read \"from the child|second line|\"; waited for the child 1\n"
+                    "fork and exec: exited 3, SIGCHLD 1\nagain: ECHILD\nkilled: killed by KILL, SIGCHLD 2\n"
+                    "system: exited 5, SIGCHLD 3\npopen gave popen\npopen gave again\npclose: exited 0, SIGCHLD 4\n"
+                    "posix_spawn 0 read \"spawned|\"\nspawned: exited 0, SIGCHLD 5\n"
+                    "posix_spawn of nothing: ENOENT\nno child left: ECHILD\nignored SIGCHLD: ECHILD\n") == 0);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+  CHECK(result.stats.exit_status == 0);
+}
+
+namespace {
+std::string refused_child(const std::string& what, const std::string& target = "") {
+  return error_of(probe("child-refused\", \"" + what, "seam_probe_dynamic", target));
+}
+}  // namespace
+
+TEST_CASE("seam: a child that would need its parent meanwhile is refused by name") {
+  // A child that serves the simulation's descriptors: its copy of the simulation is frozen.
+  std::string error = refused_child("accept");
+  CHECK(error.find("probe.toml:4:8: the target's child (forked, not yet exec'd) called accept4 at ") == 0);
+  CHECK(error.find("a child is served only as far as its exec") != std::string::npos);
+  // An exec handed a simulated socket as its stdin: the new program would serve it for real.
+  error = refused_child("exec-socket");
+  CHECK(error.find("the target's child (forked, not yet exec'd) called execl on simulated descriptor 0") != std::string::npos);
+  CHECK(error.find("as its stdin, stdout or stderr") != std::string::npos);
+  // A child that never ends: stopped at target.spin_limit, and gone.
+  error = refused_child("runs-on", "spin_limit = \"300ms\"\n");
+  CHECK(error.find("the target called fork at ") != std::string::npos);
+  CHECK(error.find("its child ran for longer than target.spin_limit (300 ms of wall-clock time)") != std::string::npos);
+  // The target replacing its own program.
+  error = refused_child("exec-self");
+  CHECK(error.find("the target called execl at ") != std::string::npos);
+  CHECK(error.find("only a child's exec is served") != std::string::npos);
+}
+
+#endif  // LOOPSIM_SEAM_BUILT
