@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -111,26 +112,82 @@ void raise_descriptor_limit() {
   real<int(int, const rlimit*), "setrlimit">()(RLIMIT_NOFILE, &limit);
 }
 
+// What the seam keeps for a target that replaces its program before it has done anything the
+// simulation saw (a wrapper script's exec): the new program starts as this one did.
+struct Handover {
+  std::string start;    // loopsim's start message, consumed by this program
+  std::string preload;  // LD_PRELOAD as loopsim set it
+  int host = -1;
+  int watch = -1;       // LOOPSIM_SEAM_WATCH_FD's descriptor, kept open (close-on-exec)
+} handover;
+
+// The environment's entry `name`, and its removal, on the array itself: a program may define
+// getenv and unsetenv of its own (bash does), which would not yet see, or not change, what
+// its children inherit.
+const char* variable(const char* name) {
+  const std::size_t length = std::strlen(name);
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, name, length) == 0 && (*entry)[length] == '=') return *entry + length + 1;
+  }
+  return nullptr;
+}
+
+void remove_variable(const char* name) {
+  const std::size_t length = std::strlen(name);
+  char** kept = environ;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, name, length) == 0 && (*entry)[length] == '=') continue;
+    *kept++ = *entry;
+  }
+  if (kept != nullptr) *kept = nullptr;
+}
+
+// loopsim's start message: from loopsim, or from the program this one replaced.
+std::optional<std::string> start_message(int host) {
+  if (const char* kept = variable("LOOPSIM_SEAM_START_FD")) {
+    const int fd = std::atoi(kept);
+    remove_variable("LOOPSIM_SEAM_START_FD");
+    std::string body;
+    char chunk[65536];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd, chunk, sizeof chunk, at);
+      if (n <= 0) break;
+      body.append(chunk, std::size_t(n));
+      at += n;
+    }
+    real<int(int), "close">()(fd);
+    return body;
+  }
+  std::optional<wire::Message> start = wire::receive(host, wire::From::loopsim);
+  if (!start || start->type != wire::Type::start) return std::nullopt;
+  return start->body;
+}
+
 int host_main(int argc, char** argv, char** envp) {
-  const char* inherited = std::getenv("LOOPSIM_SEAM_FD");
+  const char* inherited = variable("LOOPSIM_SEAM_FD");
   if (inherited == nullptr) return program_main(argc, argv, envp);
   int host = std::atoi(inherited);
-  ::unsetenv("LOOPSIM_SEAM_FD");
-  ::unsetenv("LD_PRELOAD");
+  const bool resumed = variable("LOOPSIM_SEAM_START_FD") != nullptr;
+  handover.host = host;
+  if (const char* preload = variable("LD_PRELOAD")) handover.preload = preload;
+  remove_variable("LOOPSIM_SEAM_FD");
+  remove_variable("LD_PRELOAD");
   real<int(int, int, ...), "fcntl">()(host, F_SETFD, FD_CLOEXEC);
-  if (const char* watch = std::getenv("LOOPSIM_SEAM_WATCH_FD")) {
+  if (const char* watch = variable("LOOPSIM_SEAM_WATCH_FD")) {
     const int fd = std::atoi(watch);
     void* page = real<void*(void*, std::size_t, int, int, int, off_t), "mmap">()(nullptr, sizeof(sim::MainWatch),
                                                                                PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (page != MAP_FAILED) main_watch = static_cast<sim::MainWatch*>(page);
-    real<int(int), "close">()(fd);
-    ::unsetenv("LOOPSIM_SEAM_WATCH_FD");
+    real<int(int, int, ...), "fcntl">()(fd, F_SETFD, FD_CLOEXEC);
+    handover.watch = fd;
+    remove_variable("LOOPSIM_SEAM_WATCH_FD");
   }
   raise_descriptor_limit();
 
-  std::optional<wire::Message> start = wire::receive(host, wire::From::loopsim);
-  if (!start || start->type != wire::Type::start) leave(2);
-  std::istringstream in(start->body);
+  std::optional<std::string> start = start_message(host);
+  if (!start) leave(2);
+  handover.start = *start;
+  std::istringstream in(*start);
   std::string mode, arm, file, portable;
   std::getline(in, mode);
   std::getline(in, arm);
@@ -138,7 +195,7 @@ int host_main(int argc, char** argv, char** envp) {
   std::getline(in, portable);
   std::string where;
   std::getline(in, where);
-  std::string text = start->body.substr(std::min<std::size_t>(std::size_t(in.tellg()), start->body.size()));
+  std::string text = start->substr(std::min<std::size_t>(std::size_t(in.tellg()), start->size()));
 
   try {
     sim::Scenario scenario = sim::parse_scenario(text, file);
@@ -161,9 +218,15 @@ int host_main(int argc, char** argv, char** envp) {
       leave(0);
     }
     auto* world = new sim::World(scenario, arm, &chooser, true, servers);  // never destroyed: the process ends
-    if (!wire::send(host, wire::Type::report, wire::encode(report_of(*world, true)))) leave(2);
-    for (;;) {
-      std::optional<wire::Message> message = wire::receive(host, wire::From::loopsim);
+    // The program this one replaced reported the start already, and was in its first step.
+    if (!resumed && !wire::send(host, wire::Type::report, wire::encode(report_of(*world, true)))) leave(2);
+    for (bool first = true;; first = false) {
+      std::optional<wire::Message> message;
+      if (resumed && first) {
+        message = wire::Message{wire::Type::step, {}};
+      } else {
+        message = wire::receive(host, wire::From::loopsim);
+      }
       if (!message) leave(2);
       if (message->type == wire::Type::step) {
         bool stepped = world->step();
@@ -188,6 +251,26 @@ int host_main(int argc, char** argv, char** envp) {
 }
 
 }  // namespace
+
+std::vector<std::string> handover_environment() {
+  const int start = ::memfd_create("loopsim-start", 0);
+  if (start < 0) return {};
+  for (std::size_t at = 0; at < handover.start.size();) {
+    const ssize_t n = real<ssize_t(int, const void*, size_t), "write">()(start, handover.start.data() + at,
+                                                                         handover.start.size() - at);
+    if (n <= 0) return {};
+    at += std::size_t(n);
+  }
+  real<int(int, int, ...), "fcntl">()(handover.host, F_SETFD, 0);
+  std::vector<std::string> environment{"LD_PRELOAD=" + handover.preload,
+                                       "LOOPSIM_SEAM_FD=" + std::to_string(handover.host),
+                                       "LOOPSIM_SEAM_START_FD=" + std::to_string(start)};
+  if (handover.watch >= 0) {
+    real<int(int, int, ...), "fcntl">()(handover.watch, F_SETFD, 0);
+    environment.push_back("LOOPSIM_SEAM_WATCH_FD=" + std::to_string(handover.watch));
+  }
+  return environment;
+}
 
 }  // namespace loopsim::posix
 

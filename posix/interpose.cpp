@@ -70,9 +70,9 @@ long broken_pipe(long rc, int flags) {
   return rc;
 }
 
-long write_socket(const char* call, int fd, const void* buffer, size_t size, int flags) {
-  return broken_pipe(served(call, [&] { return long(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0)); }),
-                     flags);
+long write_socket(const char* call, int fd, const void* buffer, size_t size, int flags, bool addressed = false) {
+  return broken_pipe(
+      served(call, [&] { return long(current->write(fd, buffer, size, (flags & MSG_DONTWAIT) != 0, addressed)); }), flags);
 }
 
 std::size_t total(const iovec* iov, int count) {
@@ -229,7 +229,7 @@ SEAM_EXPORT int accept(int fd, sockaddr* address, socklen_t* length) {
 }
 
 SEAM_EXPORT int connect(int fd, const sockaddr* address, socklen_t length) {
-  if (owned(fd)) current->refuse("connect", fd, "outbound connections are not simulated yet");
+  if (owned(fd)) return int(served(__func__, [&] { return current->connect(fd, address, length); }));
   return real<int(int, const sockaddr*, socklen_t), "connect">()(fd, address, length);
 }
 
@@ -300,7 +300,7 @@ SEAM_EXPORT ssize_t send(int fd, const void* buffer, size_t size, int flags) {
 
 SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
                            socklen_t length) {
-  if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags);
+  if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags, address != nullptr);
   return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t), "sendto">()(fd, buffer, size, flags,
                                                                                            address, length);
 }
@@ -322,14 +322,14 @@ long read_scattered(const char* call, int fd, const iovec* iov, std::size_t coun
 }
 
 // A write of `count` buffers, as writev and sendmsg make it: one write of them all.
-long write_gathered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking) {
+long write_gathered(const char* call, int fd, const iovec* iov, std::size_t count, bool nonblocking, bool addressed = false) {
   std::vector<char> buffer;
   buffer.reserve(total(iov, int(count)));
   for (std::size_t i = 0; i < count; ++i) {
     const char* base = static_cast<const char*>(iov[i].iov_base);
     buffer.insert(buffer.end(), base, base + iov[i].iov_len);
   }
-  return served(call, [&] { return current->write(fd, buffer.data(), buffer.size(), nonblocking); });
+  return served(call, [&] { return current->write(fd, buffer.data(), buffer.size(), nonblocking, addressed); });
 }
 
 }  // namespace
@@ -373,7 +373,8 @@ SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
     if (message->msg_control != nullptr && message->msg_controllen > 0) {
       current->refuse("sendmsg with ancillary data", fd, "the seam passes no descriptors or credentials");
     }
-    return broken_pipe(write_gathered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0),
+    return broken_pipe(write_gathered(__func__, fd, message->msg_iov, message->msg_iovlen, (flags & MSG_DONTWAIT) != 0,
+                                      message->msg_name != nullptr),
                        flags);
   }
   return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);

@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "posix/interpose.hpp"
@@ -38,21 +40,42 @@ pid_t start_child(const char* call) {
   return pid_t(served(call, [&] { return current->await_child(pid_t(pid), call); }));
 }
 
-// A child's exec: its simulated descriptors made real, or refused. The target itself may not
-// exec: the new program would run without the simulation.
-void exec_prepared(const char* call) {
-  if (current == nullptr) return;
+// The environment an exec passes on. A child's exec: its simulated descriptors made real, or
+// refused, and `envp` as it is. The target's own: the new program runs the simulation in its
+// place if nothing the simulation saw has happened yet (a wrapper script: pyenv's shims, a
+// `sh -c 'exec ...'`), with what the seam needs added to `envp`; otherwise it is refused.
+struct Environment {
+  std::vector<std::string> added;
+  std::vector<char*> entries;
+};
+
+char* const* exec_environment(const char* call, char* const* envp, Environment& made) {
+  if (current == nullptr) return envp;
   if (current->forked()) {
-    current->before_exec(call, false);
-  } else if (making()) {
-    current->refuse(call, -1,
-                    "the target replaces its own program, which would then run without the seam; only a child's "
-                    "exec is served (docs/targets.md)");
+    current->before_exec(call);
+    return envp;
   }
+  if (!making()) return envp;
+  if (!current->pristine()) {
+    current->refuse(call, -1,
+                    "the target replaces its own program after the simulation saw it act (a simulated descriptor, a "
+                    "thread, a choice or virtual time passed); only one replaced at once, as a wrapper script's exec, "
+                    "runs on (docs/targets.md)");
+  }
+  made.added = loopsim::posix::handover_environment();
+  if (made.added.empty()) current->refuse(call, -1, "the seam could not hand the run over to the new program");
+  for (char* const* entry = envp; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.starts_with("LD_PRELOAD=") || text.starts_with("LOOPSIM_SEAM_")) continue;
+    made.entries.push_back(*entry);
+  }
+  for (std::string& entry : made.added) made.entries.push_back(entry.data());
+  made.entries.push_back(nullptr);
+  return made.entries.data();
 }
 
 [[noreturn]] void run_shell(const char* call, const char* command) {
-  current->before_exec(call, false);
+  current->before_exec(call);
   char* const argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(command), nullptr};
   real<int(const char*, char* const[]), "execv">()("/bin/sh", argv);
   real<void(int), "_exit">()(127);
@@ -86,7 +109,7 @@ int spawn(const char* call, pid_t* pid, const char* path, const posix_spawn_file
   const long child = current->fork_process(call);
   if (child < 0) return int(-child);
   if (child == 0) {
-    current->before_exec(call, true);
+    current->before_exec(call);
     pid_t program = 0;
     const int error = real_spawn()(&program, path, actions, attributes, argv, envp);
     if (error != 0) current->spawn_failed(error);
@@ -228,31 +251,33 @@ SEAM_EXPORT int pclose(FILE* stream) {
   return reaped(__func__, child, &status, false) < 0 ? -1 : status;
 }
 
-// ---- the exec family: a child's is served, the target's own refused ----
+// ---- the exec family: a child's is served, and the target's own at its start ----
+
+using Execve = int(const char*, char* const[], char* const[]);
 
 SEAM_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[], char* const[]), "execve">()(path, argv, envp);
+  Environment made;
+  return real<Execve, "execve">()(path, argv, exec_environment(__func__, envp, made));
 }
 
 SEAM_EXPORT int execv(const char* path, char* const argv[]) noexcept {
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[]), "execv">()(path, argv);
+  Environment made;
+  return real<Execve, "execve">()(path, argv, exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[]), "execvp">()(file, argv);
+  Environment made;
+  return real<Execve, "execvpe">()(file, argv, exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[], char* const[]), "execvpe">()(file, argv, envp);
+  Environment made;
+  return real<Execve, "execvpe">()(file, argv, exec_environment(__func__, envp, made));
 }
 
 SEAM_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
-  exec_prepared(__func__);
-  return real<int(int, char* const[], char* const[]), "fexecve">()(fd, argv, envp);
+  Environment made;
+  return real<int(int, char* const[], char* const[]), "fexecve">()(fd, argv, exec_environment(__func__, envp, made));
 }
 
 namespace {
@@ -270,8 +295,8 @@ SEAM_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
   va_start(ap, arg);
   std::vector<char*> argv = arguments(arg, ap);
   va_end(ap);
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[]), "execv">()(path, argv.data());
+  Environment made;
+  return real<Execve, "execve">()(path, argv.data(), exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
@@ -279,8 +304,8 @@ SEAM_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
   va_start(ap, arg);
   std::vector<char*> argv = arguments(arg, ap);
   va_end(ap);
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[]), "execvp">()(file, argv.data());
+  Environment made;
+  return real<Execve, "execvpe">()(file, argv.data(), exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
@@ -289,8 +314,8 @@ SEAM_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
   char* const* envp = nullptr;
   std::vector<char*> argv = arguments(arg, ap, &envp);
   va_end(ap);
-  exec_prepared(__func__);
-  return real<int(const char*, char* const[], char* const[]), "execve">()(path, argv.data(), envp);
+  Environment made;
+  return real<Execve, "execve">()(path, argv.data(), exec_environment(__func__, envp, made));
 }
 
 // ---- waits: every child ended before its fork returned ----

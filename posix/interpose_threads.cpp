@@ -17,6 +17,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -497,9 +498,68 @@ SEAM_EXPORT int timerfd_create(int clock, int flags) noexcept {
   return real<int(int, int), "timerfd_create">()(clock, flags);
 }
 
+// POSIX timers on a CPU-time clock (haproxy's watchdog, on each thread's): a target's threads
+// spend no CPU time in virtual time between their calls (a spin is caught apart, by
+// target.spin_limit), so such a timer is kept, armed as asked, and never expires. On another
+// clock it is refused by name: its expirations would come in wall-clock time.
+namespace {
+struct CpuTimer {
+  itimerspec setting{};
+};
+std::map<timer_t, CpuTimer>& cpu_timers() {
+  static std::map<timer_t, CpuTimer> timers;
+  return timers;
+}
+// A CPU-time clock: the process's or the thread's, or one of pthread_getcpuclockid's and
+// clock_getcpuclockid's (negative: Linux's CPUCLOCK encoding).
+bool cpu_clock(clockid_t clock) {
+  return clock == CLOCK_PROCESS_CPUTIME_ID || clock == CLOCK_THREAD_CPUTIME_ID || clock < 0;
+}
+bool seam_timer(timer_t timer) { return cpu_timers().count(timer) != 0; }
+}  // namespace
+
 SEAM_EXPORT int timer_create(clockid_t clock, sigevent* event, timer_t* timer) noexcept {
-  if (making()) current->refuse("timer_create", -1, "its expirations would come in wall-clock time; the seam does not serve it yet");
-  return real<int(clockid_t, sigevent*, timer_t*), "timer_create">()(clock, event, timer);
+  if (!making()) return real<int(clockid_t, sigevent*, timer_t*), "timer_create">()(clock, event, timer);
+  if (!cpu_clock(clock)) {
+    current->refuse("timer_create", -1, "on a wall clock its expirations would come in wall-clock time; the seam serves CPU-time timers only");
+  }
+  if (timer == nullptr) return int(result(-EFAULT));
+  // Numbers no kernel timer has (glibc's are small integers).
+  *timer = reinterpret_cast<timer_t>(std::intptr_t(0x10000000) + std::intptr_t(cpu_timers().size()));
+  cpu_timers()[*timer] = CpuTimer{};
+  (void)event;
+  return 0;
+}
+
+SEAM_EXPORT int timer_settime(timer_t timer, int flags, const itimerspec* value, itimerspec* old) noexcept {
+  if (!seam_timer(timer)) return real<int(timer_t, int, const itimerspec*, itimerspec*), "timer_settime">()(timer, flags, value, old);
+  if (value == nullptr) return int(result(-EFAULT));
+  if (value->it_value.tv_nsec < 0 || value->it_value.tv_nsec >= 1'000'000'000 || value->it_interval.tv_nsec < 0 ||
+      value->it_interval.tv_nsec >= 1'000'000'000) {
+    return int(result(-EINVAL));
+  }
+  CpuTimer& t = cpu_timers()[timer];
+  if (old != nullptr) *old = t.setting;
+  t.setting = *value;
+  return 0;
+}
+
+SEAM_EXPORT int timer_gettime(timer_t timer, itimerspec* value) noexcept {
+  if (!seam_timer(timer)) return real<int(timer_t, itimerspec*), "timer_gettime">()(timer, value);
+  if (value == nullptr) return int(result(-EFAULT));
+  *value = cpu_timers()[timer].setting;  // no CPU time passes: what is left stays what was set
+  return 0;
+}
+
+SEAM_EXPORT int timer_getoverrun(timer_t timer) noexcept {
+  if (!seam_timer(timer)) return real<int(timer_t), "timer_getoverrun">()(timer);
+  return 0;
+}
+
+SEAM_EXPORT int timer_delete(timer_t timer) noexcept {
+  if (!seam_timer(timer)) return real<int(timer_t), "timer_delete">()(timer);
+  cpu_timers().erase(timer);
+  return 0;
 }
 
 // ITIMER_REAL and alarm in virtual time (Seam::set_real_timer): SIGALRM comes as a scenario's

@@ -96,6 +96,7 @@ long Seam::fork_process(const char* call) {
     // here on the real kernel delivers its signals.
     for (const auto& [signal, action] : actions_) real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, &action, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // it dies with the target, as the target with loopsim
+    buffer_pipes();
     return 0;
   }
   real<int(int), "close">()(report[1]);
@@ -179,6 +180,14 @@ long Seam::await_child(pid_t pid, const char* call) {
   return pid;
 }
 
+bool Seam::pristine() const {
+  if (now() != Nanos(0) || !threads_.empty() || !trace_->events.empty()) return false;
+  for (const Fd& f : fds_) {
+    if (f.kind != Kind::none && f.kind != Kind::file) return false;
+  }
+  return true;
+}
+
 long Seam::reap(pid_t pid, int& status, bool keep) {
   for (auto it = children_.begin(); it != children_.end(); ++it) {
     if (pid > 0 && it->first != pid) continue;
@@ -247,13 +256,31 @@ void Seam::spawn_failed(int error) {
   __builtin_unreachable();
 }
 
-void Seam::before_exec(const char* call, bool spawning) {
+// The child's pipes' write ends become real buffers at once, whatever writes to them (a
+// subshell's builtins write through stdio, which no interposer sees), close-on-exec as they were.
+void Seam::buffer_pipes() {
   std::map<int, int> buffers;  // simulated pipe end -> the real buffer standing for it
   for (int fd = 0; fd < int(fds_.size()); ++fd) {
     const Fd& f = fds_[std::size_t(fd)];
-    if (f.kind == Kind::none || f.kind == Kind::file) continue;
-    if (f.cloexec && !(spawning && f.kind == Kind::pipe_write)) continue;  // its placeholder closes at exec
-    if (f.kind != Kind::pipe_write) {
+    if (f.kind != Kind::pipe_write) continue;
+    auto [it, made] = buffers.try_emplace(f.sim, -1);
+    if (made) {
+      it->second = ::memfd_create("loopsim-child-pipe", MFD_CLOEXEC);
+      if (it->second < 0) refuse("fork", fd, std::string("the seam could not make a buffer for the pipe: ") + std::strerror(errno));
+      send_report(report_, Report::pipe_buffer, &f.sim, sizeof f.sim, it->second);
+    }
+    // Should the exec fail, the child writes there too, as to the pipe (its error, before _exit).
+    real<int(int, int, int), "dup3">()(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
+    fds_[std::size_t(fd)] = Fd{};
+  }
+  for (const auto& [sim, buffer] : buffers) real<int(int), "close">()(buffer);
+}
+
+void Seam::before_exec(const char* call) {
+  for (int fd = 0; fd < int(fds_.size()); ++fd) {
+    const Fd& f = fds_[std::size_t(fd)];
+    if (f.kind == Kind::none || f.kind == Kind::file || f.cloexec) continue;  // its placeholder closes at exec
+    {
       // One left open by oversight (a listener made without SOCK_CLOEXEC) keeps its number in the
       // new program, as a placeholder that fails any call with EBADF. One handed over as stdin,
       // stdout or stderr is meant for the new program, which would use it unsimulated.
@@ -265,16 +292,6 @@ void Seam::before_exec(const char* call, bool spawning) {
              "the child execs with a simulated descriptor as its stdin, stdout or stderr; the new program would "
              "use it outside the simulation (the seam hands a child's exec pipes' write ends only)");
     }
-    auto [it, made] = buffers.try_emplace(f.sim, -1);
-    if (made) {
-      it->second = ::memfd_create("loopsim-child-pipe", MFD_CLOEXEC);
-      if (it->second < 0) refuse(call, fd, std::string("the seam could not make a buffer for the pipe: ") + std::strerror(errno));
-      send_report(report_, Report::pipe_buffer, &f.sim, sizeof f.sim, it->second);
-    }
-    // Not close-on-exec: the new program writes to it. Should the exec fail, the child writes
-    // there too, as to the pipe (its error message, before _exit).
-    real<int(int, int, int), "dup3">()(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
-    fds_[std::size_t(fd)] = Fd{};
   }
 }
 

@@ -45,10 +45,27 @@ TEST_CASE("seam: a child that would need its parent meanwhile is refused by name
   error = refused_child("runs-on", "spin_limit = \"300ms\"\n");
   CHECK(error.find("the target called fork at ") != std::string::npos);
   CHECK(error.find("its child ran for longer than target.spin_limit (300 ms of wall-clock time)") != std::string::npos);
-  // The target replacing its own program.
+  // The target replacing its own program once the simulation has seen it act (a listener).
   error = refused_child("exec-self");
   CHECK(error.find("the target called execl at ") != std::string::npos);
-  CHECK(error.find("only a child's exec is served") != std::string::npos);
+  CHECK(error.find("after the simulation saw it act") != std::string::npos);
+}
+
+TEST_CASE("seam: a wrapper that execs the server at once hands the run over, and its children inherit no seam") {
+  // bash defines getenv and unsetenv of its own: the seam's variables were once left in what
+  // its children inherit, and each child then took the seam and died (exit 2) looking for loopsim.
+  const std::string seen = temp_path("wrapper-env");
+  const sim::Scenario scenario = sim::parse_scenario(
+      "name = \"wrapper\"\nhorizon = \"1s\"\n[target]\nexec = [\"bash\", \"-c\", \"env > " + seen +
+          "; exec " + probes + "/seam_probe_dynamic names\"]\nport = 8080\n[[clients]]\nname = \"c\"\n"
+          "connect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n",
+      "wrapper.toml");
+  // The probe, run in bash's place, listens: else the run would be the error "never listened".
+  CHECK_NOTHROW(sim::run(scenario));
+  const std::string environment = file_text(seen);
+  CHECK(environment.find("PATH=") != std::string::npos);
+  CHECK(environment.find("LD_PRELOAD=") == std::string::npos);
+  CHECK(environment.find("LOOPSIM_SEAM") == std::string::npos);
 }
 
 #endif  // LOOPSIM_SEAM_BUILT

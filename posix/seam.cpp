@@ -358,6 +358,15 @@ void Seam::end_pass() {
 long Seam::socket(int domain, int type) {
   Inside inside(*this);
   if (domain != AF_INET && domain != AF_INET6) return failed(-EAFNOSUPPORT);  // docs/targets.md
+  // A UDP socket sends into a network where no one answers (haproxy's resolvers, a syslog
+  // client): always writable, never readable. Its descriptor is a wake object, never signalled.
+  if ((type & 0xf) == SOCK_DGRAM) {
+    const int sim = kernel_->wake_create();
+    if (sim < 0) return failed(sim);
+    const int fd = adopt(Kind::datagram, sim, (type & SOCK_NONBLOCK) != 0, (type & SOCK_CLOEXEC) != 0);
+    fds_[std::size_t(fd)].inet6 = domain == AF_INET6;
+    return fd;
+  }
   // Linux would serve these, and a program may go on without one as it would not live: the run
   // stops, naming the call.
   if (const int kind = type & 0xf; kind != SOCK_STREAM) {
@@ -375,7 +384,9 @@ long Seam::socket(int domain, int type) {
 long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound) return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  if (f.kind != Kind::unbound && f.kind != Kind::datagram) {
+    return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
+  }
   if (f.inet6) {  // Linux: the family checked after the length, EAFNOSUPPORT
     if (address == nullptr || length < socklen_t(sizeof(sockaddr_in6))) return failed(-EINVAL);
     if (address->sa_family != AF_INET6) return failed(-EAFNOSUPPORT);
@@ -396,6 +407,7 @@ long Seam::listen(int fd, int backlog) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
   if (f.kind == Kind::listener) return 0;  // Linux: a second listen changes only the backlog
+  if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::unbound) return failed(f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   std::uint16_t port = f.port;
   // Every client comes over IPv4: an IPv6-only listener listens where none of them connects (a
@@ -425,6 +437,7 @@ long Seam::listen(int fd, int backlog) {
 long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
+  if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::listener) return failed(f.kind == Kind::unbound || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   for (;;) {
     int sim = kernel_->accept(f.sim);
@@ -449,14 +462,15 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
 long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
+      f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
   }
   if (level == IPPROTO_IPV6) {
     if (!f.inet6 || f.kind == Kind::pair) return failed(-ENOPROTOOPT);
     if (name == IPV6_V6ONLY) {
       if (value == nullptr || length < socklen_t(sizeof(int))) return failed(-EINVAL);
-      if (f.kind != Kind::unbound) return failed(-EINVAL);  // Linux: only before the socket is bound
+      if (f.kind != Kind::unbound || f.port != 0) return failed(-EINVAL);  // Linux: only before it is bound
       int on = 0;
       std::memcpy(&on, value, sizeof on);
       f.v6only = on != 0;
@@ -477,13 +491,14 @@ long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t 
 long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* length) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
+      f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
   }
   const bool pair = f.kind == Kind::pair;  // K15's buffer: net.core.wmem_default
   if (level == SOL_SOCKET) {
     switch (name) {
-      case SO_TYPE: return put_int(value, length, SOCK_STREAM);
+      case SO_TYPE: return put_int(value, length, f.kind == Kind::datagram ? SOCK_DGRAM : SOCK_STREAM);
       case SO_ERROR: return put_int(value, length, 0);
       case SO_ACCEPTCONN: return put_int(value, length, f.kind == Kind::listener);
       case SO_DOMAIN: return put_int(value, length, pair ? AF_UNIX : f.inet6 ? AF_INET6 : AF_INET);
@@ -502,10 +517,16 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
 long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) {
+  if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
+      f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
   }
   if (address == nullptr || length == nullptr) return failed(-EFAULT);
+  if (f.kind == Kind::datagram) {
+    if (peer && !f.connected) return failed(-ENOTCONN);
+    fill_address(address, length, peer ? f.peer_port : f.port, f.inet6, !peer && f.port == 0);
+    return 0;
+  }
   if (f.kind == Kind::pair) {  // an unnamed local socket: its family alone, either end
     const sa_family_t family = AF_UNIX;
     std::memcpy(address, &family, std::min<std::size_t>(*length, sizeof family));
@@ -522,10 +543,29 @@ long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   return 0;
 }
 
+long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
+  Inside inside(*this);
+  Fd& f = *simulated(fd);
+  if (f.kind != Kind::datagram) refuse("connect", fd, "outbound connections are not simulated yet");
+  const socklen_t needed = f.inet6 ? socklen_t(sizeof(sockaddr_in6)) : socklen_t(sizeof(sockaddr_in));
+  if (address == nullptr || length < socklen_t(sizeof(sa_family_t))) return failed(-EINVAL);
+  if (address->sa_family == AF_UNSPEC) {  // Linux: dissolves the association
+    f.connected = false;
+    return 0;
+  }
+  if (length < needed) return failed(-EINVAL);
+  if (address->sa_family != (f.inet6 ? AF_INET6 : AF_INET)) return failed(-EAFNOSUPPORT);
+  f.peer_port = f.inet6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port)
+                        : ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
+  f.connected = true;
+  return 0;
+}
+
 long Seam::shutdown(int fd, int how) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
-  if (f.kind == Kind::unbound) return failed(-ENOTCONN);
+  if (f.kind == Kind::unbound || (f.kind == Kind::datagram && !f.connected)) return failed(-ENOTCONN);
+  if (f.kind == Kind::datagram) return how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR ? 0 : failed(-EINVAL);
   if (f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return failed(-EINVAL);
   if (how == SHUT_RD) return 0;  // K14 covers the sending half; the receiving half changes nothing here
@@ -565,6 +605,9 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
         }
         return sizeof(std::uint64_t);
       case Kind::pipe_write: return failed(-EBADF);
+      case Kind::datagram:  // no datagram ever comes
+        n = -EAGAIN;
+        break;
       case Kind::listener:
       case Kind::unbound: return failed(-ENOTCONN);
       default: return failed(-EINVAL);
@@ -581,7 +624,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
   }
 }
 
-long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now) {
+long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now, bool addressed) {
   Inside inside(*this);
   Fd& f = *simulated(fd);
   bool nonblocking = f.nonblocking || nonblocking_now;
@@ -595,6 +638,10 @@ long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_no
     return sizeof value;
   }
   if (f.kind == Kind::pipe_read) return failed(-EBADF);
+  if (f.kind == Kind::datagram) {  // sent whole, to no one: UDP's largest datagram is 65,507 bytes
+    if (!f.connected && !addressed) return failed(-EDESTADDRREQ);
+    return size > 65507 ? failed(-EMSGSIZE) : long(size);
+  }
   if (f.kind == Kind::listener || f.kind == Kind::unbound) return failed(-ENOTCONN);
   if (f.kind != Kind::socket && f.kind != Kind::pipe_write && f.kind != Kind::pair) return failed(-EINVAL);
   if (size == 0) return 0;

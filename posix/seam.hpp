@@ -59,7 +59,7 @@ F* real() {
 
 class Seam final : public sim::ForeignServer {
  private:
-  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file, pair };
+  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file, pair, datagram };
 
  public:
   Seam(const sim::Scenario& scenario, int (*main)(int, char**, char**), int argc, char** argv, char** envp,
@@ -99,9 +99,13 @@ class Seam final : public sim::ForeignServer {
   long getsockopt(int fd, int level, int name, void* value, socklen_t* length);
   long sockname(int fd, sockaddr* address, socklen_t* length, bool peer);
   long shutdown(int fd, int how);
+  // connect(2): on a UDP socket it names where its datagrams go (nowhere, below); on a TCP one it
+  // is refused by name (no outbound connections yet).
+  long connect(int fd, const sockaddr* address, socklen_t length);
   // With `peek` (recv's MSG_PEEK, on a socket or a socket pair): the bytes stay to be read.
   long read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek = false);
-  long write(int fd, const void* from, std::size_t size, bool nonblocking_now);
+  // `addressed`: sendto or sendmsg named where it goes (a UDP socket need not be connected).
+  long write(int fd, const void* from, std::size_t size, bool nonblocking_now, bool addressed = false);
   long close(int fd);
   long poller_create(int flags);  // EPOLL_CLOEXEC
   long poller_control(int poller, int op, int fd, const epoll_event* event);
@@ -243,15 +247,18 @@ class Seam final : public sim::ForeignServer {
   long child_dup(int fd, int to, bool cloexec, bool lowest);
   long child_fcntl(int fd, int cmd, long arg);
   // In the child, at exec: each simulated descriptor the new program would keep (not
-  // close-on-exec) becomes a real one. A pipe's write end writes to a buffer the parent
-  // delivers; any other stays a placeholder (EBADF to any call), or is refused by name as the
-  // new program's stdin, stdout or stderr (it would be used unsimulated).
-  // `spawning` (posix_spawn, whose file actions may duplicate a close-on-exec one): every
-  // pipe's write end becomes its buffer, its flag kept, and the rest are left to close.
-  void before_exec(const char* call, bool spawning);
+  // close-on-exec) stays a placeholder there (EBADF to any call), or is refused by name as the
+  // new program's stdin, stdout or stderr (it would be used unsimulated). Pipes' write ends
+  // were made real buffers at the fork (buffer_pipes), whose bytes the parent delivers.
+  void before_exec(const char* call);
   // In the child: posix_spawn failed with `error`, which the parent's call returns; no child is
   // left to wait for.
   [[noreturn]] void spawn_failed(int error);
+  // Whether nothing the simulation sees has happened yet: no virtual time has passed, and there
+  // is no simulated descriptor, no thread and nothing in the trace. A target that execs then (a
+  // wrapper script) is replaced by the new program, which starts the run as if it had been the
+  // target (posix/host.cpp, handover_environment).
+  bool pristine() const;
   // waitpid(2), wait4(2) and waitid(2)'s P_PID and P_ALL (pid -1) on the program's children:
   // each ended before its fork returned, so there is never anything to wait for. The child's
   // pid, with its wait status in `status`; -ECHILD when none is left to reap. With `keep`
@@ -274,6 +281,8 @@ class Seam final : public sim::ForeignServer {
     bool cloexec = false;       // FD_CLOEXEC, as the program set it
     bool inet6 = false;         // an AF_INET6 socket (its clients come over IPv4)
     bool v6only = false;        // ...IPV6_V6ONLY: net.ipv6.bindv6only's 0 until set
+    bool connected = false;     // a UDP socket: connect named its peer
+    std::uint16_t peer_port = 0;
     bool semaphore = false;     // eventfd: EFD_SEMAPHORE
     bool linger_zero = false;   // SO_LINGER {1, 0}: close resets
     bool request_open = false;  // a read took bytes since the last write (the trace's request)
@@ -357,6 +366,7 @@ class Seam final : public sim::ForeignServer {
   int report_ = -1;        // in a forked child: its socket to the parent, for refusals and pipes
   int child_report_ = -1;  // in the parent, between fork_process and await_child: the other end
   [[noreturn]] void tell_parent_refused(const std::string& message);
+  void buffer_pipes();  // in the child, at the fork
   // The run stops (exit status 2) with `message`, from the parent; from a child, its parent stops it.
   [[noreturn]] void stop_run(const std::string& message);
   // ITIMER_REAL: when it runs out next (-1: disarmed), and its interval. Each arming counts
@@ -379,6 +389,11 @@ class Seam final : public sim::ForeignServer {
   int exit_status_ = 0;  // ...with this status
   Nanos ended_at_{0};
 };
+
+// For a target replaced by exec before it did anything the simulation saw: the environment the
+// new program needs to start the run in its place (the seam preloaded, loopsim's descriptors
+// kept open, and the start message it would otherwise wait for). Empty if it could not be made.
+std::vector<std::string> handover_environment();
 
 // The Seam of this process, while a simulation runs in it; null otherwise.
 extern Seam* current;

@@ -588,7 +588,7 @@ TEST_CASE("seam: sendfile from a real file onto a simulated socket answers as Li
 TEST_CASE("seam: an fcntl command, an ioctl request or a socket type it does not serve is refused by its name") {
   CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
   CHECK(error_of(probe("fioasync")).find("the target called ioctl(FIOASYNC) on simulated descriptor") != std::string::npos);
-  CHECK(error_of(probe("udp")).find("the target called socket(AF_INET, SOCK_DGRAM)") != std::string::npos);
+  CHECK(error_of(probe("raw-socket")).find("the target called socket(AF_INET, SOCK_RAW)") != std::string::npos);
 }
 
 TEST_CASE("seam: epoll_wait and futex given bad pointers fail EFAULT, as Linux says, not SIGSEGV in the seam") {

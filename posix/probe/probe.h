@@ -19,3 +19,7 @@ int reraise_mode(void);
  * them. */
 int children_mode(int alone);
 int child_refused_mode(const char* what);
+
+/* posix/probe/socket_probe.c: an IPv6 listener, and a CPU-time timer. */
+int families_mode(int alone);
+int datagrams_mode(void);

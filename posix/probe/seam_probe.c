@@ -573,6 +573,8 @@ int main(int argc, char** argv) {
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
   if (strcmp(what, "timers") == 0) return timers_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);
+  if (strcmp(what, "families") == 0) return families_mode(alone);
+  if (strcmp(what, "datagrams") == 0) return datagrams_mode();
   if (strcmp(what, "child-refused") == 0) return child_refused_mode(argc > 2 ? argv[2] : "");
   if (strcmp(what, "alarm-dies") == 0) return alarm_dies_mode(alone);
   if (strcmp(what, "reraise") == 0) return reraise_mode();
@@ -646,8 +648,8 @@ int main(int argc, char** argv) {
     ioctl(s, FIOASYNC, &on);
     return 0;
   }
-  if (strcmp(what, "udp") == 0) {  /* haproxy's default resolvers */
-    printf("udp socket %d\n", socket(AF_INET, SOCK_DGRAM, 0));
+  if (strcmp(what, "raw-socket") == 0) {  /* ping's */
+    printf("raw socket %d\n", socket(AF_INET, SOCK_RAW, IPPROTO_ICMP));
     return 0;
   }
   if (strcmp(what, "nothing") == 0) return 0;
