@@ -156,6 +156,7 @@ struct SpinState {
   std::optional<Nanos> next;  // the next wait was called then
   std::int64_t run = 0;       // idle passes in a row
   std::uint64_t run_from = 0; // the first pass of the run
+  std::size_t run_from_event = 0;  // ...and its wait's events, for when the run began
   // A hot accept loop never waits at all: failed accepts in a row, with no wait between them
   // (libuv 1.44 under an EMFILE window).
   std::int64_t failed_accepts = 0;
@@ -417,7 +418,10 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       if (s.open) {
         bool quick = s.began && s.next && *s.next - *s.began <= sim::spin_pass_max;
         bool idle = quick && (e->work >= 0 ? e->work == 0 : !s.progress);
-        if (idle && s.run == 0) s.run_from = s.pass;
+        if (idle && s.run == 0) {
+          s.run_from = s.pass;
+          s.run_from_event = s.returned;
+        }
         s.run = idle ? s.run + 1 : 0;
         if (s.run == v.bound + 1) breaks_at(v, s.returned);
         if (s.run > v.measured) {
@@ -425,7 +429,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
           worst = "worker " + std::to_string(e->worker) + " made " + std::to_string(s.run) +
                   " passes in a row that returned at once and got nothing done (passes " +
                   std::to_string(s.run_from) + "–" + std::to_string(s.pass) + ", from " +
-                  ms_text(sim::time_of(trace.events[s.returned])) + ")";
+                  ms_text(sim::time_of(trace.events[s.run_from_event])) + ")";
         }
       }
       s.open = true;

@@ -261,6 +261,16 @@ TEST_CASE("no_spin: a level-triggered listener under EMFILE, returned at once by
   CHECK(v.detail.find("worker 0 made 6 passes in a row that returned at once and got nothing done") == 0);
 }
 
+TEST_CASE("no_spin says when the spin began, not when its last pass did") {
+  Passes p;
+  p.wait(1s, 1s, 0);
+  p.emfile_passes(600);  // a failing accept costs 1 us: the last pass begins at 1000.6 ms
+  p.wait(1s, 0ns, 0);
+  Verdict v = no_spin(p.t, count_bounds({}, 3));
+  INFO(v.detail);
+  CHECK(v.detail.find(", from 1000.0 ms)") != std::string::npos);
+}
+
 TEST_CASE("no_spin: a level-triggered descriptor never drained under wait(-1) spins") {
   Passes p;
   for (int i = 0; i < 5; ++i) p.wait(wait_forever, 0ns, 0, {7});

@@ -377,6 +377,8 @@ long loopsim::posix::calls::futex_call(const long* a) {
 
 SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sigaction* old) noexcept {
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
+  // The seam's own, as glibc keeps SIGRTMIN's first two: EINVAL, as glibc says of those.
+  if (current != nullptr && signal == loopsim::posix::preempt_signal() && action != nullptr) return int(result(-EINVAL));
   return real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, action, old);
 }
 
@@ -407,14 +409,25 @@ int masked(int rc, bool main) {
 }
 }  // namespace
 
+// The preemption signal is never blocked: a thread that spins must hear it.
+const sigset_t* unblocking_preemption(int how, const sigset_t* set, sigset_t& copy) {
+  if (set == nullptr || current == nullptr || how == SIG_UNBLOCK) return set;
+  copy = *set;
+  sigdelset(&copy, loopsim::posix::preempt_signal());
+  return &copy;
+}
+
 SEAM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   const bool main = on_main();
-  return masked(real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(how, set, old), main);
+  sigset_t copy;
+  return masked(real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(how, unblocking_preemption(how, set, copy), old),
+                main);
 }
 
 SEAM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   const bool main = on_main();
-  return masked(real<int(int, const sigset_t*, sigset_t*), "sigprocmask">()(how, set, old), main);
+  sigset_t copy;
+  return masked(real<int(int, const sigset_t*, sigset_t*), "sigprocmask">()(how, unblocking_preemption(how, set, copy), old), main);
 }
 
 SEAM_EXPORT int sigpending(sigset_t* set) noexcept {

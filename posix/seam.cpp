@@ -124,6 +124,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   set_engine_thread();
+  install_preemption();
   thread_ = scheduler.spawn("target", [this] {
     main_running(true);
     exited(main_(argc_, argv_, envp_));

@@ -184,6 +184,10 @@ class Seam final : public sim::ForeignServer {
   void switch_point();
   // sched_yield: whoever else may run now runs first.
   void yield_thread();
+  // A target thread, main() included, that ran sim::spin_slice of its own CPU time without a
+  // call gives way, from the preemption signal's handler: it has spent sim::spin_cost of virtual
+  // time, and whoever can run meanwhile runs (the thread holding the lock it spins on).
+  void spin_yield();
   // The index of the target thread the running simulated thread stands for (0: main()).
   int worker() const;
 

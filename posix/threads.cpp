@@ -2,7 +2,10 @@
 // joins and waits (posix/threads.hpp).
 #include "posix/threads.hpp"
 
+#include <link.h>
 #include <linux/futex.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -10,9 +13,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "base/assert.hpp"
 #include "posix/seam.hpp"
+#include "sim/target.hpp"
 #include "sim/target_wire.hpp"
 
 namespace loopsim::posix {
@@ -34,12 +39,74 @@ std::int64_t clock_ns(clockid_t clock) {
   return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+// ---- preemption: a thread that spins gives way ----
+
+// The text of libc, the dynamic loader and the seam: a thread interrupted there may hold one of
+// their real locks (malloc's, the loader's), which the thread run next could need. Filled at the
+// start, read by the handler (no lock, no allocation).
+struct Range {
+  std::uintptr_t from = 0, to = 0;
+};
+Range runtime[16];
+int runtime_count = 0;
+
+int note_runtime(dl_phdr_info* info, std::size_t, void*) {
+  const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const bool ours = name.find("/libc.so") != std::string_view::npos || name.find("/ld-linux") != std::string_view::npos ||
+                    name.find("libloopsim_seam") != std::string_view::npos ||
+                    name.find("/libpthread.so") != std::string_view::npos ||
+                    name.find("/libstdc++.so") != std::string_view::npos || name.find("/libgcc_s.so") != std::string_view::npos;
+  if (!ours) return 0;
+  for (int i = 0; i < info->dlpi_phnum && runtime_count < int(std::size(runtime)); ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD || (segment.p_flags & PF_X) == 0) continue;
+    runtime[runtime_count++] = {info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz};
+  }
+  return 0;
+}
+
+bool in_runtime(std::uintptr_t pc) {
+  for (int i = 0; i < runtime_count; ++i) {
+    if (pc >= runtime[i].from && pc < runtime[i].to) return true;
+  }
+  return false;
+}
+
+// The thread has spun a slice: where it was interrupted in the program's own code, it gives way
+// (Seam::spin_yield, on its proxy); in the runtime's, it goes on, and its proxy asks again.
+void on_preempt(int, siginfo_t*, void* context) {
+#if defined(__x86_64__)
+  const auto pc = std::uintptr_t(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  const auto pc = std::uintptr_t(static_cast<ucontext_t*>(context)->uc_mcontext.pc);
+#else
+  const std::uintptr_t pc = 0;
+#endif
+  const int saved = errno;
+  if (TargetThread* t = running) {
+    if (!t->preempt.load(std::memory_order_acquire) || pc == 0 || in_runtime(pc)) return;
+    t->preempt.store(false, std::memory_order_release);
+    t->spun = true;
+    current->on_engine([] { current->spin_yield(); });
+  } else if (engine_here && current != nullptr && main_watch != nullptr && current->in_target()) {
+    // main(), on the engine's own OS thread: it gives way from here, its fiber switched out
+    // inside the handler, and the handler returns when main() is run again.
+    if (pc == 0 || in_runtime(pc) || main_watch->preempt.exchange(0, std::memory_order_acq_rel) == 0) return;
+    current->spin_yield();
+  }
+  errno = saved;
+}
+
 // The OS thread of a target thread: waits for the baton, runs the program's start routine,
 // and tells its proxy when it ends (by return, or by pthread_exit's unwinding).
 void* trampoline(void* argument) {
   auto* t = static_cast<TargetThread*>(argument);
   t->run.take();
   running = t;
+  sigset_t preempting;
+  sigemptyset(&preempting);
+  sigaddset(&preempting, preempt_signal());
+  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_UNBLOCK, &preempting, nullptr);
   struct Finish {
     TargetThread* t;
     ~Finish() {
@@ -53,6 +120,18 @@ void* trampoline(void* argument) {
 }
 
 }  // namespace
+
+int preempt_signal() { return SIGRTMAX - 2; }
+
+void install_preemption() {
+  runtime_count = 0;
+  dl_iterate_phdr(note_runtime, nullptr);
+  struct sigaction action{};
+  action.sa_sigaction = on_preempt;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&action.sa_mask);
+  real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(preempt_signal(), &action, nullptr);
+}
 
 TargetThread* this_thread() { return running; }
 bool on_engine_thread() { return engine_here; }
@@ -146,15 +225,28 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
 }
 
 void Seam::run_thread(TargetThread& t) {
+  std::int64_t spinning = 0;  // CPU time the thread has run since its last call (its slices)
   for (;;) {
     t.run.give();
     // The spin watch counts the thread's own CPU time, so that a loaded machine judges as an
-    // idle one does.
+    // idle one does. Each slice of it without a call, the thread is asked to give way, as
+    // Linux preempts a thread that spins on a lock another holds; past spin_limit it is a spin
+    // that nothing ends.
     const Nanos limit = scenario_.target->spin_limit;
     clockid_t cpu = CLOCK_MONOTONIC;
     if (pthread_getcpuclockid(t.os, &cpu) != 0) cpu = CLOCK_MONOTONIC;
-    if (!t.back.take(std::max<std::int64_t>(limit.count(), 1), cpu)) spun("thread " + std::to_string(t.index), limit);
+    for (;;) {
+      const std::int64_t slice = std::max<std::int64_t>(std::min(sim::spin_slice.count(), limit.count() - spinning), 1);
+      if (t.back.take(slice, cpu)) break;
+      spinning += slice;
+      if (spinning >= limit.count()) spun("thread " + std::to_string(t.index), limit);
+      t.preempt.store(true, std::memory_order_release);
+      real<int(pthread_t, int), "pthread_kill">()(t.os, preempt_signal());
+    }
+    t.preempt.store(false, std::memory_order_release);
     if (t.finished) break;
+    if (!t.spun) spinning = 0;  // a call of its own: it did not spin
+    t.spun = false;
     Request request = std::exchange(t.request, Request{});
     LOOPSIM_ASSERT(request.call != nullptr);
     request.call(request.object);
@@ -171,8 +263,8 @@ void Seam::spun(const std::string& who, Nanos limit) {
   sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
                           scenario_.position_of({"target.spin_limit", "target.exec"}) + ": the target's " + who +
                               where(-1) + " ran for " + ms +
-                              " of its own CPU time without a call the simulation serves: a spin, which "
-                              "virtual time cannot move past (target.spin_limit)");
+                              " of its own CPU time without a call the simulation serves, giving way each 100 ms "
+                              "of it: a spin that nothing ends (target.spin_limit)");
   real<void(int), "_exit">()(2);
   __builtin_unreachable();
 }
@@ -239,5 +331,8 @@ void Seam::switch_point() {
 }
 
 void Seam::yield_thread() { scheduler_->sleep_until(now()); }
+
+// Not a call: main()'s watch goes on counting its spin, and a thread's proxy its slices.
+void Seam::spin_yield() { scheduler_->sleep_until(now() + sim::spin_cost); }
 
 }  // namespace loopsim::posix

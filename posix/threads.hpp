@@ -52,7 +52,19 @@ struct TargetThread {
   Baton run;   // the thread may run
   Baton back;  // the engine may run: a request waits, or the thread finished
   Request request;
+  // Its proxy asks it to give way: it has run a spin slice of its own CPU time without a call
+  // (posix/threads.cpp, the preemption signal's handler).
+  std::atomic<bool> preempt{false};
+  bool spun = false;  // its last request was a spin's yield, not a call of its own
 };
+
+// The real-time signal the seam sends a target thread that spins, so that it gives way as a
+// thread Linux preempts does (SIGRTMAX - 2: glibc keeps the lowest for itself). The program's
+// masks never block it.
+int preempt_signal();
+// At the seam's start: the handler of preempt_signal, and the address ranges of the code it never
+// preempts (libc, the dynamic loader, the seam itself: their locks are real).
+void install_preemption();
 
 // The target's thread this OS thread runs, or null (the engine's OS thread, or one the
 // simulation does not run).

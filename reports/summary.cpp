@@ -79,17 +79,22 @@ std::string show(std::int64_t value, checker::Unit unit) {
 }
 
 void print_table(const RunReport& report, std::ostream& out) {
-  std::size_t arm_width = 5;
-  for (const ArmReport& arm : report.arms) arm_width = std::max(arm_width, arm.name.size() + 2);
-  out << pad("arm", arm_width) << pad("property", 21) << pad("of", 8) << pad("measured", 12)
+  // The arm and `of` columns are as wide as their widest name: a group named "keepalive" ran
+  // into its measurement when `of` was fixed at 8.
+  std::size_t arm_width = 5, of_width = 8;
+  for (const ArmReport& arm : report.arms) {
+    arm_width = std::max(arm_width, arm.name.size() + 2);
+    for (const checker::Verdict& v : arm.verdicts) of_width = std::max(of_width, v.of.size() + 2);
+  }
+  out << pad("arm", arm_width) << pad("property", 21) << pad("of", of_width) << pad("measured", 12)
       << pad("bound", 26) << "verdict\n";
   for (const ArmReport& arm : report.arms) {
-    if (!arm.error.empty()) out << pad(arm.name, arm_width) << pad("-", 21) << pad("", 8) << pad("-", 12) << pad("-", 26) << "ERROR (below)\n";
+    if (!arm.error.empty()) out << pad(arm.name, arm_width) << pad("-", 21) << pad("", of_width) << pad("-", 12) << pad("-", 26) << "ERROR (below)\n";
     for (const checker::Verdict& v : arm.verdicts) {
       std::string bound = v.property == "answered" ? "0" : show(v.bound, v.unit);
       // Bounds written in requests or batches also show what they came to.
       if (v.bound_text.find(' ') != std::string::npos) bound += " (" + v.bound_text + ")";
-      out << pad(arm.name, arm_width) << pad(v.property, 21) << pad(v.of, 8)
+      out << pad(arm.name, arm_width) << pad(v.property, 21) << pad(v.of, of_width)
           << pad(show(v.measured, v.unit), 12) << pad(bound, 26) << verdict_word(arm, v) << '\n';
     }
   }

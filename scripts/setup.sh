@@ -9,7 +9,7 @@ packages=(
   spin
   clang libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes (fuzz/), symbolized stacks
   libuv1-dev libevent-dev nginx-light python3  # the example targets (examples/), run on the seam
-  redis-server memcached lighttpd nodejs mosquitto
+  redis-server memcached lighttpd nodejs mosquitto haproxy beanstalkd python3-tornado
   dpkg-dev file systemd man-db  # the package stage: dpkg-shlibdeps, CPack's ELF check, systemd-analyze, man
   jq  # the determinism stage reads each scenario's arms from loopsim run --json
 )

@@ -46,9 +46,19 @@ inline constexpr std::string_view target_died = "target_died";
 // that loopsim can see a main() that spins. main() runs on the engine's own OS thread, so
 // nothing in the target could watch it but another thread, and a thread of the seam's own
 // there made a target's thread schedules replay otherwise under load.
+// A target's thread, main() included, that runs this much of its own CPU time without a call
+// the simulation serves is asked to give way (by a real-time signal, SIGRTMAX - 2, which the
+// seam handles), as Linux preempts a thread that spins on a lock another holds; giving way costs
+// it spin_cost of virtual time. target.spin_limit of it in all, a spin nothing ends, is an error.
+inline constexpr Nanos spin_slice = std::chrono::milliseconds(100);
+inline constexpr Nanos spin_cost = std::chrono::milliseconds(1);
+
 struct MainWatch {
   std::atomic<std::uint64_t> runs{0};            // odd while main() runs the program's code
   std::atomic<std::int64_t> since_virtual_ns{0};  // virtual time when it last went in
+  // Set by loopsim before it signals main() to give way: it has spun a slice of its CPU time
+  // (posix/threads.cpp, preempt_signal).
+  std::atomic<std::uint32_t> preempt{0};
 };
 
 class TargetProcess {
@@ -107,6 +117,7 @@ class TargetProcess {
   // main()'s own CPU time where the kernel says it (main_cpu_ns), or else the machine's time.
   void watch_main(std::uint64_t& seen, std::int64_t& since);
   std::int64_t watch_clock_ns() const;
+  std::int64_t preempted_ns_ = 0;  // watch_clock_ns when main() was last asked to give way
   // CPU time the program's main thread has run (/proc/PID/task/PID/schedstat), ns; -1 if unsaid.
   std::int64_t main_cpu_ns() const;
 };

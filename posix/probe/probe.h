@@ -23,3 +23,6 @@ int child_refused_mode(const char* what);
 /* posix/probe/socket_probe.c: an IPv6 listener, and a CPU-time timer. */
 int families_mode(int alone);
 int datagrams_mode(void);
+
+/* posix/probe/spin_probe.c: threads that spin on each other in user space. */
+int spins_mode(int alone);
