@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -79,6 +80,15 @@ std::size_t total(const iovec* iov, int count) {
   std::size_t n = 0;
   for (int i = 0; i < count; ++i) n += iov[i].iov_len;
   return n;
+}
+
+// getrandom's bytes, from the scenario's seed (Seam::random_bytes). Linux gives at most 32 MiB - 1
+// a call from the urandom source.
+long random_into(void* buffer, size_t size) {
+  if (buffer == nullptr && size > 0) return result(-EFAULT);
+  const size_t n = std::min<size_t>(size, 33554431);
+  current->random_bytes(buffer, n);
+  return long(n);
 }
 
 // A child the seam cannot hold until it ends (posix/processes.cpp): only libc's fork, vfork,
@@ -686,6 +696,9 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
       case SYS_futex:
         if (making()) return futex_call(a);
         break;
+      case SYS_getrandom:
+        if (making()) return random_into(reinterpret_cast<void*>(a[0]), size_t(a[1]));
+        break;
       case SYS_fork: refuse_process("syscall(SYS_fork)"); break;
       case SYS_vfork: refuse_process("syscall(SYS_vfork)"); break;
       case SYS_clone:
@@ -699,6 +712,21 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
     }
   }
   return real<long(long, ...), "syscall">()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+// ---- randomness: the scenario's seed, not the machine's entropy ----
+
+SEAM_EXPORT ssize_t getrandom(void* buffer, size_t size, unsigned int flags) noexcept {
+  if (making()) return random_into(buffer, size);
+  return real<ssize_t(void*, size_t, unsigned int), "getrandom">()(buffer, size, flags);
+}
+
+SEAM_EXPORT int getentropy(void* buffer, size_t size) noexcept {
+  if (making()) {
+    if (size > 256) return int(result(-EIO));  // glibc's, as its man page says
+    return random_into(buffer, size) < 0 ? -1 : 0;
+  }
+  return real<int(void*, size_t), "getentropy">()(buffer, size);
 }
 
 // ---- clocks and sleeps ----

@@ -192,6 +192,19 @@ Nanos Seam::sleep(Nanos duration) {
   }
 }
 
+void Seam::random_bytes(void* into, std::size_t size) {
+  // splitmix64: integer arithmetic only, the same on every machine.
+  if (random_state_ == 0) random_state_ = scenario_.seed ^ 0x6c6f6f7073696d21ULL;
+  auto* bytes = static_cast<unsigned char*>(into);
+  for (std::size_t at = 0; at < size; at += 8) {
+    std::uint64_t z = (random_state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    std::memcpy(bytes + at, &z, std::min<std::size_t>(8, size - at));
+  }
+}
+
 int Seam::descriptor_limit() const { return kernel_->descriptor_limit(); }
 
 std::uint64_t Seam::descriptor_hard_limit() const {

@@ -229,6 +229,10 @@ class Seam final : public sim::ForeignServer {
   // wait for main() to return from a call.
   void add_pending(sigset_t& into) const;
 
+  // getrandom(2) and getentropy(3): bytes of a stream seeded by the scenario's seed, so that a
+  // program's own randomness (Python's hash seed, its random module) replays with the run.
+  void random_bytes(void* into, std::size_t size);
+
   // ---- processes (posix/processes.cpp) ----
 
   // fork(2) and its kin, on the calling thread: a real child that runs to its end before the
@@ -375,6 +379,7 @@ class Seam final : public sim::ForeignServer {
   [[noreturn]] void stop_run(const std::string& message);
   // ITIMER_REAL: when it runs out next (-1: disarmed), and its interval. Each arming counts
   // one more, so that a happening scheduled for an earlier arming does nothing.
+  std::uint64_t random_state_ = 0;  // splitmix64's; 0 until first used
   Nanos timer_due_{-1};
   Nanos timer_interval_{0};
   std::uint64_t timer_armings_ = 0;

@@ -1,5 +1,6 @@
 // Sockets beyond IPv4 TCP (posix/seam.cpp): an IPv6 listener compared with Linux by running the
-// probe both ways, a UDP socket into a network where no one answers, and a CPU-time timer.
+// probe both ways, a UDP socket into a network where no one answers, and a CPU-time timer. And
+// the program's own entropy, which replays with the run's seed.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -33,6 +34,47 @@ TEST_CASE("seam: a UDP socket sends whole datagrams to no one, and none comes ba
         "SO_TYPE SOCK_DGRAM\nsend before connect -1 EDESTADDRREQ\nsendto 5 ok\nconnect 0 ok\nsend 5 ok\n"
         "recv -1 EAGAIN\nlisten -1 EOPNOTSUPP\npeer port 53\n");
   CHECK(result.stats.accepted == 1);
+}
+
+namespace {
+std::string entropy_with_seed(std::uint64_t seed) {
+  const std::string prefix = temp_path("seam-entropy-" + std::to_string(seed));
+  sim::Scenario scenario = probe("entropy");
+  scenario.seed = seed;
+  sim::set_target_output(prefix);
+  sim::run(scenario);
+  sim::set_target_output("");
+  return file_text(prefix + ".base.stdout");
+}
+}  // namespace
+
+TEST_CASE("seam: getrandom, getentropy and the addresses replay with the seed") {
+  const std::string first = entropy_with_seed(1);
+  INFO(first);
+  CHECK(first.find("getrandom 16\nbytes ") == 0);
+  CHECK(first.find("getentropy 0\n") != std::string::npos);
+  CHECK(first.find("syscall 16\n") != std::string::npos);
+  CHECK(entropy_with_seed(1) == first);  // the bytes and the heap's and stack's addresses
+  const std::string other = entropy_with_seed(2);
+  CHECK(other.substr(0, other.find("heap")) != first.substr(0, first.find("heap")));
+}
+
+TEST_CASE("seam: a target's windows are drawn from the run's seed, not the file's") {
+  // The target's process was sent the file's text, whose seed is the file's: --seed changed
+  // nothing a target's process draws.
+  auto first_connect = [](std::uint64_t seed) {
+    sim::Scenario scenario = sim::parse_scenario(
+        "name = \"windows\"\nseed = 1\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+            "/seam_probe_dynamic\", \"names\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms..100ms\"\n",
+        "windows.toml");
+    scenario.seed = seed;
+    const std::string trace = jsonl(sim::run(scenario).trace);
+    const std::size_t at = trace.find("\"ev\":\"connect\"");
+    REQUIRE(at != std::string::npos);
+    return trace.substr(trace.rfind("{\"t\":", at), at - trace.rfind("{\"t\":", at));
+  };
+  CHECK(first_connect(1) == first_connect(1));
+  CHECK(first_connect(1) != first_connect(2));
 }
 
 #endif  // LOOPSIM_SEAM_BUILT

@@ -26,3 +26,6 @@ int datagrams_mode(void);
 
 /* posix/probe/spin_probe.c: threads that spin on each other in user space. */
 int spins_mode(int alone);
+
+/* posix/probe/entropy_probe.c: getrandom's bytes, and where memory lies. */
+int entropy_mode(void);

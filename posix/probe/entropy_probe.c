@@ -1,0 +1,33 @@
+/* The probe's entropy mode: what getrandom, getentropy and the raw system call give, and where
+ * the program's memory lies, printed so that two runs can be compared (posix/sockets_test.cpp). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static void hex(const char* what, const unsigned char* bytes, size_t n) {
+  printf("%s ", what);
+  for (size_t i = 0; i < n; ++i) printf("%02x", bytes[i]);
+  printf("\n");
+}
+
+int entropy_mode(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listen_on(8080);
+  unsigned char bytes[16];
+  printf("getrandom %zd\n", getrandom(bytes, sizeof bytes, 0));
+  hex("bytes", bytes, sizeof bytes);
+  printf("getentropy %d\n", getentropy(bytes, sizeof bytes));
+  hex("bytes", bytes, sizeof bytes);
+  printf("syscall %ld\n", syscall(SYS_getrandom, bytes, sizeof bytes, 0));
+  hex("bytes", bytes, sizeof bytes);
+  void* heap = malloc(64);
+  printf("heap %p stack %p\n", heap, (void*)bytes);
+  free(heap);
+  close(accept_one(listener));
+  return 0;
+}
