@@ -215,10 +215,10 @@ class Seam final : public sim::ForeignServer {
   // pause(2) (`mask` null) and sigsuspend(2), on main(): waits, in virtual time and under
   // `mask` if given, until a signal is delivered (its handler run under that mask); -EINTR.
   long suspend(const char* call, const sigset_t* mask);
-  // sigwaitinfo(2) and sigtimedwait(2) on main(): waits for a signal of `set` and takes it, its
-  // handler not run; its number. A signal outside `set` that main() does not block cuts the
-  // wait short (-EINTR; its handler runs as the call returns), and so does the end of
-  // `timeout` (-EAGAIN; none: no end).
+  // sigwaitinfo(2) and sigtimedwait(2), on any thread: waits for a signal of `set` and takes it,
+  // its handler not run; its number. On main(), a signal outside `set` that main() does not
+  // block cuts the wait short (-EINTR; its handler runs as the call returns); the end of
+  // `timeout` does (-EAGAIN; none: no end).
   long wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout = std::nullopt);
   // ITIMER_REAL in virtual time (setitimer, getitimer, alarm): SIGALRM when its value runs out,
   // then again every `interval` if that is above zero. Zero disarms it. Sets `left` and
@@ -365,7 +365,8 @@ class Seam final : public sim::ForeignServer {
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
   std::uint64_t blocked_ = 0;   // main()'s signal mask, for the seam's signals
-  std::uint64_t awaited_ = 0;   // what main() waits for in sigwait, while it does
+  // What each thread waits for in sigwait and its kin, while it does: by ThreadId, in order.
+  std::map<model::ThreadId, std::uint64_t> awaiting_;
   std::uint64_t asked_ = 0;     // stopping signals the scenario sent, their shutdown not begun
   std::map<int, struct sigaction> actions_;  // what the program asked for each simulated signal
   // The program's children that ended and are not reaped yet, in the order they were forked:

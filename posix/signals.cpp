@@ -49,7 +49,10 @@ bool Seam::ignored(int signal) const {
 void Seam::post_signal(int signal) {
   if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
   pending_signals_ |= bit(signal);
-  if ((deliverable() | (pending_signals_ & awaited_)) & bit(signal)) kernel_->interrupt(thread_);
+  if (deliverable() & bit(signal)) kernel_->interrupt(thread_);
+  for (const auto& [thread, awaited] : awaiting_) {
+    if ((awaited & bit(signal)) != 0) kernel_->interrupt(thread);
+  }
 }
 
 void Seam::signal(int signal) {
@@ -128,20 +131,26 @@ void Seam::mask_changed(const sigset_t& now_blocked) {
 
 void Seam::await_signal(const char* call, std::optional<Nanos> deadline) {
   // On the engine, whose OS thread serves every simulated thread: main() is the scheduler's.
-  if (scheduler_->current() != thread_) {
-    refuse(call, -1, "on a thread other than main(): the seam delivers a process's signals to main()");
-  }
-  if (deadline) {
+  const bool main = scheduler_->current() == thread_;
+  if (deadline && main) {
     kernel_->spend_interruptibly(std::max(*deadline - now(), Nanos(0)));
     return;
   }
   const int poller = blocker();
   if (poller < 0) refuse(call, -1, "no descriptor is left for the seam to wait with");
   PollEvent none[1];
-  kernel_->wait(poller, none, wait_forever);
+  if (deadline) {
+    kernel_->wait(poller, none, std::max(*deadline - now(), Nanos(0)));
+  } else {
+    kernel_->wait(poller, none, wait_forever);
+  }
 }
 
 long Seam::suspend(const char* call, const sigset_t* mask) {
+  // A handler runs on main() alone here: the seam delivers a process's signals there.
+  if (scheduler_->current() != thread_) {
+    refuse(call, -1, "on a thread other than main(): the seam runs a process's signal handlers on main()");
+  }
   const std::uint64_t saved = blocked_;
   {
     Inside inside(*this);
@@ -160,23 +169,28 @@ void Seam::add_pending(sigset_t& into) const {
   }
 }
 
+// Any thread may wait so (a thread of its own for signals, the others blocking them all, is a
+// common design); what it waits for is its own, and a signal that comes wakes it.
 long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout) {
   Inside inside(*this);
+  const model::ThreadId me = scheduler_->current();
+  const bool main = me == thread_;
   std::optional<Nanos> deadline;
   if (timeout) deadline = now() + *timeout;
-  awaited_ = simulated_bits(set);
+  std::uint64_t& awaited = awaiting_[me];
+  awaited = simulated_bits(set);
   for (;;) {
-    if (const std::uint64_t taken = pending_signals_ & awaited_; taken != 0) {
+    if (const std::uint64_t taken = pending_signals_ & awaited; taken != 0) {
       const int signal = __builtin_ctzll(taken);
       pending_signals_ &= ~bit(signal);
-      awaited_ = 0;
+      awaiting_.erase(me);
       shutdown_begins(signal);
       return signal;
     }
-    // signal(7): a handler interrupts the wait, whatever SA_RESTART says.
-    if (deliverable() != 0 || (deadline && now() >= *deadline)) {
-      awaited_ = 0;
-      return deliverable() != 0 ? -EINTR : -EAGAIN;
+    // signal(7): a handler interrupts the wait, whatever SA_RESTART says (handlers run on main()).
+    if ((main && deliverable() != 0) || (deadline && now() >= *deadline)) {
+      awaiting_.erase(me);
+      return main && deliverable() != 0 ? -EINTR : -EAGAIN;
     }
     await_signal(call, deadline);
   }

@@ -58,6 +58,15 @@ TEST_CASE("seam: alarm, setitimer, getitimer and sigtimedwait act as Linux's, in
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: a thread of its own for signals takes them with sigwait, as Linux gives them to it") {
+  const auto [native, simulated, result] = both_ways("signal-thread");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "the signal thread's sigtimedwait -1 EAGAIN\nthe signal thread's sigwait 0 took USR1\n"
+                  "the signal thread's sigwaitinfo took USR2\nmain: usr1 handler runs 0\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
 TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the process live") {
   const auto [native, simulated, result] = both_ways("alarm-dies", SIGALRM);
   INFO("Linux:\n" << native << "the seam:\n" << simulated);

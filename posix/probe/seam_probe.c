@@ -572,6 +572,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "sigpipe-dies") == 0) return sigpipe_dies_mode(alone);
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
   if (strcmp(what, "timers") == 0) return timers_mode(alone);
+  if (strcmp(what, "signal-thread") == 0) return signal_thread_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
   if (strcmp(what, "entropy") == 0) return entropy_mode();

@@ -327,3 +327,44 @@ int alarm_dies_mode(int alone) {
   printf("survived\n");
   return 0;
 }
+
+/* A thread of its own for signals, the others blocking them (a common C server design): it
+ * waits with sigwait and sigtimedwait, and takes what comes for the process. */
+static void* signal_thread(void* unused) {
+  (void)unused;
+  sigset_t usr;
+  sigemptyset(&usr);
+  sigaddset(&usr, SIGUSR1);
+  sigaddset(&usr, SIGUSR2);
+  const struct timespec tenth = {0, 100 * 1000 * 1000};
+  siginfo_t info;
+  int rc = sigtimedwait(&usr, &info, &tenth);
+  printf("the signal thread's sigtimedwait %d %s\n", rc, strerrorname_np(errno));
+  int taken = 0;
+  rc = sigwait(&usr, &taken);
+  printf("the signal thread's sigwait %d took %s\n", rc, sigabbrev_np(taken));
+  rc = sigwaitinfo(&usr, &info);
+  printf("the signal thread's sigwaitinfo took %s\n", sigabbrev_np(rc));
+  return NULL;
+}
+
+int signal_thread_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  sigset_t usr;
+  sigemptyset(&usr);
+  sigaddset(&usr, SIGUSR1);
+  sigaddset(&usr, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr, NULL);  /* the thread inherits it */
+  pthread_t thread;
+  pthread_create(&thread, NULL, signal_thread, NULL);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1);
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR2);
+  pthread_join(thread, NULL);
+  printf("main: usr1 handler runs %d\n", (int)usr1);
+  serve_one(listener);
+  return 0;
+}
