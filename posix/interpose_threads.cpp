@@ -499,10 +499,13 @@ SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespe
   return real<int(const sigset_t*, siginfo_t*, const timespec*), "sigtimedwait">()(set, info, timeout);
 }
 
-// Not served yet, and refused by name rather than left to the real kernel: a descriptor that
-// reads signals, and timers that would fire in wall-clock time or in CPU time.
+// The seam's signals as a descriptor (Seam::signalfd). Refused by name rather than left to the
+// real kernel: timers that would fire in wall-clock time.
 SEAM_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
-  if (making()) current->refuse("signalfd", fd, "the seam does not serve it yet (docs/targets.md lists what it serves)");
+  if (making()) {
+    if (mask == nullptr) return int(result(-EFAULT));
+    return int(served(__func__, [&] { return current->signalfd(fd, *mask, flags); }));
+  }
   return real<int(int, const sigset_t*, int), "signalfd">()(fd, mask, flags);
 }
 

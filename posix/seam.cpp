@@ -230,7 +230,8 @@ long Seam::stat(int fd, struct stat* into) {
     case Kind::pipe_read:
     case Kind::pipe_write: into->st_mode = S_IFIFO | 0600; break;
     case Kind::poller:
-    case Kind::eventfd: into->st_mode = 0600; break;  // an anonymous inode: no type bits
+    case Kind::eventfd:
+    case Kind::signalfd: into->st_mode = 0600; break;  // an anonymous inode: no type bits
     default: into->st_mode = S_IFSOCK | 0777; break;
   }
   into->st_nlink = 1;
@@ -621,6 +622,11 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
       case Kind::pipe_write: return failed(-EBADF);
       case Kind::datagram:  // no datagram ever comes
         n = -EAGAIN;
+        break;
+      case Kind::signalfd:
+        n = read_signals(f, into, size);
+        if (n == -EINVAL) return failed(n);
+        if (n > 0) return n;
         break;
       case Kind::listener:
       case Kind::unbound: return failed(-ENOTCONN);

@@ -59,7 +59,7 @@ F* real() {
 
 class Seam final : public sim::ForeignServer {
  private:
-  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file, pair, datagram };
+  enum class Kind : std::uint8_t { none, unbound, listener, socket, poller, eventfd, pipe_read, pipe_write, file, pair, datagram, signalfd };
 
  public:
   Seam(const sim::Scenario& scenario, int (*main)(int, char**, char**), int argc, char** argv, char** envp,
@@ -225,6 +225,9 @@ class Seam final : public sim::ForeignServer {
   // `every` to what it had: the time left (zero: disarmed) and its interval.
   void set_real_timer(Nanos value, Nanos interval, Nanos& left, Nanos& every);
   void real_timer(Nanos& left, Nanos& every) const;
+  // signalfd(2): a descriptor readable while a signal of `mask` is pending, whose read takes
+  // them (struct signalfd_siginfo each). `fd` -1 makes one; a signalfd's own number sets its mask.
+  long signalfd(int fd, const sigset_t& mask, int flags);
   // sigpending(2)'s part for the seam's signals: those pending that main() blocks, or that
   // wait for main() to return from a call.
   void add_pending(sigset_t& into) const;
@@ -290,12 +293,13 @@ class Seam final : public sim::ForeignServer {
     bool inet6 = false;         // an AF_INET6 socket (its clients come over IPv4)
     bool v6only = false;        // ...IPV6_V6ONLY: net.ipv6.bindv6only's 0 until set
     bool connected = false;     // a UDP socket: connect named its peer
+    bool signalled = false;     // a signalfd: its wake object says readable
     std::uint16_t peer_port = 0;
     bool semaphore = false;     // eventfd: EFD_SEMAPHORE
     bool linger_zero = false;   // SO_LINGER {1, 0}: close resets
     bool request_open = false;  // a read took bytes since the last write (the trace's request)
     std::uint16_t port = 0;     // unbound or listener: its port
-    std::uint64_t counter = 0;  // eventfd: its count
+    std::uint64_t counter = 0;  // eventfd: its count; signalfd: the seam's signals it reads
     std::map<int, epoll_event> watched;  // poller: what each watched descriptor asked for
   };
 
@@ -322,6 +326,9 @@ class Seam final : public sim::ForeignServer {
   // `deadline` if given.
   void await_signal(const char* call, std::optional<Nanos> deadline = std::nullopt);
   void arm_real_timer(Nanos due);
+  // The signalfds' readiness, after what is pending changed.
+  void signals_changed();
+  long read_signals(Fd& f, void* into, std::size_t size);  // a signalfd's read, never blocking
   // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
   struct PerThread {
     int worker = 0;    // the target thread's index, for the trace

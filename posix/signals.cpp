@@ -2,6 +2,7 @@
 // and main()'s mask of them, and delivers each to the program's main thread as Linux would, on
 // its way back from a call.
 #include <signal.h>
+#include <sys/signalfd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -33,6 +34,7 @@ long Seam::sigaction(int signal, const struct sigaction* action, struct sigactio
   if (action != nullptr) actions_[signal] = *action;
   // Linux: setting SIG_IGN discards what is pending of the signal, blocked or not.
   if (action != nullptr && ignored(signal)) pending_signals_ &= ~bit(signal);
+  signals_changed();
   return 0;
 }
 
@@ -49,6 +51,7 @@ bool Seam::ignored(int signal) const {
 void Seam::post_signal(int signal) {
   if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
   pending_signals_ |= bit(signal);
+  signals_changed();
   if (deliverable() & bit(signal)) kernel_->interrupt(thread_);
   for (const auto& [thread, awaited] : awaiting_) {
     if ((awaited & bit(signal)) != 0) kernel_->interrupt(thread);
@@ -91,6 +94,7 @@ void Seam::deliver_signals() {
   while (deliverable() != 0) {
     const int signal = __builtin_ctzll(deliverable());
     pending_signals_ &= ~bit(signal);
+    signals_changed();
     struct sigaction a{};
     a.sa_handler = SIG_DFL;
     if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
@@ -183,6 +187,7 @@ long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nano
     if (const std::uint64_t taken = pending_signals_ & awaited; taken != 0) {
       const int signal = __builtin_ctzll(taken);
       pending_signals_ &= ~bit(signal);
+      signals_changed();
       awaiting_.erase(me);
       shutdown_begins(signal);
       return signal;
@@ -225,6 +230,62 @@ void Seam::arm_real_timer(Nanos due) {
         post_signal(SIGALRM);
       },
       model::tag(model::Happening::timer, 0, timer_armings_));
+}
+
+// ---- signalfd: the pending signals as a descriptor ----
+
+long Seam::signalfd(int fd, const sigset_t& mask, int flags) {
+  Inside inside(*this);
+  if ((flags & ~(SFD_NONBLOCK | SFD_CLOEXEC)) != 0) return failed(-EINVAL);
+  if (fd != -1) {  // Linux: another descriptor is EINVAL, a closed one EBADF
+    Fd* f = simulated(fd);
+    if (f == nullptr) return failed(fd >= 0 ? -EINVAL : -EBADF);
+    if (f->kind != Kind::signalfd) return failed(-EINVAL);
+    f->counter = simulated_bits(mask);
+    signals_changed();
+    return fd;
+  }
+  const int sim = kernel_->wake_create();
+  if (sim < 0) return failed(sim);
+  const int made = adopt(Kind::signalfd, sim, (flags & SFD_NONBLOCK) != 0, (flags & SFD_CLOEXEC) != 0);
+  fds_[std::size_t(made)].counter = simulated_bits(mask);
+  signals_changed();
+  return made;
+}
+
+// Only where a signalfd's readiness changes: the kernel calls are the seam's, not the program's.
+void Seam::signals_changed() {
+  for (Fd& f : fds_) {
+    if (f.kind != Kind::signalfd) continue;
+    const bool ready = (pending_signals_ & f.counter) != 0;
+    if (ready == f.signalled) continue;
+    f.signalled = ready;
+    if (ready) {
+      kernel_->wake_signal(f.sim);
+    } else {
+      kernel_->wake_drain(f.sim);
+    }
+  }
+}
+
+long Seam::read_signals(Fd& f, void* into, std::size_t size) {
+  if (size < sizeof(signalfd_siginfo)) return -EINVAL;
+  std::size_t done = 0;
+  while (done + sizeof(signalfd_siginfo) <= size) {
+    const std::uint64_t taken = pending_signals_ & f.counter;
+    if (taken == 0) break;
+    const int signal = __builtin_ctzll(taken);
+    pending_signals_ &= ~bit(signal);
+    shutdown_begins(signal);
+    signalfd_siginfo info;
+    std::memset(&info, 0, sizeof info);
+    info.ssi_signo = std::uint32_t(signal);
+    info.ssi_code = SI_USER;
+    std::memcpy(static_cast<char*>(into) + done, &info, sizeof info);
+    done += sizeof info;
+  }
+  signals_changed();
+  return done == 0 ? -EAGAIN : long(done);
 }
 
 }  // namespace loopsim::posix

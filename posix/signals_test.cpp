@@ -67,6 +67,15 @@ TEST_CASE("seam: a thread of its own for signals takes them with sigwait, as Lin
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: signalfd reads the blocked signals, and epoll waits for them, as Linux's do") {
+  const auto [native, simulated, result] = both_ways("signalfd");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "empty: -1 EAGAIN\nshort buffer: -1 EINVAL\nready at once: 1\nread 128: USR1\nready after: 0\n"
+                  "waited: 1\nread 128: USR2, usr1 handler runs 0\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
 TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the process live") {
   const auto [native, simulated, result] = both_ways("alarm-dies", SIGALRM);
   INFO("Linux:\n" << native << "the seam:\n" << simulated);

@@ -573,6 +573,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
   if (strcmp(what, "timers") == 0) return timers_mode(alone);
   if (strcmp(what, "signal-thread") == 0) return signal_thread_mode(alone);
+  if (strcmp(what, "signalfd") == 0) return signalfd_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
   if (strcmp(what, "entropy") == 0) return entropy_mode();

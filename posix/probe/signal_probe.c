@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -365,6 +367,42 @@ int signal_thread_mode(int alone) {
   kill(getpid(), SIGUSR2);
   pthread_join(thread, NULL);
   printf("main: usr1 handler runs %d\n", (int)usr1);
+  serve_one(listener);
+  return 0;
+}
+
+/* signalfd: the blocked signals as a descriptor, waited for with epoll (systemd's services and
+ * many C daemons take their signals so). */
+int signalfd_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  sigset_t usr;
+  sigemptyset(&usr);
+  sigaddset(&usr, SIGUSR1);
+  sigaddset(&usr, SIGUSR2);
+  sigprocmask(SIG_BLOCK, &usr, NULL);
+  int fd = signalfd(-1, &usr, SFD_NONBLOCK | SFD_CLOEXEC);
+  struct signalfd_siginfo info;
+  ssize_t n = read(fd, &info, sizeof info);
+  printf("empty: %zd %s\n", n, strerrorname_np(errno));
+  n = read(fd, &info, 8);
+  printf("short buffer: %zd %s\n", n, strerrorname_np(errno));
+  kill(getpid(), SIGUSR1);
+  int poller = epoll_create1(0);
+  struct epoll_event event = {.events = EPOLLIN, .data.fd = fd}, ready;
+  epoll_ctl(poller, EPOLL_CTL_ADD, fd, &event);
+  printf("ready at once: %d\n", epoll_wait(poller, &ready, 1, 0));
+  n = read(fd, &info, sizeof info);
+  printf("read %zd: %s\n", n, sigabbrev_np((int)info.ssi_signo));
+  printf("ready after: %d\n", epoll_wait(poller, &ready, 1, 0));
+  struct Sending later = {SIGUSR2, 0};
+  pthread_t thread = send_signals(&later);
+  printf("waited: %d\n", epoll_wait(poller, &ready, 1, 1000));
+  n = read(fd, &info, sizeof info);
+  printf("read %zd: %s, usr1 handler runs %d\n", n, sigabbrev_np((int)info.ssi_signo), (int)usr1);
+  pthread_join(thread, NULL);
+  close(poller);
+  close(fd);
   serve_one(listener);
   return 0;
 }
