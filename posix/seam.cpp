@@ -286,10 +286,10 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
   int fd = real<int(int, int, ...), "fcntl">()(anchor_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
+  // A fresh real number is one the seam holds nothing under, unless the program closed it
+  // where no interposer saw.
+  if (fds_[std::size_t(fd)].kind != Kind::none) closed_unseen(fd);
   Fd& f = fds_[std::size_t(fd)];
-  // A fresh real number is one the seam holds nothing under: every close of one it holds
-  // comes through close() (syscall(SYS_close) included), which forgets it first.
-  LOOPSIM_ASSERT(f.kind == Kind::none);
   LOOPSIM_ASSERT_OP(sim, >=, 0);
   f = Fd{};
   f.kind = kind;
@@ -300,7 +300,7 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
   return fd;
 }
 
-void Seam::forget(int fd) {
+void Seam::forget(int fd, bool placeholder) {
   LOOPSIM_ASSERT(fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind != Kind::none);
   Fd& f = fds_[std::size_t(fd)];
   for (int p : pollers_) fds_[std::size_t(p)].watched.erase(fd);  // K12, on this side too
@@ -309,7 +309,16 @@ void Seam::forget(int fd) {
   Kind kind = f.kind;
   f = Fd{};
   if (kind == Kind::poller) std::erase(pollers_, fd);
-  if (kind != Kind::file) real<int(int), "close">()(fd);  // the placeholder
+  if (kind != Kind::file && placeholder) real<int(int), "close">()(fd);
+}
+
+// glibc's fclose (a FILE the program made with fdopen) closes with a call of its own that no
+// interposer sees: the seam learns of it when the real kernel gives the number out again. The
+// descriptor it stood for closes then, as the program's close closed it, the number already
+// the new one's.
+void Seam::closed_unseen(int fd) {
+  Inside inside(*this);
+  release(fd, false);
 }
 
 void Seam::known_as(int sim, int fd) {
@@ -685,6 +694,10 @@ long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_no
 
 long Seam::close(int fd) {
   Inside inside(*this);
+  return release(fd, true);
+}
+
+long Seam::release(int fd, bool placeholder) {
   Fd& f = fds_[std::size_t(fd)];
   long rc = 0;
   if (f.kind == Kind::socket) {
@@ -697,7 +710,7 @@ long Seam::close(int fd) {
     }
     rc = kernel_->close(f.sim);
   }
-  forget(fd);
+  forget(fd, placeholder);
   return rc;
 }
 
@@ -1057,6 +1070,7 @@ long Seam::file_slot() {
 
 void Seam::file_opened(int fd, int slot) {
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
+  if (fds_[std::size_t(fd)].kind != Kind::none) closed_unseen(fd);
   Fd& f = fds_[std::size_t(fd)];
   f = Fd{};
   f.kind = Kind::file;

@@ -310,7 +310,10 @@ class Seam final : public sim::ForeignServer {
   // A placeholder descriptor for `sim`. The placeholder itself is always close-on-exec; `cloexec`
   // is what the program asked for, which F_GETFD reports and exec honours (posix/processes.cpp).
   int adopt(Kind kind, int sim, bool nonblocking, bool cloexec);
-  void forget(int fd);
+  // Forgets `fd`, and closes its placeholder unless told not to (a number already another's).
+  void forget(int fd, bool placeholder = true);
+  void closed_unseen(int fd);
+  long release(int fd, bool placeholder);  // close()'s body: the simulated descriptor closes
   int process_fd(int sim) const;
   void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
   // false: a signal interrupted the wait, and the call fails EINTR.

@@ -1,6 +1,8 @@
 /* The probe's entropy mode: what getrandom, getentropy and the raw system call give, and where
- * the program's memory lies, printed so that two runs can be compared (posix/sockets_test.cpp). */
+ * the program's memory lies, printed so that two runs can be compared (posix/sockets_test.cpp);
+ * and files closed where no interposer sees. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -28,6 +30,22 @@ int entropy_mode(void) {
   void* heap = malloc(64);
   printf("heap %p stack %p\n", heap, (void*)bytes);
   free(heap);
+  close(accept_one(listener));
+  return 0;
+}
+
+/* A file closed by fclose, whose close no interposer sees (glibc's own), 50 times over, then a
+ * listener: the number comes back, and each file's descriptor must have been let go. */
+int fclosed_mode(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  for (int i = 0; i < 50; ++i) {
+    int fd = open("/dev/null", O_WRONLY);
+    FILE* file = fdopen(fd, "w");
+    fprintf(file, "%d\n", i);
+    fclose(file);
+  }
+  const int listener = listen_on(8080);
+  printf("listening\n");
   close(accept_one(listener));
   return 0;
 }

@@ -31,3 +31,4 @@ int spins_mode(int alone);
 
 /* posix/probe/entropy_probe.c: getrandom's bytes, and where memory lies. */
 int entropy_mode(void);
+int fclosed_mode(void);

@@ -577,6 +577,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
   if (strcmp(what, "entropy") == 0) return entropy_mode();
+  if (strcmp(what, "fclosed") == 0) return fclosed_mode();
   if (strcmp(what, "spins") == 0) return spins_mode(alone);
   if (strcmp(what, "datagrams") == 0) return datagrams_mode();
   if (strcmp(what, "child-refused") == 0) return child_refused_mode(argc > 2 ? argv[2] : "");
