@@ -89,12 +89,22 @@ TEST_CASE("generate --shape runs a target's own file varied, and refuses --set b
   INFO(held.output);
   CHECK(held.status == 0);
   CHECK(held.output.find("\"runs\": 5") != std::string::npos);
+  // What the runs judged: the file's properties, each in every run (its JSON said {} once).
+  CHECK(held.output.find("\"answered\": {\n      \"judged\": 5,\n      \"left_out\": 0") != std::string::npos);
   Outcome both = loopsim::testing::run_loopsim("generate --shape " + shape + " --set seed=2 --out " + out);
   CHECK(both.status == 2);
   CHECK(both.output.find("--set and --shape do not go together") != std::string::npos);
   Outcome missing = loopsim::testing::run_loopsim("generate --shape /nonexistent.toml --out " + out);
   CHECK(missing.status == 2);
   CHECK(missing.output.find("error: /nonexistent.toml:1:1: no such scenario file") != std::string::npos);
+}
+
+TEST_CASE("generate --shape says which runs judged shutdown_clean, and why the others left it out", "[generate]") {
+  const std::string shape = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/shutdown-backlog.toml";
+  Outcome two = run_cli("generate --shape " + shape + " --runs 2 --seed 1 --out " + loopsim::testing::temp_path("shape-judged"));
+  INFO(two.output);
+  CHECK(two.output.find("  shutdown_clean: judged in 1 of 2 runs, left out in 1 (1: no stop left in the run") !=
+        std::string::npos);
 }
 
 TEST_CASE("generate --shape's finding on a target replays from where it is written, relative arguments and all", "[generate]") {

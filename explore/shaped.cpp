@@ -88,6 +88,31 @@ Judged judged_run(const std::string& text, const std::string& shape, const std::
 
 }  // namespace
 
+namespace {
+
+// What a varied run judged of the shape's [[expect]] entries, a property once a run: each, but
+// shutdown_clean where the variation left no stop in the run (its signals and shutdowns drawn
+// away).
+void count_judged(const sim::Scenario& shape, const sim::Scenario& ran, std::map<std::string, Coverage>& coverage) {
+  std::map<std::string, bool> kept;  // property -> judged in this run
+  for (const sim::Expectation& e : shape.expect) {
+    bool& judged = kept[e.property];
+    judged = judged || std::any_of(ran.expect.begin(), ran.expect.end(),
+                                   [&](const sim::Expectation& r) { return r.property == e.property && r.of == e.of; });
+  }
+  for (const auto& [property, judged] : kept) {
+    Coverage& c = coverage[property];
+    if (judged) {
+      ++c.judged;
+    } else {
+      ++c.left_out;
+      ++c.why["no stop left in the run (its signals and shutdowns varied away)"];
+    }
+  }
+}
+
+}  // namespace
+
 GenerateResult generate_shaped(const std::string& shape, const std::string& file, const GenerateOptions& options) {
   GenerateResult result;
   const std::string name = file;
@@ -113,6 +138,7 @@ GenerateResult generate_shaped(const std::string& shape, const std::string& file
       return result;
     }
     ++result.runs;
+    count_judged(base, sim::parse_scenario(text, name), result.coverage);
     if (options.progress) options.progress(GenerateProgress{run + 1, options.runs, 0, false});
     if (!j.failed()) continue;
     result.verdict = GenerateResult::Verdict::found;
