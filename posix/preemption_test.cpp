@@ -20,6 +20,10 @@ TEST_CASE("seam: a thread that spins on a lock another holds gives way, and so d
   CHECK(simulated == native);
   CHECK(result.stats.accepted == 1);
   CHECK(result.stats.exit_status == 0);  // main() returned: neither spin was taken for a livelock
+  // Each time a thread gave way, the trace says which: thread 1 while main() slept, then main().
+  const std::string trace = jsonl(result.trace);
+  CHECK(trace.find("\"ev\":\"gave_way\",\"worker\":1}") != std::string::npos);
+  CHECK(trace.find("\"ev\":\"gave_way\",\"worker\":0}") != std::string::npos);
 }
 
 #endif  // LOOPSIM_SEAM_BUILT

@@ -24,6 +24,11 @@ TEST_CASE("seam: fork and exec, system, popen and posix_spawn run their children
   CHECK(simulated == native);
   CHECK(result.stats.accepted == 1);
   CHECK(result.stats.exit_status == 0);
+  // Each child is in the trace, with the call that started it and how it ended.
+  const std::string trace = jsonl(result.trace);
+  CHECK(trace.find("\"ev\":\"child\",\"worker\":0,\"call\":\"fork\",\"status\":3}") != std::string::npos);
+  CHECK(trace.find("\"ev\":\"child\",\"worker\":0,\"call\":\"fork\",\"status\":137,\"signal\":9}") != std::string::npos);
+  CHECK(trace.find("\"call\":\"system\",\"status\":5}") != std::string::npos);
 }
 
 namespace {

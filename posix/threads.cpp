@@ -333,6 +333,9 @@ void Seam::switch_point() {
 void Seam::yield_thread() { scheduler_->sleep_until(now()); }
 
 // Not a call: main()'s watch goes on counting its spin, and a thread's proxy its slices.
-void Seam::spin_yield() { scheduler_->sleep_until(now() + sim::spin_cost); }
+void Seam::spin_yield() {
+  trace_->events.push_back(sim::ev::GaveWay{now(), worker()});
+  scheduler_->sleep_until(now() + sim::spin_cost);
+}
 
 }  // namespace loopsim::posix

@@ -246,6 +246,11 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
             if (e.signal != 0) line.num("signal", e.signal);
           },
           [&](const ev::ShutdownAsked&) {},
+          [&](const ev::Child& e) {
+            line.num("worker", e.worker).str("call", e.call).num("status", e.status);
+            if (e.signal != 0) line.num("signal", e.signal);
+          },
+          [&](const ev::GaveWay& e) { line.num("worker", e.worker); },
           [&](const ev::Unframed& e) { line.client(trace, e.client).str("bytes", e.bytes); },
           [&](const ev::Lasso& e) {
             line.num("since", e.since.count()).num("backlog", e.backlog);

@@ -82,6 +82,12 @@ struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
 // from main), or a signal's default action ended it (`signal`, and `status` 128 + it, as a
 // shell reports it).
 struct ProcessExit { Nanos t; int status; int signal = 0; };
+// A child a target started (fork, system, popen, posix_spawn) ran to its end as `call` returned
+// (posix/processes.cpp): it exited with `status`, or `signal` ended it (`status` 128 + it).
+struct Child { Nanos t; int worker; int status; int signal = 0; std::string call; };
+// A target's thread ran sim::spin_slice of its own CPU time without a call, and gave way for
+// sim::spin_cost of virtual time (a spin on a lock another thread holds).
+struct GaveWay { Nanos t; int worker; };
 // A shutdown asked of the server (a scenario's action; live, the signal): when R5's clock starts.
 struct ShutdownAsked { Nanos t; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
@@ -104,7 +110,8 @@ using TraceEvent =
                  ev::SynDropped, ev::Refused, ev::Send, ev::Answer, ev::PeerClosed, ev::Choice,
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
-                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked, ev::Unframed>;
+                 ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked, ev::Unframed,
+                 ev::Child, ev::GaveWay>;
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
@@ -198,6 +205,8 @@ inline constexpr std::string_view event_kinds[] = {
     "run_end",  // ev::RunEnd
     "shutdown_asked",  // ev::ShutdownAsked
     "unframed",  // ev::Unframed
+    "child",  // ev::Child
+    "gave_way",  // ev::GaveWay
 };
 static_assert(std::size(event_kinds) == std::variant_size_v<TraceEvent>, "a name for every kind of event");
 const char* kind_of(const TraceEvent& event);

@@ -263,6 +263,10 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   if (kind == "loop_exit") return ev::LoopExit{t, l.small("worker"), l.small("open_connections")};
   if (kind == "process_exit") return ev::ProcessExit{t, l.small("status"), int(l.integer_or("signal", 0))};
   if (kind == "shutdown_asked") return ev::ShutdownAsked{t};
+  if (kind == "child") {
+    return ev::Child{t, l.small("worker"), l.small("status"), int(l.integer_or("signal", 0)), l.text("call")};
+  }
+  if (kind == "gave_way") return ev::GaveWay{t, l.small("worker")};
   if (kind == "unframed") return ev::Unframed{t, book.required(l), l.text("bytes")};
   if (kind == "handoff") return ev::Handoff{t, l.small("worker"), l.small("to"), book.provisional(l)};
   return std::nullopt;
