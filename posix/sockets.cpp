@@ -71,7 +71,7 @@ long Seam::socket(int domain, int type) {
   if (const int kind = type & 0xf; kind != SOCK_STREAM) {
     refuse(std::string(domain == AF_INET ? "socket(AF_INET, " : "socket(AF_INET6, ") +
                (kind == SOCK_DGRAM ? "SOCK_DGRAM" : kind == SOCK_RAW ? "SOCK_RAW" : "type " + std::to_string(kind)) + ")",
-           -1, "the seam serves TCP sockets (SOCK_STREAM) only; UDP is not simulated (docs/targets.md)");
+           -1, "the seam serves TCP and UDP sockets (SOCK_STREAM, SOCK_DGRAM) only (docs/targets.md)");
   }
   int slot = kernel_->file_open();  // K2: an unbound socket holds a descriptor too
   if (slot < 0) return failed(slot);
