@@ -35,7 +35,7 @@ namespace {
 // Starts a child on the calling thread: 0 in the child; in the parent, once the child has
 // ended, its pid (or -1 and errno).
 pid_t start_child(const char* call) {
-  const long pid = current->fork_process(call);
+  const long pid = current->fork_process();
   if (pid <= 0) return pid_t(result(pid));
   return pid_t(served(call, [&] { return current->await_child(pid_t(pid), call); }));
 }
@@ -106,7 +106,7 @@ using Spawn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const 
 template <Spawn* (*real_spawn)()>
 int spawn(const char* call, pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
           const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
-  const long child = current->fork_process(call);
+  const long child = current->fork_process();
   if (child < 0) return int(-child);
   if (child == 0) {
     current->before_exec(call);
@@ -325,18 +325,8 @@ SEAM_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   return real<pid_t(pid_t, int*, int), "waitpid">()(pid, status, options);
 }
 
-SEAM_EXPORT pid_t wait(int* status) {
-  if (making()) return reaped(__func__, -1, status, false);
-  return real<pid_t(int*), "wait">()(status);
-}
-
-SEAM_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) noexcept {
-  if (making()) {
-    if (usage != nullptr) std::memset(usage, 0, sizeof *usage);
-    return reaped(__func__, -1, status, false);
-  }
-  return real<pid_t(int*, int, struct rusage*), "wait3">()(status, options, usage);
-}
+// wait and wait3 are waitpid and wait4 of any child, as glibc makes them.
+SEAM_EXPORT pid_t wait(int* status) { return waitpid(-1, status, 0); }
 
 SEAM_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) noexcept {
   if (making()) {
@@ -344,6 +334,10 @@ SEAM_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usag
     return reaped(__func__, pid, status, false);
   }
   return real<pid_t(pid_t, int*, int, struct rusage*), "wait4">()(pid, status, options, usage);
+}
+
+SEAM_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) noexcept {
+  return wait4(-1, status, options, usage);
 }
 
 SEAM_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {

@@ -77,8 +77,7 @@ void pause_briefly() {
 
 }  // namespace
 
-long Seam::fork_process(const char* call) {
-  (void)call;
+long Seam::fork_process() {
   int report[2];
   if (real<int(int, int, int, int*), "socketpair">()(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) != 0) return -errno;
   const pid_t pid = real<pid_t(), "fork">()();

@@ -245,7 +245,7 @@ class Seam final : public sim::ForeignServer {
   // (read, accept, wait) is refused by name, as is a child that outlasts target.spin_limit.
   // Returns 0 in the child, and the child's pid or -errno in the parent. `before_exec`, run in
   // the child (posix_spawn, system, popen), may refuse or _exit instead of returning.
-  long fork_process(const char* call);
+  long fork_process();
   // In the parent, on the engine, after fork_process: waits for the child's end and takes what
   // it reported. The child's pid.
   long await_child(pid_t pid, const char* call);
@@ -331,6 +331,7 @@ class Seam final : public sim::ForeignServer {
   void arm_real_timer(Nanos due);
   // The signalfds' readiness, after what is pending changed.
   void signals_changed();
+  int take_signal(std::uint64_t among);  // the lowest pending one of `among` (one is), taken
   long read_signals(Fd& f, void* into, std::size_t size);  // a signalfd's read, never blocking
   // What the seam keeps for each simulated thread (by ThreadId; [0] for the scheduler's own).
   struct PerThread {

@@ -79,6 +79,15 @@ void Seam::shutdown_begins(int signal) {
   trace_->events.push_back(sim::ev::ShutdownBegin{now(), 0});
 }
 
+// The lowest pending signal of `among` (which has one) leaves the pending set, and the
+// signalfds say so.
+int Seam::take_signal(std::uint64_t among) {
+  const int signal = __builtin_ctzll(pending_signals_ & among);
+  pending_signals_ &= ~bit(signal);
+  signals_changed();
+  return signal;
+}
+
 bool Seam::restarts() const {
   for (int signal = 1; signal < 64; ++signal) {
     if ((deliverable() & bit(signal)) == 0) continue;
@@ -92,9 +101,7 @@ bool Seam::restarts() const {
 
 void Seam::deliver_signals() {
   while (deliverable() != 0) {
-    const int signal = __builtin_ctzll(deliverable());
-    pending_signals_ &= ~bit(signal);
-    signals_changed();
+    const int signal = take_signal(~blocked_);
     struct sigaction a{};
     a.sa_handler = SIG_DFL;
     if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
@@ -184,10 +191,8 @@ long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nano
   std::uint64_t& awaited = awaiting_[me];
   awaited = simulated_bits(set);
   for (;;) {
-    if (const std::uint64_t taken = pending_signals_ & awaited; taken != 0) {
-      const int signal = __builtin_ctzll(taken);
-      pending_signals_ &= ~bit(signal);
-      signals_changed();
+    if ((pending_signals_ & awaited) != 0) {
+      const int signal = take_signal(awaited);
       awaiting_.erase(me);
       shutdown_begins(signal);
       return signal;
@@ -272,10 +277,8 @@ long Seam::read_signals(Fd& f, void* into, std::size_t size) {
   if (size < sizeof(signalfd_siginfo)) return -EINVAL;
   std::size_t done = 0;
   while (done + sizeof(signalfd_siginfo) <= size) {
-    const std::uint64_t taken = pending_signals_ & f.counter;
-    if (taken == 0) break;
-    const int signal = __builtin_ctzll(taken);
-    pending_signals_ &= ~bit(signal);
+    if ((pending_signals_ & f.counter) == 0) break;
+    const int signal = take_signal(f.counter);
     shutdown_begins(signal);
     signalfd_siginfo info;
     std::memset(&info, 0, sizeof info);
@@ -284,7 +287,6 @@ long Seam::read_signals(Fd& f, void* into, std::size_t size) {
     std::memcpy(static_cast<char*>(into) + done, &info, sizeof info);
     done += sizeof info;
   }
-  signals_changed();
   return done == 0 ? -EAGAIN : long(done);
 }
 

@@ -121,8 +121,6 @@ void* trampoline(void* argument) {
 
 }  // namespace
 
-int preempt_signal() { return SIGRTMAX - 2; }
-
 void install_preemption() {
   runtime_count = 0;
   dl_iterate_phdr(note_runtime, nullptr);

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "model/scheduler.hpp"
+#include "sim/target.hpp"
 
 namespace loopsim::posix {
 
@@ -59,9 +60,8 @@ struct TargetThread {
 };
 
 // The real-time signal the seam sends a target thread that spins, so that it gives way as a
-// thread Linux preempts does (SIGRTMAX - 2: glibc keeps the lowest for itself). The program's
-// masks never block it.
-int preempt_signal();
+// thread Linux preempts does, is sim::preempt_signal(). The program's masks never block it.
+using sim::preempt_signal;
 // At the seam's start: the handler of preempt_signal, and the address ranges of the code it never
 // preempts (libc, the dynamic loader, the seam itself: their locks are real).
 void install_preemption();

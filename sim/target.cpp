@@ -411,7 +411,7 @@ void TargetProcess::watch_main(std::uint64_t& seen, std::int64_t& since) {
   if (now - since >= spin_slice.count() && now - preempted_ns_ >= spin_slice.count() && now - since < limit.count()) {
     preempted_ns_ = now;
     watch_->preempt.store(1, std::memory_order_release);
-    ::syscall(SYS_tgkill, pid_, pid_, SIGRTMAX - 2);
+    ::syscall(SYS_tgkill, pid_, pid_, preempt_signal());
   }
   if (now - since < limit.count()) return;
   char text[160];

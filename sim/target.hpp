@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 
 #include <sys/types.h>
 
@@ -52,6 +53,8 @@ inline constexpr std::string_view target_died = "target_died";
 // it spin_cost of virtual time. target.spin_limit of it in all, a spin nothing ends, is an error.
 inline constexpr Nanos spin_slice = std::chrono::milliseconds(100);
 inline constexpr Nanos spin_cost = std::chrono::milliseconds(1);
+// That signal: glibc keeps SIGRTMIN's first two for itself.
+inline int preempt_signal() { return SIGRTMAX - 2; }
 
 struct MainWatch {
   std::atomic<std::uint64_t> runs{0};            // odd while main() runs the program's code

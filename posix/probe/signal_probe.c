@@ -330,14 +330,20 @@ int alarm_dies_mode(int alone) {
   return 0;
 }
 
-/* A thread of its own for signals, the others blocking them (a common C server design): it
- * waits with sigwait and sigtimedwait, and takes what comes for the process. */
-static void* signal_thread(void* unused) {
-  (void)unused;
+/* SIGUSR1 and SIGUSR2, the set the waits below take. */
+static sigset_t usr_signals(void) {
   sigset_t usr;
   sigemptyset(&usr);
   sigaddset(&usr, SIGUSR1);
   sigaddset(&usr, SIGUSR2);
+  return usr;
+}
+
+/* A thread of its own for signals, the others blocking them (a common C server design): it
+ * waits with sigwait and sigtimedwait, and takes what comes for the process. */
+static void* signal_thread(void* unused) {
+  (void)unused;
+  const sigset_t usr = usr_signals();
   const struct timespec tenth = {0, 100 * 1000 * 1000};
   siginfo_t info;
   int rc = sigtimedwait(&usr, &info, &tenth);
@@ -353,10 +359,7 @@ static void* signal_thread(void* unused) {
 int signal_thread_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const int listener = listening(alone);
-  sigset_t usr;
-  sigemptyset(&usr);
-  sigaddset(&usr, SIGUSR1);
-  sigaddset(&usr, SIGUSR2);
+  const sigset_t usr = usr_signals();
   pthread_sigmask(SIG_BLOCK, &usr, NULL);  /* the thread inherits it */
   pthread_t thread;
   pthread_create(&thread, NULL, signal_thread, NULL);
@@ -376,10 +379,7 @@ int signal_thread_mode(int alone) {
 int signalfd_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const int listener = listening(alone);
-  sigset_t usr;
-  sigemptyset(&usr);
-  sigaddset(&usr, SIGUSR1);
-  sigaddset(&usr, SIGUSR2);
+  const sigset_t usr = usr_signals();
   sigprocmask(SIG_BLOCK, &usr, NULL);
   int fd = signalfd(-1, &usr, SFD_NONBLOCK | SFD_CLOEXEC);
   struct signalfd_siginfo info;
