@@ -42,7 +42,7 @@ TEST_CASE("trace level verdicts: every scenario's every verdict is the whole tra
   CHECK(smaller >= 20);  // it keeps less where the properties allow (20 arms today)
 }
 
-TEST_CASE("events_needed: the client-side properties read the clients' events, the loop rules' all") {
+TEST_CASE("events_needed: the client-side properties read the clients' events, the loop rules' all but the bytes") {
   sim::Expectation answered;
   answered.property = "answered";
   auto needed = checker::events_needed(std::vector{answered});
@@ -52,7 +52,8 @@ TEST_CASE("events_needed: the client-side properties read the clients' events, t
   CHECK((needed & sim::event_bit<sim::ev::Choice>()) == 0);
   sim::Expectation spin;
   spin.property = "no_spin";
-  CHECK(checker::events_needed(spin) == sim::all_events);
+  CHECK(checker::events_needed(spin) == (sim::all_events & ~sim::byte_events));
+  CHECK((sim::byte_events & sim::event_bit<sim::ev::Read>()) != 0);
   sim::Expectation costed;
   costed.property = "latency";
   costed.max = sim::Bound{sim::Bound::Unit::batches, 1.5, "1.5 batches"};

@@ -179,7 +179,12 @@ int SimKernel::accept(int listener) {
   return call(op_accept, Call{K::accept, listener}, [&] { int fd = accept_now(listener); return worked(fd, fd >= 0); });
 }
 std::int64_t SimKernel::write(int fd, std::span<const char> from) {
-  return call(op_write, Call{K::write, fd}, [&] { std::int64_t n = write_now(fd, from); return worked(n, n > 0); });
+  return call(op_write, Call{K::write, fd}, [&] {
+    const ConnId conn = conn_of(fd);
+    std::int64_t n = write_now(fd, from);
+    if (conn != no_conn && sink_ != nullptr) sink_->served(conn, true, from.size(), n);
+    return worked(n, n > 0);
+  });
 }
 // Closing a connection is work; closing a file, a poller or a pipe end is not (a program that
 // opens and closes a spare descriptor around each failing accept gets nothing done).
@@ -243,7 +248,9 @@ std::int64_t SimKernel::peek(int fd, std::span<char> into) {
 std::int64_t SimKernel::read(int fd, std::span<char> into) {
   count_call();
   scheduler_.call_point(Call{K::read, fd});
+  const ConnId conn = conn_of(fd);
   std::int64_t n = read_now(fd, into);
+  if (conn != no_conn && sink_ != nullptr) sink_->served(conn, false, into.size(), n);
   worked(0, n > 0);
   Learnt learnt(op_read);
   learnt.add(n);

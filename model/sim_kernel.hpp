@@ -88,6 +88,10 @@ class ClientSink {
   virtual void peer_reset(ConnId) {}
   // Bytes wait for a client whose read budget is spent (set_client_read_budget).
   virtual void read_waiting(ConnId) {}
+  // The server's side read from or wrote to `conn`: `size` bytes asked for or offered, and the
+  // call's result (bytes taken, or -errno). The one call made from inside a kernel call, as it
+  // returns: it records, and schedules nothing.
+  virtual void served(ConnId, bool /*write*/, std::size_t /*size*/, std::int64_t /*result*/) {}
 };
 
 class SimKernel final : public Kernel {
@@ -210,6 +214,11 @@ class SimKernel final : public Kernel {
   // One connection's state, with its place in its listener's accept queue (-1: not queued), for
   // canonical names (sim/canonical.hpp).
   std::uint64_t conn_digest(ConnId conn) const;
+  // What a connection holds at the end of a run: bytes the client sent that the server never
+  // read (in its receive buffer, or still on the client's side for want of room), and bytes the
+  // server wrote that the client never took (in the send buffer).
+  std::size_t unread_bytes(ConnId conn) const { return conns_[conn].to_server.size() + conns_[conn].client_pending.size(); }
+  std::size_t unsent_bytes(ConnId conn) const { return conns_[conn].to_client.size(); }
   // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the bytes
   // each way.
   std::uint64_t conn_key(ConnId conn) const;

@@ -338,6 +338,25 @@ void Clients::report_unframed() {
   }
 }
 
+void Clients::report_left() {
+  if (!trace_.keeps<ev::Left>()) return;
+  for (std::size_t i = 0; i < clients_.size(); ++i) {
+    const model::ConnId conn = clients_[i].conn;
+    if (conn == model::no_conn) continue;
+    const std::size_t unread = kernel_.unread_bytes(conn), unsent = kernel_.unsent_bytes(conn);
+    if (unread + unsent > 0)
+      trace_.add(ev::Left{scheduler_.now(), ClientIndex(i), std::int64_t(unread), std::int64_t(unsent)});
+  }
+}
+
+void Clients::served(model::ConnId conn, bool write, std::size_t size, std::int64_t result) {
+  if (write) {
+    if (trace_.keeps<ev::Wrote>()) trace_.add(ev::Wrote{scheduler_.now(), client_of_conn(conn), std::int64_t(size), result});
+  } else if (trace_.keeps<ev::Read>()) {
+    trace_.add(ev::Read{scheduler_.now(), client_of_conn(conn), std::int64_t(size), result});
+  }
+}
+
 void Clients::peer_closed(model::ConnId conn) {
   ClientIndex client = client_of_conn(conn);
   down(client, Carried::peer_closed, [this, client] {

@@ -27,6 +27,8 @@ class Clients final : public model::ClientSink {
   // At the run's end: each client still waiting for an answer whose bytes so far do not frame
   // as one records them (ev::Unframed), so that the report shows what came instead.
   void report_unframed();
+  // At the run's end: each connection that still holds bytes either way records them (ev::Left).
+  void report_left();
   // Every client's progress, for state digests.
   void digest(model::Digest& digest) const;
   // For canonical names (sim/canonical.hpp): how many clients there are, each one's group and
@@ -55,6 +57,7 @@ class Clients final : public model::ClientSink {
   void peer_closed(model::ConnId conn) override;
   void peer_reset(model::ConnId conn) override;
   void read_waiting(model::ConnId conn) override;
+  void served(model::ConnId conn, bool write, std::size_t size, std::int64_t result) override;
 
  private:
   struct Client {

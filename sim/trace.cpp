@@ -2,6 +2,7 @@
 
 #include "model/choice.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ostream>
 
@@ -92,6 +93,13 @@ class Line {
   void quote(std::string_view s) { append_quoted(out_, s); }
   std::string out_;
 };
+
+// A read's or a write's size and result: the bytes moved, or (result -errno) 0 and the errno's
+// name in "error".
+void bytes_moved(Line& line, const char* size_key, const char* moved_key, std::int64_t size, std::int64_t result) {
+  line.num(size_key, size).num(moved_key, std::max<std::int64_t>(result, 0));
+  if (result < 0) line.str("error", errno_name(int(-result)));
+}
 
 }  // namespace
 
@@ -251,6 +259,9 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
             if (e.signal != 0) line.num("signal", e.signal);
           },
           [&](const ev::GaveWay& e) { line.num("worker", e.worker); },
+          [&](const ev::Read& e) { bytes_moved(line.client(trace, e.client), "asked", "got", e.size, e.result); },
+          [&](const ev::Wrote& e) { bytes_moved(line.client(trace, e.client), "offered", "took", e.size, e.result); },
+          [&](const ev::Left& e) { line.client(trace, e.client).num("unread", e.unread).num("unsent", e.unsent); },
           [&](const ev::Unframed& e) { line.client(trace, e.client).str("bytes", e.bytes); },
           [&](const ev::Lasso& e) {
             line.num("since", e.since.count()).num("backlog", e.backlog);

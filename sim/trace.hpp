@@ -88,6 +88,15 @@ struct Child { Nanos t; int worker; int status; int signal = 0; std::string call
 // A target's thread ran sim::spin_slice of its own CPU time without a call, and gave way for
 // sim::spin_cost of virtual time (a spin on a lock another thread holds).
 struct GaveWay { Nanos t; int worker; };
+// The bytes, from the kernel's side, on a client's connection: a read the server made (`size`
+// asked for; `result` the bytes it took, 0 at the end of the stream, or -errno), or a write
+// (`size` offered; `result` the bytes the send buffer took, or -errno). A short write is a
+// result below its size.
+struct Read { Nanos t; ClientIndex client; std::int64_t size; std::int64_t result; };
+struct Wrote { Nanos t; ClientIndex client; std::int64_t size; std::int64_t result; };
+// At the run's end, a connection that still holds bytes: `unread`, sent by the client and never
+// read by the server; `unsent`, written by the server and never taken by the client.
+struct Left { Nanos t; ClientIndex client; std::int64_t unread; std::int64_t unsent; };
 // A shutdown asked of the server (a scenario's action; live, the signal): when R5's clock starts.
 struct ShutdownAsked { Nanos t; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
@@ -111,7 +120,7 @@ using TraceEvent =
                  ev::Rlimit, ev::Reset, ev::Post, ev::PostRun, ev::Drain, ev::Refuse,
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
                  ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked, ev::Unframed,
-                 ev::Child, ev::GaveWay>;
+                 ev::Child, ev::GaveWay, ev::Read, ev::Wrote, ev::Left>;
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).
@@ -125,6 +134,9 @@ constexpr EventMask event_bit() {
     return ((std::is_same_v<E, std::variant_alternative_t<I, TraceEvent>> ? EventMask(1) << I : 0) | ...);
   }(std::make_index_sequence<std::variant_size_v<TraceEvent>>{});
 }
+// The bytes of each read and write, and what is left at the end: for a person (the story, the
+// timeline); no property reads them, so a run kept to its verdicts never records them.
+inline constexpr EventMask byte_events = event_bit<ev::Read>() | event_bit<ev::Wrote>() | event_bit<ev::Left>();
 
 struct ClientLabel {
   std::int32_t group;  // index into Trace::groups
@@ -207,6 +219,9 @@ inline constexpr std::string_view event_kinds[] = {
     "unframed",  // ev::Unframed
     "child",  // ev::Child
     "gave_way",  // ev::GaveWay
+    "read",  // ev::Read
+    "write",  // ev::Wrote
+    "left",  // ev::Left
 };
 static_assert(std::size(event_kinds) == std::variant_size_v<TraceEvent>, "a name for every kind of event");
 const char* kind_of(const TraceEvent& event);

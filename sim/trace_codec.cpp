@@ -39,6 +39,9 @@ template <class F> void fields(ev::ProcessExit& e, F&& f) { f(e.t, e.status, e.s
 template <class F> void fields(ev::ShutdownAsked& e, F&& f) { f(e.t); }
 template <class F> void fields(ev::Child& e, F&& f) { f(e.t, e.worker, e.status, e.signal, e.call); }
 template <class F> void fields(ev::GaveWay& e, F&& f) { f(e.t, e.worker); }
+template <class F> void fields(ev::Read& e, F&& f) { f(e.t, e.client, e.size, e.result); }
+template <class F> void fields(ev::Wrote& e, F&& f) { f(e.t, e.client, e.size, e.result); }
+template <class F> void fields(ev::Left& e, F&& f) { f(e.t, e.client, e.unread, e.unsent); }
 template <class F> void fields(ev::Unframed& e, F&& f) { f(e.t, e.client, e.bytes); }
 template <class F> void fields(ev::Handoff& e, F&& f) { f(e.t, e.worker, e.to, e.client); }
 template <class F> void fields(ev::Lasso& e, F&& f) { f(e.t, e.since, e.backlog, e.dead_end); }

@@ -96,6 +96,11 @@ class Line {
     if (!value.is_string()) fail(std::string("\"") + key + "\" must be a string", schema_hint, key);
     return sim::latin1_bytes(value.get_ref<const std::string&>());
   }
+  // A read's or a write's result: the bytes moved, or the failure's errno name in "error".
+  std::int64_t moved(const char* key) const {
+    if (has("error")) return -errno_field("error");
+    return integer(key);
+  }
   int errno_field(const char* key) const {
     const std::string& name = text(key);
     if (name == "EOTHER") return EIO;  // an errno the trace does not name; written as EOTHER again
@@ -268,6 +273,9 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   }
   if (kind == "gave_way") return ev::GaveWay{t, l.small("worker")};
   if (kind == "unframed") return ev::Unframed{t, book.required(l), l.text("bytes")};
+  if (kind == "read") return ev::Read{t, book.required(l), l.integer("asked"), l.moved("got")};
+  if (kind == "write") return ev::Wrote{t, book.required(l), l.integer("offered"), l.moved("took")};
+  if (kind == "left") return ev::Left{t, book.required(l), l.integer("unread"), l.integer("unsent")};
   if (kind == "handoff") return ev::Handoff{t, l.small("worker"), l.small("to"), book.provisional(l)};
   return std::nullopt;
 }

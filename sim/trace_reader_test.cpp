@@ -169,6 +169,11 @@ TEST_CASE("every event kind of docs/trace.md reads back to the same line") {
 {"t":33,"ev":"unframed","client":"c#0","bytes":"\u00c0\u0000+OK\u00ff"}
 {"t":34,"ev":"process_exit","status":1}
 {"t":35,"ev":"process_exit","status":141,"signal":13}
+{"t":35,"ev":"read","client":"c#0","asked":512,"got":512}
+{"t":35,"ev":"read","client":"c#0","asked":512,"got":0,"error":"EAGAIN"}
+{"t":35,"ev":"write","client":"c#0","offered":70000,"took":16384}
+{"t":35,"ev":"write","client":"c#1","offered":10,"took":0,"error":"EPIPE"}
+{"t":36,"ev":"left","client":"c#2","unread":34,"unsent":100}
 {"t":36,"ev":"run_end","backlog":3,"open_connections":1,"handoffs":2,"open_descriptors":4}
 )";
   CHECK(jsonl(read(text)) == text);

@@ -588,3 +588,14 @@ TEST_CASE("arrival draws are integer arithmetic: the same gaps on every machine,
               .rate_milli == 1'000'000'000'000'000'000);
   }
 }
+
+TEST_CASE("the clients' bytes are those scenarios/README.md gives: 32 bytes and the path, 19 more to close") {
+  sim::ClientGroup group;
+  CHECK(sim::request_text("/1", false, group) == "GET /1 HTTP/1.1\r\nHost: loopsim\r\n\r\n");
+  CHECK(sim::request_text("/1", false, group).size() == 34);
+  CHECK(sim::request_text("/slow?ms=600", true, group).size() == 63);
+  group.body = 3;
+  CHECK(sim::request_text("/1", false, group) == "GET /1 HTTP/1.1\r\nHost: loopsim\r\nContent-Length: 3\r\n\r\nbbb");
+  group.raw = true;
+  CHECK(sim::request_text("PING\r\n", true, group) == "PING\r\n");
+}

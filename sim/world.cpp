@@ -286,6 +286,7 @@ RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
   w.clients.report_unframed();
+  w.clients.report_left();
   if (w.lasso) w.result.trace.add(*w.lasso);
   w.result.trace.add(w.process->end_state());
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
