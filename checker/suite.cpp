@@ -1,5 +1,7 @@
 #include "checker/suite.hpp"
 
+#include "checker/story.hpp"
+
 #include "sim/properties.hpp"
 #include "sim/target.hpp"
 
@@ -181,6 +183,8 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     }
     report.verdicts = died ? std::vector<Verdict>{*died} : evaluate(run.trace, scenario.expect, costs);
     report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
+    if (std::any_of(report.verdicts.begin(), report.verdicts.end(), [](const Verdict& v) { return !v.held; }))
+      report.story = story(run.trace, report.verdicts);
     report.cut = run.trace.cut;
     if (!report.cut.empty()) report.cut_at = scenario.position_of({"horizon"});
     report.stats = run.stats;

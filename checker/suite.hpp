@@ -31,6 +31,8 @@ struct ArmReport {
   // refuses): why, "file:line:column: ...", and a hint. It has no verdicts; the other arms keep
   // theirs.
   std::string error, error_hint;
+  // An arm with a violated property: its run told in words (checker/story.hpp).
+  std::vector<std::string> story;
 };
 
 // An arm's outcome: a base arm held or was violated, a sabotage arm (one that expects a

@@ -52,6 +52,11 @@ void make_output_folder(const std::string& option, const std::string& dir);
 void write_output_file(const std::string& option, const std::string& path,
                        const std::function<void(std::ostream&)>& write, const std::vector<std::string>& inputs);
 
+// The story (checker/story.hpp) of the failing run a scenario written by a verb holds (an
+// explore counterexample, a generate finding): its base arm run once more, every event kept.
+// Empty when that run holds; a single line saying why when it cannot be run.
+std::vector<std::string> story_of(const std::string& path);
+
 // A whole number from `min` to 2^63 - 1 (what a trace and a scenario can hold): no sign, no
 // empty value, no wrap.
 inline CLI::Validator whole_number(std::uint64_t min) {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "checker/suite.hpp"
 #include "sim/files.hpp"
 
 namespace loopsim::cli {
@@ -113,6 +114,17 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text) {
                              "e.g. --shard 0/64");
   }
   return {std::uint32_t(shard), std::uint32_t(shards)};
+}
+
+std::vector<std::string> story_of(const std::string& path) {
+  try {
+    checker::SuiteOptions options;
+    options.only_arm = "base";
+    checker::SuiteResult result = checker::run_suite(path, options);
+    return result.report.arms.empty() ? std::vector<std::string>{} : result.report.arms.front().story;
+  } catch (const std::exception& e) {
+    return {std::string("(no story: running it again failed: ") + e.what() + ")"};
+  }
 }
 
 }  // namespace loopsim::cli

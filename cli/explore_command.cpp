@@ -194,6 +194,7 @@ int explore_file(const ExploreArgs& args) {
   if (options.progress) std::cerr << '\n';
 
   std::string cex_path, removed, worst_path;
+  std::vector<std::string> story;  // the counterexample's, in words
   // A target's program by the path found here: the file written may live in another folder.
   std::vector<sim::Override> written = overrides;
   if (scenario.target) {
@@ -256,10 +257,20 @@ int explore_file(const ExploreArgs& args) {
     cex.path = explore::path_of(*explore::world_system(scenario, costs, options.symmetry), cex.choices);
     std::string stem = args.out + "/" + file_stem(scenario, arm) + "-counterexample";
     cex_path = stem + ".toml";
-    write_output_file("--out", cex_path, [&](std::ostream& out) {
-      out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
-          << cex_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts, cex_path);
-    }, {args.file});
+    auto write_cex = [&](const std::vector<std::string>& told) {
+      write_output_file("--out", cex_path, [&](std::ostream& out) {
+        out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
+            << cex_path << "\n";
+        if (!told.empty()) out << "#\n# what happened:\n";
+        for (const std::string& line : told) out << "#   " << sim::escape_controls(line) << '\n';
+        out << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts, cex_path);
+      }, {args.file});
+    };
+    write_cex({});
+    // The story comes from the file as written, run once more: what a reader replays is what
+    // it tells.
+    story = story_of(cex_path);
+    if (!story.empty()) write_cex(story);
     write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); }, {args.file});
   }
   nlohmann::ordered_json doc;
@@ -315,6 +326,7 @@ int explore_file(const ExploreArgs& args) {
     if (args.shrink) doc["shrunk"] = removed;
     // The counterexample fails either way; cut short, it is only less small than it could be.
     if (budget.cut) doc["shrink_cut"] = "--time-limit ran out while shrinking: the counterexample is as small as it got";
+    if (!story.empty()) doc["story"] = story;
   }
   doc["command"] = "explore";
   doc["shard"] = {{"index", options.shard}, {"count", options.shards}};
@@ -330,9 +342,11 @@ int explore_file(const ExploreArgs& args) {
   } else {
     std::cout << "explore " << scenario.name << " (" << args.file << ")\n";
     for (auto& [key, value] : doc.items()) {
-      if (key == "command" || key == "search" || (key == "shard" && options.shards == 1)) continue;
+      if (key == "command" || key == "search" || key == "story" || (key == "shard" && options.shards == 1)) continue;
       std::cout << "  " << key << ": " << value.dump() << '\n';
     }
+    if (!story.empty()) std::cout << "what happened:\n";
+    for (const std::string& line : story) std::cout << "  " << sim::escape_controls(line) << '\n';
     if (result.counterexample) std::cout << "replay: loopsim run " << cex_path << '\n';
     if (result.worst) std::cout << "worst case: loopsim run " << worst_path << '\n';
   }

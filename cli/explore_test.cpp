@@ -264,11 +264,22 @@ TEST_CASE("explore proves a target with windowed arrivals, and finds its planted
   Outcome found = run_cli("explore " + file + " --set 'target.exec=[\"ev_http\",\"--port\",\"8080\"]' --json --out " + out);
   INFO(found.output);
   REQUIRE(found.status == 1);
-  const std::string cex = nlohmann::json::parse(found.output)["counterexample"];
+  const auto found_doc = nlohmann::json::parse(found.output);
+  const std::string cex = found_doc["counterexample"];
   Outcome replay = loopsim::testing::run_loopsim("run " + cex);
   INFO(replay.output);
   CHECK(replay.status == 1);
   CHECK(replay.output.find("no_stranded_backlog") != std::string::npos);
+  // Its story, in the file, in --json and under run: the connection never accepted, and its
+  // request's 52 bytes never read.
+  const std::string stranded = "its handshake completed, and the server never accepted it; 0 of 1 answered "
+                               "(never answered: \"/\"); 52 bytes it sent were never read.";
+  std::ifstream written(cex);
+  const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  CHECK(text.find("# what happened:\n#   What the clients did:\n") != std::string::npos);
+  CHECK(text.find(stranded) != std::string::npos);
+  CHECK(found_doc["story"].dump().find("52 bytes it sent were never read") != std::string::npos);
+  CHECK(replay.output.find(stranded) != std::string::npos);
 }
 
 TEST_CASE("explore's counterexample for a target keeps its relative arguments working where it is written") {

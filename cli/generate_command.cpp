@@ -41,18 +41,30 @@ std::string command_of(const GenerateArgs& args) {
 
 struct Written {
   std::string scenario, original, trace;
+  std::vector<std::string> story;  // the shrunk scenario's failing run, in words
 };
 
 Written write_files(const GenerateArgs& args, const explore::GenerateResult& result) {
   std::string stem = args.out + "/" + explore::generated_name(args.seed, result.failing_run);
-  Written w{stem + ".toml", stem + "-original.toml", ""};
+  Written w{stem + ".toml", stem + "-original.toml", "", {}};
   const explore::Judged& j = result.judged;
   const std::vector<std::string> inputs{args.shape};
-  write_output_file("--out", w.scenario, [&](std::ostream& out) {
-    out << "# " << command_of(args) << " found this at run " << result.failing_run << ", shrunk from "
-        << result.clients_before << " to " << result.clients_after << " clients\n# "
-        << sim::escape_controls(j.detail) << "\n# replay: loopsim run " << w.scenario << "\n" << result.shrunk;
-  }, inputs);
+  auto write_scenario = [&] {
+    write_output_file("--out", w.scenario, [&](std::ostream& out) {
+      out << "# " << command_of(args) << " found this at run " << result.failing_run << ", shrunk from "
+          << result.clients_before << " to " << result.clients_after << " clients\n# "
+          << sim::escape_controls(j.detail) << "\n# replay: loopsim run " << w.scenario << "\n";
+      if (!w.story.empty()) out << "#\n# what happened:\n";
+      for (const std::string& line : w.story) out << "#   " << sim::escape_controls(line) << '\n';
+      out << result.shrunk;
+    }, inputs);
+  };
+  write_scenario();
+  // Told from the file as written, run once more (a livelock's run does not reach its end).
+  if (!j.livelock_trace) {
+    w.story = story_of(w.scenario);
+    if (!w.story.empty()) write_scenario();
+  }
   write_output_file("--out", w.original, [&](std::ostream& out) {
     out << "# " << command_of(args) << ": run " << result.failing_run << " as drawn, before shrinking\n"
         << result.original;
@@ -103,6 +115,7 @@ nlohmann::ordered_json document(const GenerateArgs& args, const explore::Generat
   doc["original"] = written.original;
   if (!written.trace.empty()) doc["trace"] = written.trace;
   doc["replay"] = "loopsim run " + written.scenario;
+  if (!written.story.empty()) doc["story"] = written.story;
   return doc;
 }
 
@@ -159,6 +172,8 @@ void print_text(const GenerateArgs& args, const explore::GenerateResult& result,
               << written.trace << "\n  (loopsim run judges the same scenario to its horizon, which a run "
               << "that never moves the clock does not reach)\n";
   }
+  if (!written.story.empty()) std::cout << "what happened:\n";
+  for (const std::string& line : written.story) std::cout << "  " << sim::escape_controls(line) << '\n';
   std::cout << "reproduce: " << command_of(args) << "\nreplay: loopsim run " << written.scenario << '\n';
 }
 

@@ -33,6 +33,14 @@ TEST_CASE("generate with a sabotaged rule exits 1 and writes a file that run rep
   for (const auto& property : doc["violated"]) {
     CHECK(replay.output.find(property.get<std::string>()) != std::string::npos);
   }
+  // The finding is told in words: in --json, and as comments in the file written.
+  const std::string story = doc["story"].dump();
+  INFO(story);
+  CHECK(story.find("What the clients did:") != std::string::npos);
+  CHECK(story.find("still queued on its listener") != std::string::npos);
+  std::ifstream written(file);
+  const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  CHECK(text.find("# what happened:\n") != std::string::npos);
 }
 
 TEST_CASE("generate is deterministic by seed, and says a pass is a sample", "[generate]") {

@@ -79,6 +79,8 @@ void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& 
       if (arm.judgement.held) continue;
       out << "  " << o.report->scenario << " / " << arm.name << ":\n";
       for (const std::string& p : arm_problems(arm)) out << "    " << p << '\n';
+      if (!arm.story.empty()) out << "    what happened:\n";
+      for (const std::string& line : arm.story) out << "      " << line << '\n';
       out << "    reproduce: " << arm.replay << '\n';
     }
   }
@@ -244,7 +246,8 @@ json encode_arm(const checker::ArmReport& arm) {
           {"replay_diverged", arm.replay_diverged},
           {"divergence", arm.divergence},
           {"error", arm.error},
-          {"error_hint", arm.error_hint}};
+          {"error_hint", arm.error_hint},
+          {"story", arm.story}};
 }
 
 checker::ArmReport decode_arm(const json& a) {
@@ -291,6 +294,7 @@ checker::ArmReport decode_arm(const json& a) {
   arm.divergence = a.at("divergence").get<std::string>();
   arm.error = a.value("error", std::string());
   arm.error_hint = a.value("error_hint", std::string());
+  arm.story = a.at("story").get<std::vector<std::string>>();
   return arm;
 }
 

@@ -108,11 +108,18 @@ void print_table(const RunReport& report, std::ostream& out) {
     out << '\n';
     if (!arm.error_hint.empty()) out << "    hint: " << arm.error_hint << '\n';
     if (arm.stats.exit_status) out << "    " << sim::exit_text(arm.stats) << '\n';
+    // The story of a run that went other than expected, which ends with why the properties say
+    // so; of a caught sabotage too when it was the one arm asked for (--arm).
+    const bool told = !arm.story.empty() && (!arm.judgement.held || report.arms.size() == 1);
     for (const checker::Verdict& v : arm.verdicts) {
-      if (!v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
+      if (!told && !v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
     }
     if (!arm.cut.empty())
       out << "    " << arm.cut_at << ": the run stopped before its horizon: " << arm.cut << '\n';
+    if (told) {
+      out << "    what happened:\n";
+      for (const std::string& line : arm.story) out << "      " << line << '\n';
+    }
     if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
   }
   out << "\nverdict: " << verdict_text(report) << '\n';
@@ -152,6 +159,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
                    {"last_stderr", arm.stats.last_stderr}};
       if (arm.stats.exit_signal != 0) a["exit"]["signal"] = arm.stats.exit_signal;
     }
+    if (!arm.story.empty()) a["story"] = arm.story;
     if (!arm.judgement.held) a["replay"] = arm.replay;
     doc["arms"].push_back(std::move(a));
   }

@@ -1,0 +1,24 @@
+// A failing run told in words, made from its trace: what the clients sent and when, what each
+// choice off the natural path did, what the server read and wrote on each connection, in bytes,
+// what was lost, and why the properties say so. It appears under a violated arm of `run`, as
+// comments in an explore counterexample, and under a generate finding; `--json` carries it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checker/properties.hpp"
+#include "sim/trace.hpp"
+
+namespace loopsim::checker {
+
+// The story's lines, each a sentence or two (no indentation, no trailing newline). The run's
+// trace should keep every kind of event (sim::all_events); from one kept to its verdicts the
+// story says less, and says so. Lines are bounded: a long run is summed up, not listed.
+std::vector<std::string> story(const sim::Trace& trace, const std::vector<Verdict>& verdicts);
+
+// One event as a short clause ("window#1 connected", "the server read 52 bytes from
+// window#1"), for the story.
+std::string event_clause(const sim::Trace& trace, const sim::TraceEvent& event);
+
+}  // namespace loopsim::checker
