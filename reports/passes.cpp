@@ -50,6 +50,7 @@ class PassBuilder {
     pass.first_event = index_;
     pass.owed_before = owed_after_.size() > std::size_t(e.worker) && owed_after_[std::size_t(e.worker)];
     current_[std::size_t(e.worker)] = view_.passes.size();
+    latest_ = view_.passes.size();
     view_.passes.push_back(std::move(pass));
   }
   void on(const sim::ev::Events& e) {
@@ -116,12 +117,42 @@ class PassBuilder {
     view_.requests.push_back(RequestSpan{e.client, sim::shown_bytes(e.path), e.t});
   }
   void on(const sim::ev::Answer& e) {
+    if (PassSummary* pass = latest()) ++pass->answers;
     auto& queue = unanswered_[e.client];
     if (queue.empty()) return;
     view_.requests[queue.front()].answered = e.t;
     queue.pop_front();
   }
   void on(const sim::ev::RunEnd& e) { run_end_ = e.t; }
+  // Bytes, answers and choices belong to the pass last begun: with one worker, the one running.
+  PassSummary* latest() { return latest_ == no_pass ? nullptr : &view_.passes[latest_]; }
+  void on(const sim::ev::Read& e) {
+    run_end_ = std::max(run_end_, e.t);
+    if (PassSummary* pass = latest()) {
+      ++pass->reads;
+      pass->read_bytes += std::max<std::int64_t>(e.result, 0);
+    }
+  }
+  void on(const sim::ev::Wrote& e) {
+    run_end_ = std::max(run_end_, e.t);
+    if (PassSummary* pass = latest()) {
+      ++pass->writes;
+      pass->wrote_bytes += std::max<std::int64_t>(e.result, 0);
+      pass->short_writes += e.result >= 0 && e.result < e.size;
+    }
+  }
+  void on(const sim::ev::Left& e) {
+    run_end_ = std::max(run_end_, e.t);
+    view_.unread += e.unread;
+    view_.unsent += e.unsent;
+    ++view_.connections_left;
+  }
+  void on(const sim::ev::Choice& e) {
+    run_end_ = std::max(run_end_, e.t);
+    if (e.pick == 0) return;
+    ++view_.off_natural;
+    if (PassSummary* pass = latest()) ++pass->off_natural;
+  }
   // A target that exits ends the pass it was in: it will not wait again.
   void on(const sim::ev::ProcessExit& e) {
     run_end_ = std::max(run_end_, e.t);
@@ -172,6 +203,7 @@ class PassBuilder {
   std::size_t index_ = 0;
   Nanos run_end_{0};
   std::vector<std::size_t> current_;  // each worker's open pass
+  std::size_t latest_ = no_pass;      // the pass begun last, any worker's
   std::vector<bool> owed_after_;      // each worker's last pass_end: was a door owed
   std::map<int, sim::ClientIndex> fd_client_;
   std::map<int, std::pair<Nanos, std::string>> begun_;  // fd -> request_begin

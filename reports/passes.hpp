@@ -50,6 +50,14 @@ struct PassSummary {
   std::vector<ServedRequest> served;  // request_end seen in this pass
   std::vector<sim::ClientIndex> accepted_clients;  // in accept order
   std::vector<std::size_t> arrivals;  // requests sent while this pass ran (PassView::requests)
+  // The kernel's side of the pass (sim::ev::Read, Wrote): the bytes read and written on client
+  // connections while it was the last pass begun, with the reads and writes, and writes short of
+  // what they offered. Answers: complete answers clients received meanwhile, as they count them
+  // (a target's pipelined answers in one write are several). Choices that took another than
+  // their natural option meanwhile.
+  std::int64_t read_bytes = 0, reads = 0, wrote_bytes = 0, writes = 0, short_writes = 0;
+  int answers = 0;
+  int off_natural = 0;
   int accepted() const;
   int events() const { return listener_events + int(connection_events.size()); }
 };
@@ -69,6 +77,11 @@ struct RequestSpan {
 struct PassView {
   std::vector<PassSummary> passes;   // every worker's, in trace order of their pass_begin
   std::vector<RequestSpan> requests;  // in send order
+  // At the run's end (sim::ev::Left): bytes clients sent that the server never read, bytes it
+  // wrote that they never took, and on how many connections.
+  std::int64_t unread = 0, unsent = 0;
+  int connections_left = 0;
+  int off_natural = 0;  // choices over the whole run that took another than their natural option
   Nanos run_end{0};
   int workers = 0;
 };

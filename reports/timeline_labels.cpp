@@ -88,6 +88,15 @@ std::string accepts_text(const RowStats& s, Door door, int accepted) {
 }
 
 
+// The kernel's side: "read 85 B in 2 reads, wrote 1000070 B in 16 writes (3 short)".
+std::string bytes_text(const RowStats& s) {
+  std::string text = "read " + std::to_string(s.read_bytes) + " B in " + std::to_string(s.reads) +
+                     (s.reads == 1 ? " read" : " reads") + ", wrote " + std::to_string(s.wrote_bytes) + " B in " +
+                     std::to_string(s.writes) + (s.writes == 1 ? " write" : " writes");
+  if (s.short_writes > 0) text += " (" + std::to_string(s.short_writes) + " short)";
+  return text;
+}
+
 std::string owed_text(const RowStats& s) {
   std::vector<std::string> doors;
   if (s.accept_owed) doors.push_back("listener");
@@ -153,6 +162,11 @@ std::string row_label(const RowStats& s) {
     const char* accent = s.long_served > 0 ? blocker.accent : s.small_served > 0 ? small.accent : nullptr;
     rows += line("served " + std::to_string(s.served.total) + ": " + s.served.text(), accent, accent != nullptr);
   }
+  if (s.reads + s.writes > 0) rows += line(bytes_text(s), s.short_writes > 0 ? small.accent : nullptr);
+  if (s.answers > 0) rows += line("answers the clients received: " + std::to_string(s.answers));
+  if (s.off_natural > 0) {
+    rows += line("choices off the natural path: " + std::to_string(s.off_natural), blocker.accent, true);
+  }
   if (s.owed_passes > 0 || s.accept_owed || s.handoff_owed) rows += line(owed_text(s), owed.accent);
   return table(palette_of(mark), s, rows);
 }
@@ -186,6 +200,15 @@ std::string title_label(const sim::Trace& trace, const PassView& view, const std
                      line("seed " + std::to_string(trace.seed) + ", accept batch " +
                           std::to_string(trace.accept_batch) + ", run to " + show_time(view.run_end)) +
                      line(about);
+  if (view.connections_left > 0) {
+    text += line("left at the end: " + std::to_string(view.unread) + " B sent and never read, " +
+                 std::to_string(view.unsent) + " B written and never taken, on " +
+                 std::to_string(view.connections_left) + (view.connections_left == 1 ? " connection" : " connections"));
+  }
+  if (view.off_natural > 0) {
+    text += line(std::to_string(view.off_natural) + (view.off_natural == 1 ? " choice" : " choices") +
+                 " took another than the natural option (rows marked)");
+  }
   if (std::string alike = folds_text(view, rows, true); !alike.empty()) {
     text += line("folded runs of alike passes: " + alike);
   }
@@ -212,6 +235,8 @@ std::string legend_label() {
          swatch(Mark::owed, "a batch stopped by its count: the door is owed") +
          swatch(Mark::descriptor_error, "accept failed (EMFILE, ENFILE, ...)") +
          swatch(Mark::idle, "idle: the wait timed out, nothing to do") +
+         note("read, wrote: the bytes the kernel moved on clients' connections in those passes") +
+         note("answers: complete answers the clients received, as they count them") +
          note("blue arcs: a request, from the pass it arrived in to the pass that answered it") +
          note("dashed box: still waiting when the run ended") + "</TABLE>";
 }

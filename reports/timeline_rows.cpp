@@ -152,6 +152,13 @@ void add_pass(RowStats& s, const sim::Trace& trace, const PassView& view, const 
   for (sim::ClientIndex c : p.accepted_clients) s.accepted_by.add(trace, c);
   for (std::size_t r : p.arrivals) s.arrivals.add(trace, view.requests[r].client);
   for (const ServedRequest& r : p.served) add_served(s, trace, view, r, rule);
+  s.read_bytes += p.read_bytes;
+  s.reads += p.reads;
+  s.wrote_bytes += p.wrote_bytes;
+  s.writes += p.writes;
+  s.short_writes += p.short_writes;
+  s.answers += p.answers;
+  s.off_natural += p.off_natural;
 }
 
 }  // namespace

@@ -87,8 +87,12 @@ struct RowStats {
   ClientTally served;    // long requests and small groups named: "blocker /slow?ms=600 (10–610 ms)"
   int long_served = 0;   // requests over the long-request threshold
   int small_served = 0;  // requests of small groups
+  std::int64_t read_bytes = 0, reads = 0, wrote_bytes = 0, writes = 0, short_writes = 0;
+  int answers = 0;      // as the clients counted them
+  int off_natural = 0;  // choices that took another than their natural option
   bool idle() const {
-    return listener_events + connection_events == 0 && served.total == 0 && stops.empty();
+    return listener_events + connection_events == 0 && served.total == 0 && stops.empty() && reads + writes == 0 &&
+           answers == 0 && off_natural == 0;
   }
 };
 

@@ -200,3 +200,14 @@ TEST_CASE("each worker's passes fold apart, in a column of their own") {
   CHECK(std::count(clusters.begin(), clusters.end(), "cluster_worker0") == 1);
   CHECK(std::count(clusters.begin(), clusters.end(), "cluster_worker1") == 1);
 }
+
+TEST_CASE("a choice off the natural path marks its row and the title, and one on it marks nothing") {
+  sim::Trace trace = long_run(6);
+  auto natural = trace;
+  trace.events.insert(trace.events.begin() + 1, sim::ev::Choice{Nanos(0), 0, 2, 1});
+  natural.events.insert(natural.events.begin() + 1, sim::ev::Choice{Nanos(0), 0, 2, 0});
+  std::string svg = reports::render_timeline(trace, reports::PictureFormat::svg);
+  CHECK(svg.find("choices off the natural path: 1") != std::string::npos);
+  CHECK(svg.find("1 choice took another than the natural option (rows marked)") != std::string::npos);
+  CHECK(reports::render_timeline(natural, reports::PictureFormat::svg).find("natural") == std::string::npos);
+}
