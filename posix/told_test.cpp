@@ -1,0 +1,50 @@
+// A target's failing run told as a person reads it: examples/epoll/et-pipelined.toml's planted
+// 512-byte read strands a pipelined burst, and the story and the timeline say so in bytes and in
+// answers as the client counted them.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "checker/suite.hpp"
+#include "reports/timeline.hpp"
+#include "sim/world.hpp"
+
+#ifdef LOOPSIM_SEAM_BUILT
+
+using namespace loopsim;
+
+namespace {
+const std::string pipelined = std::string(LOOPSIM_SOURCE_DIR) + "/examples/epoll/et-pipelined.toml";
+
+checker::SuiteResult arm(const std::string& name) {
+  checker::SuiteOptions options;
+  options.only_arm = name;
+  return checker::run_suite(pipelined, options);
+}
+}  // namespace
+
+TEST_CASE("a target's partly drained burst: the story says what one read took and what it left") {
+  checker::SuiteResult result = arm("read-512");
+  REQUIRE(result.report.arms.size() == 1);
+  std::string told;
+  for (const std::string& line : result.report.arms.front().story) told += line + "\n";
+  INFO(told);
+  CHECK(told.find("pipeliner: connected at 10.000 ms; sent 20 requests (\"/p\" x20) all at 10.000 ms.") != std::string::npos);
+  CHECK(told.find("the server read 512 bytes in 1 read, and wrote 600 bytes in 15 writes; 15 of 20 answered "
+                  "(never answered: \"/p\" \"/p\" \"/p\" and 2 more); 168 bytes it sent were never read.") != std::string::npos);
+  // Drained to EAGAIN, the same small buffer takes the burst in two reads, and nothing is told.
+  checker::SuiteResult drained = arm("read-512-drained");
+  CHECK(drained.report.arms.front().judgement.held);
+  CHECK(drained.report.arms.front().story.empty());
+}
+
+TEST_CASE("a target's timeline counts the answers as the client did, and the bytes left unread") {
+  checker::SuiteResult result = arm("read-512");
+  REQUIRE(result.traces.size() == 1);
+  std::string svg = reports::render_timeline(result.traces.front(), reports::PictureFormat::svg);
+  CHECK(svg.find("answers the clients received: 15") != std::string::npos);
+  CHECK(svg.find("read 512 B in 1 read, wrote 600 B in 15 writes") != std::string::npos);
+  CHECK(svg.find("left at the end: 168 B sent and never read, 0 B written and never taken, on 1 connection") !=
+        std::string::npos);
+}
+
+#endif
