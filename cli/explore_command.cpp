@@ -189,7 +189,7 @@ int explore_file(const ExploreArgs& args) {
   }
   std::int64_t started = wall_ns();
   explore::ExploreResult result = explore::search(scenario, costs, options);
-  std::map<std::string, int> shrunk_counts;
+  sim::Shrinks shrunk;
   std::int64_t elapsed = wall_ns() - started;
   if (options.progress) std::cerr << '\n';
 
@@ -230,16 +230,16 @@ int explore_file(const ExploreArgs& args) {
   budget.wall_ns = wall_ns;
   if (options.time_limit_ns > 0) budget.deadline_ns = started + options.time_limit_ns;
   if (result.counterexample && args.shrink) {
-    auto counts = explore::shrink(scenario, costs, options, &budget);
+    sim::Shrinks counts = explore::shrink(scenario, costs, options, &budget);
     removed = explore::describe(scenario, counts);
     if (!counts.empty()) {
-      sim::Scenario small = explore::with_counts(scenario, counts);
+      sim::Scenario small = sim::with_shrinks(scenario, counts);
       options.progress = nullptr;
       auto again = explore::search(small, costs, options);
       if (again.counterexample) {
         result.counterexample = again.counterexample;
         scenario = small;
-        shrunk_counts = counts;
+        shrunk = counts;
       }
     }
   }
@@ -263,7 +263,7 @@ int explore_file(const ExploreArgs& args) {
             << cex_path << "\n";
         if (!told.empty()) out << "#\n# what happened:\n";
         for (const std::string& line : told) out << "#   " << sim::escape_controls(line) << '\n';
-        out << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk_counts, cex_path);
+        out << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk, cex_path);
       }, {args.file});
     };
     write_cex({});
@@ -404,7 +404,7 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_flag("--no-symmetry", args->no_symmetry,
                 "Try every order of interchangeable clients' same-instant happenings, not one");
-  cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups as they are");
+  cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups and their requests as they are");
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->add_flag("--audit", args->audit,
                 "Check the state digest: write every state down too, and each time a digest is met\n"

@@ -1,6 +1,7 @@
 #include "explore/shrink.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace loopsim::explore {
 
@@ -17,24 +18,12 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
   return choices;
 }
 
-sim::Scenario with_counts(const sim::Scenario& scenario, const std::map<std::string, int>& counts) {
-  sim::Scenario s = scenario;
-  std::erase_if(s.clients, [&](const sim::ClientGroup& g) {
-    auto it = counts.find(g.name);
-    return it != counts.end() && it->second == 0;
-  });
-  for (auto& g : s.clients) {
-    if (auto it = counts.find(g.name); it != counts.end()) g.count = it->second;
-  }
-  return s;
-}
-
-std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::Costs& costs,
-                                  ExploreOptions options, Budget* budget) {
+sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, ExploreOptions options,
+                    Budget* budget) {
   options.progress = nullptr;
   options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
-  std::map<std::string, int> counts;
-  auto fails = [&](const std::map<std::string, int>& trial) {
+  sim::Shrinks kept;
+  auto fails = [&](const sim::Shrinks& trial) {
     if (budget != nullptr && budget->deadline_ns > 0 && budget->wall_ns) {
       if (budget->out()) return false;
       options.time_limit_ns = budget->deadline_ns - budget->wall_ns();
@@ -43,9 +32,24 @@ std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::
     // A smaller scenario that cannot run (a target that now dies before any decision, say) is
     // not a smaller failure: the group stays.
     try {
-      return search(with_counts(scenario, trial), costs, options).verdict == ExploreResult::Verdict::violated;
+      return search(sim::with_shrinks(scenario, trial), costs, options).verdict == ExploreResult::Verdict::violated;
     } catch (const sim::ScenarioError&) {
       return false;
+    }
+  };
+  // From n down while it still fails: half of it, else one less (`set` puts a trial count in).
+  auto descend = [&](std::int64_t n, const std::function<void(sim::Shrinks&, std::int64_t)>& set) {
+    while (n > 1) {
+      auto trial = kept;
+      set(trial, n / 2);
+      if (!fails(trial)) {
+        set(trial, n - 1);
+        if (!fails(trial)) break;
+        n = n - 1;
+      } else {
+        n = n / 2;
+      }
+      kept = trial;
     }
   };
   auto named = [&](const std::string& group) {
@@ -53,36 +57,52 @@ std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::
                        [&](const sim::Expectation& e) { return e.of == group || e.after == group; });
   };
   for (const auto& group : scenario.clients) {
-    auto trial = counts;
-    trial[group.name] = 0;
-    if (!named(group.name) && scenario.clients.size() > 1 && fails(trial)) counts = trial;
+    auto trial = kept;
+    trial.clients[group.name] = 0;
+    if (!named(group.name) && scenario.clients.size() > 1 && fails(trial)) kept = trial;
   }
   for (const auto& group : scenario.clients) {
-    if (counts.count(group.name)) continue;  // removed
-    int n = group.count;
-    while (n > 1) {
-      auto trial = counts;
-      trial[group.name] = n / 2;
-      if (!fails(trial)) {
-        trial[group.name] = n - 1;
-        if (!fails(trial)) break;
+    if (kept.clients.count(group.name)) continue;  // removed
+    descend(group.count, [&](sim::Shrinks& s, std::int64_t n) { s.clients[group.name] = int(n); });
+  }
+  for (const auto& group : scenario.clients) {
+    if (auto it = kept.clients.find(group.name); it != kept.clients.end() && it->second == 0) continue;
+    if (group.closed_requests > 1) {
+      descend(group.closed_requests, [&](sim::Shrinks& s, std::int64_t n) { s.closed_requests[group.name] = n; });
+      continue;
+    }
+    if (group.requests.size() < 2) continue;
+    std::vector<std::size_t> left(group.requests.size());
+    for (std::size_t k = 0; k < left.size(); ++k) left[k] = k;
+    for (std::size_t k = left.size(); k-- > 0 && left.size() > 1;) {
+      auto trial = kept;
+      auto fewer = left;
+      fewer.erase(fewer.begin() + std::ptrdiff_t(k));
+      trial.script[group.name] = fewer;
+      if (fails(trial)) {
+        kept = trial;
+        left = std::move(fewer);
       }
-      counts = trial;
-      n = trial[group.name];
     }
   }
-  return counts;
+  return kept;
 }
 
-std::string describe(const sim::Scenario& scenario, const std::map<std::string, int>& counts) {
+std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks) {
   std::string text;
+  auto add = [&text](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
   for (const auto& group : scenario.clients) {
-    auto it = counts.find(group.name);
-    if (it == counts.end()) continue;
-    if (!text.empty()) text += "; ";
-    text += it->second == 0 ? group.name + " removed"
-                            : group.name + ": " + std::to_string(group.count) + " -> " +
-                                  std::to_string(it->second) + " clients";
+    if (auto it = shrinks.clients.find(group.name); it != shrinks.clients.end()) {
+      if (it->second == 0) {
+        add(group.name + " removed");
+        continue;
+      }
+      add(group.name + ": " + std::to_string(group.count) + " -> " + std::to_string(it->second) + " clients");
+    }
+    if (auto it = shrinks.closed_requests.find(group.name); it != shrinks.closed_requests.end())
+      add(group.name + ": " + std::to_string(group.closed_requests) + " -> " + std::to_string(it->second) + " requests");
+    if (auto it = shrinks.script.find(group.name); it != shrinks.script.end())
+      add(group.name + ": " + std::to_string(group.requests.size()) + " -> " + std::to_string(it->second.size()) + " requests");
   }
   return text.empty() ? "nothing could be removed" : text;
 }

@@ -30,16 +30,15 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
                                     std::vector<model::Choice> choices, Budget* budget = nullptr);
 
 // Shrinks the scenario while the explorer still finds a failure: groups no expectation names
-// are dropped, the others halved (then trimmed by one) while it fails. Returns the new counts
-// by group (0: removed); groups left as they were are absent. Each trial search gets what is
-// left of `budget`; a trial cut short by it counts as not failing.
-std::map<std::string, int> shrink(const sim::Scenario& scenario, const checker::Costs& costs,
-                                  ExploreOptions options, Budget* budget = nullptr);
+// are dropped, the others halved (then trimmed by one) while it fails; then each remaining
+// group's requests: a closed loop's count halved or trimmed by one while it fails (the fewest
+// that still fail, where more requests fail more), a script's requests each left out, the last
+// first, where it still fails without it. Returns what changed (sim::Shrinks). Each trial search
+// gets what is left of `budget`; a trial cut short by it counts as not failing.
+sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, ExploreOptions options,
+                    Budget* budget = nullptr);
 
-// The scenario with those counts applied.
-sim::Scenario with_counts(const sim::Scenario& scenario, const std::map<std::string, int>& counts);
-
-// "blocker removed; burst: 5 -> 3 clients".
-std::string describe(const sim::Scenario& scenario, const std::map<std::string, int>& counts);
+// "blocker removed; burst: 5 -> 3 clients; pipeliner: 20 -> 16 requests".
+std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks);
 
 }  // namespace loopsim::explore

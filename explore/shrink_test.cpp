@@ -41,10 +41,10 @@ TEST_CASE("shrink drops and halves groups while the search still fails, and stop
   ExploreOptions options;
   auto counts = shrink(scenario, Costs{}, options);
   // Either group alone strands (three at one instant, a batch of 2): one goes, the other is trimmed.
-  int burst = counts.count("burst") ? counts.at("burst") : 6;
-  int bystanders = counts.count("bystanders") ? counts.at("bystanders") : 4;
+  int burst = counts.clients.count("burst") ? counts.clients.at("burst") : 6;
+  int bystanders = counts.clients.count("bystanders") ? counts.clients.at("bystanders") : 4;
   CHECK(burst + bystanders == 3);
-  CHECK(search(with_counts(scenario, counts), Costs{}, options).verdict == ExploreResult::Verdict::violated);
+  CHECK(search(sim::with_shrinks(scenario, counts), Costs{}, options).verdict == ExploreResult::Verdict::violated);
 
   std::int64_t clock = 100;
   Budget spent;
@@ -72,4 +72,42 @@ TEST_CASE("minimize keeps a budget-cut counterexample failing, as it was") {
   auto kept = minimize(scenario, Costs{}, choices, &spent);
   CHECK(kept.size() == choices.size());
   CHECK_FALSE(judge_choices(scenario, Costs{}, kept).violated.empty());
+}
+
+TEST_CASE("shrink leaves out each scripted request the failure does not need: five become the two that strand") {
+  // R13 sabotaged: a request pipelined behind a 1 MB answer is stranded. Of five requests only
+  // the large answer and one request after it are needed.
+  sim::Scenario scenario = sim::parse_scenario(R"(
+name = "script"
+horizon = "5s"
+[kernel]
+send_buffer_max = 4194304
+[loop]
+resume_after_flush = false
+[[clients]]
+name = "pipeliner"
+keep_alive = true
+requests = [{ at = "0ms", path = "/fast" }, { at = "0ms", path = "/bytes?n=1000000" }, { at = "0ms", path = "/hello" },
+            { at = "0ms", path = "/fast" }, { at = "0ms", path = "/fast" }]
+[[expect]]
+property = "answered"
+)", "script.toml", {});
+  ExploreOptions options;
+  sim::Shrinks shrinks = shrink(scenario, Costs{}, options);
+  REQUIRE(shrinks.script.count("pipeliner") == 1);
+  CHECK(shrinks.script.at("pipeliner") == std::vector<std::size_t>{1, 2});
+  CHECK(describe(scenario, shrinks) == "pipeliner: 5 -> 2 requests");
+  sim::Scenario small = sim::with_shrinks(scenario, shrinks);
+  CHECK(small.clients.front().requests.size() == 2);
+  CHECK(search(small, Costs{}, options).verdict == ExploreResult::Verdict::violated);
+  // The file written keeps those two requests, and runs as the search judged it.
+  const std::string pinned = sim::pinned_scenario(R"(
+name = "script"
+[[clients]]
+name = "pipeliner"
+requests = [{ at = "0ms", path = "/a" }, { at = "1ms", path = "/b" }, { at = "2ms", path = "/c" }]
+)", "script.toml", sim::Arm{"base", {}, {}}, {}, {}, sim::Shrinks{{}, {{"pipeliner", {0, 2}}}, {}});
+  sim::Scenario reread = sim::parse_scenario(pinned, "pinned.toml", {});
+  REQUIRE(reread.clients.front().requests.size() == 2);
+  CHECK(reread.clients.front().requests[1].path == "/c");
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checker/suite.hpp"
+#include "explore/shrink.hpp"
 #include "reports/timeline.hpp"
 #include "sim/world.hpp"
 
@@ -45,6 +46,16 @@ TEST_CASE("a target's timeline counts the answers as the client did, and the byt
   CHECK(svg.find("read 512 B in 1 read, wrote 600 B in 15 writes") != std::string::npos);
   CHECK(svg.find("left at the end: 168 B sent and never read, 0 B written and never taken, on 1 connection") !=
         std::string::npos);
+}
+
+TEST_CASE("shrink takes a target's 20 pipelined requests down to the fewest that still strand: 16") {
+  // 16 requests are 544 bytes, more than the 512-byte read takes; 15 are 510, which it takes
+  // whole. Each trial is an explore search of the smaller file.
+  sim::Scenario scenario = sim::load_scenario(pipelined, {sim::Override{"target.exec", "[\"et_http\", \"--port\", \"8080\", \"--read-size\", \"512\"]"}});
+  explore::ExploreOptions options;
+  sim::Shrinks shrinks = explore::shrink(scenario, checker::Costs{}, options);
+  CHECK(shrinks.closed_requests == std::map<std::string, std::int64_t>{{"pipeliner", 16}});
+  CHECK(explore::describe(scenario, shrinks) == "pipeliner: 20 -> 16 requests");
 }
 
 #endif

@@ -1046,6 +1046,28 @@ Scenario parse_scenario(const std::string& text, const std::string& name,
   return base;
 }
 
+Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks) {
+  Scenario s = scenario;
+  std::erase_if(s.clients, [&](const ClientGroup& g) {
+    auto it = shrinks.clients.find(g.name);
+    return it != shrinks.clients.end() && it->second == 0;
+  });
+  for (ClientGroup& g : s.clients) {
+    if (auto it = shrinks.clients.find(g.name); it != shrinks.clients.end()) g.count = it->second;
+    if (auto it = shrinks.script.find(g.name); it != shrinks.script.end()) {
+      std::vector<RequestSpec> kept;
+      for (std::size_t k : it->second)
+        if (k < g.requests.size()) kept.push_back(g.requests[k]);
+      g.requests = std::move(kept);
+    }
+    if (auto it = shrinks.closed_requests.find(g.name); it != shrinks.closed_requests.end()) {
+      g.closed_requests = it->second;
+      g.pipeline = int(std::min<std::int64_t>(g.pipeline, it->second));
+    }
+  }
+  return s;
+}
+
 Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
                           const std::vector<Override>& overrides) {
   return convert(text, name, &arm, overrides);

@@ -292,15 +292,28 @@ Scenario parse_scenario(const std::string& text, const std::string& name,
 // command line's overrides again, so that --set wins). Throws ScenarioError.
 Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
                           const std::vector<Override>& overrides = {});
+// What shrinking kept of the client groups it changed (explore/shrink.hpp), each by name: how
+// many clients (0: the group removed), which of its scripted requests (their indices, in
+// order), or how many requests a closed loop sends (its pipeline no deeper than that).
+struct Shrinks {
+  std::map<std::string, int> clients;
+  std::map<std::string, std::vector<std::size_t>> script;
+  std::map<std::string, std::int64_t> closed_requests;
+  bool empty() const { return clients.empty() && script.empty() && closed_requests.empty(); }
+  bool operator==(const Shrinks&) const = default;
+};
+// The scenario with them applied.
+Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks);
+
 // The scenario as `arm` runs it, with `overrides` applied, its arms left out and `choices`
 // pinned: a counterexample that `loopsim run` replays. Throws ScenarioError.
-// `counts` shrinks client groups (group name -> clients; 0 removes the group). With
+// `shrinks` shrinks client groups and their requests, as with_shrinks does. With
 // `written_to`, the file it will be written as: a target keeps running where it ran
 // (`target.dir`, relative to that file's folder), so that its relative arguments still work.
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
                             const std::vector<model::Choice>& choices,
-                            const std::map<std::string, int>& counts = {}, const std::string& written_to = {});
+                            const Shrinks& shrinks = {}, const std::string& written_to = {});
 // The folder a target runs in: `dir` (absolute, or from `file`'s folder), or `file`'s folder.
 std::string target_folder(const std::string& file, const std::string& dir);
 

@@ -265,7 +265,7 @@ void keep_target_folder(toml::table& root, const std::string& from, const std::s
 std::string pinned_scenario(const std::string& text, const std::string& name, const Arm& arm,
                             const std::vector<Override>& overrides,
                             const std::vector<model::Choice>& choices,
-                            const std::map<std::string, int>& counts, const std::string& written_to) {
+                            const Shrinks& shrinks, const std::string& written_to) {
   Context c(name);
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
   if (!written_to.empty()) keep_target_folder(root, name, written_to);
@@ -274,12 +274,27 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
   if (toml::array* clients = root["clients"].as_array()) {
     for (std::size_t i = clients->size(); i-- > 0;) {
       toml::table* group = clients->get(i)->as_table();
-      auto found = counts.find(std::string((*group)["name"].value_or(std::string_view{})));
-      if (found == counts.end()) continue;
-      if (found->second == 0) {
-        clients->erase(clients->begin() + std::ptrdiff_t(i));
-      } else {
+      const std::string group_name(group->get("name") ? (*group)["name"].value_or(std::string_view{}) : std::string_view{});
+      if (auto found = shrinks.clients.find(group_name); found != shrinks.clients.end()) {
+        if (found->second == 0) {
+          clients->erase(clients->begin() + std::ptrdiff_t(i));
+          continue;
+        }
         group->insert_or_assign("count", found->second);
+      }
+      if (auto kept = shrinks.script.find(group_name); kept != shrinks.script.end()) {
+        if (toml::array* requests = (*group)["requests"].as_array()) {
+          toml::array fewer;
+          for (std::size_t k : kept->second)
+            if (const toml::table* request = k < requests->size() ? requests->get(k)->as_table() : nullptr)
+              fewer.push_back(toml::table(*request));
+          group->insert_or_assign("requests", std::move(fewer));
+        }
+      }
+      if (auto n = shrinks.closed_requests.find(group_name); n != shrinks.closed_requests.end()) {
+        group->insert_or_assign("requests", n->second);
+        if (group->get("pipeline") && (*group)["pipeline"].value_or(std::int64_t(1)) > n->second)
+          group->insert_or_assign("pipeline", n->second);
       }
     }
   }
