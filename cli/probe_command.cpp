@@ -9,6 +9,8 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <optional>
+#include <variant>
 #include <sstream>
 
 #include "checker/suite.hpp"
@@ -30,6 +32,7 @@ struct ProbeArgs {
   std::string time_limit = "60s";
   std::string trace;
   std::vector<std::string> set;
+  std::optional<std::uint64_t> seed;
 };
 
 constexpr const char* live_hint = "--live 127.0.0.1:8080 (a server on loopback), or --live self (loopsim live --config FILE)";
@@ -107,12 +110,14 @@ int probe_scenario(const ProbeArgs& args) {
   try {
     overrides = parse_overrides(args.set);
     scenario = sim::load_scenario(args.file, overrides);
+    if (args.seed) scenario.seed = *args.seed;  // the live clients' draws, and the simulation's
     options.time_limit = option_duration("--time-limit", args.time_limit);
     if (args.live != "self") parse_live(args.live, options);
     if (!args.trace.empty()) check_output("--trace", args.trace, {args.file});
     checker::SuiteOptions suite;
     suite.overrides = overrides;
     suite.only_arm = "base";
+    suite.seed = args.seed;
     simulated = checker::run_suite(args.file, suite);
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
@@ -166,6 +171,26 @@ int probe_scenario(const ProbeArgs& args) {
   if (live.unframed > 0)
     out << "live: " << live.unframed << " connection(s) closed by the probe: an answer it could not frame "
         << "(no \"HTTP/1.x NNN\" status line, a Content-Length that is not one number, or a head over 64 KiB)\n";
+  // Connections the server refused, or that found nothing listening: said as such, not only as
+  // requests never answered.
+  std::int64_t refused = 0, answers_before = 0;
+  std::optional<Nanos> first_refused;
+  for (const sim::TraceEvent& event : live.trace.events) {
+    if (std::holds_alternative<sim::ev::Answer>(event) && !first_refused) ++answers_before;
+    const auto* r = std::get_if<sim::ev::Refused>(&event);
+    if (r == nullptr || r->error != ECONNREFUSED) continue;
+    ++refused;
+    if (!first_refused) first_refused = r->t;
+  }
+  if (refused > 0) {
+    out << "live: " << refused << " connection(s) refused (ECONNREFUSED): nothing listened on " << options.address << ":"
+        << options.port;
+    if (answers_before > 0)
+      out << " from " << time_text(*first_refused) << ", after " << answers_before << " answer(s): the server had stopped listening (it died, or closed its listener)";
+    else
+      out << ": the server was not running there, or had not listened yet";
+    out << "\n";
+  }
   if (args.live == "self" && server_status != 0)
     out << "live: the server exited " << server_status << " after SIGTERM (0 is a clean drain)\n";
   out << "\n";
@@ -209,7 +234,13 @@ int probe_scenario(const ProbeArgs& args) {
     out << "\n";
     out << "  where the two may part:\n"
            "  - live times carry the machine's own delays (a sleep's overshoot, scheduling), which the\n"
-           "    simulation leaves out unless kernel.timer_slack adds them;\n";
+           "    simulation leaves out unless kernel.timer_slack adds them;\n";    out << "  - the send buffer: the simulation's holds kernel.send_buffer (16 KiB unless set) and, with\n"
+           "    kernel.send_buffer_max, grows as Linux's autotuning does; live, the machine's tcp_wmem decides\n"
+           "    how much one write takes;\n";
+    if (!scenario.choices.empty()) {
+      out << "  - this file pins choices (choices = [...], a counterexample's): the simulation replays them,\n"
+             "    and the live run cannot, its landings and orders are the machine's;\n";
+    }
     const auto raced = sent_with_handshake(scenario);
     if (!raced.empty()) {
       out << "  - a choice the simulation makes one way: the first request of";
@@ -237,6 +268,8 @@ void add_probe(CLI::App& app, int& status) {
       ->check(non_empty);
   cmd->add_option("--trace", args->trace, "Write the live run's trace here (JSON Lines, the simulation's schema)");
   cmd->add_option("--set", args->set, "Override a key, as for run (and for the self server)");
+  cmd->add_option("--seed", args->seed, "Seed for both runs' draws (arrivals, windows, paths), instead of the file's")
+      ->check(whole_number(0));
   cmd->footer(
       "The scenario's clients (their times, closed loops, paths, bytes and bodies, and reset faults) run on\n"
       "real sockets; answered, latency and max_gap judge both runs, and the table puts each figure beside\n"

@@ -167,10 +167,16 @@ TEST_CASE("probe with the blocker's request 20 ms after its connect: /fast goes 
 
 TEST_CASE("probe against a port nobody listens on: every client refused, answered violated live") {
   // Port 1 (tcpmux) has no listener on a machine of ours: each connect is refused at once.
-  auto o = run_loopsim("probe " + accept_burst + " --live 127.0.0.1:1 --time-limit 5s", true);
+  auto o = run_loopsim("probe " + accept_burst + " --live 127.0.0.1:1 --time-limit 5s --seed 7", true);
   INFO(o.output);
   CHECK(o.status == 1);
   CHECK(std::regex_search(o.output, std::regex("\nanswered +0 +122 +- +held +VIOLATED")));
+  // Said as what it is, not only as requests never answered; and the seed asked for is the one run.
+  CHECK(o.output.find("live: 122 connection(s) refused (ECONNREFUSED): nothing listened on 127.0.0.1:1: the server "
+                      "was not running there") != std::string::npos);
+  CHECK(o.output.find("), seed 7\n") != std::string::npos);
+  // The notes on where the two part name the send buffer.
+  CHECK(o.output.find("the send buffer: the simulation's holds kernel.send_buffer") != std::string::npos);
 }
 
 TEST_CASE("probe refuses what it cannot do, in the one error form") {
