@@ -277,8 +277,12 @@ int SimKernel::pipe(int ends[2]) {
   count_call();
   scheduler_.rest(std::uint64_t(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))));
   scheduler_.call_point(Call{K::wait, poller});
-  Work& work = work_of_current();
-  work = Work{0, work.since_wait};
+  if (const FdEntry* p = entry(poller); p != nullptr && p->kind == FdKind::poller) {
+    Work& work = work_of_current();
+    std::uint64_t& at_last = work.at_wait[p->object];
+    work.before_wait = work.total - at_last;
+    at_last = work.total;
+  }
   int n = wait_now(poller, into, timeout);
   scheduler_.leave_rest();
   Learnt learnt(op_wait);

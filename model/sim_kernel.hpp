@@ -184,8 +184,8 @@ class SimKernel final : public Kernel {
   bool read_may_notify(int fd) const;
   bool is_listener(int fd) const { return backlog_capable(fd); }
 
-  // Work done, from the kernel's side: the calls the thread made between its previous wait and
-  // its latest one that got something done (bytes read or written, a connection accepted or
+  // Work done, from the kernel's side: the calls the thread made between its previous wait on a
+  // poller and its latest one on the same poller that got something done (bytes read or written, a connection accepted or
   // closed, a write side shut, a wake-up drained, time spent on work). A pass that did none is
   // idle, whatever loop made it (no_spin).
   // More than this many calls at one virtual instant with no work done between them (see
@@ -406,8 +406,13 @@ class SimKernel final : public Kernel {
   std::vector<Pair> pairs_;  // K15
   std::vector<FaultState> accept_faults_;
   std::uint16_t next_port_ = 32768;
+  // A thread's work: all it got done (`total`), and at each of its pollers' last waits how much
+  // it had done then, so that a wait counts what was done since the previous wait on the same
+  // poller: a loop driven from an outer one (R6) waits on the outer poller between its passes,
+  // and that wait must not take its pass's work.
   struct Work {
-    std::uint64_t since_wait = 0, before_wait = 0;
+    std::uint64_t total = 0, before_wait = 0;
+    std::map<std::uint32_t, std::uint64_t> at_wait;  // poller index -> total at its last wait
   };
   std::vector<Work> work_;  // by thread + 1 (0: outside any thread)
   Nanos calls_instant_{-1};
@@ -422,7 +427,7 @@ class SimKernel final : public Kernel {
   }
   template <class Result> Result worked(Result result, bool did) {
     if (did) {
-      ++work_of_current().since_wait;
+      ++work_of_current().total;
       calls_at_instant_ = 0;
     }
     return result;
