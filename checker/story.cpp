@@ -326,16 +326,14 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
     bool troubled;
   };
   std::vector<Alike> alike;
+  std::map<std::pair<std::int32_t, std::string>, std::size_t> found;  // a million clients: no scan per client
   for (bool troubled : {true, false}) {
-    const std::size_t first = alike.size();
     for (std::size_t i = 0; i < told.size(); ++i) {
       if (told[i].troubled() != troubled) continue;
       const std::int32_t group = i < trace.clients.size() ? trace.clients[i].group : -1;
-      std::string account = client_account(told[i]);
-      auto same = std::find_if(alike.begin() + std::ptrdiff_t(first), alike.end(),
-                               [&](const Alike& a) { return a.group == group && a.account == account; });
-      if (same == alike.end()) alike.push_back({group, std::move(account), {ClientIndex(i)}, troubled});
-      else same->clients.push_back(ClientIndex(i));
+      auto [it, fresh] = found.try_emplace({group, client_account(told[i])}, alike.size());
+      if (fresh) alike.push_back({group, it->first.second, {ClientIndex(i)}, troubled});
+      else alike[it->second].clients.push_back(ClientIndex(i));
     }
   }
   // Of the connections that lost nothing, a few are enough to show what went right.
