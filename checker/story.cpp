@@ -190,7 +190,7 @@ std::string event_clause(const Trace& trace, const sim::TraceEvent& event) {
       event);
 }
 
-std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& verdicts) {
+std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& verdicts, bool pinned) {
   std::vector<std::string> lines;
   std::vector<Told> told(trace.clients.size());
   std::vector<GroupSends> groups(trace.groups.size());
@@ -292,6 +292,10 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
 
   if (off_natural.empty()) {
     lines.push_back("Every choice took its natural option: the file's own times, in the order scheduled.");
+  } else if (!pinned) {
+    lines.push_back(count_of(std::int64_t(off_natural.size()), "choice", "choices") +
+                    " drawn from the seed took another than the natural option; which of them the failure "
+                    "needs, `loopsim explore` finds (its counterexample tells each).");
   } else {
     lines.push_back(count_of(std::int64_t(off_natural.size()), "choice", "choices") + " took another than the natural option:");
     for (std::size_t k = 0; k < off_natural.size() && k < choices_told; ++k) {

@@ -15,7 +15,10 @@ namespace loopsim::checker {
 // The story's lines, each a sentence or two (no indentation, no trailing newline). The run's
 // trace should keep every kind of event (sim::all_events); from one kept to its verdicts the
 // story says less, and says so. Lines are bounded: a long run is summed up, not listed.
-std::vector<std::string> story(const sim::Trace& trace, const std::vector<Verdict>& verdicts);
+// `pinned`: the run's choices were pinned (a counterexample's, or --replay), so each choice off
+// the natural path is part of what made it fail, and each is told; otherwise they were drawn
+// from the seed, and are only counted.
+std::vector<std::string> story(const sim::Trace& trace, const std::vector<Verdict>& verdicts, bool pinned = true);
 
 // One event as a short clause ("window#1 connected", "the server read 52 bytes from
 // window#1"), for the story.

@@ -39,6 +39,8 @@ TEST_CASE("story: a stranded backlog is told as connections never accepted, thei
   CHECK(told.find("89 of burst (burst#31, burst#32, ...), each: its handshake completed, and the server never accepted it; "
                   "0 of 1 answered (never answered: \"/slow?ms=10\"); 62 bytes it sent were never read.") != std::string::npos);
   CHECK(told.find("Why it fails:\nanswered: 89 request(s) never answered") != std::string::npos);
+  // Drawn from the seed, its choices off the natural path are counted, not told one by one.
+  CHECK(told.find("2 choices drawn from the seed took another than the natural option") != std::string::npos);
 }
 
 TEST_CASE("story: a pipelined request left behind is named, with what the server read and wrote") {
@@ -73,6 +75,9 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
   CHECK(told.find("100 bytes it sent were never read; 53616 bytes the server wrote never reached it") != std::string::npos);
   CHECK(told.find("c#0: never connected") != std::string::npos);
   CHECK(told.find("Why it fails") == std::string::npos);  // no verdict was given
+  const std::string drawn = joined(checker::story(trace, {}, false));
+  CHECK(drawn.find("1 choice drawn from the seed took another than the natural option") != std::string::npos);
+  CHECK(drawn.find("land 2 of 3") == std::string::npos);
 }
 
 TEST_CASE("story: a trace kept to its verdicts says it has no bytes") {

@@ -184,7 +184,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     report.verdicts = died ? std::vector<Verdict>{*died} : evaluate(run.trace, scenario.expect, costs);
     report.judgement = judge(report.verdicts, arm.expect_violated, !run.trace.cut.empty());
     if (std::any_of(report.verdicts.begin(), report.verdicts.end(), [](const Verdict& v) { return !v.held; }))
-      report.story = story(run.trace, report.verdicts);
+      report.story = story(run.trace, report.verdicts, replay.has_value());
     report.cut = run.trace.cut;
     if (!report.cut.empty()) report.cut_at = scenario.position_of({"horizon"});
     report.stats = run.stats;
