@@ -132,9 +132,10 @@ void tell_clients(const Trace& trace, const std::vector<Told>& told, const std::
 // told once, together.
 std::string client_account(const Told& c) {
   std::string line;
-  if (c.refused) return "its connection failed (" + c.refusal + ").";
   if (!c.accepted) {
-    line += c.established ? "its handshake completed, and the server never accepted it" : "never connected";
+    if (c.established) line += "its handshake completed, and the server never accepted it";
+    else line += c.refused ? "its connection failed (" + c.refusal + ")" : "never connected";
+    if (c.established && c.refused) line += "; then it was reset (" + c.refusal + ")";
   } else {
     line += "accepted at " + at(*c.accepted) + "; the server read " + bytes(c.read) + " in " +
             count_of(c.reads, "read", "reads");
@@ -144,6 +145,7 @@ std::string client_account(const Told& c) {
     if (c.short_writes > 0) line += " (" + std::to_string(c.short_writes) + " short)";
     if (c.full_writes > 0) line += " (" + std::to_string(c.full_writes) + " found the send buffer full: EAGAIN)";
     if (c.read_errors + c.write_errors > 0) line += "; " + std::to_string(c.read_errors + c.write_errors) + " failed";
+    if (c.refused) line += "; its connection was reset (" + c.refusal + ")";
   }
   line += "; " + std::to_string(c.answered) + " of " + std::to_string(c.sent) + " answered";
   if (c.unanswered() > 0) {

@@ -74,6 +74,13 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
   CHECK(told.find("wrote 16384 bytes in 1 write (1 short)") != std::string::npos);
   CHECK(told.find("100 bytes it sent were never read; 53616 bytes the server wrote never reached it") != std::string::npos);
   CHECK(told.find("c#0: never connected") != std::string::npos);
+  // A connection queued and then reset is told as both, with what it lost.
+  trace.add(sim::ev::Established{Nanos(1), 0});
+  trace.add(sim::ev::Send{Nanos(1), 0, "/q"});
+  trace.add(sim::ev::Refused{Nanos(8'000'000), 0, ECONNRESET});
+  CHECK(joined(checker::story(trace, {})).find("c#0: its handshake completed, and the server never accepted it; then it "
+                                                "was reset (ECONNRESET at 8.000 ms); 0 of 1 answered (never answered: \"/q\")") !=
+        std::string::npos);
   CHECK(told.find("Why it fails") == std::string::npos);  // no verdict was given
   const std::string drawn = joined(checker::story(trace, {}, false));
   CHECK(drawn.find("1 choice drawn from the seed took another than the natural option") != std::string::npos);
