@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "model/choice.hpp"
+#include "sim/scenario.hpp"
 
 namespace loopsim::checker {
 
@@ -163,6 +164,13 @@ std::string client_account(const Told& c) {
 }
 
 }  // namespace
+
+void write_story(std::ostream& out, const std::vector<std::string>& lines, const std::string& heading,
+                 const std::string& indent) {
+  if (lines.empty()) return;
+  out << heading << "what happened:\n";
+  for (const std::string& line : lines) out << indent << sim::escape_controls(line) << '\n';
+}
 
 std::string event_clause(const Trace& trace, const sim::TraceEvent& event) {
   auto name = [&](ClientIndex c) { return c == sim::no_client ? std::string("a connection") : trace.client_name(c); };

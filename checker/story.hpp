@@ -4,6 +4,7 @@
 // comments in an explore counterexample, and under a generate finding; `--json` carries it.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ namespace loopsim::checker {
 // the natural path is part of what made it fail, and each is told; otherwise they were drawn
 // from the seed, and are only counted.
 std::vector<std::string> story(const sim::Trace& trace, const std::vector<Verdict>& verdicts, bool pinned = true);
+
+// The story as text, for every place that prints one: `heading` then "what happened:", then each
+// line after `indent`, control characters escaped; nothing when there is no story. A file's
+// comments are heading "#\n# " and indent "#   ".
+void write_story(std::ostream& out, const std::vector<std::string>& lines, const std::string& heading,
+                 const std::string& indent);
 
 // One event as a short clause ("window#1 connected", "the server read 52 bytes from
 // window#1"), for the story.

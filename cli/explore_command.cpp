@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "checker/story.hpp"
 #include "checker/suite.hpp"
 #include "cli/commands.hpp"
 #include "explore/explorer.hpp"
@@ -261,8 +262,7 @@ int explore_file(const ExploreArgs& args) {
       write_output_file("--out", cex_path, [&](std::ostream& out) {
         out << "# loopsim explore found this: " << sim::escape_controls(cex.detail) << "\n# replay: loopsim run "
             << cex_path << "\n";
-        if (!told.empty()) out << "#\n# what happened:\n";
-        for (const std::string& line : told) out << "#   " << sim::escape_controls(line) << '\n';
+        checker::write_story(out, told, "#\n# ", "#   ");
         out << sim::pinned_scenario(text, args.file, arm, written, cex.choices, shrunk, cex_path);
       }, {args.file});
     };
@@ -345,8 +345,7 @@ int explore_file(const ExploreArgs& args) {
       if (key == "command" || key == "search" || key == "story" || (key == "shard" && options.shards == 1)) continue;
       std::cout << "  " << key << ": " << value.dump() << '\n';
     }
-    if (!story.empty()) std::cout << "what happened:\n";
-    for (const std::string& line : story) std::cout << "  " << sim::escape_controls(line) << '\n';
+    checker::write_story(std::cout, story, "", "  ");
     if (result.counterexample) std::cout << "replay: loopsim run " << cex_path << '\n';
     if (result.worst) std::cout << "worst case: loopsim run " << worst_path << '\n';
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "checker/story.hpp"
 #include "cli/commands.hpp"
 #include "explore/generate.hpp"
 #include "explore/shaped.hpp"
@@ -54,8 +55,7 @@ Written write_files(const GenerateArgs& args, const explore::GenerateResult& res
       out << "# " << command_of(args) << " found this at run " << result.failing_run << ", shrunk from "
           << result.clients_before << " to " << result.clients_after << " clients\n# "
           << sim::escape_controls(j.detail) << "\n# replay: loopsim run " << w.scenario << "\n";
-      if (!w.story.empty()) out << "#\n# what happened:\n";
-      for (const std::string& line : w.story) out << "#   " << sim::escape_controls(line) << '\n';
+      checker::write_story(out, w.story, "#\n# ", "#   ");
       out << result.shrunk;
     }, inputs);
   };
@@ -172,8 +172,7 @@ void print_text(const GenerateArgs& args, const explore::GenerateResult& result,
               << written.trace << "\n  (loopsim run judges the same scenario to its horizon, which a run "
               << "that never moves the clock does not reach)\n";
   }
-  if (!written.story.empty()) std::cout << "what happened:\n";
-  for (const std::string& line : written.story) std::cout << "  " << sim::escape_controls(line) << '\n';
+  checker::write_story(std::cout, written.story, "", "  ");
   std::cout << "reproduce: " << command_of(args) << "\nreplay: loopsim run " << written.scenario << '\n';
 }
 

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "checker/story.hpp"
 #include "reports/summary.hpp"
 
 namespace loopsim::reports {
@@ -79,8 +80,7 @@ void print_problems(const std::vector<ScenarioOutcome>& outcomes, std::ostream& 
       if (arm.judgement.held) continue;
       out << "  " << o.report->scenario << " / " << arm.name << ":\n";
       for (const std::string& p : arm_problems(arm)) out << "    " << p << '\n';
-      if (!arm.story.empty()) out << "    what happened:\n";
-      for (const std::string& line : arm.story) out << "      " << line << '\n';
+      checker::write_story(out, arm.story, "    ", "      ");
       out << "    reproduce: " << arm.replay << '\n';
     }
   }

@@ -1,5 +1,7 @@
 #include "reports/summary.hpp"
 
+#include "checker/story.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
@@ -116,10 +118,7 @@ void print_table(const RunReport& report, std::ostream& out) {
     }
     if (!arm.cut.empty())
       out << "    " << arm.cut_at << ": the run stopped before its horizon: " << arm.cut << '\n';
-    if (told) {
-      out << "    what happened:\n";
-      for (const std::string& line : arm.story) out << "      " << line << '\n';
-    }
+    if (told) checker::write_story(out, arm.story, "    ", "      ");
     if (!arm.judgement.held) out << "    reproduce: " << arm.replay << '\n';
   }
   out << "\nverdict: " << verdict_text(report) << '\n';

@@ -274,7 +274,7 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
   if (toml::array* clients = root["clients"].as_array()) {
     for (std::size_t i = clients->size(); i-- > 0;) {
       toml::table* group = clients->get(i)->as_table();
-      const std::string group_name(group->get("name") ? (*group)["name"].value_or(std::string_view{}) : std::string_view{});
+      const std::string group_name((*group)["name"].value_or(std::string_view{}));
       if (auto found = shrinks.clients.find(group_name); found != shrinks.clients.end()) {
         if (found->second == 0) {
           clients->erase(clients->begin() + std::ptrdiff_t(i));
