@@ -208,6 +208,10 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
     for (GenGroup g : d.groups) {
       if (left <= 0) break;
       g.count = std::min(g.count, left);
+      if (g.burst > 0) {  // sent when the connection is made, over a network without delay
+        g.requests.insert(g.requests.begin(), std::size_t(g.burst), GenRequest{g.connect_ms, GenRequest::Route::fast, 0});
+        g.wire.rtt_ms = g.wire.jitter_ms = 0;
+      }
       left -= g.count;
       workload.groups.push_back(g);
     }
