@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <type_traits>
 #include <variant>
 
@@ -383,6 +384,183 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
   }
   if (!trace.cut.empty()) lines.push_back("The run stopped before its horizon: " + trace.cut + ".");
   return lines;
+}
+
+namespace {
+
+// A dot label: quotes and backslashes escaped, control characters shown, long text wrapped.
+std::string dot_label(const std::vector<std::string>& lines) {
+  constexpr std::size_t width = 56;
+  std::string out;
+  for (const std::string& raw : lines) {
+    std::string line = sim::escape_controls(raw);
+    std::size_t column = 0;
+    std::string word;
+    auto put = [&](const std::string& w) {
+      if (column > 0 && column + 1 + w.size() > width) out += "\\n", column = 0;
+      else if (column > 0) out += ' ', ++column;
+      for (char ch : w) out += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
+      column += w.size();
+    };
+    for (char ch : line) {
+      if (ch == ' ') {
+        if (!word.empty()) put(word);
+        word.clear();
+      } else {
+        word += ch;
+      }
+    }
+    if (!word.empty()) put(word);
+    out += "\\n";
+  }
+  return out;
+}
+
+// What happened between two decisions, summed up for an edge's label.
+struct Between {
+  std::int64_t connects = 0, sends = 0, accepts = 0, passes = 0, reads = 0, read_bytes = 0, writes = 0,
+               wrote_bytes = 0, short_writes = 0, answers = 0, resets = 0, refused = 0;
+  std::string text() const {
+    std::string t;
+    auto add = [&](std::int64_t n, const std::string& what) {
+      if (n > 0) t += (t.empty() ? "" : "\\n") + std::to_string(n) + " " + what;
+    };
+    add(connects, connects == 1 ? "connect" : "connects");
+    add(sends, sends == 1 ? "request sent" : "requests sent");
+    add(passes, passes == 1 ? "loop pass" : "loop passes");
+    add(accepts, accepts == 1 ? "accept" : "accepts");
+    if (reads > 0) t += (t.empty() ? "" : "\\n") + std::string("read ") + bytes(read_bytes) + " in " + count_of(reads, "read", "reads");
+    if (writes > 0) {
+      t += (t.empty() ? "" : "\\n") + std::string("wrote ") + bytes(wrote_bytes) + " in " + count_of(writes, "write", "writes");
+      if (short_writes > 0) t += " (" + std::to_string(short_writes) + " short)";
+    }
+    add(answers, answers == 1 ? "answer received" : "answers received");
+    add(resets, resets == 1 ? "reset" : "resets");
+    add(refused, refused == 1 ? "connection refused" : "connections refused");
+    return t;
+  }
+  void add(const sim::TraceEvent& event) {
+    std::visit(
+        [&](const auto& e) {
+          using E = std::decay_t<decltype(e)>;
+          if constexpr (std::is_same_v<E, ev::Connect>) ++connects;
+          else if constexpr (std::is_same_v<E, ev::Send>) ++sends;
+          else if constexpr (std::is_same_v<E, ev::PassBegin>) ++passes;
+          else if constexpr (std::is_same_v<E, ev::Accept>) accepts += e.result >= 0 ? 1 : 0;
+          else if constexpr (std::is_same_v<E, ev::Answer>) ++answers;
+          else if constexpr (std::is_same_v<E, ev::Reset>) ++resets;
+          else if constexpr (std::is_same_v<E, ev::Refused>) ++refused;
+          else if constexpr (std::is_same_v<E, ev::Read>) {
+            ++reads;
+            if (e.result > 0) read_bytes += e.result;
+          } else if constexpr (std::is_same_v<E, ev::Wrote>) {
+            ++writes;
+            if (e.result > 0) wrote_bytes += e.result;
+            if (e.result >= 0 && e.result < e.size) ++short_writes;
+          }
+        },
+        event);
+  }
+};
+
+}  // namespace
+
+std::string decision_graph(const Trace& trace, const std::vector<Verdict>& verdicts) {
+  // A graph is looked at, not read through: past this many choices off the natural path, the
+  // rest are one node.
+  constexpr std::size_t decisions_drawn = 60;
+  struct Node {
+    std::vector<std::string> label;
+    std::string style;
+    Nanos t;
+  };
+  std::vector<Node> nodes = {{{"the run begins at 0 ms"}, "", Nanos(0)}};
+  std::ostringstream edges;
+  std::size_t previous = 0;
+  Between between;
+  auto edge_to = [&](std::size_t to) {
+    const std::string label = between.text();
+    edges << "  d" << previous << " -> d" << to << (label.empty() ? "" : " [label=\"" + label + "\"]") << ";\n";
+    between = Between{};
+    previous = to;
+  };
+  auto add_node = [&](std::vector<std::string> label, std::string style, Nanos t) {
+    nodes.push_back({std::move(label), std::move(style), t});
+    edge_to(nodes.size() - 1);
+  };
+  // Natural choices in a row are one node, its label made when the row ends; what happens among
+  // them goes on the edge out of it.
+  std::int64_t natural = 0, folded = 0;
+  Nanos natural_low{0}, natural_high{0}, last{0};
+  auto end_natural = [&] {
+    if (natural == 0) return;
+    nodes[previous].label = {count_of(natural, "choice", "choices") + " took the natural option",
+                             natural_low == natural_high ? "at " + at(natural_low) : "from " + at(natural_low) + " to " + at(natural_high)};
+    natural = 0;
+  };
+  std::size_t drawn = 0;
+  const ev::Lasso* lasso = nullptr;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const sim::TraceEvent& event = trace.events[i];
+    last = sim::time_of(event);
+    if (const auto* l = std::get_if<ev::Lasso>(&event)) lasso = l;
+    const auto* c = std::get_if<ev::Choice>(&event);
+    if (c == nullptr) {
+      between.add(event);
+      continue;
+    }
+    if (c->pick == 0) {
+      if (natural++ == 0) {
+        natural_low = c->t;
+        add_node({}, ", style=dashed, color=gray50, fontcolor=gray30", c->t);
+      }
+      natural_high = c->t;
+      continue;
+    }
+    end_natural();
+    if (drawn == decisions_drawn) {
+      ++folded;
+      continue;
+    }
+    std::vector<std::string> label = {"at " + at(c->t) + ": " + model::choice_kind_name(model::ChoiceKind(c->kind)) + " " +
+                                          std::to_string(c->pick) + " of " + std::to_string(c->options),
+                                      choice_meaning(*c)};
+    for (std::size_t j = i + 1; j < trace.events.size(); ++j) {
+      if (std::holds_alternative<ev::Choice>(trace.events[j])) continue;
+      if (sim::time_of(trace.events[j]) == c->t) label.push_back("next: " + event_clause(trace, trace.events[j]));
+      break;
+    }
+    add_node(std::move(label), ", color=red, fontcolor=red", c->t);
+    ++drawn;
+  }
+  end_natural();
+  if (folded > 0) add_node({"... and " + count_of(folded, "more choice", "more choices") + " off the natural path"}, ", color=red", last);
+  std::vector<std::string> end = {"the run ends at " + at(last)};
+  bool failed = false;
+  for (const Verdict& v : verdicts) {
+    if (v.held || !v.decided) continue;
+    failed = true;
+    end.push_back(v.property + (v.of.empty() ? "" : " of " + v.of) + ": " + v.detail);
+  }
+  if (!failed) end.push_back("every property held");
+  add_node(end, failed ? ", shape=doubleoctagon, color=red" : ", shape=doubleoctagon", last);
+  if (lasso != nullptr) {
+    // The cycle goes back to the last decision made by its start.
+    std::size_t back = 0;
+    for (std::size_t k = 0; k + 1 < nodes.size(); ++k)
+      if (nodes[k].t <= lasso->since) back = k;
+    const std::string why = lasso->dead_end
+                                ? "nothing left to happen: " + count_of(lasso->backlog, "connection waits", "connections wait") + " forever"
+                                : "back to the state at " + at(lasso->since) + ", nothing accepted";
+    edges << "  d" << previous << " -> d" << back << " [label=\"" << dot_label({why}) << "\", color=red, style=bold];\n";
+  }
+  std::ostringstream out;
+  out << "digraph decisions {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n"
+      << "  edge [fontname=\"monospace\", fontsize=9];\n";
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    out << "  d" << k << " [label=\"" << dot_label(nodes[k].label) << "\"" << nodes[k].style << "];\n";
+  out << edges.str() << "}\n";
+  return out.str();
 }
 
 }  // namespace loopsim::checker

@@ -31,4 +31,11 @@ void write_story(std::ostream& out, const std::vector<std::string>& lines, const
 // window#1"), for the story.
 std::string event_clause(const sim::Trace& trace, const sim::TraceEvent& event);
 
+// The same run as a decision graph (Graphviz dot), written beside an explore counterexample: one
+// node for each choice off the natural path (red: where it was, what it did, what came next),
+// runs of natural choices folded into one grey node, each edge labelled with what happened
+// between (connects, requests, accepts, bytes read and written, answers), and an end node that
+// says why the run fails. A liveness cycle (a Lasso event) is an edge back to where it began.
+std::string decision_graph(const sim::Trace& trace, const std::vector<Verdict>& verdicts);
+
 }  // namespace loopsim::checker

@@ -87,6 +87,41 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
   CHECK(drawn.find("land 2 of 3") == std::string::npos);
 }
 
+TEST_CASE("decision graph: each choice off the natural path a red node, natural ones folded, edges say what happened") {
+  sim::Trace trace;
+  trace.groups = {"c"};
+  trace.group_sizes = {1};
+  trace.clients = {{0, 0, 1}};
+  trace.add(sim::ev::Choice{Nanos(1'000'000), std::uint8_t(model::ChoiceKind::order), 2, 0});
+  trace.add(sim::ev::Choice{Nanos(2'000'000), std::uint8_t(model::ChoiceKind::order), 2, 0});
+  trace.add(sim::ev::Connect{Nanos(2'000'000), 0});
+  trace.add(sim::ev::Choice{Nanos(5'000'000), std::uint8_t(model::ChoiceKind::land), 3, 2});
+  trace.add(sim::ev::Send{Nanos(5'000'000), 0, "/q"});
+  trace.add(sim::ev::Accept{Nanos(7'000'000), 0, Door::listener, 6, 0});
+  trace.add(sim::ev::Read{Nanos(7'000'000), 0, 512, 34});
+  trace.add(sim::ev::Wrote{Nanos(7'000'000), 0, 100, 60});
+  trace.add(sim::ev::Lasso{Nanos(9'000'000), Nanos(6'000'000), 1, false});
+  checker::Verdict bad;
+  bad.property = "answered";
+  bad.held = false;
+  bad.detail = "1 request(s) never answered";
+  const std::string dot = checker::decision_graph(trace, {bad});
+  INFO(dot);
+  CHECK(dot.find("d0 [label=\"the run begins at 0 ms\\n\"];") != std::string::npos);
+  CHECK(dot.find("2 choices took the natural option\\nfrom 1.000 ms to 2.000 ms") != std::string::npos);
+  CHECK(dot.find("d0 -> d1;") != std::string::npos);  // nothing happened before the first choice
+  CHECK(dot.find("d1 -> d2 [label=\"1 connect\"];") != std::string::npos);  // after the natural ones
+  CHECK(dot.find("at 5.000 ms: land 2 of 3") != std::string::npos);
+  CHECK(dot.find(R"(next: c sent \"/q\")") != std::string::npos);  // quotes escaped for dot
+  CHECK(dot.find("1 accept\\nread 34 bytes in 1 read\\nwrote 60 bytes in 1 write (1 short)") != std::string::npos);
+  CHECK(dot.find("shape=doubleoctagon, color=red") != std::string::npos);
+  CHECK(dot.find("answered: 1 request(s) never answered") != std::string::npos);
+  // The cycle, from the end back to the last decision made by 6 ms: the land at 5 ms.
+  CHECK(dot.find("d3 -> d2 [label=\"back to the state at 6.000 ms") != std::string::npos);
+  // With every property held, the end says so, and is not red.
+  CHECK(checker::decision_graph(trace, {}).find("every property held") != std::string::npos);
+}
+
 TEST_CASE("story: a trace kept to its verdicts says it has no bytes") {
   checker::ArmReport arm = arm_of("/scenarios/accept-burst.toml", "nothing-owed", true);
   CHECK(joined(arm.story).find("it has no bytes") != std::string::npos);

@@ -53,9 +53,14 @@ void write_output_file(const std::string& option, const std::string& path,
                        const std::function<void(std::ostream&)>& write, const std::vector<std::string>& inputs);
 
 // The story (checker/story.hpp) of the failing run a scenario written by a verb holds (an
-// explore counterexample, a generate finding): its base arm run once more, every event kept.
-// Empty when that run holds; a single line saying why when it cannot be run.
-std::vector<std::string> story_of(const std::string& path);
+// explore counterexample, a generate finding), and its decision graph: its base arm run once
+// more, every event kept. The story is empty when that run holds; a single line saying why when
+// it cannot be run (and then there is no graph).
+struct Retold {
+  std::vector<std::string> story;
+  std::string graph;  // Graphviz dot
+};
+Retold retell(const std::string& path);
 
 // A whole number from `min` to 2^63 - 1 (what a trace and a scenario can hold): no sign, no
 // empty value, no wrap.

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "checker/story.hpp"
 #include "checker/suite.hpp"
 #include "sim/files.hpp"
 
@@ -116,14 +117,15 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text) {
   return {std::uint32_t(shard), std::uint32_t(shards)};
 }
 
-std::vector<std::string> story_of(const std::string& path) {
+Retold retell(const std::string& path) {
   try {
     checker::SuiteOptions options;
     options.only_arm = "base";
     checker::SuiteResult result = checker::run_suite(path, options);
-    return result.report.arms.empty() ? std::vector<std::string>{} : result.report.arms.front().story;
+    if (result.report.arms.empty() || result.traces.empty()) return {};
+    return {result.report.arms.front().story, checker::decision_graph(result.traces.front(), result.report.arms.front().verdicts)};
   } catch (const std::exception& e) {
-    return {std::string("(no story: running it again failed: ") + e.what() + ")"};
+    return {{std::string("(no story: running it again failed: ") + e.what() + ")"}, {}};
   }
 }
 

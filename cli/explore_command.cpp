@@ -59,28 +59,6 @@ std::string with_fault_budget(const std::string& text, const sim::Scenario& scen
          "ns\"\ncount = " + std::to_string(args.faults) + "\n";
 }
 
-// The counterexample's states, one node per distinct state, in the order the run first reached
-// them: a run that comes back to a state draws the cycle as an edge back (red).
-void write_dot(std::ostream& out, const explore::Counterexample& cex) {
-  out << "digraph counterexample {\n  rankdir=TB; node [shape=box, fontname=\"monospace\"];\n";
-  std::map<std::uint64_t, std::size_t> node;  // digest -> node number
-  std::set<std::pair<std::size_t, std::size_t>> drawn;
-  std::optional<std::size_t> previous;
-  for (std::size_t step = 0; step < cex.path.size(); ++step) {
-    auto [it, fresh] = node.try_emplace(cex.path[step], node.size());
-    if (fresh) {
-      char label[32];
-      std::snprintf(label, sizeof label, "%016llx", static_cast<unsigned long long>(cex.path[step]));
-      out << "  s" << it->second << " [label=\"step " << step << "\\n" << label << "\"];\n";
-    }
-    if (previous && drawn.emplace(*previous, it->second).second) {
-      out << "  s" << *previous << " -> s" << it->second << (fresh ? "" : " [color=red]") << ";\n";
-    }
-    previous = it->second;
-  }
-  out << "}\n";
-}
-
 // --judge: keeps the expectations whose property is named in `list` (comma-separated), each
 // name one the scenario expects.
 void judge_only(sim::Scenario& scenario, const std::string& list) {
@@ -269,9 +247,11 @@ int explore_file(const ExploreArgs& args) {
     write_cex({});
     // The story comes from the file as written, run once more: what a reader replays is what
     // it tells.
-    story = story_of(cex_path);
+    Retold retold = retell(cex_path);
+    story = retold.story;
     if (!story.empty()) write_cex(story);
-    write_output_file("--out", stem + ".dot", [&](std::ostream& out) { write_dot(out, cex); }, {args.file});
+    if (!retold.graph.empty())
+      write_output_file("--out", stem + ".dot", [&](std::ostream& out) { out << retold.graph; }, {args.file});
   }
   nlohmann::ordered_json doc;
   doc["scenario"] = scenario.name;

@@ -62,7 +62,7 @@ Written write_files(const GenerateArgs& args, const explore::GenerateResult& res
   write_scenario();
   // Told from the file as written, run once more (a livelock's run does not reach its end).
   if (!j.livelock_trace) {
-    w.story = story_of(w.scenario);
+    w.story = retell(w.scenario).story;
     if (!w.story.empty()) write_scenario();
   }
   write_output_file("--out", w.original, [&](std::ostream& out) {
