@@ -46,6 +46,10 @@ TEST_CASE("a target's timeline counts the answers as the client did, and the byt
   CHECK(svg.find("read 512 B in 1 read, wrote 600 B in 15 writes") != std::string::npos);
   CHECK(svg.find("left at the end: 168 B sent and never read, 0 B written and never taken, on 1 connection") !=
         std::string::npos);
+  // The seam's read-then-write spans are named as its guess: never "served", which 15 answers
+  // in one span would contradict.
+  CHECK(svg.find("read&#45;then&#45;write spans (the seam&#39;s guess, not a count of answers) 1: pipeliner") != std::string::npos);
+  CHECK(svg.find(">served 1") == std::string::npos);
 }
 
 TEST_CASE("shrink takes a target's 20 pipelined requests down to the fewest that still strand: 16") {

@@ -160,7 +160,11 @@ std::string row_label(const RowStats& s) {
   if (s.arrivals.total > 0) rows += line("requests sent meanwhile: " + s.arrivals.text());
   if (s.served.total > 0) {
     const char* accent = s.long_served > 0 ? blocker.accent : s.small_served > 0 ? small.accent : nullptr;
-    rows += line("served " + std::to_string(s.served.total) + ": " + s.served.text(), accent, accent != nullptr);
+    // A target's spans are the seam's guess, not requests: named as such, so that they never
+    // contradict the answers the clients counted.
+    const std::string what = s.guessed == s.served.total ? "read-then-write spans (the seam's guess, not a count of answers) "
+                                                         : "served ";
+    rows += line(what + std::to_string(s.served.total) + ": " + s.served.text(), accent, accent != nullptr);
   }
   if (s.reads + s.writes > 0) rows += line(bytes_text(s), s.short_writes > 0 ? small.accent : nullptr);
   if (s.answers > 0) rows += line("answers the clients received: " + std::to_string(s.answers));

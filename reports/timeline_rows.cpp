@@ -125,6 +125,7 @@ void add_served(RowStats& s, const sim::Trace& trace, const PassView& view, cons
   bool small = small_group(trace, r.client);
   s.long_served += is_long;
   s.small_served += small;
+  s.guessed += r.path.empty();
   Nanos wait = r.span < view.requests.size() ? r.end - view.requests[r.span].sent : Nanos(-1);
   if (!is_long && !small) return s.served.add(trace, r.client, wait);
   std::string key = (r.client == sim::no_client ? "?" : trace.client_name(r.client)) + " " + r.path;

@@ -87,6 +87,9 @@ struct RowStats {
   ClientTally served;    // long requests and small groups named: "blocker /slow?ms=600 (10–610 ms)"
   int long_served = 0;   // requests over the long-request threshold
   int small_served = 0;  // requests of small groups
+  // Of `served`, spans a program's seam guessed (a read, then a write: they carry no path), which
+  // pipelined requests defeat: the row says so, and `answers` is the count to believe.
+  int guessed = 0;
   std::int64_t read_bytes = 0, reads = 0, wrote_bytes = 0, writes = 0, short_writes = 0;
   int answers = 0;      // as the clients counted them
   int off_natural = 0;  // choices that took another than their natural option
