@@ -40,6 +40,7 @@ struct ExploreArgs {
   std::string maximize;
   std::string judge;  // "": every expectation
   bool shrink = true;
+  std::string shrink_time_limit = "60s";
   bool json = false;
   bool audit = false;
 };
@@ -152,6 +153,7 @@ int explore_file(const ExploreArgs& args) {
   }
   std::tie(options.shard, options.shards) = parse_shard(args.shard);
   options.time_limit_ns = option_duration("--time-limit", args.time_limit).count();
+  const std::int64_t shrink_ns = option_duration("--shrink-time-limit", args.shrink_time_limit).count();
   if (!args.maximize.empty()) std::tie(options.maximize, options.maximize_of) = maximized(args, scenario, expected);
   options.audit = args.audit;
   make_output_folder("--out", args.out);
@@ -204,22 +206,23 @@ int explore_file(const ExploreArgs& args) {
               << " Please report it.\n";
     return exit_audit_failed;
   }
-  // What is left of --time-limit after the search is shrinking's and minimizing's.
+  // Shrinking and minimizing have a budget of their own (--shrink-time-limit), from when the
+  // search ends: a search that used all of --time-limit still gets a small counterexample.
   explore::Budget budget;
   budget.wall_ns = wall_ns;
-  if (options.time_limit_ns > 0) budget.deadline_ns = started + options.time_limit_ns;
+  if (shrink_ns > 0) budget.deadline_ns = wall_ns() + shrink_ns;
+  // Each trial search may take what is left of the shrinking's budget.
+  options.time_limit_ns = 0;
   if (result.counterexample && args.shrink) {
-    sim::Shrinks counts = explore::shrink(scenario, costs, options, &budget);
+    // The last trial that failed is the smallest case found so far: its counterexample is the
+    // one written, even when the budget ran out before the next trial.
+    std::optional<explore::Counterexample> smaller;
+    sim::Shrinks counts = explore::shrink(scenario, costs, options, &budget, &smaller);
     removed = explore::describe(scenario, counts);
-    if (!counts.empty()) {
-      sim::Scenario small = sim::with_shrinks(scenario, counts);
-      options.progress = nullptr;
-      auto again = explore::search(small, costs, options);
-      if (again.counterexample) {
-        result.counterexample = again.counterexample;
-        scenario = small;
-        shrunk = counts;
-      }
+    if (!counts.empty() && smaller) {
+      result.counterexample = std::move(smaller);
+      scenario = sim::with_shrinks(scenario, counts);
+      shrunk = counts;
     }
   }
   if (result.counterexample) {
@@ -305,7 +308,7 @@ int explore_file(const ExploreArgs& args) {
     doc["choices_not_natural"] = model::not_natural(result.counterexample->choices);
     if (args.shrink) doc["shrunk"] = removed;
     // The counterexample fails either way; cut short, it is only less small than it could be.
-    if (budget.cut) doc["shrink_cut"] = "--time-limit ran out while shrinking: the counterexample is as small as it got";
+    if (budget.cut) doc["shrink_cut"] = "--shrink-time-limit ran out while shrinking: the counterexample is the smallest found so far";
     if (!story.empty()) doc["story"] = story;
   }
   doc["command"] = "explore";
@@ -383,7 +386,11 @@ void add_explore(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_flag("--no-symmetry", args->no_symmetry,
                 "Try every order of interchangeable clients' same-instant happenings, not one");
-  cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups and their requests as they are");
+  cmd->add_flag("!--no-shrink", args->shrink, "Keep the scenario's client groups, requests, faults and windows as they are");
+  cmd->add_option("--shrink-time-limit", args->shrink_time_limit,
+                  "Wall time for shrinking and minimizing a counterexample, apart from --time-limit (0s: no\n"
+                  "limit); when it runs out, the smallest failing case found so far is written")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON document");
   cmd->add_flag("--audit", args->audit,
                 "Check the state digest: write every state down too, and each time a digest is met\n"

@@ -32,6 +32,20 @@ TEST_CASE("explore exits 1 with nothing owed and writes a counterexample that ru
   CHECK(replay.output.find("no_stranded_backlog") != std::string::npos);
 }
 
+TEST_CASE("shrinking has a budget of its own, and when it runs out the smallest failing case found is written") {
+  std::string out = loopsim::testing::temp_path("explore-shrink-budget");
+  Outcome found = run_cli("explore " + small + " --set loop.owe_unfinished_batch=false --shrink-time-limit 1us --json --out " + out);
+  REQUIRE(found.status == 1);
+  auto doc = nlohmann::json::parse(found.output);
+  CHECK(doc["shrink_cut"] == "--shrink-time-limit ran out while shrinking: the counterexample is the smallest found so far");
+  Outcome replay = run_cli("run " + std::string(doc["counterexample"]));
+  CHECK(replay.status == 1);
+  // A bad budget is refused before any search.
+  Outcome bad = loopsim::testing::run_loopsim("explore " + small + " --shrink-time-limit soon --out " + out);
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--shrink-time-limit") != std::string::npos);
+}
+
 TEST_CASE("a default explore finds a shipped defect that needs one non-natural choice early, before depth first does") {
   // scenarios/shutdown-full.toml, arm admission-stops-at-capacity: the shutdown's admission
   // must go on past capacity; the strand needs one choice other than the natural one.

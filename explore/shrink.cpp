@@ -3,7 +3,17 @@
 #include <algorithm>
 #include <functional>
 
+#include "sim/units.hpp"
+
 namespace loopsim::explore {
+
+namespace {
+
+std::string window_text(const model::Window& w) {
+  return w.fixed() ? sim::duration_text(w.lo) : sim::duration_text(w.lo) + ".." + sim::duration_text(w.hi);
+}
+
+}  // namespace
 
 std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker::Costs& costs,
                                     std::vector<model::Choice> choices, Budget* budget) {
@@ -19,7 +29,7 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
 }
 
 sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, ExploreOptions options,
-                    Budget* budget) {
+                    Budget* budget, std::optional<Counterexample>* found) {
   options.progress = nullptr;
   options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
   sim::Shrinks kept;
@@ -32,7 +42,10 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     // A smaller scenario that cannot run (a target that now dies before any decision, say) is
     // not a smaller failure: the group stays.
     try {
-      return search(sim::with_shrinks(scenario, trial), costs, options).verdict == ExploreResult::Verdict::violated;
+      ExploreResult result = search(sim::with_shrinks(scenario, trial), costs, options);
+      if (result.verdict != ExploreResult::Verdict::violated) return false;
+      if (found != nullptr) *found = result.counterexample;
+      return true;
     } catch (const sim::ScenarioError&) {
       return false;
     }
@@ -85,6 +98,29 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
       }
     }
   }
+  for (std::size_t i = scenario.faults.size(); i-- > 0;) {
+    auto trial = kept;
+    trial.faults_dropped.insert(trial.faults_dropped.begin(), i);  // kept in the order written
+    if (fails(trial)) kept = trial;
+  }
+  // A window narrowed to one instant is a choice fewer: its first instant, else its last.
+  auto narrow = [&](const model::Window& window, const std::function<void(sim::Shrinks&, Nanos)>& set) {
+    if (window.fixed()) return;
+    for (Nanos t : {window.lo, window.hi}) {
+      auto trial = kept;
+      set(trial, t);
+      if (fails(trial)) return void(kept = trial);
+    }
+  };
+  for (const auto& group : scenario.clients) {
+    if (auto it = kept.clients.find(group.name); it != kept.clients.end() && it->second == 0) continue;
+    narrow(group.connect_at, [&](sim::Shrinks& s, Nanos t) { s.connect_at[group.name] = t; });
+    const auto script = kept.script.find(group.name);
+    for (std::size_t k = 0; k < group.requests.size(); ++k) {
+      if (script != kept.script.end() && std::find(script->second.begin(), script->second.end(), k) == script->second.end()) continue;
+      narrow(group.requests[k].at, [&](sim::Shrinks& s, Nanos t) { s.request_at[group.name][k] = t; });
+    }
+  }
   return kept;
 }
 
@@ -103,7 +139,17 @@ std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks)
       add(group.name + ": " + std::to_string(group.closed_requests) + " -> " + std::to_string(it->second) + " requests");
     if (auto it = shrinks.script.find(group.name); it != shrinks.script.end())
       add(group.name + ": " + std::to_string(group.requests.size()) + " -> " + std::to_string(it->second.size()) + " requests");
+    if (auto it = shrinks.connect_at.find(group.name); it != shrinks.connect_at.end())
+      add(group.name + ": connect_at " + window_text(group.connect_at) + " -> " + sim::duration_text(it->second));
+    if (auto it = shrinks.request_at.find(group.name); it != shrinks.request_at.end()) {
+      for (const auto& [k, t] : it->second)
+        if (k < group.requests.size())
+          add(group.name + ": request " + std::to_string(k + 1) + " at " + window_text(group.requests[k].at) + " -> " +
+              sim::duration_text(t));
+    }
   }
+  for (std::size_t i : shrinks.faults_dropped)
+    if (i < scenario.faults.size()) add("fault " + std::to_string(i + 1) + " (" + std::string(sim::fault_kind_name(scenario.faults[i].kind)) + ") left out");
   return text.empty() ? "nothing could be removed" : text;
 }
 

@@ -33,10 +33,14 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
 // are dropped, the others halved (then trimmed by one) while it fails; then each remaining
 // group's requests: a closed loop's count halved or trimmed by one while it fails (the fewest
 // that still fail, where more requests fail more), a script's requests each left out, the last
-// first, where it still fails without it. Returns what changed (sim::Shrinks). Each trial search
-// gets what is left of `budget`; a trial cut short by it counts as not failing.
+// first, where it still fails without it; then each fault left out, the last first; then each
+// window narrowed to one instant, its first and else its last, where it still fails. Returns
+// what changed (sim::Shrinks). Each trial search gets what is left of `budget`; a trial cut
+// short by it counts as not failing, so what it returns always fails. `found`, when given, gets
+// the counterexample of the last trial that failed (unset when none did): the smallest case's,
+// written without another search.
 sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, ExploreOptions options,
-                    Budget* budget = nullptr);
+                    Budget* budget = nullptr, std::optional<Counterexample>* found = nullptr);
 
 // "blocker removed; burst: 5 -> 3 clients; pipeliner: 20 -> 16 requests".
 std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks);

@@ -106,8 +106,65 @@ name = "script"
 [[clients]]
 name = "pipeliner"
 requests = [{ at = "0ms", path = "/a" }, { at = "1ms", path = "/b" }, { at = "2ms", path = "/c" }]
-)", "script.toml", sim::Arm{"base", {}, {}}, {}, {}, sim::Shrinks{{}, {{"pipeliner", {0, 2}}}, {}});
+)", "script.toml", sim::Arm{"base", {}, {}}, {}, {}, [] {
+    sim::Shrinks kept;
+    kept.script["pipeliner"] = {0, 2};
+    return kept;
+  }());
   sim::Scenario reread = sim::parse_scenario(pinned, "pinned.toml", {});
   REQUIRE(reread.clients.front().requests.size() == 2);
   CHECK(reread.clients.front().requests[1].path == "/c");
+}
+
+TEST_CASE("shrink narrows each window to one instant and leaves out each fault the failure does not need") {
+  const char* const windowed = R"(
+name = "windows"
+horizon = "200ms"
+[loop]
+accept_batch = 2
+owe_unfinished_batch = false
+idle_timeout = "10s"
+[[clients]]
+name = "burst"
+count = 3
+connect_at = "5ms..20ms"
+requests = [{ at = "0ms..3ms", path = "/fast" }]
+[[faults]]
+kind = "rlimit"
+at = "150ms"
+value = 1000
+[[expect]]
+property = "no_stranded_backlog"
+)";
+  sim::Scenario scenario = sim::parse_scenario(windowed, "windows.toml", {});
+  std::optional<Counterexample> found;
+  sim::Shrinks shrinks = shrink(scenario, Costs{}, ExploreOptions{}, nullptr, &found);
+  CHECK(describe(scenario, shrinks) ==
+        "burst: connect_at 5ms..20ms -> 5ms; burst: request 1 at 0s..3ms -> 0s; fault 1 (rlimit) left out");
+  // The last trial that failed is handed back: the smallest case, with no search again.
+  REQUIRE(found);
+  sim::Scenario small = sim::with_shrinks(scenario, shrinks);
+  CHECK(small.faults.empty());
+  CHECK(small.clients.front().connect_at == model::at_instant(std::chrono::milliseconds(5)));
+  CHECK_FALSE(judge_choices(small, Costs{}, found->choices).violated.empty());
+  // The file written says the same, and reads back as the search judged it.
+  const std::string pinned = sim::pinned_scenario(windowed, "windows.toml", sim::Arm{"base", {}, {}}, {}, found->choices, shrinks);
+  INFO(pinned);
+  CHECK(pinned.find("connect_at = \"5ms\"") != std::string::npos);
+  CHECK(pinned.find("{ at = \"0s\", path = \"/fast\" }") != std::string::npos);
+  CHECK(pinned.find("[[faults]]") == std::string::npos);
+  sim::Scenario reread = sim::parse_scenario(pinned, "pinned.toml", {});
+  CHECK(reread.clients.front().connect_at.fixed());
+  CHECK(reread.faults.empty());
+  CHECK_FALSE(judge_choices(reread, Costs{}, found->choices).violated.empty());
+}
+
+TEST_CASE("shrink keeps the fault a failure needs: the ENOBUFS that strands a loop with no retry") {
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/enobufs-strand.toml";
+  const std::string text = sim::read_scenario_file(file);
+  sim::Scenario scenario = sim::scenario_for_arm(text, file, sim::Arm{"no-enobufs-retry", {{"loop.enobufs_retry", "false"}}, {}});
+  REQUIRE(scenario.faults.size() == 1);
+  sim::Shrinks shrinks = shrink(scenario, Costs{}, ExploreOptions{});
+  CHECK(shrinks.faults_dropped.empty());
+  CHECK(describe(scenario, shrinks).find("left out") == std::string::npos);
 }

@@ -1046,14 +1046,24 @@ Scenario parse_scenario(const std::string& text, const std::string& name,
   return base;
 }
 
+std::string_view fault_kind_name(FaultSpec::Kind kind) { return fault_kind_names[std::size_t(kind)]; }
+
 Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks) {
   Scenario s = scenario;
+  s.shrunk = shrinks;
   std::erase_if(s.clients, [&](const ClientGroup& g) {
     auto it = shrinks.clients.find(g.name);
     return it != shrinks.clients.end() && it->second == 0;
   });
+  for (std::size_t i = s.faults.size(); i-- > 0;)
+    if (std::find(shrinks.faults_dropped.begin(), shrinks.faults_dropped.end(), i) != shrinks.faults_dropped.end())
+      s.faults.erase(s.faults.begin() + std::ptrdiff_t(i));
   for (ClientGroup& g : s.clients) {
     if (auto it = shrinks.clients.find(g.name); it != shrinks.clients.end()) g.count = it->second;
+    if (auto it = shrinks.connect_at.find(g.name); it != shrinks.connect_at.end()) g.connect_at = model::at_instant(it->second);
+    if (auto it = shrinks.request_at.find(g.name); it != shrinks.request_at.end())
+      for (const auto& [k, t] : it->second)
+        if (k < g.requests.size()) g.requests[k].at = model::at_instant(t);
     if (auto it = shrinks.script.find(g.name); it != shrinks.script.end()) {
       std::vector<RequestSpec> kept;
       for (std::size_t k : it->second)

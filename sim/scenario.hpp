@@ -157,6 +157,9 @@ struct FaultSpec {
   int line = 0;
 };
 
+// "accept_error", as the file names the kind.
+std::string_view fault_kind_name(FaultSpec::Kind kind);
+
 // [[posters]]: posts from a foreign thread to a loop (R7).
 struct PosterSpec {
   std::string name;
@@ -216,6 +219,26 @@ struct Arm {
   std::vector<std::string> expect_violated;
 };
 
+// What shrinking kept of the client groups it changed (explore/shrink.hpp), each by name: how
+// many clients (0: the group removed), which of its scripted requests (their indices, in
+// order), or how many requests a closed loop sends (its pipeline no deeper than that); the
+// windows it narrowed to one instant (a group's connect_at; a scripted request's `at`, by its
+// index in the file's list); and the faults it left out (indices into the file's [[faults]],
+// the arm's own among them, in the order written).
+struct Shrinks {
+  std::map<std::string, int> clients;
+  std::map<std::string, std::vector<std::size_t>> script;
+  std::map<std::string, std::int64_t> closed_requests;
+  std::map<std::string, Nanos> connect_at;
+  std::map<std::string, std::map<std::size_t, Nanos>> request_at;
+  std::vector<std::size_t> faults_dropped;
+  bool empty() const {
+    return clients.empty() && script.empty() && closed_requests.empty() && connect_at.empty() && request_at.empty() &&
+           faults_dropped.empty();
+  }
+  bool operator==(const Shrinks&) const = default;
+};
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -240,6 +263,8 @@ struct Scenario {
   // For a target: the scenario as resolved (overrides applied, arms left out), as TOML text.
   // The target's process reads it back, for it runs the simulation on its side of the seam.
   std::string source;
+  // What with_shrinks applied, against `source`: the target's process applies it again.
+  Shrinks shrunk;
   // "file:line:column" where each kernel and loop knob was set ("kernel.rlimit_nofile"), each
   // of those tables ("loop"), and the horizon, for errors and limits only a run can find.
   std::map<std::string, std::string> where;
@@ -292,16 +317,6 @@ Scenario parse_scenario(const std::string& text, const std::string& name,
 // command line's overrides again, so that --set wins). Throws ScenarioError.
 Scenario scenario_for_arm(const std::string& text, const std::string& name, const Arm& arm,
                           const std::vector<Override>& overrides = {});
-// What shrinking kept of the client groups it changed (explore/shrink.hpp), each by name: how
-// many clients (0: the group removed), which of its scripted requests (their indices, in
-// order), or how many requests a closed loop sends (its pipeline no deeper than that).
-struct Shrinks {
-  std::map<std::string, int> clients;
-  std::map<std::string, std::vector<std::size_t>> script;
-  std::map<std::string, std::int64_t> closed_requests;
-  bool empty() const { return clients.empty() && script.empty() && closed_requests.empty(); }
-  bool operator==(const Shrinks&) const = default;
-};
 // The scenario with them applied.
 Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks);
 

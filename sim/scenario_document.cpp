@@ -2,6 +2,7 @@
 // bounded, overridden (--set, an arm's `set`) with every override checked like the file and
 // traced back to where it was written, scoped to one arm, and written back with the choices of
 // a run pinned (the counterexample and worst-case files of `loopsim explore`).
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "sim/scenario.hpp"
 #include "sim/scenario_reading.hpp"
+#include "sim/units.hpp"
 
 namespace loopsim::sim {
 namespace reading {
@@ -270,6 +272,13 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
   if (!written_to.empty()) keep_target_folder(root, name, written_to);
   scope_faults(root, arm.name);
+  // After scoping, the faults stand as Scenario::faults does, which the indices name.
+  if (toml::array* faults = root["faults"].as_array()) {
+    for (std::size_t i = faults->size(); i-- > 0;)
+      if (std::find(shrinks.faults_dropped.begin(), shrinks.faults_dropped.end(), i) != shrinks.faults_dropped.end())
+        faults->erase(faults->begin() + std::ptrdiff_t(i));
+    if (faults->empty()) root.erase("faults");
+  }
   root.erase("arms");
   if (toml::array* clients = root["clients"].as_array()) {
     for (std::size_t i = clients->size(); i-- > 0;) {
@@ -281,6 +290,15 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
           continue;
         }
         group->insert_or_assign("count", found->second);
+      }
+      if (auto at = shrinks.connect_at.find(group_name); at != shrinks.connect_at.end())
+        group->insert_or_assign("connect_at", duration_text(at->second));
+      if (auto at = shrinks.request_at.find(group_name); at != shrinks.request_at.end()) {
+        if (toml::array* requests = (*group)["requests"].as_array()) {
+          for (const auto& [k, t] : at->second)
+            if (toml::table* request = k < requests->size() ? requests->get(k)->as_table() : nullptr)
+              request->insert_or_assign("at", duration_text(t));
+        }
       }
       if (auto kept = shrinks.script.find(group_name); kept != shrinks.script.end()) {
         if (toml::array* requests = (*group)["requests"].as_array()) {

@@ -222,31 +222,9 @@ std::string seam_library() {
 namespace {
 
 // The scenario as the target's process reads it back: its resolved text, with the program
-// named by the path found here (the target's process finds no examples beside itself), and the
-// client groups as this scenario has them (shrinking changes counts and requests after the text
-// was made).
+// named by the path found here (the target's process finds no examples beside itself), and
+// shrunk as this scenario was (shrinking changes it after the text was made).
 std::string text_for(const Scenario& scenario) {
-  Scenario written = parse_scenario(scenario.source, scenario.file);
-  Shrinks counts;
-  for (const ClientGroup& group : written.clients) {
-    const ClientGroup* now = nullptr;
-    for (const ClientGroup& g : scenario.clients)
-      if (g.name == group.name) now = &g;
-    if (now == nullptr) {
-      counts.clients[group.name] = 0;
-      continue;
-    }
-    if (now->count != group.count) counts.clients[group.name] = now->count;
-    if (now->closed_requests != group.closed_requests) counts.closed_requests[group.name] = now->closed_requests;
-    if (now->requests.size() != group.requests.size()) {  // a script shrunk: the requests kept, in order
-      std::vector<std::size_t> kept;
-      for (std::size_t k = 0, j = 0; k < group.requests.size() && j < now->requests.size(); ++k) {
-        const RequestSpec &a = group.requests[k], &b = now->requests[j];
-        if (a.at == b.at && a.path == b.path && a.raw == b.raw) kept.push_back(k), ++j;
-      }
-      counts.script[group.name] = std::move(kept);
-    }
-  }
   std::vector<std::string> exec = scenario.target->exec;
   exec.front() = scenario.target->program;
   // Both absolute: the target's process reads it from the target's folder. The seed is the
@@ -256,7 +234,7 @@ std::string text_for(const Scenario& scenario) {
                          {Override{"target.exec", toml_strings(exec)},
                           Override{"target.dir", toml_string(scenario.target->folder)},
                           Override{"seed", std::to_string(scenario.seed)}},
-                         {}, counts);
+                         {}, scenario.shrunk);
 }
 
 }  // namespace
