@@ -3,11 +3,29 @@
 #include <algorithm>
 #include <functional>
 
+#include "model/choice.hpp"
 #include "sim/units.hpp"
+#include "sim/world.hpp"
 
 namespace loopsim::explore {
 
 namespace {
+
+// Whether the program quit of its own accord in the run `choices` make: exited with a status
+// other than 0, or was killed. A program that refuses what is left of its arguments fails for
+// another reason than the one shrinking keeps.
+bool program_quits(const sim::Scenario& scenario, const std::vector<model::Choice>& choices) {
+  model::ReplayChooser chooser(choices);
+  try {
+    sim::RunResult run = sim::run(scenario, "base", &chooser);
+    for (const sim::TraceEvent& event : run.trace.events)
+      if (const auto* exit = std::get_if<sim::ev::ProcessExit>(&event); exit != nullptr && (exit->status != 0 || exit->signal != 0))
+        return true;
+    return false;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
 
 std::string window_text(const model::Window& w) {
   return w.fixed() ? sim::duration_text(w.lo) : sim::duration_text(w.lo) + ".." + sim::duration_text(w.hi);
@@ -33,6 +51,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
   options.progress = nullptr;
   options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
   sim::Shrinks kept;
+  std::optional<Counterexample> last;  // the last failing trial's
   auto fails = [&](const sim::Shrinks& trial) {
     if (budget != nullptr && budget->deadline_ns > 0 && budget->wall_ns) {
       if (budget->out()) return false;
@@ -44,6 +63,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     try {
       ExploreResult result = search(sim::with_shrinks(scenario, trial), costs, options);
       if (result.verdict != ExploreResult::Verdict::violated) return false;
+      last = result.counterexample;
       if (found != nullptr) *found = result.counterexample;
       return true;
     } catch (const sim::ScenarioError&) {
@@ -121,6 +141,35 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
       narrow(group.requests[k].at, [&](sim::Shrinks& s, Nanos t) { s.request_at[group.name][k] = t; });
     }
   }
+  // A target's arguments, from the last: a flag with its value, else the one alone, where it
+  // still fails and the program still runs (not refusing what is left, as a usage error would).
+  if (scenario.target && scenario.target->exec.size() > 1) {
+    auto quits = [&](const sim::Shrinks& trial) {
+      return last.has_value() && program_quits(sim::with_shrinks(scenario, trial), last->choices);
+    };
+    // Judged against the failing case as it stands: a program that already quits there is not
+    // held to running on.
+    const bool quit_already = fails(kept) && quits(kept);
+    std::vector<std::string> arguments(scenario.target->exec.begin() + 1, scenario.target->exec.end());
+    auto flag = [](const std::string& a) { return a.size() > 1 && a[0] == '-'; };
+    for (std::size_t k = arguments.size(); k-- > 0;) {
+      if (k >= arguments.size()) continue;
+      for (std::size_t n : {std::size_t(2), std::size_t(1)}) {
+        if (n == 2 && !(k + 1 < arguments.size() && flag(arguments[k]) && !flag(arguments[k + 1]))) continue;
+        auto fewer = arguments;
+        fewer.erase(fewer.begin() + std::ptrdiff_t(k), fewer.begin() + std::ptrdiff_t(k + n));
+        auto trial = kept;
+        trial.arguments = fewer;
+        if (fails(trial) && (quit_already || !quits(trial))) {
+          kept = trial;
+          arguments = std::move(fewer);
+          break;
+        }
+      }
+    }
+    // `found` holds the last trial that failed, which a program that quit may have been.
+    if (found != nullptr && !kept.empty() && !fails(kept)) found->reset();
+  }
   return kept;
 }
 
@@ -147,6 +196,12 @@ std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks)
           add(group.name + ": request " + std::to_string(k + 1) + " at " + window_text(group.requests[k].at) + " -> " +
               sim::duration_text(t));
     }
+  }
+  if (shrinks.arguments && scenario.target) {
+    std::string before, after;
+    for (std::size_t k = 1; k < scenario.target->exec.size(); ++k) before += (k > 1 ? " " : "") + scenario.target->exec[k];
+    for (const std::string& a : *shrinks.arguments) after += (after.empty() ? "" : " ") + a;
+    add("arguments: " + before + " -> " + (after.empty() ? std::string("none") : after));
   }
   for (std::size_t i : shrinks.faults_dropped)
     if (i < scenario.faults.size()) add("fault " + std::to_string(i + 1) + " (" + std::string(sim::fault_kind_name(scenario.faults[i].kind)) + ") left out");

@@ -6,6 +6,7 @@
 
 #include "checker/suite.hpp"
 #include "explore/shrink.hpp"
+#include "posix/probe_for_tests.hpp"
 #include "reports/timeline.hpp"
 #include "sim/world.hpp"
 
@@ -52,14 +53,33 @@ TEST_CASE("a target's timeline counts the answers as the client did, and the byt
   CHECK(svg.find(">served 1") == std::string::npos);
 }
 
-TEST_CASE("shrink takes a target's 20 pipelined requests down to the fewest that still strand: 16") {
+TEST_CASE("shrink takes a target's 20 pipelined requests down to the fewest that still strand, 16, and its arguments to those that matter") {
   // 16 requests are 544 bytes, more than the 512-byte read takes; 15 are 510, which it takes
   // whole. Each trial is an explore search of the smaller file.
   sim::Scenario scenario = sim::load_scenario(pipelined, {sim::Override{"target.exec", "[\"et_http\", \"--port\", \"8080\", \"--read-size\", \"512\"]"}});
   explore::ExploreOptions options;
   sim::Shrinks shrinks = explore::shrink(scenario, checker::Costs{}, options);
   CHECK(shrinks.closed_requests == std::map<std::string, std::int64_t>{{"pipeliner", 16}});
-  CHECK(explore::describe(scenario, shrinks) == "pipeliner: 20 -> 16 requests");
+  // Of its arguments, --port 8080 is the program's default and goes; the 512-byte read stays.
+  // Leaving out "512" alone makes et_http refuse its arguments (exit 2), which also leaves the
+  // requests unanswered: for another reason, so it is not taken.
+  REQUIRE(shrinks.arguments);
+  CHECK(*shrinks.arguments == std::vector<std::string>{"--read-size", "512"});
+  CHECK(explore::describe(scenario, shrinks) ==
+        "pipeliner: 20 -> 16 requests; arguments: --port 8080 --read-size 512 -> --read-size 512");
+  sim::Scenario small = sim::with_shrinks(scenario, shrinks);
+  CHECK(small.target->exec == std::vector<std::string>{"et_http", "--read-size", "512"});
+}
+
+TEST_CASE("shrink keeps an argument without which the program dies: a failure for another reason is not smaller") {
+  // The probe's "dies --stay" holds its one connection unanswered and lives on; without
+  // "--stay" it exits 3 after that connection. Both leave the request unanswered, but only the
+  // first is the failure being shrunk.
+  sim::Scenario scenario = loopsim::testing::probe("dies");
+  scenario.target->exec.push_back("--stay");
+  sim::Shrinks shrinks = explore::shrink(scenario, checker::Costs{}, explore::ExploreOptions{});
+  CHECK_FALSE(shrinks.arguments);
+  CHECK(explore::describe(scenario, shrinks).find("arguments") == std::string::npos);
 }
 
 #endif

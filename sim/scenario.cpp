@@ -1051,6 +1051,10 @@ std::string_view fault_kind_name(FaultSpec::Kind kind) { return fault_kind_names
 Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks) {
   Scenario s = scenario;
   s.shrunk = shrinks;
+  if (shrinks.arguments && s.target && !s.target->exec.empty()) {
+    s.target->exec.resize(1);
+    s.target->exec.insert(s.target->exec.end(), shrinks.arguments->begin(), shrinks.arguments->end());
+  }
   std::erase_if(s.clients, [&](const ClientGroup& g) {
     auto it = shrinks.clients.find(g.name);
     return it != shrinks.clients.end() && it->second == 0;

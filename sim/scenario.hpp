@@ -224,7 +224,8 @@ struct Arm {
 // order), or how many requests a closed loop sends (its pipeline no deeper than that); the
 // windows it narrowed to one instant (a group's connect_at; a scripted request's `at`, by its
 // index in the file's list); and the faults it left out (indices into the file's [[faults]],
-// the arm's own among them, in the order written).
+// the arm's own among them, in the order written); and a target's arguments as kept (its
+// program, exec[0], stays).
 struct Shrinks {
   std::map<std::string, int> clients;
   std::map<std::string, std::vector<std::size_t>> script;
@@ -232,9 +233,10 @@ struct Shrinks {
   std::map<std::string, Nanos> connect_at;
   std::map<std::string, std::map<std::size_t, Nanos>> request_at;
   std::vector<std::size_t> faults_dropped;
+  std::optional<std::vector<std::string>> arguments;
   bool empty() const {
     return clients.empty() && script.empty() && closed_requests.empty() && connect_at.empty() && request_at.empty() &&
-           faults_dropped.empty();
+           faults_dropped.empty() && !arguments;
   }
   bool operator==(const Shrinks&) const = default;
 };

@@ -271,6 +271,12 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
   Context c(name);
   toml::table root = overridden(c, text, name, arm.name == "base" ? nullptr : &arm, overrides);
   if (!written_to.empty()) keep_target_folder(root, name, written_to);
+  if (toml::array* exec = shrinks.arguments ? root["target"]["exec"].as_array() : nullptr; exec != nullptr && !exec->empty()) {
+    toml::array kept;
+    kept.push_back(toml::node_view<toml::node>(exec->get(0)).value_or(std::string()));
+    for (const std::string& argument : *shrinks.arguments) kept.push_back(argument);
+    root["target"].as_table()->insert_or_assign("exec", std::move(kept));
+  }
   scope_faults(root, arm.name);
   // After scoping, the faults stand as Scenario::faults does, which the indices name.
   if (toml::array* faults = root["faults"].as_array()) {

@@ -666,6 +666,10 @@ int main(int argc, char** argv) {
   }
   if (strcmp(what, "dies") == 0) {  /* serves nobody: takes the first connection and exits */
     accept_one(listen_on(8080));
+    /* "--stay": holds it, unanswered, and lives on (a failure of another kind than dying,
+     * which shrinking must not trade for the death that leaving the flag out gives) */
+    if (argc > 2 && strcmp(argv[2], "--stay") == 0)
+      for (;;) sleep(1000);
     fprintf(stderr, "seam_probe: giving up after one connection\n");
     exit(3);
   }
