@@ -10,7 +10,14 @@
  * that were already there, so they wait for ever, unanswered. With --drain, a connection is
  * read until EAGAIN on each edge, as epoll(7) asks of an edge-triggered reader.
  *
- * Usage: et_http [--port N] [--read-size N] [--drain]   (defaults: 8080, 16384)
+ * An accept that fails for want of a descriptor (EMFILE, ENFILE, ENOBUFS) leaves its
+ * connection queued, and no new edge will come for it, so the loop waits at most 10 ms while an
+ * accept is owed and then drains the listener again. `loopsim generate` found the strand this
+ * prevents, on the first version, which stopped at the error and waited for an edge that never
+ * came; --no-accept-retry plants that version back (et-emfile.toml).
+ *
+ * Usage: et_http [--port N] [--read-size N] [--drain] [--no-accept-retry]
+ *        (defaults: 8080, 16384)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,14 +73,15 @@ static int on_readable(struct conn *c, char *buffer, size_t size, int drain) {
 }
 
 int main(int argc, char **argv) {
-    int port = 8080, drain = 0;
+    int port = 8080, drain = 0, retry = 1;
     size_t read_size = 16384;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--drain") == 0) drain = 1;
+        else if (strcmp(argv[i], "--no-accept-retry") == 0) retry = 0;
         else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = atoi(argv[++i]);
         else if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc) read_size = (size_t)atol(argv[++i]);
         else {
-            fprintf(stderr, "usage: et_http [--port N] [--read-size N] [--drain]\n");
+            fprintf(stderr, "usage: et_http [--port N] [--read-size N] [--drain] [--no-accept-retry]\n");
             return 2;
         }
     }
@@ -92,23 +100,32 @@ int main(int argc, char **argv) {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = NULL};
     epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
     struct epoll_event events[64];
+    int accept_owed = 0; /* an accept failed for want of a descriptor: the listener is drained again */
     for (;;) {
-        int n = epoll_wait(ep, events, 64, -1);
+        int n = epoll_wait(ep, events, 64, accept_owed ? 10 : -1);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return 1;
+        int listener_ready = accept_owed;
+        for (int i = 0; i < n; i++)
+            if (events[i].data.ptr == NULL) listener_ready = 1;
+        if (listener_ready) { /* drained to EAGAIN */
+            accept_owed = 0;
+            for (;;) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+                if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+                if (fd < 0) {
+                    accept_owed = retry && errno != EAGAIN;
+                    break;
+                }
+                struct conn *c = calloc(1, sizeof *c);
+                c->fd = fd;
+                struct epoll_event cev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+                epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
+            }
+        }
         for (int i = 0; i < n; i++) {
             struct conn *c = events[i].data.ptr;
-            if (c == NULL) { /* the listener: drained to EAGAIN */
-                for (;;) {
-                    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
-                    if (fd < 0) break;
-                    c = calloc(1, sizeof *c);
-                    c->fd = fd;
-                    struct epoll_event cev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
-                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
-                }
-                continue;
-            }
+            if (c == NULL) continue; /* the listener, drained above */
             if (on_readable(c, buffer, read_size, drain) < 0) {
                 close(c->fd);
                 free(c);
