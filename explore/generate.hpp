@@ -67,6 +67,24 @@ struct GenFault {
   int group = 0;      // reset: index into the groups, modulo their number
 };
 
+// What goes wrong for a target, drawn apart from the built-in loop's faults (a program's
+// descriptor reservations and posts are its own): mostly nothing, so that what any server must
+// do with a plain workload stays judged in most runs; else clients that reset their connections
+// (a server that writes on then meets EPIPE, and SIGPIPE unless it ignores it), a window of
+// failing accepts (EMFILE, ENFILE, ENOBUFS), or a SIGTERM.
+struct GenTrouble {
+  enum class Kind : std::uint8_t { none, reset, accept_window, sigterm };
+  Kind kind = Kind::none;
+  int at_ms = 1;
+  int window_ms = 10;  // accept_window
+  int error = 0;       // accept_window: an errno value
+  int group = 0;       // reset: index into the groups, modulo their number
+  // accept_window: how many accepts in it fail, 1 to 3. Never all of them: a real EMFILE ends
+  // when a descriptor is closed, and libuv closes its reserve one to take the connection (and
+  // drop it); an error that no close ends would spin it, which Linux never does.
+  int count = 1;
+};
+
 struct GenPoster {
   int at_ms = 0;
   int cost_us = 0;
@@ -102,6 +120,7 @@ struct Description {
   std::vector<GenFault> faults;
   std::vector<GenPoster> posters;
   std::optional<int> shutdown_ms;
+  GenTrouble trouble;  // a target's only (render.cpp)
 };
 
 // Draws descriptions from the whole format; shrinking moves towards fewer groups, clients,

@@ -104,6 +104,39 @@ requests = [{ at = "0ms", path = "/fast" }]
   CHECK(text.find("property = \"no_spin\"") != std::string::npos);
 }
 
+TEST_CASE("a target is drawn what goes wrong apart: resets, a budget of failing accepts, a SIGTERM, each judged as any server must hold", "[generate]") {
+  const std::vector<sim::Override> target = {{"target.exec", "[\"/bin/true\"]"}, {"target.port", "8080"}};
+  Description d;
+  d.groups = {GenGroup{}};
+  d.groups[0].requests = {GenRequest{0, GenRequest::Route::fast, 0}};
+  auto drawn = [&](GenTrouble::Kind kind) {
+    d.trouble = GenTrouble{kind, 20, 50, EMFILE, 0, 2};
+    return scenario_text(d, "t", target);
+  };
+  const std::string plain = drawn(GenTrouble::Kind::none);
+  INFO(plain);
+  CHECK(plain.find("[[faults]]") == std::string::npos);
+  CHECK(plain.find("property = \"answered\"") != std::string::npos);
+  // The workload starts at 10 ms: a program may wait before it listens.
+  CHECK(plain.find("connect_at = \"10ms\"") != std::string::npos);
+  const std::string reset = drawn(GenTrouble::Kind::reset);
+  CHECK(reset.find("kind = \"reset\"\nat = \"30ms\"") != std::string::npos);
+  CHECK(reset.find("answered is not judged: clients reset their connections") != std::string::npos);
+  CHECK(reset.find("property = \"no_stranded_backlog\"") != std::string::npos);
+  const std::string accepts = drawn(GenTrouble::Kind::accept_window);
+  CHECK(accepts.find("kind = \"accept_error\"\nat = \"30ms\"\nuntil = \"80ms\"\nerrno = \"EMFILE\"\ncount = 2") != std::string::npos);
+  CHECK(accepts.find("answered is not judged: a server may shed") != std::string::npos);
+  CHECK(accepts.find("property = \"no_stranded_backlog\"") != std::string::npos);
+  const std::string sigterm = drawn(GenTrouble::Kind::sigterm);
+  CHECK(sigterm.find("kind = \"signal\"\nsignal = \"SIGTERM\"\nat = \"30ms\"") != std::string::npos);
+  CHECK(sigterm.find("property = \"answered\"") == std::string::npos);
+  CHECK(sigterm.find("property = \"no_stranded_backlog\"") == std::string::npos);
+  CHECK(sigterm.find("property = \"shutdown_clean\"") == std::string::npos);  // a fast stop is allowed
+  CHECK(sigterm.find("property = \"no_spin\"") != std::string::npos);
+  // The built-in loop is never drawn a target's trouble.
+  CHECK(scenario_text(d, "t", {}).find("SIGTERM") == std::string::npos);
+}
+
 TEST_CASE("a sabotaged rule is found and shrunk to a scenario that fails the same way", "[generate]") {
   GenerateOptions options;
   options.runs = 200;

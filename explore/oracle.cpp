@@ -173,10 +173,24 @@ Oracle oracle_of(const sim::Scenario& s) {
     o.left_out.push_back({property, why, detail.empty() ? why : detail});
   };
   if (s.target) {  // any server: every request of a modest workload answered, nothing left, no spin
-    judge("answered");
-    judge("no_stranded_backlog");
+    bool resets = false, accept_errors = false;
+    for (const sim::FaultSpec& f : s.faults) {
+      resets = resets || f.kind == sim::FaultSpec::Kind::reset;
+      accept_errors = accept_errors || f.kind == sim::FaultSpec::Kind::accept_error;
+    }
+    const bool stops = !s.actions.empty();
+    if (stops) leave_out("answered", "a SIGTERM may end the program before every request is answered");
+    else if (resets) leave_out("answered", "clients reset their connections, and lose their answers");
+    else if (accept_errors)
+      leave_out("answered", "a server may shed the connections it cannot take a descriptor for (libuv's reserve descriptor does)");
+    else judge("answered");
+    if (stops) leave_out("no_stranded_backlog", "after a SIGTERM the program may close its listener on what waited");
+    else judge("no_stranded_backlog");
     judge("no_spin", "max = " + std::to_string(checker::no_spin_max_default) + "\n");
-    leave_out("shutdown_clean", "a target gets no shutdown action");
+    // Many servers stop at once on SIGTERM by design (nginx's fast shutdown; QUIT drains): a
+    // drain is a promise of the program's own, which its file may expect.
+    leave_out("shutdown_clean", stops ? "SIGTERM is a fast stop for many servers (nginx's); a drain is the program's own promise"
+                                      : "no SIGTERM drawn");
     leave_out("batch_bound", "a target's batches are its own");
     leave_out("post_latency", "a target gets no posts");
     return o;
@@ -213,7 +227,7 @@ Oracle oracle_of(const sim::Scenario& s) {
 std::string expectations_text(const sim::Scenario& s) {
   Oracle o = oracle_of(s);
   std::ostringstream out;
-  out << (s.target ? "\n# What any server must do with a workload its backlog holds, nothing going wrong.\n"
+  out << (s.target ? "\n# What any server must do with a workload its backlog holds, and with what was drawn to go wrong.\n"
                    : "\n# What must hold with the rules on; what the configuration allows to fail is left out.\n");
   for (const Oracle::Judged& j : o.judged) out << "\n[[expect]]\nproperty = " << quoted(j.property) << '\n' << j.extra;
   for (const Oracle::LeftOut& l : o.left_out) {

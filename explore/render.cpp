@@ -175,9 +175,33 @@ void write_posters(std::ostringstream& out, const Description& d) {
   if (d.shutdown_ms) out << "\n[[actions]]\nkind = \"shutdown\"\nat = " << ms_text(*d.shutdown_ms) << '\n';
 }
 
+// What goes wrong for a target (GenTrouble), as the format writes it.
+void write_trouble(std::ostringstream& out, const Description& d) {
+  const GenTrouble& t = d.trouble;
+  switch (t.kind) {
+    case GenTrouble::Kind::none: return;
+    case GenTrouble::Kind::reset:
+      if (d.groups.empty()) return;
+      out << "\n[[faults]]\nkind = \"reset\"\nat = " << ms_text(t.at_ms)
+          << "\nof = " << quoted(group_name(d, std::size_t(t.group) % d.groups.size())) << '\n';
+      return;
+    case GenTrouble::Kind::accept_window:
+      out << "\n[[faults]]\nkind = \"accept_error\"\nat = " << ms_text(t.at_ms) << "\nuntil = " << ms_text(t.at_ms + t.window_ms)
+          << "\nerrno = " << quoted(sim::errno_name(t.error)) << "\ncount = " << t.count << '\n';
+      return;
+    case GenTrouble::Kind::sigterm:
+      out << "\n[[actions]]\nkind = \"signal\"\nsignal = \"SIGTERM\"\nat = " << ms_text(t.at_ms) << '\n';
+      return;
+  }
+}
+
 // A target's workload: at most this many clients in all, well below any listen backlog a
 // server asks for (libuv's examples 128, nginx 511), so that no SYN is dropped for want of one.
 constexpr int target_clients_max = 100;
+// A program may wait before it listens (asyncio's first wait comes 2 us before its listen), and
+// a client that connects first is refused, as Linux refuses it: not the program's failure. A
+// target's workload starts this much later.
+constexpr int target_start_ms = 10;
 
 bool for_target(const std::vector<sim::Override>& overrides) {
   return std::any_of(overrides.begin(), overrides.end(),
@@ -204,10 +228,13 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
     write_table(out, "target", target);
     Description workload = d;
     workload.groups.clear();
+    workload.trouble.at_ms += target_start_ms;
     int left = target_clients_max;
     for (GenGroup g : d.groups) {
       if (left <= 0) break;
       g.count = std::min(g.count, left);
+      g.connect_ms += target_start_ms;
+      for (GenRequest& r : g.requests) r.at_ms += target_start_ms;
       if (g.burst > 0) {  // sent when the connection is made, over a network without delay
         g.requests.insert(g.requests.begin(), std::size_t(g.burst), GenRequest{g.connect_ms, GenRequest::Route::fast, 0});
         g.wire.rtt_ms = g.wire.jitter_ms = 0;
@@ -216,6 +243,7 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
       workload.groups.push_back(g);
     }
     write_groups(out, workload);
+    write_trouble(out, workload);
     return out.str();
   }
   write_table(out, "loop", loop);
