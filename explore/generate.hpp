@@ -26,10 +26,10 @@ namespace loopsim::explore {
 // What a generated scenario is made of. Times are whole milliseconds (or microseconds where
 // the name says so); each field shrinks towards its default or its smallest.
 struct GenRequest {
-  enum class Route : std::uint8_t { fast, hello, slow_ms, slow_us };
+  enum class Route : std::uint8_t { fast, hello, slow_ms, slow_us, bytes };
   int at_ms = 0;
   Route route = Route::fast;
-  int amount = 0;  // the N of /slow?ms=N or /slow?us=N
+  int amount = 0;  // the N of /slow?ms=N, /slow?us=N or /bytes?n=N
 };
 
 // How a group's clients meet the network and the server, beyond their requests.
@@ -85,6 +85,14 @@ struct GenTrouble {
   int count = 1;
 };
 
+// A large answer to a slow reader: the first request of one group asks for `bytes` (/bytes?n=N),
+// and the group reads its answers slowly, so that the answer waits in the send buffer and the
+// loop must come back to it (R13). Applied as drawn (description_gen); 0: none.
+struct GenLarge {
+  int bytes = 0;
+  int group = 0;  // index into the groups, modulo their number
+};
+
 struct GenPoster {
   int at_ms = 0;
   int cost_us = 0;
@@ -121,7 +129,9 @@ struct Description {
   std::vector<GenPoster> posters;
   std::optional<int> shutdown_ms;
   GenTrouble trouble;  // a target's only (render.cpp)
+  GenLarge large;      // applied to `groups` as drawn: kept to say what was drawn
 };
+
 
 // Draws descriptions from the whole format; shrinking moves towards fewer groups, clients,
 // requests, faults and posters, and towards the defaults.

@@ -152,6 +152,26 @@ TEST_CASE("a sabotaged rule is found and shrunk to a scenario that fails the sam
   CHECK(again.violated == result.judged.violated);
 }
 
+TEST_CASE("generate reaches R13 sabotaged: a large answer to a slow reader, a request behind it never resumed", "[generate]") {
+  // resume_after_flush = false: once a large answer's tail is flushed, the loop does not go back
+  // to the request pipelined behind it. Drawn large answers (/bytes?n=N) to slow readers reach
+  // it: seed 2 at run 23, shrunk to one client.
+  GenerateOptions options;
+  options.runs = 30;
+  options.seed = 2;
+  options.overrides = {sim::Override{"loop.resume_after_flush", "false"}};
+  GenerateResult result = generate(options);
+  REQUIRE(result.verdict == GenerateResult::Verdict::found);
+  CHECK(result.failing_run == 23);
+  CHECK(result.clients_after == 1);
+  CHECK(result.shrunk.find("/bytes?n=") != std::string::npos);
+  CHECK(result.shrunk.find("read_rate = ") != std::string::npos);
+  CHECK(result.judged.violated == std::vector<std::string>{"answered"});
+  // With the rule on, the same draws hold.
+  options.overrides.clear();
+  CHECK(generate(options).verdict == GenerateResult::Verdict::none_found);
+}
+
 TEST_CASE("a run over its total step budget is only long: a bound, judged on what it did so far", "[generate]") {
   // The spin is already certain when the budget runs out: the limit does not hide it.
   Judged cut = judge_text(spinning, "spin", StepBudget{1'000'000, 20'000});

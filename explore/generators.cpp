@@ -120,6 +120,12 @@ rc::Gen<GenTrouble> trouble_gen() {
                   });
 }
 
+// Mostly none; else answers past the send buffers drawn (64 B to 1 KiB) and the default 16 KiB.
+rc::Gen<GenLarge> large_gen() {
+  return gen::map(gen::pair(pick({0, 0, 0, 0, 0, 0, 20000, 100000}), gen::inRange(0, 5)),
+                  [](const std::pair<int, int>& p) { return GenLarge{p.first, p.second}; });
+}
+
 rc::Gen<GenPoster> poster_gen() {
   return gen::map(gen::tuple(pick({0, 5, 30, 100, 500}), pick({0, 10, 200, 2000}),
                              gen::inRange(1, 4), pick({0, 1, 20, 100}), gen::inRange(0, 3)),
@@ -163,8 +169,17 @@ rc::Gen<Description> description_gen() {
   auto posters = some(gen::inRange(0, 3), 2, poster_gen());
   auto shutdown = gen::tuple(rare(4), pick({0, 10, 100, 300, 800, 1500}));
   // Drawn last, so that the rest draws as it did before it was added.
-  return gen::map(gen::tuple(settings_gen(), groups, faults, posters, shutdown, trouble_gen()), [](const auto& t) {
-    auto [d, groups, faults, posters, shutdown, trouble] = t;
+  return gen::map(gen::tuple(settings_gen(), groups, faults, posters, shutdown, trouble_gen(), large_gen()), [](const auto& t) {
+    auto [d, groups, faults, posters, shutdown, trouble, large] = t;
+    if (large.bytes > 0 && !groups.empty()) {
+      GenGroup& g = groups[std::size_t(large.group) % groups.size()];
+      if (!g.requests.empty()) {
+        g.requests.front().route = Route::bytes;
+        g.requests.front().amount = large.bytes;
+        if (g.wire.read_rate == 0) g.wire.read_rate = 20000;  // 200 bytes every 10 ms
+      }
+    }
+    d.large = large;
     d.groups = groups;
     d.faults = faults;
     d.posters = posters;

@@ -2,9 +2,11 @@
 // those left out, each with why.
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "checker/loop_properties.hpp"
 #include "explore/generate.hpp"
@@ -23,6 +25,20 @@ std::int64_t to_ms(Nanos t) { return std::chrono::duration_cast<std::chrono::mil
 
 }  // namespace
 
+namespace {
+
+// The N of a path "PREFIXN" (/slow?ms=N, /bytes?n=N); 0 for another path, or one whose N is not
+// a number this can read (a file's own path, which the loop answers as it does).
+std::int64_t number_after(const std::string& path, std::string_view prefix) {
+  if (path.rfind(prefix, 0) != 0) return 0;
+  std::int64_t n = 0;
+  const char* begin = path.data() + prefix.size();
+  const auto [end, error] = std::from_chars(begin, path.data() + path.size(), n);
+  return error == std::errc() && n > 0 ? std::min<std::int64_t>(n, std::int64_t(1) << 40) : 0;
+}
+
+}  // namespace
+
 std::int64_t horizon_needed_ms(const sim::Scenario& s) {
   std::int64_t last = 0, work_us = 0;
   for (const sim::ClientGroup& g : s.clients) {
@@ -38,10 +54,10 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
     for (const sim::RequestSpec& r : g.requests) {
       last = std::max(last, to_ms(r.at.hi));
       std::int64_t cost_us = 1000;  // the handler's own work, generously
-      // A slow reader takes an answer (a few hundred bytes) at read_rate.
-      if (g.read_rate > 0) cost_us += 1'000'000 * 1024 / g.read_rate;
-      if (r.path.rfind("/slow?ms=", 0) == 0) cost_us += 1000 * std::stoll(r.path.substr(9));
-      if (r.path.rfind("/slow?us=", 0) == 0) cost_us += std::stoll(r.path.substr(9));
+      // A slow reader takes an answer (a few hundred bytes, or /bytes?n=N's N) at read_rate.
+      const std::int64_t answer = 1024 + number_after(r.path, "/bytes?n=");
+      if (g.read_rate > 0) cost_us += std::int64_t(__int128(1'000'000) * answer / g.read_rate);
+      cost_us += 1000 * number_after(r.path, "/slow?ms=") + number_after(r.path, "/slow?us=");
       work_us += cost_us * g.count;
     }
   }

@@ -26,6 +26,7 @@ std::string route_path(const GenRequest& r) {
     case Route::hello: return "/hello";
     case Route::slow_ms: return "/slow?ms=" + std::to_string(r.amount);
     case Route::slow_us: return "/slow?us=" + std::to_string(r.amount);
+    case Route::bytes: return "/bytes?n=" + std::to_string(r.amount);
   }
   return "/fast";
 }
