@@ -123,6 +123,23 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     trial.faults_dropped.insert(trial.faults_dropped.begin(), i);  // kept in the order written
     if (fails(trial)) kept = trial;
   }
+  // Fewer bytes: each group's request body, none where it still fails, else halved while it does.
+  for (const auto& group : scenario.clients) {
+    if (group.body <= 0) continue;
+    if (auto it = kept.clients.find(group.name); it != kept.clients.end() && it->second == 0) continue;
+    auto none = kept;
+    none.body[group.name] = 0;
+    if (fails(none)) {
+      kept = none;
+      continue;
+    }
+    for (std::int64_t n = group.body / 2; n > 0; n /= 2) {
+      auto trial = kept;
+      trial.body[group.name] = n;
+      if (!fails(trial)) break;
+      kept = trial;
+    }
+  }
   // A window narrowed to one instant is a choice fewer: its first instant, else its last.
   auto narrow = [&](const model::Window& window, const std::function<void(sim::Shrinks&, Nanos)>& set) {
     if (window.fixed()) return;
@@ -188,6 +205,8 @@ std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks)
       add(group.name + ": " + std::to_string(group.closed_requests) + " -> " + std::to_string(it->second) + " requests");
     if (auto it = shrinks.script.find(group.name); it != shrinks.script.end())
       add(group.name + ": " + std::to_string(group.requests.size()) + " -> " + std::to_string(it->second.size()) + " requests");
+    if (auto it = shrinks.body.find(group.name); it != shrinks.body.end())
+      add(group.name + ": body " + std::to_string(group.body) + " -> " + std::to_string(it->second) + " bytes");
     if (auto it = shrinks.connect_at.find(group.name); it != shrinks.connect_at.end())
       add(group.name + ": connect_at " + window_text(group.connect_at) + " -> " + sim::duration_text(it->second));
     if (auto it = shrinks.request_at.find(group.name); it != shrinks.request_at.end()) {

@@ -34,7 +34,10 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
 // group's requests: a closed loop's count halved or trimmed by one while it fails (the fewest
 // that still fail, where more requests fail more), a script's requests each left out, the last
 // first, where it still fails without it; then each fault left out, the last first; then each
-// window narrowed to one instant, its first and else its last, where it still fails. Returns
+// group's request body dropped, else halved while it fails; then each window narrowed to one
+// instant, its first and else its last, where it still fails; then a target's arguments left
+// out (a flag with its value, else one alone) where it still fails and the program does not
+// quit. Returns
 // what changed (sim::Shrinks). Each trial search gets what is left of `budget`; a trial cut
 // short by it counts as not failing, so what it returns always fails. `found`, when given, gets
 // the counterexample of the last trial that failed (unset when none did): the smallest case's,

@@ -116,7 +116,7 @@ requests = [{ at = "0ms", path = "/a" }, { at = "1ms", path = "/b" }, { at = "2m
   CHECK(reread.clients.front().requests[1].path == "/c");
 }
 
-TEST_CASE("shrink narrows each window to one instant and leaves out each fault the failure does not need") {
+TEST_CASE("shrink narrows each window to one instant, drops a body and leaves out each fault the failure does not need") {
   const char* const windowed = R"(
 name = "windows"
 horizon = "200ms"
@@ -128,6 +128,7 @@ idle_timeout = "10s"
 name = "burst"
 count = 3
 connect_at = "5ms..20ms"
+body = 100
 requests = [{ at = "0ms..3ms", path = "/fast" }]
 [[faults]]
 kind = "rlimit"
@@ -140,7 +141,8 @@ property = "no_stranded_backlog"
   std::optional<Counterexample> found;
   sim::Shrinks shrinks = shrink(scenario, Costs{}, ExploreOptions{}, nullptr, &found);
   CHECK(describe(scenario, shrinks) ==
-        "burst: connect_at 5ms..20ms -> 5ms; burst: request 1 at 0s..3ms -> 0s; fault 1 (rlimit) left out");
+        "burst: body 100 -> 0 bytes; burst: connect_at 5ms..20ms -> 5ms; burst: request 1 at 0s..3ms -> 0s; fault 1 (rlimit) left "
+        "out");
   // The last trial that failed is handed back: the smallest case, with no search again.
   REQUIRE(found);
   sim::Scenario small = sim::with_shrinks(scenario, shrinks);
@@ -153,6 +155,7 @@ property = "no_stranded_backlog"
   CHECK(pinned.find("connect_at = \"5ms\"") != std::string::npos);
   CHECK(pinned.find("{ at = \"0s\", path = \"/fast\" }") != std::string::npos);
   CHECK(pinned.find("[[faults]]") == std::string::npos);
+  CHECK(pinned.find("body") == std::string::npos);
   sim::Scenario reread = sim::parse_scenario(pinned, "pinned.toml", {});
   CHECK(reread.clients.front().connect_at.fixed());
   CHECK(reread.faults.empty());

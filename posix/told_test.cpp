@@ -82,4 +82,32 @@ TEST_CASE("shrink keeps an argument without which the program dies: a failure fo
   CHECK(explore::describe(scenario, shrinks).find("arguments") == std::string::npos);
 }
 
+TEST_CASE("shrink shortens request bodies to the fewest bytes that still strand") {
+  // Two pipelined requests with 1,000-byte bodies and a 512-byte read: et_http answers a request
+  // at the end of its head, so the second strands while its head is past the first read. With
+  // 500-byte bodies it still is; with 250 it is not (the second head ends at byte 358).
+  sim::Scenario scenario = sim::parse_scenario(R"(
+name = "body"
+horizon = "200ms"
+[target]
+exec = ["et_http", "--port", "8080", "--read-size", "512"]
+port = 8080
+[[clients]]
+name = "pipeliner"
+connect_at = "10ms"
+keep_alive = true
+requests = 2
+pipeline = 2
+body = 1000
+path = "/p"
+[[expect]]
+property = "answered"
+)", std::string(LOOPSIM_SOURCE_DIR) + "/examples/epoll/body.toml");
+  sim::Shrinks shrinks = explore::shrink(scenario, checker::Costs{}, explore::ExploreOptions{});
+  CHECK(shrinks.body == std::map<std::string, std::int64_t>{{"pipeliner", 500}});
+  CHECK(explore::describe(scenario, shrinks).find("pipeliner: body 1000 -> 500 bytes") != std::string::npos);
+  const std::string pinned = sim::pinned_scenario(scenario.source, scenario.file, sim::Arm{"base", {}, {}}, {}, {}, shrinks);
+  CHECK(pinned.find("body = 500") != std::string::npos);
+}
+
 #endif

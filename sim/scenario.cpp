@@ -1065,6 +1065,7 @@ Scenario with_shrinks(const Scenario& scenario, const Shrinks& shrinks) {
   for (ClientGroup& g : s.clients) {
     if (auto it = shrinks.clients.find(g.name); it != shrinks.clients.end()) g.count = it->second;
     if (auto it = shrinks.connect_at.find(g.name); it != shrinks.connect_at.end()) g.connect_at = model::at_instant(it->second);
+    if (auto it = shrinks.body.find(g.name); it != shrinks.body.end()) g.body = it->second;
     if (auto it = shrinks.request_at.find(g.name); it != shrinks.request_at.end())
       for (const auto& [k, t] : it->second)
         if (k < g.requests.size()) g.requests[k].at = model::at_instant(t);

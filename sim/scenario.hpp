@@ -224,8 +224,8 @@ struct Arm {
 // order), or how many requests a closed loop sends (its pipeline no deeper than that); the
 // windows it narrowed to one instant (a group's connect_at; a scripted request's `at`, by its
 // index in the file's list); and the faults it left out (indices into the file's [[faults]],
-// the arm's own among them, in the order written); and a target's arguments as kept (its
-// program, exec[0], stays).
+// the arm's own among them, in the order written); each group's request body as shortened; and a
+// target's arguments as kept (its program, exec[0], stays).
 struct Shrinks {
   std::map<std::string, int> clients;
   std::map<std::string, std::vector<std::size_t>> script;
@@ -233,10 +233,11 @@ struct Shrinks {
   std::map<std::string, Nanos> connect_at;
   std::map<std::string, std::map<std::size_t, Nanos>> request_at;
   std::vector<std::size_t> faults_dropped;
+  std::map<std::string, std::int64_t> body;
   std::optional<std::vector<std::string>> arguments;
   bool empty() const {
     return clients.empty() && script.empty() && closed_requests.empty() && connect_at.empty() && request_at.empty() &&
-           faults_dropped.empty() && !arguments;
+           faults_dropped.empty() && body.empty() && !arguments;
   }
   bool operator==(const Shrinks&) const = default;
 };

@@ -299,6 +299,10 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
       }
       if (auto at = shrinks.connect_at.find(group_name); at != shrinks.connect_at.end())
         group->insert_or_assign("connect_at", duration_text(at->second));
+      if (auto body = shrinks.body.find(group_name); body != shrinks.body.end()) {
+        if (body->second == 0) group->erase("body");
+        else group->insert_or_assign("body", body->second);
+      }
       if (auto at = shrinks.request_at.find(group_name); at != shrinks.request_at.end()) {
         if (toml::array* requests = (*group)["requests"].as_array()) {
           for (const auto& [k, t] : at->second)
