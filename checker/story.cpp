@@ -41,6 +41,7 @@ std::string bytes(std::int64_t n) { return count_of(n, "byte", "bytes"); }
 // What one client's connection went through, from the trace.
 struct Told {
   std::int64_t sent = 0, answered = 0;
+  std::int64_t meant = 0;  // the requests it meant to send (ClientLabel::requests; 0: no count)
   // Answers come to the oldest request outstanding, so those never answered are the last sent:
   // the first few of them, found in a second pass over the sends.
   std::vector<std::string> unanswered_paths;
@@ -52,7 +53,8 @@ struct Told {
   std::string refusal;
 
   std::int64_t unanswered() const { return sent - answered; }
-  bool troubled() const { return unanswered() > 0 || unread > 0 || unsent > 0 || refused || !accepted; }
+  std::int64_t never_sent() const { return meant > sent ? meant - sent : 0; }
+  bool troubled() const { return unanswered() > 0 || never_sent() > 0 || unread > 0 || unsent > 0 || refused || !accepted; }
 };
 
 std::string choice_meaning(const ev::Choice& c) {
@@ -150,6 +152,10 @@ std::string client_account(const Told& c) {
     if (c.refused) line += "; its connection was reset (" + c.refusal + ")";
   }
   line += "; " + std::to_string(c.answered) + " of " + std::to_string(c.sent) + " answered";
+  if (c.never_sent() > 0) {
+    // `answered` counts what a client meant to send: what never left counts as unanswered too.
+    line += "; " + count_of(c.never_sent(), "request", "requests") + " it meant to send never went out";
+  }
   if (c.unanswered() > 0) {
     line += " (never answered:";
     for (const std::string& path : c.unanswered_paths) line += " \"" + sim::shown_bytes(path.substr(0, 40)) + "\"";
@@ -204,6 +210,7 @@ std::string event_clause(const Trace& trace, const sim::TraceEvent& event) {
 std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& verdicts, bool pinned) {
   std::vector<std::string> lines;
   std::vector<Told> told(trace.clients.size());
+  for (std::size_t i = 0; i < told.size(); ++i) told[i].meant = trace.clients[i].requests;
   std::vector<GroupSends> groups(trace.groups.size());
   auto of = [&](ClientIndex c) -> Told* { return c >= 0 && std::size_t(c) < told.size() ? &told[std::size_t(c)] : nullptr; };
   std::vector<std::size_t> off_natural;  // indices of choices that were not the natural pick

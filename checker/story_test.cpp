@@ -73,7 +73,7 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
                   "was placed here, not at its natural moment; next, c#1 connected.") != std::string::npos);
   CHECK(told.find("wrote 16384 bytes in 1 write (1 short)") != std::string::npos);
   CHECK(told.find("100 bytes it sent were never read; 53616 bytes the server wrote never reached it") != std::string::npos);
-  CHECK(told.find("c#0: never connected") != std::string::npos);
+  CHECK(told.find("c#0: never connected; 0 of 0 answered; 1 request it meant to send never went out.") != std::string::npos);
   // A connection queued and then reset is told as both, with what it lost.
   trace.add(sim::ev::Established{Nanos(1), 0});
   trace.add(sim::ev::Send{Nanos(1), 0, "/q"});
