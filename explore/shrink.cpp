@@ -51,7 +51,8 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
   options.progress = nullptr;
   options.max_executions = std::min<std::uint64_t>(options.max_executions, 2000);
   sim::Shrinks kept;
-  std::optional<Counterexample> last;  // the last failing trial's
+  std::optional<Counterexample> last;      // the last failing trial's
+  std::optional<Counterexample> kept_cex;  // the counterexample of `kept`, once a trial is kept
   auto fails = [&](const sim::Shrinks& trial) {
     if (budget != nullptr && budget->deadline_ns > 0 && budget->wall_ns) {
       if (budget->out()) return false;
@@ -64,11 +65,15 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
       ExploreResult result = search(sim::with_shrinks(scenario, trial), costs, options);
       if (result.verdict != ExploreResult::Verdict::violated) return false;
       last = result.counterexample;
-      if (found != nullptr) *found = result.counterexample;
       return true;
     } catch (const sim::ScenarioError&) {
       return false;
     }
+  };
+  // Keeps a trial that just failed, with its counterexample.
+  auto take = [&](const sim::Shrinks& trial) {
+    kept = trial;
+    kept_cex = last;
   };
   // From n down while it still fails: half of it, else one less (`set` puts a trial count in).
   auto descend = [&](std::int64_t n, const std::function<void(sim::Shrinks&, std::int64_t)>& set) {
@@ -82,7 +87,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
       } else {
         n = n / 2;
       }
-      kept = trial;
+      take(trial);
     }
   };
   auto named = [&](const std::string& group) {
@@ -92,7 +97,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
   for (const auto& group : scenario.clients) {
     auto trial = kept;
     trial.clients[group.name] = 0;
-    if (!named(group.name) && scenario.clients.size() > 1 && fails(trial)) kept = trial;
+    if (!named(group.name) && scenario.clients.size() > 1 && fails(trial)) take(trial);
   }
   for (const auto& group : scenario.clients) {
     if (kept.clients.count(group.name)) continue;  // removed
@@ -113,7 +118,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
       fewer.erase(fewer.begin() + std::ptrdiff_t(k));
       trial.script[group.name] = fewer;
       if (fails(trial)) {
-        kept = trial;
+        take(trial);
         left = std::move(fewer);
       }
     }
@@ -121,7 +126,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
   for (std::size_t i = scenario.faults.size(); i-- > 0;) {
     auto trial = kept;
     trial.faults_dropped.insert(trial.faults_dropped.begin(), i);  // kept in the order written
-    if (fails(trial)) kept = trial;
+    if (fails(trial)) take(trial);
   }
   // Fewer bytes: each group's request body, none where it still fails, else halved while it does.
   for (const auto& group : scenario.clients) {
@@ -130,14 +135,14 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     auto none = kept;
     none.body[group.name] = 0;
     if (fails(none)) {
-      kept = none;
+      take(none);
       continue;
     }
     for (std::int64_t n = group.body / 2; n > 0; n /= 2) {
       auto trial = kept;
       trial.body[group.name] = n;
       if (!fails(trial)) break;
-      kept = trial;
+      take(trial);
     }
   }
   // A window narrowed to one instant is a choice fewer: its first instant, else its last.
@@ -146,7 +151,7 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     for (Nanos t : {window.lo, window.hi}) {
       auto trial = kept;
       set(trial, t);
-      if (fails(trial)) return void(kept = trial);
+      if (fails(trial)) return take(trial);
     }
   };
   for (const auto& group : scenario.clients) {
@@ -178,15 +183,14 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
         auto trial = kept;
         trial.arguments = fewer;
         if (fails(trial) && (quit_already || !quits(trial))) {
-          kept = trial;
+          take(trial);
           arguments = std::move(fewer);
           break;
         }
       }
     }
-    // `found` holds the last trial that failed, which a program that quit may have been.
-    if (found != nullptr && !kept.empty() && !fails(kept)) found->reset();
   }
+  if (found != nullptr) *found = kept.empty() ? std::nullopt : kept_cex;
   return kept;
 }
 

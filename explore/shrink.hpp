@@ -40,8 +40,8 @@ std::vector<model::Choice> minimize(const sim::Scenario& scenario, const checker
 // quit. Returns
 // what changed (sim::Shrinks). Each trial search gets what is left of `budget`; a trial cut
 // short by it counts as not failing, so what it returns always fails. `found`, when given, gets
-// the counterexample of the last trial that failed (unset when none did): the smallest case's,
-// written without another search.
+// the counterexample its search found for what it returns (unset when nothing was removed): the
+// smallest case's, written without another search.
 sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, ExploreOptions options,
                     Budget* budget = nullptr, std::optional<Counterexample>* found = nullptr);
 
