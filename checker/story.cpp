@@ -50,7 +50,8 @@ struct Told {
   std::int64_t read = 0, reads = 0, empty_reads = 0, ends_read = 0, read_errors = 0;
   std::int64_t wrote = 0, writes = 0, short_writes = 0, full_writes = 0, write_errors = 0;
   std::int64_t unread = 0, unsent = 0;
-  std::string refusal;
+  std::string refusal;     // "ECONNRESET"
+  Nanos refused_at{0};
 
   std::int64_t unanswered() const { return sent - answered; }
   std::int64_t never_sent() const { return meant > sent ? meant - sent : 0; }
@@ -133,15 +134,17 @@ void tell_clients(const Trace& trace, const std::vector<Told>& told, const std::
 }
 
 // What befell one connection, without its name: connections whose accounts read the same are
-// told once, together.
-std::string client_account(const Told& c) {
+// told once, together. Without `timed`, no instant is told (the members of a group accepted at
+// different times read alike), and the account of an accepted one begins "accepted;".
+std::string client_account(const Told& c, bool timed = true) {
   std::string line;
+  const std::string refusal = c.refusal + (timed ? " at " + at(c.refused_at) : "");
   if (!c.accepted) {
     if (c.established) line += "its handshake completed, and the server never accepted it";
-    else line += c.refused ? "its connection failed (" + c.refusal + ")" : "never connected";
-    if (c.established && c.refused) line += "; then it was reset (" + c.refusal + ")";
+    else line += c.refused ? "its connection failed (" + refusal + ")" : "never connected";
+    if (c.established && c.refused) line += "; then it was reset (" + refusal + ")";
   } else {
-    line += "accepted at " + at(*c.accepted) + "; the server read " + bytes(c.read) + " in " +
+    line += std::string("accepted") + (timed ? " at " + at(*c.accepted) : "") + "; the server read " + bytes(c.read) + " in " +
             count_of(c.reads, "read", "reads");
     if (c.empty_reads > 0) line += " (" + std::to_string(c.empty_reads) + " of them found nothing: EAGAIN)";
     if (c.ends_read > 0) line += ", then the end of the stream";
@@ -149,7 +152,7 @@ std::string client_account(const Told& c) {
     if (c.short_writes > 0) line += " (" + std::to_string(c.short_writes) + " short)";
     if (c.full_writes > 0) line += " (" + std::to_string(c.full_writes) + " found the send buffer full: EAGAIN)";
     if (c.read_errors + c.write_errors > 0) line += "; " + std::to_string(c.read_errors + c.write_errors) + " failed";
-    if (c.refused) line += "; its connection was reset (" + c.refusal + ")";
+    if (c.refused) line += "; its connection was reset (" + refusal + ")";
   }
   line += "; " + std::to_string(c.answered) + " of " + std::to_string(c.sent) + " answered";
   if (c.never_sent() > 0) {
@@ -233,7 +236,8 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
           } else if constexpr (std::is_same_v<E, ev::Refused>) {
             if (Told* c = of(e.client)) {
               c->refused = true;
-              c->refusal = std::string(sim::errno_name(e.error)) + " at " + at(e.t);
+              c->refusal = sim::errno_name(e.error);
+              c->refused_at = e.t;
             }
           } else if constexpr (std::is_same_v<E, ev::Send>) {
             if (Told* c = of(e.client)) {
@@ -339,13 +343,14 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
                     bytes(write_bytes) + " in " + count_of(writes, "write", "writes") +
                     (short_writes > 0 ? " (" + std::to_string(short_writes) + " short)" : "") + ". Connection by connection:");
   }
-  // Connections with something lost first; those of one group whose accounts read the same
-  // (a burst's many members) as one line.
+  // Connections with something lost first; those of one group whose accounts read the same but
+  // for their instants (a burst's many members) as one line, with the instants they were accepted.
   struct Alike {
     std::int32_t group;
-    std::string account;
+    std::string account;  // untimed
     std::vector<ClientIndex> clients;
     bool troubled;
+    Instants accepted;
   };
   std::vector<Alike> alike;
   std::map<std::pair<std::int32_t, std::string>, std::size_t> found;  // a million clients: no scan per client
@@ -353,9 +358,11 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
     for (std::size_t i = 0; i < told.size(); ++i) {
       if (told[i].troubled() != troubled) continue;
       const std::int32_t group = i < trace.clients.size() ? trace.clients[i].group : -1;
-      auto [it, fresh] = found.try_emplace({group, client_account(told[i])}, alike.size());
-      if (fresh) alike.push_back({group, it->first.second, {ClientIndex(i)}, troubled});
-      else alike[it->second].clients.push_back(ClientIndex(i));
+      auto [it, fresh] = found.try_emplace({group, client_account(told[i], false)}, alike.size());
+      if (fresh) alike.push_back({group, it->first.second, {}, troubled, {}});
+      Alike& a = alike[it->second];
+      a.clients.push_back(ClientIndex(i));
+      if (told[i].accepted) a.accepted.add(*told[i].accepted);
     }
   }
   // Of the connections that lost nothing, a few are enough to show what went right.
@@ -369,7 +376,11 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
       who = std::to_string(a.clients.size()) + " of " + trace.groups[std::size_t(a.group)] + " (" + who + ", " +
             trace.client_name(a.clients[1]) + ", ...), each";
     }
-    lines.push_back(who + ": " + a.account);
+    // One connection is told with its instants; alike ones with the span they were accepted in.
+    std::string account = a.account;
+    if (a.clients.size() == 1) account = client_account(told[std::size_t(a.clients.front())]);
+    else if (account.rfind("accepted;", 0) == 0) account = "accepted " + a.accepted.text() + account.substr(8);
+    lines.push_back(who + ": " + account);
   }
   if (alike.size() > shown) {
     std::size_t rest = 0, rest_troubled = 0;

@@ -122,6 +122,16 @@ TEST_CASE("decision graph: each choice off the natural path a red node, natural 
   CHECK(checker::decision_graph(trace, {}).find("every property held") != std::string::npos);
 }
 
+TEST_CASE("story: connections alike but for when they were accepted are one line, with the span") {
+  checker::ArmReport arm = arm_of("/scenarios/handle-ceiling.toml", "fixed-refuse");
+  const std::string told = joined(arm.story);
+  INFO(told);
+  CHECK(told.find("7952 of idle (idle#2048, idle#2049, ...), each: accepted between 204.800 ms and 999.900 ms; the "
+                  "server read 0 bytes in 0 reads, and wrote 0 bytes in 0 writes; its connection was reset (ECONNRESET); "
+                  "0 of 0 answered.") != std::string::npos);
+  CHECK(told.find("2048 of idle (idle#0, idle#1, ...), each: accepted between 0.000 ms and 204.700 ms") != std::string::npos);
+}
+
 TEST_CASE("story: a trace kept to its verdicts says it has no bytes") {
   checker::ArmReport arm = arm_of("/scenarios/accept-burst.toml", "nothing-owed", true);
   CHECK(joined(arm.story).find("it has no bytes") != std::string::npos);
