@@ -269,6 +269,47 @@ expect_violated = []
   CHECK(explore::judge_text(found.shrunk, "shape.toml", {}).violated == std::vector<std::string>{"answered"});
 }
 
+TEST_CASE("a shape's variation moves every window with its workload: a request's after its connection, a fault's as a whole", "[generate]") {
+  const std::string shape = R"(name = "x"
+horizon = "5s"
+[[clients]]
+name = "a"
+connect_at = "10ms"
+requests = [{ at = "10ms..20ms", path = "/" }, { at = "30ms", path = "/" }]
+[[clients]]
+name = "w"
+connect_at = "40ms..50ms"
+requests = [{ at = "60ms..70ms", path = "/" }]
+[[faults]]
+kind = "accept_error"
+errno = "EMFILE"
+at = "100ms..110ms"
+until = "150ms"
+)";
+  bool fault_seen = false, fault_moved = false;
+  for (std::uint64_t run = 0; run < 20; ++run) {
+    INFO(run);
+    const sim::Scenario v = sim::parse_scenario(explore::shaped_text(shape, "shape.toml", 1, run), "varied.toml");
+    const Nanos moved = v.clients[0].connect_at.lo - Nanos(10'000'000);
+    CHECK(moved >= Nanos(0));
+    CHECK(v.clients[0].requests[0].at.lo == Nanos(10'000'000) + moved);  // with its connection
+    CHECK(v.clients[0].requests[0].at.hi == Nanos(20'000'000) + moved);
+    CHECK(v.clients[0].requests[1].at.lo == Nanos(30'000'000) + moved);
+    // A windowed connection stays as written, and its windowed request with it.
+    CHECK(v.clients[1].connect_at == model::Window{Nanos(40'000'000), Nanos(50'000'000)});
+    CHECK(v.clients[1].requests[0].at == model::Window{Nanos(60'000'000), Nanos(70'000'000)});
+    for (const sim::FaultSpec& f : v.faults) {  // a fault may be left out of a run
+      fault_seen = true;
+      CHECK(f.at.hi - f.at.lo == Nanos(10'000'000));
+      CHECK(f.until - f.at.hi == Nanos(40'000'000));
+      CHECK(f.at.lo >= Nanos(100'000'000));
+      fault_moved = fault_moved || f.at.lo > Nanos(100'000'000);
+    }
+  }
+  CHECK(fault_seen);
+  CHECK(fault_moved);  // with the workload, later
+}
+
 TEST_CASE("a shape's variation keeps times exact and within a file's limit: every run's file loads", "[generate]") {
   // fuzz/findings/shape-1: a window narrower than a microsecond lost its width; shape-2: a time
   // near the limit was moved past it. Each run's file did not load.

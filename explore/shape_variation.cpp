@@ -37,9 +37,17 @@ std::int64_t duration_ns(const toml::table& table, const char* key) {
   return text == nullptr ? 0 : sim::parse_duration(text->get()).count();
 }
 
+// A window "A..B" moved by `by`, as a whole: its width kept, and within what a file may hold.
+std::string moved_window(const model::Window& w, std::int64_t by) {
+  const std::int64_t width = (w.hi - w.lo).count();
+  const std::int64_t lo = std::clamp<std::int64_t>(w.lo.count() + by, 0, time_max - width);
+  return time_text(lo) + ".." + time_text(lo + width);
+}
+
 // Redraws the `at` of each table in `list`: moved by `shift` with the workload, then anywhere
-// within spread_ns / 2 either side; or drops it (with `optional`). Windows ("A..B") are left as
-// written; an `until` keeps its distance, and so the window stays within the limit too.
+// within spread_ns / 2 either side; or drops it (with `optional`). A window ("A..B") moves by
+// `shift` as a whole, as the workload does; an `until` keeps its distance, and so the window
+// stays within the limit too.
 void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift) {
   if (list == nullptr) return;
   for (std::size_t i = list->size(); i-- > 0;) {
@@ -50,7 +58,15 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
       continue;
     }
     const auto* at = t->get_as<std::string>("at");
-    if (at == nullptr || at->get().find("..") != std::string::npos) continue;
+    if (at == nullptr) continue;
+    if (at->get().find("..") != std::string::npos) {
+      const model::Window w = sim::parse_window(at->get());
+      const std::int64_t until = t->contains("until") ? duration_ns(*t, "until") : w.hi.count();
+      const std::int64_t by = std::clamp<std::int64_t>(shift, -w.lo.count(), time_max - std::max(until, w.hi.count()));
+      t->insert_or_assign("at", moved_window(w, by));
+      if (t->contains("until")) t->insert_or_assign("until", time_text(until + by));
+      continue;
+    }
     const std::int64_t was = sim::parse_duration(at->get()).count();
     const std::int64_t width = t->contains("until") ? duration_ns(*t, "until") - was : 0;
     const std::int64_t now = std::clamp<std::int64_t>(was + shift + std::int64_t(draws.below(spread_ns)) - spread_ns / 2, 0,
@@ -114,7 +130,11 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
       if (toml::array* requests = t.get_as<toml::array>("requests")) {
         for (std::size_t r = 0; r < requests->size() && r < was.requests.size(); ++r) {
           const sim::RequestSpec& spec = was.requests[r];
-          if (spec.at.lo != spec.at.hi) continue;  // a window stays as written
+          // A window moves with the connection it follows (a window's own connection stays).
+          if (spec.at.lo != spec.at.hi) {
+            if (fixed) requests->get(r)->as_table()->insert_or_assign("at", moved_window(spec.at, connect - connect_was));
+            continue;
+          }
           requests->get(r)->as_table()->insert_or_assign(
               "at", time_text(connect + std::max<std::int64_t>(0, spec.at.lo.count() - connect_was)));
         }
