@@ -150,6 +150,9 @@ struct SpinState {
   // The pass in hand: from one wait's return to the next wait's.
   bool open = false;          // a wait has returned
   bool progress = false;      // ...and, in a trace without kernel counts, progress events since
+  // A request answered in the pass: work done in the loop's own buffers, which the kernel's
+  // count does not see when the send buffer is full (a slow reader's answers queued, R8's turns).
+  bool answered = false;
   std::size_t returned = 0;   // that wait's events
   std::uint64_t pass = 0;
   std::optional<Nanos> began; // the pass's wait was called then, if the trace says
@@ -384,7 +387,7 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
 // spin_pass_max of virtual time (its wait returned at once, whatever timeout it asked for, and
 // nothing slept) and got nothing done: the kernel's count of calls that did something
 // (Events::work, carried by the next wait) is 0, or, in a trace without that count, no
-// progress event came.
+// progress event came; and it finished no request (request_end).
 // A spin is more than `max` idle passes in a row, or more than `max` failing accepts with no
 // wait between them.
 Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
@@ -395,6 +398,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
   std::string worst;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
+    if (const auto* r = std::get_if<ev::RequestEnd>(&event)) workers[r->worker].answered = true;
     if (auto* a = std::get_if<ev::Accept>(&event)) {
       SpinState& s = workers[a->worker];
       bool failed = sim::failed_accept(a->result);
@@ -417,7 +421,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
       s.failed_accepts = 0;
       if (s.open) {
         bool quick = s.began && s.next && *s.next - *s.began <= sim::spin_pass_max;
-        bool idle = quick && (e->work >= 0 ? e->work == 0 : !s.progress);
+        bool idle = quick && !s.answered && (e->work >= 0 ? e->work == 0 : !s.progress);
         if (idle && s.run == 0) {
           s.run_from = s.pass;
           s.run_from_event = s.returned;
@@ -433,6 +437,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
         }
       }
       s.open = true;
+      s.answered = false;
       s.began = s.next;
       s.progress = !e->fds.empty() && std::any_of(e->fds.begin(), e->fds.end(), [&](int fd) { return fd != trace.listener_fd; });
       s.returned = i;

@@ -214,9 +214,18 @@ void Clients::send_due(ClientIndex client) {
   // Only a count tells a request that it is the last; a closed loop bounded by time closes
   // its connection itself when it is done (answered_closed).
   const bool counted = group.duration == Nanos{0};
+  // Over a network with delay, the requests sent at one instant travel together, as one write's
+  // bytes do, and arrive as one: not one arrival each, a nanosecond apart, each a wake-up.
+  std::string together;
+  auto send_together = [&] {
+    if (together.empty()) return;
+    up(client, Carried::send, [this, conn = c.conn, text = together] { kernel_.send(conn, text); }, together);
+    together.clear();
+  };
   while (c.next_request < c.due) {
     if (group.closed_loop() && !closed_sending(c)) {
       c.due = c.next_request;
+      send_together();
       half_close_when_sent(client);
       close_when_done(client);
       return;
@@ -224,12 +233,14 @@ void Clients::send_due(ClientIndex client) {
     const std::string& path = group.closed_loop() ? next_path(group, c.draws) : group.requests[c.next_request].path;
     bool last = counted && c.next_request + 1 == limit;
     std::string text = request_text(path, last && !group.keep_alive, group);
-    up(client, Carried::send, [this, conn = c.conn, text] { kernel_.send(conn, text); }, text);
+    if (delayed(group)) together += text;
+    else up(client, Carried::send, [this, conn = c.conn, text] { kernel_.send(conn, text); }, text);
     trace_.add(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
     if (!counted) ++trace_.clients[std::size_t(client)].requests;
   }
+  send_together();
   half_close_when_sent(client);
 }
 
