@@ -261,6 +261,24 @@ TEST_CASE("no_spin: a level-triggered listener under EMFILE, returned at once by
   CHECK(v.detail.find("worker 0 made 6 passes in a row that returned at once and got nothing done") == 0);
 }
 
+TEST_CASE("no_spin: passes at once that each finish a request are work, though the kernel moved no byte") {
+  // R8's turns with a full send buffer: each pass answers one more request into the loop's own
+  // buffer, and its write finds no room. The kernel counts nothing; the loop did something.
+  auto passes = [](bool answering) {
+    Passes p;
+    p.wait(1s, 1s, 0);
+    for (int i = 0; i < 6; ++i) {
+      p.wait(0ns, 0ns, 0, {7});
+      if (answering) add(p.t, ev::RequestEnd{p.now, 0, 7, 0, 200});
+    }
+    p.wait(1s, 0ns, 0);
+    return no_spin(p.t, count_bounds({}, 3));
+  };
+  CHECK(passes(true).held);
+  CHECK(passes(true).measured == 0);
+  CHECK_FALSE(passes(false).held);  // the same passes answering nothing spin
+}
+
 TEST_CASE("no_spin says when the spin began, not when its last pass did") {
   Passes p;
   p.wait(1s, 1s, 0);

@@ -49,9 +49,8 @@ struct GenGroup {
   bool keep_alive = false;
   std::vector<GenRequest> requests;
   GenWire wire;
-  // A pipelined burst of /fast requests ahead of `requests`, sent when the connection is made;
-  // drawn for a target's workload only (render.cpp): for the built-in loop, no_spin's reading of
-  // such bursts is open (tests/data/open/).
+  // A pipelined burst of /fast requests ahead of `requests`, sent when the connection is made
+  // (render.cpp).
   int burst = 0;
 };
 

@@ -71,8 +71,7 @@ rc::Gen<GenWire> wire_gen() {
 // with a 100-byte body 64 KiB), where a loop that reads once per edge leaves the rest unread.
 // With the group's own requests, at most 903 on a connection: under the 1,000 after which nginx
 // closes a keep-alive connection (keepalive_requests), as RFC 9112 lets a server do.
-// Drawn for every group and sent only to a target (render.cpp), over a network without delay:
-// no_spin's reading of such bursts on the built-in loop is not settled (tests/data/open/).
+// Drawn for every group; a target's is sent over a network without delay (render.cpp).
 rc::Gen<int> burst_gen() { return pick({0, 0, 0, 0, 0, 0, 0, 0, 14, 20, 60, 120, 450, 900}); }
 
 rc::Gen<GenGroup> group_gen() {

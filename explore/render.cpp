@@ -196,6 +196,13 @@ void write_trouble(std::ostringstream& out, const Description& d) {
   }
 }
 
+// A group's pipelined burst (GenGroup::burst) put ahead of its requests: that many /fast
+// requests, sent when the connection is made.
+GenGroup with_burst(GenGroup g) {
+  if (g.burst > 0) g.requests.insert(g.requests.begin(), std::size_t(g.burst), GenRequest{g.connect_ms, Route::fast, 0});
+  return g;
+}
+
 // A target's workload: at most this many clients in all, well below any listen backlog a
 // server asks for (libuv's examples 128, nginx 511), so that no SYN is dropped for want of one.
 constexpr int target_clients_max = 100;
@@ -224,8 +231,8 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
   for (const auto& [k, v] : top) out << k << " = " << v << '\n';
   write_table(out, "kernel", kernel);
   if (foreign) {
-    // A target is drawn a workload only: what must hold under faults, posts and shutdowns
-    // depends on the program, of which the generator knows nothing.
+    // A target is drawn a workload and its own trouble (write_trouble): what must hold under
+    // the built-in loop's faults, posts and shutdowns depends on the program.
     write_table(out, "target", target);
     Description workload = d;
     workload.groups.clear();
@@ -236,11 +243,9 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
       g.count = std::min(g.count, left);
       g.connect_ms += target_start_ms;
       for (GenRequest& r : g.requests) r.at_ms += target_start_ms;
-      if (g.burst > 0) {  // sent when the connection is made, over a network without delay
-        g.requests.insert(g.requests.begin(), std::size_t(g.burst), GenRequest{g.connect_ms, GenRequest::Route::fast, 0});
-        g.wire.rtt_ms = g.wire.jitter_ms = 0;
-      }
+      if (g.burst > 0) g.wire.rtt_ms = g.wire.jitter_ms = 0;  // a target's burst: over a network without delay
       left -= g.count;
+      g = with_burst(std::move(g));
       workload.groups.push_back(g);
     }
     write_groups(out, workload);
@@ -248,9 +253,11 @@ std::string body_text(const Description& d, const std::string& name, std::int64_
     return out.str();
   }
   write_table(out, "loop", loop);
-  write_groups(out, d);
-  write_faults(out, d);
-  write_posters(out, d);
+  Description drawn = d;  // with its bursts, which a group's name follows (a holder that sends is not one)
+  for (GenGroup& g : drawn.groups) g = with_burst(std::move(g));
+  write_groups(out, drawn);
+  write_faults(out, drawn);
+  write_posters(out, drawn);
   return out.str();
 }
 
