@@ -38,6 +38,54 @@ std::string count_of(std::int64_t n, const char* one, const char* many) {
 
 std::string bytes(std::int64_t n) { return count_of(n, "byte", "bytes"); }
 
+// Counts of what happened in a stretch of a trace: the whole run's, for the story, or between
+// two decisions, for an edge of the decision graph (text()).
+struct Between {
+  std::int64_t connects = 0, sends = 0, accepts = 0, passes = 0, reads = 0, read_bytes = 0, writes = 0,
+               wrote_bytes = 0, short_writes = 0, answers = 0, resets = 0, refused = 0;
+  std::string text() const {
+    std::string t;
+    auto add = [&](std::int64_t n, const std::string& what) {
+      if (n > 0) t += (t.empty() ? "" : "\\n") + std::to_string(n) + " " + what;
+    };
+    add(connects, connects == 1 ? "connect" : "connects");
+    add(sends, sends == 1 ? "request sent" : "requests sent");
+    add(passes, passes == 1 ? "loop pass" : "loop passes");
+    add(accepts, accepts == 1 ? "accept" : "accepts");
+    if (reads > 0) t += (t.empty() ? "" : "\\n") + std::string("read ") + bytes(read_bytes) + " in " + count_of(reads, "read", "reads");
+    if (writes > 0) {
+      t += (t.empty() ? "" : "\\n") + std::string("wrote ") + bytes(wrote_bytes) + " in " + count_of(writes, "write", "writes");
+      if (short_writes > 0) t += " (" + std::to_string(short_writes) + " short)";
+    }
+    add(answers, answers == 1 ? "answer received" : "answers received");
+    add(resets, resets == 1 ? "reset" : "resets");
+    add(refused, refused == 1 ? "connection refused" : "connections refused");
+    return t;
+  }
+  void add(const sim::TraceEvent& event) {
+    std::visit(
+        [&](const auto& e) {
+          using E = std::decay_t<decltype(e)>;
+          if constexpr (std::is_same_v<E, ev::Connect>) ++connects;
+          else if constexpr (std::is_same_v<E, ev::Send>) ++sends;
+          else if constexpr (std::is_same_v<E, ev::PassBegin>) ++passes;
+          else if constexpr (std::is_same_v<E, ev::Accept>) accepts += e.result >= 0 ? 1 : 0;
+          else if constexpr (std::is_same_v<E, ev::Answer>) ++answers;
+          else if constexpr (std::is_same_v<E, ev::Reset>) ++resets;
+          else if constexpr (std::is_same_v<E, ev::Refused>) ++refused;
+          else if constexpr (std::is_same_v<E, ev::Read>) {
+            ++reads;
+            if (e.result > 0) read_bytes += e.result;
+          } else if constexpr (std::is_same_v<E, ev::Wrote>) {
+            ++writes;
+            if (e.result > 0) wrote_bytes += e.result;
+            if (e.result >= 0 && e.result < e.size) ++short_writes;
+          }
+        },
+        event);
+  }
+};
+
 // What one client's connection went through, from the trace.
 struct Told {
   std::int64_t sent = 0, answered = 0;
@@ -217,12 +265,12 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
   std::vector<GroupSends> groups(trace.groups.size());
   auto of = [&](ClientIndex c) -> Told* { return c >= 0 && std::size_t(c) < told.size() ? &told[std::size_t(c)] : nullptr; };
   std::vector<std::size_t> off_natural;  // indices of choices that were not the natural pick
-  std::int64_t reads = 0, read_bytes = 0, writes = 0, write_bytes = 0, short_writes = 0;
-  std::int64_t passes = 0, accepted = 0;
+  Between total;  // the whole run's reads, writes, passes and accepts
   std::map<std::string, std::int64_t> accept_failures;
   const ev::PassBegin* last_wait = nullptr;
   const ev::RunEnd* end = nullptr;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    total.add(trace.events[i]);
     std::visit(
         [&](const auto& e) {
           using E = std::decay_t<decltype(e)>;
@@ -253,13 +301,11 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
           } else if constexpr (std::is_same_v<E, ev::Reset>) {
             if (Told* c = of(e.client)) c->reset = true;
           } else if constexpr (std::is_same_v<E, ev::PassBegin>) {
-            ++passes;
             last_wait = &e;
           } else if constexpr (std::is_same_v<E, ev::RunEnd>) {
             end = &e;
           } else if constexpr (std::is_same_v<E, ev::Accept>) {
-            if (e.result >= 0) ++accepted;
-            else ++accept_failures[sim::errno_name(-e.result)];
+            if (e.result < 0) ++accept_failures[sim::errno_name(-e.result)];
             if (Told* c = of(e.client); c != nullptr && e.result >= 0 && !c->accepted) c->accepted = e.t;
           } else if constexpr (std::is_same_v<E, ev::Close>) {
             if (Told* c = of(e.client)) c->closed_by_server = true;
@@ -269,16 +315,16 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
             if (e.result == -EAGAIN) ++c->empty_reads;
             else if (e.result < 0) ++c->read_errors;
             else if (e.result == 0) ++c->ends_read;
-            if (e.result > 0) c->read += e.result, read_bytes += e.result;
-            ++c->reads, ++reads;
+            if (e.result > 0) c->read += e.result;
+            ++c->reads;
           } else if constexpr (std::is_same_v<E, ev::Wrote>) {
             Told* c = of(e.client);
             if (c == nullptr) return;
             if (e.result == -EAGAIN) ++c->full_writes;
             else if (e.result < 0) ++c->write_errors;
-            else if (e.result < e.size) ++c->short_writes, ++short_writes;
-            if (e.result > 0) c->wrote += e.result, write_bytes += e.result;
-            ++c->writes, ++writes;
+            else if (e.result < e.size) ++c->short_writes;
+            if (e.result > 0) c->wrote += e.result;
+            ++c->writes;
           } else if constexpr (std::is_same_v<E, ev::Left>) {
             if (Told* c = of(e.client)) c->unread = e.unread, c->unsent = e.unsent;
           }
@@ -298,9 +344,9 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
   lines.push_back("What the clients did:");
   tell_clients(trace, told, groups, lines);
 
-  if (passes > 0 || accepted > 0) {
-    std::string line = "The server: " + count_of(passes, "pass", "passes") + " of its loop; " +
-                       count_of(accepted, "connection", "connections") + " accepted";
+  if (total.passes > 0 || total.accepts > 0) {
+    std::string line = "The server: " + count_of(total.passes, "pass", "passes") + " of its loop; " +
+                       count_of(total.accepts, "connection", "connections") + " accepted";
     for (const auto& [error, n] : accept_failures) line += ", " + std::to_string(n) + " accept(s) failed " + error;
     if (last_wait != nullptr) {
       line += "; its last wait began at " + at(last_wait->t) + " with " +
@@ -339,9 +385,10 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
   if (!trace.keeps<ev::Read>()) {
     lines.push_back("(This trace kept only what its verdicts read: it has no bytes. `loopsim run` with --trace tells them.)");
   } else {
-    lines.push_back("The server read " + bytes(read_bytes) + " in " + count_of(reads, "read", "reads") + " and wrote " +
-                    bytes(write_bytes) + " in " + count_of(writes, "write", "writes") +
-                    (short_writes > 0 ? " (" + std::to_string(short_writes) + " short)" : "") + ". Connection by connection:");
+    lines.push_back("The server read " + bytes(total.read_bytes) + " in " + count_of(total.reads, "read", "reads") +
+                    " and wrote " + bytes(total.wrote_bytes) + " in " + count_of(total.writes, "write", "writes") +
+                    (total.short_writes > 0 ? " (" + std::to_string(total.short_writes) + " short)" : "") +
+                    ". Connection by connection:");
   }
   // Connections with something lost first; those of one group whose accounts read the same but
   // for their instants (a burst's many members) as one line, with the instants they were accepted.
@@ -434,52 +481,6 @@ std::string dot_label(const std::vector<std::string>& lines) {
   return out;
 }
 
-// What happened between two decisions, summed up for an edge's label.
-struct Between {
-  std::int64_t connects = 0, sends = 0, accepts = 0, passes = 0, reads = 0, read_bytes = 0, writes = 0,
-               wrote_bytes = 0, short_writes = 0, answers = 0, resets = 0, refused = 0;
-  std::string text() const {
-    std::string t;
-    auto add = [&](std::int64_t n, const std::string& what) {
-      if (n > 0) t += (t.empty() ? "" : "\\n") + std::to_string(n) + " " + what;
-    };
-    add(connects, connects == 1 ? "connect" : "connects");
-    add(sends, sends == 1 ? "request sent" : "requests sent");
-    add(passes, passes == 1 ? "loop pass" : "loop passes");
-    add(accepts, accepts == 1 ? "accept" : "accepts");
-    if (reads > 0) t += (t.empty() ? "" : "\\n") + std::string("read ") + bytes(read_bytes) + " in " + count_of(reads, "read", "reads");
-    if (writes > 0) {
-      t += (t.empty() ? "" : "\\n") + std::string("wrote ") + bytes(wrote_bytes) + " in " + count_of(writes, "write", "writes");
-      if (short_writes > 0) t += " (" + std::to_string(short_writes) + " short)";
-    }
-    add(answers, answers == 1 ? "answer received" : "answers received");
-    add(resets, resets == 1 ? "reset" : "resets");
-    add(refused, refused == 1 ? "connection refused" : "connections refused");
-    return t;
-  }
-  void add(const sim::TraceEvent& event) {
-    std::visit(
-        [&](const auto& e) {
-          using E = std::decay_t<decltype(e)>;
-          if constexpr (std::is_same_v<E, ev::Connect>) ++connects;
-          else if constexpr (std::is_same_v<E, ev::Send>) ++sends;
-          else if constexpr (std::is_same_v<E, ev::PassBegin>) ++passes;
-          else if constexpr (std::is_same_v<E, ev::Accept>) accepts += e.result >= 0 ? 1 : 0;
-          else if constexpr (std::is_same_v<E, ev::Answer>) ++answers;
-          else if constexpr (std::is_same_v<E, ev::Reset>) ++resets;
-          else if constexpr (std::is_same_v<E, ev::Refused>) ++refused;
-          else if constexpr (std::is_same_v<E, ev::Read>) {
-            ++reads;
-            if (e.result > 0) read_bytes += e.result;
-          } else if constexpr (std::is_same_v<E, ev::Wrote>) {
-            ++writes;
-            if (e.result > 0) wrote_bytes += e.result;
-            if (e.result >= 0 && e.result < e.size) ++short_writes;
-          }
-        },
-        event);
-  }
-};
 
 }  // namespace
 

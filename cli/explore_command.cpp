@@ -218,9 +218,9 @@ int explore_file(const ExploreArgs& args) {
     // one written, even when the budget ran out before the next trial.
     std::optional<explore::Counterexample> smaller;
     sim::Shrinks counts = explore::shrink(scenario, costs, options, &budget, &smaller);
-    removed = explore::describe(scenario, sim::Shrinks{});
-    if (!counts.empty() && smaller) {
-      removed = explore::describe(scenario, counts);
+    const bool applied = !counts.empty() && smaller;
+    removed = explore::describe(scenario, applied ? counts : sim::Shrinks{});
+    if (applied) {
       result.counterexample = std::move(smaller);
       scenario = sim::with_shrinks(scenario, counts);
       shrunk = counts;
