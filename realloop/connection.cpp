@@ -173,7 +173,21 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
     http::Request request;
     const std::string_view rest = std::string_view(c.input).substr(consumed);
     auto parsed = http::parse_request(rest, std::size_t(config_.max_request_head), request);
-    if (parsed == http::Parse::incomplete && rest.size() < input_limit()) return false;
+    // A head whose body is still on its way decides before the body is read whether the
+    // request can be served at all: a body past max_input never fits (R13, 413), and an
+    // expectation gets its answer (RFC 9110 §10.1.1).
+    const bool decided = parsed == http::Parse::incomplete && request.head_length > 0 &&
+                         rest.size() < input_limit() &&
+                         (request.length > input_limit() || http::decided_by_head(request).status != 0);
+    if (parsed == http::Parse::incomplete && rest.size() < input_limit() && !decided) {
+      // The client waits for 100 Continue before it sends the body: say it once.
+      if (request.head_length > 0 && request.expect == http::Expect::continue_100 && !c.continue_sent) {
+        if (output_full(c)) return true;  // after the answers before it, when there is room
+        c.output.append(http::continue_100);
+        c.continue_sent = true;
+      }
+      return false;
+    }
     if (output_full(c)) return true;  // R13: a request waits for room
     if (config_.shutdown_between_handlers && config_.mode == HandlerMode::loop_only) {
       // R5: a shutdown asked during this pass closes the listener before another handler runs;
@@ -197,13 +211,17 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
     // This request is done: the next one's clock starts, and the connection is busy, not idle
     // (flush starts the idle clock again once the answer is written).
     c.head_until = c.body_until = c.idle_until = std::nullopt;
+    c.continue_sent = false;
     if (parsed != http::Parse::complete) {
-      observer_.request_begin(worker_, fd, "");
+      observer_.request_begin(worker_, fd, decided ? request.target : "");
       consumed = c.input.size();
-      // R13: a request that cannot fit max_input is refused rather than buffered.
-      respond(fd, c,
-              parsed == http::Parse::incomplete ? http::Response{413, "request too large\n", true}
-                                                : http::reject(parsed));
+      // R13: a request that cannot fit max_input is refused rather than buffered; so is one whose
+      // head says it will not (413 once the head is in, not once max_input is).
+      http::Response refusal = parsed != http::Parse::incomplete ? http::reject(parsed)
+                               : decided && request.length <= input_limit()
+                                   ? http::decided_by_head(request)
+                                   : http::reject(http::Parse::content_too_large);
+      respond(fd, c, refusal);
       return false;
     }
     std::string text(rest.substr(0, request.length));
@@ -239,11 +257,26 @@ bool Loop::says_close(std::string_view rest) const {
 }
 
 void Loop::respond(int fd, Connection& c, const http::Response& response) {
-  c.output.append(response);
-  if (response.filler > 0) c.output.fill(response.filler);
+  c.output.append(response, date());
+  if (response.filler > 0 && !response.head_only) c.output.fill(response.filler);
   c.closing = c.closing || response.close;
   c.answered = true;
   observer_.request_end(worker_, fd, response.status);
+}
+
+// RFC 9110 §6.6.1: an origin server with a clock sends Date. The field is made again only when
+// the calendar's second changes, as nginx caches its own: one clock read per answer, from the
+// vDSO, and no formatting.
+std::string_view Loop::date() {
+  const std::optional<std::int64_t> second = kernel_.calendar_seconds();
+  if (!second) return {};
+  if (second != date_.second) {
+    char made[29];
+    http::imf_fixdate(*second, made);
+    std::copy(std::begin(made), std::end(made), date_.text.begin());
+    date_.second = second;
+  }
+  return std::string_view(date_.text.data(), date_.text.size());
 }
 
 // R11: a pool's answer, run as a post on this loop. The connection may have gone meanwhile,

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 
 namespace loopsim::http {
 namespace {
 
 constexpr std::int64_t slow_limit_ms = 60'000;  // a /slow request spends at most a minute
-constexpr std::int64_t max_body = std::int64_t(1) << 20;   // Content-Length at most 1 MiB
 constexpr std::int64_t max_bytes = std::int64_t(1) << 24;  // /bytes?n=N answers at most 16 MiB
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -56,32 +56,32 @@ bool visible(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
-// Parses "METHOD SP TARGET SP HTTP/1.x" with single spaces (RFC 9112 §3); sets the version's
-// default keep-alive and tells whether the version is 1.0.
-bool parse_request_line(std::string_view line, Request& request, bool& http10) {
+// Parses "METHOD SP TARGET SP HTTP-version" with single spaces (RFC 9112 §3) and sets the
+// version's default keep-alive. HTTP/1.0 is 1.0; a higher 1.x is read as 1.1, the highest minor
+// version the loop implements (RFC 9112 §2.3); another major version is `version` (505).
+Parse parse_request_line(std::string_view line, Request& request) {
   auto sp1 = line.find(' ');
-  if (sp1 == std::string_view::npos) return false;
+  if (sp1 == std::string_view::npos) return Parse::bad;
   auto sp2 = line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return false;
+  if (sp2 == std::string_view::npos) return Parse::bad;
   request.method = line.substr(0, sp1);
   request.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   auto version = line.substr(sp2 + 1);
   if (!valid_token(request.method) || request.target.empty() || request.target[0] != '/' ||
       !visible(request.target))
-    return false;
-  if (version == "HTTP/1.1") {
-    request.keep_alive = true;
-    http10 = false;
-  } else if (version == "HTTP/1.0") {
-    request.keep_alive = false;
-    http10 = true;
-  } else {
-    return false;
-  }
+    return Parse::bad;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' ||
+      !digit(version[7]))
+    return Parse::bad;
+  if (version[5] != '1') return Parse::version;
+  request.http10 = version[7] == '0';
+  request.keep_alive = !request.http10;
   auto q = request.target.find('?');
   request.path = request.target.substr(0, q);
   request.query = q == std::string_view::npos ? std::string_view{} : request.target.substr(q + 1);
-  return true;
+  return Parse::complete;
 }
 
 std::optional<std::string_view> query_value(std::string_view query, std::string_view key) {
@@ -156,7 +156,12 @@ Parse find_head(std::string_view buffer, std::size_t max_head, std::size_t& star
     }
     line_start = i + 1;
   }
-  return buffer.size() > max_head ? Parse::too_large : Parse::incomplete;
+  if (buffer.size() <= max_head) return Parse::incomplete;
+  // Past the limit. If the request line itself has not ended, what is too long is its target
+  // (RFC 9110 §4.1: 414); otherwise the fields are (431).
+  const bool line_begun = std::any_of(buffer.begin() + std::ptrdiff_t(start), buffer.begin() + std::ptrdiff_t(n),
+                                      [](char c) { return c != '\r' && c != '\n'; });
+  return !in_head && line_begun ? Parse::target_too_long : Parse::too_large;
 }
 
 // The next line of a complete head, without its line end; `rest` moves past it.
@@ -171,14 +176,14 @@ std::string_view next_line(std::string_view& rest) {
 }  // namespace
 
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request) {
+  request = Request{};
   std::size_t start = 0, end = 0;
   if (auto found = find_head(buffer, max_head, start, end); found != Parse::complete) return found;
   auto head = buffer.substr(start, end - start);
-  request = Request{};
-  bool http10 = false;
-  if (!parse_request_line(next_line(head), request, http10)) return Parse::bad;
+  if (auto line = parse_request_line(next_line(head), request); line != Parse::complete) return line;
 
   std::optional<std::int64_t> content_length;
+  bool content_too_large = false;
   int hosts = 0;
   for (auto line = next_line(head); !line.empty(); line = next_line(head)) {
     // obs-fold, or whitespace before the first field (RFC 9112 §5.2, §2.2): rejected.
@@ -194,67 +199,151 @@ Parse parse_request(std::string_view buffer, std::size_t max_head, Request& requ
       if (has_token(value, "keep-alive")) request.keep_alive = true;
     } else if (iequals(name, "content-length")) {
       // Request smuggling (RFC 9112 §6.3): a second Content-Length is bad even when it repeats
-      // the first, and so is a list ("5, 5"); only digits, at most 1 MiB.
+      // the first, and so is a list ("5, 5"); only digits. Past 1 MiB: 413 (RFC 9110 §15.5.14).
       if (content_length) return Parse::bad;
       content_length = to_int(value);
-      if (!content_length || *content_length > max_body) return Parse::bad;
+      if (!content_length) return Parse::bad;
+      content_too_large = std::uint64_t(*content_length) > max_content_length;
     } else if (iequals(name, "transfer-encoding")) {
       return Parse::bad;  // no chunked bodies: answer 400 rather than misread the stream
     } else if (iequals(name, "host")) {
       ++hosts;
+    } else if (iequals(name, "expect") && !request.http10) {
+      // RFC 9110 §10.1.1: 100-continue is the one expectation defined (its token is
+      // case-insensitive); a 1.0 request's is ignored (a 1.0 client cannot take a 1xx answer).
+      request.expect = iequals(value, "100-continue") ? Expect::continue_100 : Expect::unknown;
     }
   }
   // RFC 9112 §3.2: a 1.1 request without Host, or any request with more than one, is answered 400.
-  if (hosts > 1 || (hosts == 0 && !http10)) return Parse::bad;
+  if (hosts > 1 || (hosts == 0 && !request.http10)) return Parse::bad;
+  if (content_too_large) return Parse::content_too_large;
   std::size_t total = end + std::size_t(content_length.value_or(0));
-  if (buffer.size() < total) return Parse::incomplete;
   request.length = total;
-  return Parse::complete;
+  request.head_length = end;
+  return buffer.size() < total ? Parse::incomplete : Parse::complete;
 }
 
 Response handle(const Request& request, Kernel& kernel) {
+  const bool head = request.method == "HEAD";
   Response response = [&] {
-    if (request.method != "GET") return text(405, "GET only\n");
+    if (request.expect == Expect::unknown) return text(417, "only 100-continue is expected\n");
+    if (request.method != "GET" && !head) return text(405, "GET and HEAD only\n");
     if (request.path == "/fast") return text(200, "fast\n");
     if (request.path == "/hello") return text(200, "Hello, world!\n");
     if (request.path == "/slow") return slow(request, kernel);
     if (request.path == "/bytes") return bytes(request);
     return text(404, "not found\n");
   }();
+  response.head_only = head;
   response.close = !request.keep_alive;
+  response.says_keep_alive = request.http10 && request.keep_alive;
   return response;
 }
 
 Response reject(Parse why) {
-  Response response = why == Parse::too_large ? text(431, "request head too large\n")
-                                              : text(400, "malformed request\n");
+  Response response = [why] {
+    switch (why) {
+      case Parse::too_large: return text(431, "request head too large\n");
+      case Parse::target_too_long: return text(414, "request target too long\n");
+      case Parse::content_too_large: return text(413, "request too large\n");
+      case Parse::version: return text(505, "HTTP/1.x only\n");
+      default: return text(400, "malformed request\n");
+    }
+  }();
   response.close = true;
   return response;
 }
 
+Response decided_by_head(const Request& request) {
+  Response response;
+  if (request.expect == Expect::unknown) {
+    response = text(417, "only 100-continue is expected\n");
+  } else if (request.expect == Expect::continue_100 && request.method != "GET" && request.method != "HEAD") {
+    response = text(405, "GET and HEAD only\n");
+  } else {
+    return Response{0, {}, false};
+  }
+  response.close = true;
+  return response;
+}
+
+void imf_fixdate(std::int64_t seconds, char (&out)[29]) {
+  static constexpr const char* days[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};  // 1970-01-01 was a Thursday
+  static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::int64_t day = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400;
+  const std::int64_t in_day = seconds - day * 86400;
+  // The civil date of a day count (proleptic Gregorian): eras of 400 years.
+  const std::int64_t z = day + 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const std::int64_t doe = z - era * 146097;
+  const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const std::int64_t mp = (5 * doy + 2) / 153;
+  const int mday = int(doy - (153 * mp + 2) / 5 + 1);
+  const int month = int(mp < 10 ? mp + 3 : mp - 9);
+  const std::int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const int weekday = int(((day % 7) + 7) % 7);
+  auto two = [](char* at, int v) {
+    at[0] = char('0' + v / 10);
+    at[1] = char('0' + v % 10);
+  };
+  std::memcpy(out, days[weekday], 3);
+  out[3] = ',';
+  out[4] = ' ';
+  two(out + 5, mday);
+  out[7] = ' ';
+  std::memcpy(out + 8, months[month - 1], 3);
+  out[11] = ' ';
+  const int y = int(((year % 10000) + 10000) % 10000);
+  two(out + 12, y / 100);
+  two(out + 14, y % 100);
+  out[16] = ' ';
+  two(out + 17, int(in_day / 3600));
+  out[19] = ':';
+  two(out + 20, int(in_day / 60 % 60));
+  out[22] = ':';
+  two(out + 23, int(in_day % 60));
+  std::memcpy(out + 25, " GMT", 4);
+}
+
 const char* reason_phrase(int status) {
   switch (status) {
+    case 100: return "Continue";
     case 200: return "OK";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
   }
 }
 
-void serialize(const Response& response, std::string& out) {
+void serialize(const Response& response, std::string& out, std::string_view date) {
   out += "HTTP/1.1 ";
   out += std::to_string(response.status);
   out += ' ';
   out += reason_phrase(response.status);
+  if (!date.empty()) {
+    out += "\r\nDate: ";
+    out += date;
+  }
+  if (response.status == 405) out += "\r\nAllow: GET, HEAD";  // RFC 9110 §15.5.6: must be sent
   out += "\r\nContent-Type: text/plain\r\nContent-Length: ";
   out += std::to_string(response.body.size() + response.filler);
-  out += response.close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
-  out += response.body;
+  if (response.close) {
+    out += "\r\nConnection: close";
+  } else if (response.says_keep_alive) {
+    out += "\r\nConnection: keep-alive";
+  }
+  out += "\r\n\r\n";
+  if (!response.head_only) out += response.body;
 }
 
 }  // namespace loopsim::http

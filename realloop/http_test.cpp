@@ -67,12 +67,19 @@ TEST_CASE("incomplete, malformed and oversized requests are told apart") {
   CHECK(parse_request("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab", 8192, r) ==
         Parse::incomplete);
   CHECK(parse_request("GARBAGE\r\n\r\n", 8192, r) == Parse::bad);
-  CHECK(parse_request("GET / HTTP/2.0\r\n\r\n", 8192, r) == Parse::bad);
+  CHECK(parse_request("GET / HTTP/2.0\r\n\r\n", 8192, r) == Parse::version);
+  CHECK(parse_request("GET / HTTP/1\r\n\r\n", 8192, r) == Parse::bad);
+  CHECK(parse_request("GET / http/1.1\r\nHost: x\r\n\r\n", 8192, r) == Parse::bad);
   CHECK(parse_request("GET / HTTP/1.1\r\nno colon here\r\n\r\n", 8192, r) == Parse::bad);
   CHECK(parse_request("GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 8192, r) == Parse::bad);
   CHECK(parse_request("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 8192, r) == Parse::bad);
-  CHECK(parse_request(std::string(100, 'a'), 64, r) == Parse::too_large);
+  CHECK(parse_request(std::string(100, 'a'), 64, r) == Parse::target_too_long);
+  CHECK(parse_request("GET / HTTP/1.1\r\n" + std::string(100, 'a'), 64, r) == Parse::too_large);
+  CHECK(parse_request(std::string(100, '\n'), 64, r) == Parse::too_large);
   CHECK(reject(Parse::too_large).status == 431);
+  CHECK(reject(Parse::target_too_long).status == 414);
+  CHECK(reject(Parse::content_too_large).status == 413);
+  CHECK(reject(Parse::version).status == 505);
   CHECK(reject(Parse::bad).status == 400);
   CHECK(reject(Parse::bad).close);
 }
@@ -114,12 +121,14 @@ TEST_CASE("a second Content-Length is bad, even when it repeats the first") {
   // One Content-Length, digits only, at most 1 MiB.
   CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello") == Parse::complete);
   CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length:  5 \r\n\r\nhello") == Parse::complete);
-  for (const char* value : {"-0", "+5", "-5", "0x5", "5 5", "5.0", "", "1048577",
-                            "99999999999999999999"}) {
+  for (const char* value : {"-0", "+5", "-5", "0x5", "5 5", "5.0", "", "99999999999999999999"}) {
     INFO("Content-Length: " << value);
     CHECK(parse(std::string("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: ") + value +
                 "\r\n\r\nhello") == Parse::bad);
   }
+  // Past 1 MiB the length is well formed and too large: 413 (RFC 9110 §15.5.14), not 400.
+  CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\nhello") ==
+        Parse::content_too_large);
   CHECK(parse("POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n") ==
         Parse::incomplete);
   // Transfer-Encoding is refused, alone or with Content-Length, before or after it.
@@ -245,9 +254,13 @@ TEST_CASE("the head limit holds for every line end") {
     REQUIRE(parse_request(posted, posted.size() - 10, r) == Parse::complete);
     CHECK(r.length == posted.size());
     CHECK(parse(posted, posted.size() - 11) == Parse::too_large);
+    // Cut inside the request line, what is too long is the target (414); past it, the head (431).
+    const std::size_t line_starts = text.find_first_not_of("\r\n");
+    const std::size_t line_ends = text.find('\n', line_starts);
     for (std::size_t max_head = 0; max_head < text.size(); ++max_head) {
       INFO("max_head " << max_head);
-      CHECK(parse(text, max_head) == Parse::too_large);
+      const bool in_line = max_head > line_starts && max_head <= line_ends;
+      CHECK(parse(text, max_head) == (in_line ? Parse::target_too_long : Parse::too_large));
       CHECK(parse(text.substr(0, max_head), max_head) == Parse::incomplete);
     }
   }
@@ -318,4 +331,81 @@ TEST_CASE("reason phrases name 408 and 413 and keep the others") {
   CHECK(std::string(reason_phrase(413)) == "Content Too Large");
   CHECK(std::string(reason_phrase(431)) == "Request Header Fields Too Large");
   CHECK(std::string(reason_phrase(503)) == "Service Unavailable");
+}
+
+TEST_CASE("the Date field is an IMF-fixdate: weekday, leap days and the epoch") {
+  auto date = [](std::int64_t seconds) {
+    char out[29];
+    imf_fixdate(seconds, out);
+    return std::string(out, sizeof out);
+  };
+  CHECK(date(0) == "Thu, 01 Jan 1970 00:00:00 GMT");
+  CHECK(date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT");  // RFC 9110 §5.6.7's example
+  CHECK(date(951782400) == "Tue, 29 Feb 2000 00:00:00 GMT");  // 2000 is a leap year
+  CHECK(date(4107542399) == "Sun, 28 Feb 2100 23:59:59 GMT");
+  CHECK(date(4107542400) == "Mon, 01 Mar 2100 00:00:00 GMT");  // 2100 is not
+  CHECK(date(1796515200) == "Sun, 06 Dec 2026 00:00:00 GMT");
+}
+
+TEST_CASE("Expect is read from a 1.1 head, ignored in 1.0, and the head is known before its body") {
+  Request r;
+  REQUIRE(parse_request("GET /fast HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+                        8192, r) == Parse::incomplete);
+  CHECK(r.expect == Expect::continue_100);
+  CHECK(r.head_length == 72);
+  CHECK(r.length == 77);
+  CHECK(decided_by_head(r).status == 0);  // 100 Continue, then the body
+  REQUIRE(parse_request("POST /fast HTTP/1.1\r\nHost: x\r\nExpect: 100-CONTINUE\r\nContent-Length: 5\r\n\r\n",
+                        8192, r) == Parse::incomplete);
+  CHECK(decided_by_head(r).status == 405);
+  CHECK(decided_by_head(r).close);
+  REQUIRE(parse_request("GET /fast HTTP/1.1\r\nHost: x\r\nExpect: a-pony\r\nContent-Length: 5\r\n\r\n", 8192, r) ==
+          Parse::incomplete);
+  CHECK(r.expect == Expect::unknown);
+  CHECK(decided_by_head(r).status == 417);
+  REQUIRE(parse_request("GET /fast HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", 8192, r) ==
+          Parse::incomplete);
+  CHECK(r.expect == Expect::nothing);  // RFC 9110 §10.1.1: a 1.0 request's is ignored
+  CHECK(parse_request("GET /fast HTTP/1.1\r\nHost: x\r\n", 8192, r) == Parse::incomplete);
+  CHECK(r.head_length == 0);
+  // A complete request with an unknown expectation is answered 417 and kept.
+  SpendingKernel k;
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\nExpect: a-pony\r\n\r\n", k).status == 417);
+  CHECK_FALSE(answer("GET /fast HTTP/1.1\r\nHost: x\r\nExpect: a-pony\r\n\r\n", k).close);
+}
+
+TEST_CASE("versions: 1.0 and 1.1, a higher 1.x read as 1.1, another major version 505") {
+  Request r;
+  REQUIRE(parse_request("GET /fast HTTP/1.7\r\nHost: x\r\n\r\n", 8192, r) == Parse::complete);
+  CHECK_FALSE(r.http10);
+  CHECK(r.keep_alive);
+  CHECK(parse_request("GET /fast HTTP/1.7\r\n\r\n", 8192, r) == Parse::bad);  // 1.1's Host rule
+  CHECK(parse_request("GET /fast HTTP/0.9\r\n\r\n", 8192, r) == Parse::version);
+  CHECK(parse_request("GET /fast HTTP/3.0\r\nHost: x\r\n\r\n", 8192, r) == Parse::version);
+  CHECK(parse_request("GET /fast HTTP/1.10\r\nHost: x\r\n\r\n", 8192, r) == Parse::bad);
+}
+
+TEST_CASE("answers: 405 says Allow, HEAD has the length and no body, a kept 1.0 says keep-alive, Date when given") {
+  SpendingKernel k;
+  std::string out;
+  serialize(answer("POST /fast HTTP/1.1\r\nHost: x\r\n\r\n", k), out);
+  CHECK(out.find("\r\nAllow: GET, HEAD\r\n") != std::string::npos);
+  Response head = answer("HEAD /bytes?n=100 HTTP/1.1\r\nHost: x\r\n\r\n", k);
+  CHECK(head.head_only);
+  out.clear();
+  serialize(head, out);
+  CHECK(out == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n");
+  out.clear();
+  serialize(answer("HEAD /fast HTTP/1.1\r\nHost: x\r\n\r\n", k), out, "Sun, 06 Nov 1994 08:49:37 GMT");
+  CHECK(out == "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: text/plain\r\n"
+               "Content-Length: 5\r\n\r\n");
+  out.clear();
+  serialize(answer("GET /fast HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", k), out);
+  CHECK(out.find("\r\nConnection: keep-alive\r\n") != std::string::npos);
+  out.clear();
+  serialize(answer("GET /fast HTTP/1.0\r\n\r\n", k), out);
+  CHECK(out.find("\r\nConnection: close\r\n") != std::string::npos);
+  out.clear();
+  serialize(answer("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", k), out);
+  CHECK(out.find("Connection") == std::string::npos);  // 1.1 keeps alive unless told
 }

@@ -86,6 +86,11 @@ class Kernel {
   // blocked or spending (K1).
   virtual Instant now() = 0;
 
+  // The calendar: whole seconds since the Unix epoch, for answers' Date field. None: the kernel
+  // keeps no calendar (the simulated kernel, whose time is virtual), and answers carry no Date,
+  // as RFC 9110 §6.6.1 asks of a server without a clock. Never blocks.
+  virtual std::optional<std::int64_t> calendar_seconds() { return std::nullopt; }
+
   // CPU work done by the calling thread for `duration`: the thread is busy and other threads
   // run. Live it sleeps; in simulation the thread is busy in virtual time. May block.
   virtual void spend(Duration duration) = 0;

@@ -4,6 +4,7 @@
 // The rules it follows are R1..R13 in docs/design.md; each has a knob in LoopConfig that turns it off.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -163,6 +164,9 @@ class Loop {
     // The peer half-closed: no more input comes. Unlike `closing`, the complete requests it sent
     // before are still answered (their turns, R8, and the pool, R11, included), then it closes.
     bool peer_ended = false;
+    // RFC 9110 §10.1.1: the request being read asked `Expect: 100-continue`, and 100 Continue
+    // (or the final answer) has been queued for it.
+    bool continue_sent = false;
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     Output output;
@@ -175,10 +179,11 @@ class Loop {
     std::optional<Instant> idle_until;   // from the last answer written, nothing since
     std::optional<Instant> write_until;  // output waiting: from the last progress
     std::optional<Instant> timer_at;
-    static constexpr state::Fields<16> state_fields{
+    static constexpr state::Fields<17> state_fields{
         state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
         state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
-        state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("generation"),
+        state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("continue_sent"),
+        state::f::value("generation"),
         state::f::value("input"),      state::f::value("output"),     state::f::deadline("head_until"),
         state::f::deadline("body_until"), state::f::deadline("idle_until"), state::f::deadline("write_until"),
         state::f::skip("timer_at")};
@@ -215,6 +220,7 @@ class Loop {
   void answer_and_flush(int fd, Connection& connection);
   bool serve_parsed(int fd, Connection& connection, std::size_t& consumed);
   void respond(int fd, Connection& connection, const http::Response& response);
+  std::string_view date();  // the Date field's value now, or empty
   void flush(int fd, Connection& connection);
   void close_connection(int fd);
   void reset_connection(int fd);  // abortive: the peer sees a reset
@@ -306,14 +312,21 @@ class Loop {
   // began (none: no shutdown yet).
   std::optional<Instant> idle_close_at_;
   std::optional<Instant> drain_began_;
+  // The Date field, made once a second: the calendar second it was made for (none: not yet, or
+  // the kernel keeps no calendar) and its text.
+  struct DateCache {
+    std::optional<std::int64_t> second;
+    std::array<char, 29> text{};
+  } date_;
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
   // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, load_
   // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
-  // wait before it is read) and timers_ (derived: each connection's timer_at). Posts are
+  // wait before it is read), timers_ (derived: each connection's timer_at) and the Date cache
+  // (derived from the kernel's calendar, which a simulated kernel does not keep). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<47> state_fields{
+  static constexpr state::Fields<48> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
       state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("accept_only_"),
       state::f::skip("pool_"),
@@ -330,7 +343,8 @@ class Loop {
       state::f::value("handle_capacity_"),
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
       state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
-      state::f::value("drain_resets_"),     state::f::deadline("idle_close_at_"), state::f::since("drain_began_")};
+      state::f::value("drain_resets_"),     state::f::deadline("idle_close_at_"), state::f::since("drain_began_"),
+      state::f::skip("date_")};
   friend struct state::Access;
 };
 

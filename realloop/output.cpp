@@ -18,10 +18,10 @@ void Output::append(std::string_view bytes) {
   bytes_.append(bytes);
 }
 
-void Output::append(const http::Response& response) {
+void Output::append(const http::Response& response, std::string_view date) {
   LOOPSIM_ASSERT(fill_left_ == 0);
   if (sent_ == bytes_.size()) clear();
-  http::serialize(response, bytes_);
+  http::serialize(response, bytes_, date);
 }
 
 void Output::fill(std::uint64_t n) {

@@ -26,8 +26,9 @@ class Output {
   std::uint64_t fill_left() const { return fill_left_; }
 
   void append(std::string_view bytes);
-  // A response's head and body serialized in place (its filler, if any, is `fill`'s).
-  void append(const http::Response& response);
+  // A response's head and body serialized in place (its filler, if any, is `fill`'s), with
+  // `date` as its Date field (none if empty).
+  void append(const http::Response& response, std::string_view date = {});
   // `n` bytes of http::filler to follow what is there, made by top_up.
   void fill(std::uint64_t n);
   // Makes filler until `bound` bytes wait (or the filler ends): at least one chunk of it when the

@@ -224,10 +224,10 @@ void check_kernel() {
 void check_loop() {
   // kernel, config, observer, group, accept_only_ (fixed), pool, mailbox lock, pass counter,
   // load_ (the held count and the mailbox's size), events scratch, timers (each connection's
-  // timer_at)
-  CHECK(skipped_fields<Loop>([] { return LoopRig{}; }) == Skips{0, 1, 2, 4, 5, 6, 17, 34, 36, 41, 42});
+  // timer_at), the Date field's cache (the calendar's, which a simulated kernel keeps none of)
+  CHECK(skipped_fields<Loop>([] { return LoopRig{}; }) == Skips{0, 1, 2, 4, 5, 6, 17, 34, 36, 41, 42, 47});
   using Connection = ElementType<Loop, 39>;
-  CHECK(skipped_fields<Connection>([] { return Plain<Connection>{}; }) == Skips{15});  // timer_at
+  CHECK(skipped_fields<Connection>([] { return Plain<Connection>{}; }) == Skips{16});  // timer_at
   CHECK(skipped_fields<HandlerPool>([] { return PoolRig{}; }) == Skips{0, 3});  // kernel, lock
   using Job = ElementType<HandlerPool, 4>;
   CHECK(skipped_fields<Job>([] { return Plain<Job>{}; }) == Skips{0});  // the job's loop

@@ -95,6 +95,12 @@ LinuxKernel::LinuxKernel() : origin_(monotonic()) {}
 
 Instant LinuxKernel::now() { return Instant(Duration(to_ns(monotonic()) - to_ns(origin_))); }
 
+std::optional<std::int64_t> LinuxKernel::calendar_seconds() {
+  timespec t{};
+  if (::clock_gettime(CLOCK_REALTIME_COARSE, &t) != 0) return std::nullopt;
+  return std::int64_t(t.tv_sec);
+}
+
 void LinuxKernel::spend(Nanos duration) {
   // In slices, so that a stop that will not wait (cancel_spending) ends it within one.
   constexpr Nanos slice = std::chrono::milliseconds(10);

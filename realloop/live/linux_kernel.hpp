@@ -18,6 +18,8 @@ class LinuxKernel final : public Kernel {
 
   // CLOCK_MONOTONIC, relative to construction. Never blocks.
   Instant now() override;
+  // CLOCK_REALTIME_COARSE: read from the vDSO without a system call, to the last tick.
+  std::optional<std::int64_t> calendar_seconds() override;
   // Sleeps for `duration`, resuming after signal handlers until the whole duration has passed,
   // or until cancel_spending.
   void spend(Nanos duration) override;

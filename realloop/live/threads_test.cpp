@@ -19,6 +19,7 @@
 
 #include "realloop/live/serve.hpp"
 #include "realloop/live/loopback_for_tests.hpp"
+#include "realloop/live/server_for_tests.hpp"
 #include "tests/eventually_for_tests.hpp"
 
 using namespace loopsim;
@@ -63,27 +64,7 @@ int answer(int fd, std::string* body = nullptr) {
 // One request and its answer over a fresh connection; the status line's code, or -1.
 int fetch(int port, const std::string& path, std::string* body = nullptr) { return answer(ask(port, path), body); }
 
-// serve_live on a thread of its own, stopped by a SIGTERM to this process.
-struct Server {
-  std::atomic<int> port{0};
-  live::LiveResult result;
-  std::thread thread;
-  explicit Server(live::LiveOptions options) {
-    options.port = 0;
-    options.on_listening = [this](int p) { port.store(p); };
-    thread = std::thread([this, options] { result = live::serve_live(options); });
-    REQUIRE(loopsim::testing::eventually([this] { return port.load() > 0; }));
-  }
-  void signal() { ::kill(::getpid(), SIGTERM); }  // serve_live's handler is installed while it runs
-  live::LiveResult join() {
-    thread.join();
-    return result;
-  }
-  live::LiveResult stop() {
-    signal();
-    return join();
-  }
-};
+using Server = loopsim::testing::LiveServer;
 
 // Clients on `threads` threads, each fetching `each` paths in turn; the count answered 200.
 int crowd(int port, int threads, int each, const std::vector<std::string>& paths) {
