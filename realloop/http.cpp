@@ -67,9 +67,20 @@ Parse parse_request_line(std::string_view line, Request& request) {
   request.method = line.substr(0, sp1);
   request.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   auto version = line.substr(sp2 + 1);
-  if (!valid_token(request.method) || request.target.empty() || request.target[0] != '/' ||
-      !visible(request.target))
-    return Parse::bad;
+  if (!valid_token(request.method) || request.target.empty() || !visible(request.target)) return Parse::bad;
+  // The path: origin-form as sent; absolute-form's after its authority (RFC 9112 §3.2.2: a
+  // server must accept it, and the Host field is then not what names the resource); the
+  // asterisk-form as "*" (RFC 9112 §3.2.4, OPTIONS only: here, 405).
+  std::string_view path = request.target;
+  if (path != "*" && path[0] != '/') {
+    const auto scheme_end = path.find("://");
+    if (scheme_end == std::string_view::npos || scheme_end == 0 ||
+        !(iequals(path.substr(0, scheme_end), "http") || iequals(path.substr(0, scheme_end), "https")))
+      return Parse::bad;
+    const auto slash = path.find('/', scheme_end + 3);
+    if (path.find_first_of("?#", scheme_end + 3) < slash) return Parse::bad;  // a query needs a path
+    path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
+  }
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
   // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.
   if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' ||
@@ -78,9 +89,9 @@ Parse parse_request_line(std::string_view line, Request& request) {
   if (version[5] != '1') return Parse::version;
   request.http10 = version[7] == '0';
   request.keep_alive = !request.http10;
-  auto q = request.target.find('?');
-  request.path = request.target.substr(0, q);
-  request.query = q == std::string_view::npos ? std::string_view{} : request.target.substr(q + 1);
+  auto q = path.find('?');
+  request.path = path.substr(0, q);
+  request.query = q == std::string_view::npos ? std::string_view{} : path.substr(q + 1);
   return Parse::complete;
 }
 
@@ -173,6 +184,20 @@ std::string_view next_line(std::string_view& rest) {
   return line;
 }
 
+// RFC 9110 §13.2: If-Match and If-None-Match, evaluated for an answer that would be 2xx (any
+// other answer ignores them, §13.2.1). The app's resources have no entity tags, so a list of
+// tags never matches and "*" always does (every 2xx route names a current representation).
+// If-Match false: 412 (§13.1.1). If-None-Match false: 304 for GET and HEAD, else 412 (§13.1.2).
+void preconditions(const Request& request, Response& response) {
+  if (response.status < 200 || response.status > 299) return;
+  if (!request.if_match.empty() && request.if_match != "*") {
+    response = text(412, "precondition failed\n");
+  } else if (!request.if_none_match.empty() && request.if_none_match == "*") {
+    const bool safe = request.method == "GET" || request.method == "HEAD";
+    response = safe ? Response{304, response.body, false, response.filler} : text(412, "precondition failed\n");
+  }
+}
+
 }  // namespace
 
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request) {
@@ -208,6 +233,10 @@ Parse parse_request(std::string_view buffer, std::size_t max_head, Request& requ
       return Parse::bad;  // no chunked bodies: answer 400 rather than misread the stream
     } else if (iequals(name, "host")) {
       ++hosts;
+    } else if (iequals(name, "if-match")) {
+      request.if_match = value;
+    } else if (iequals(name, "if-none-match")) {
+      request.if_none_match = value;
     } else if (iequals(name, "expect") && !request.http10) {
       // RFC 9110 §10.1.1: 100-continue is the one expectation defined (its token is
       // case-insensitive); a 1.0 request's is ignored (a 1.0 client cannot take a 1xx answer).
@@ -234,7 +263,8 @@ Response handle(const Request& request, Kernel& kernel) {
     if (request.path == "/bytes") return bytes(request);
     return text(404, "not found\n");
   }();
-  response.head_only = head;
+  preconditions(request, response);
+  response.head_only = head || response.status == 304;
   response.close = !request.keep_alive;
   response.says_keep_alive = request.http10 && request.keep_alive;
   return response;
@@ -311,12 +341,14 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 412: return "Precondition Failed";
     case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";

@@ -20,12 +20,14 @@ enum class Expect : std::uint8_t {
 
 struct Request {
   std::string_view method;
-  std::string_view target;  // path and query, as sent
-  std::string_view path;
+  std::string_view target;  // as sent: origin-form, absolute-form or "*"
+  std::string_view path;    // origin-form's path, absolute-form's after its authority
   std::string_view query;
   bool keep_alive = true;
   bool http10 = false;  // an HTTP/1.0 request: keep-alive only when asked, and said back
   Expect expect = Expect::nothing;
+  std::string_view if_match;       // RFC 9110 §13.1.1's field, or empty
+  std::string_view if_none_match;  // §13.1.2's
   std::size_t length = 0;  // bytes it occupies in the buffer: skipped empty lines, head, body
   // Bytes up to the end of its head. Set with the rest of the head's fields also when the parse
   // is incomplete because the body has not all come: a head decides 100 Continue, 413 and 417

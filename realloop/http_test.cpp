@@ -409,3 +409,35 @@ TEST_CASE("answers: 405 says Allow, HEAD has the length and no body, a kept 1.0 
   serialize(answer("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", k), out);
   CHECK(out.find("Connection") == std::string::npos);  // 1.1 keeps alive unless told
 }
+
+TEST_CASE("request targets: absolute-form is accepted and its path served, asterisk-form is 405") {
+  SpendingKernel k;
+  Request r;
+  REQUIRE(parse_request("GET http://example.com/fast?x=1 HTTP/1.1\r\nHost: other\r\n\r\n", 8192, r) ==
+          Parse::complete);
+  CHECK(r.path == "/fast");
+  CHECK(r.query == "x=1");
+  CHECK(answer("GET HTTP://example.com:8080/hello HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 200);
+  CHECK(answer("GET http://example.com HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 404);  // the path is "/"
+  CHECK(parse("GET ftp://example.com/fast HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET example.com/fast HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
+  CHECK(parse("GET http://example.com?q HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
+  CHECK(answer("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 405);
+}
+
+TEST_CASE("preconditions: If-Match and If-None-Match on resources without entity tags") {
+  SpendingKernel k;
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\nIf-Match: *\r\n\r\n", k).status == 200);
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\nIf-Match: \"abc\"\r\n\r\n", k).status == 412);
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"abc\"\r\n\r\n", k).status == 200);
+  Response not_modified = answer("GET /bytes?n=50 HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n", k);
+  CHECK(not_modified.status == 304);
+  CHECK(not_modified.head_only);  // no body; its Content-Length is the 200's
+  std::string out;
+  serialize(not_modified, out);
+  CHECK(out == "HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\nContent-Length: 50\r\n\r\n");
+  CHECK(answer("POST /fast HTTP/1.1\r\nHost: x\r\nIf-Match: \"abc\"\r\n\r\n", k).status == 405);  // not 2xx: ignored
+  CHECK(answer("GET /nope HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n", k).status == 404);
+  // If-Match is evaluated first (RFC 9110 §13.2.2).
+  CHECK(answer("GET /fast HTTP/1.1\r\nHost: x\r\nIf-Match: \"a\"\r\nIf-None-Match: *\r\n\r\n", k).status == 412);
+}

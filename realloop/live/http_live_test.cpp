@@ -170,3 +170,41 @@ TEST_CASE("live: HTTP/1.0 kept alive is told so, and HEAD gets the head GET woul
   CHECK(client.closed_within(2s));
   server.stop();
 }
+
+TEST_CASE("live: pipelined requests are answered in order, and none after the one that said close", "[http]") {
+  testing::LiveServer server(options());
+  Client client(server.port.load());
+  client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /slow?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n"
+              "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string text;
+  REQUIRE(client.read_until(text, "fast\n"));
+  const auto hello = text.find("Hello, world!\n"), slow = text.find("slow\n"), fast = text.find("fast\n");
+  CHECK(hello < slow);
+  CHECK(slow < fast);
+  CHECK(text.find("Connection: close") > slow);
+  CHECK(client.closed_within(2s));
+  CHECK(text.find("Hello, world!\n", hello + 1) == std::string::npos);  // the fourth is not served
+  server.stop();
+}
+
+TEST_CASE("live: a body cut short by the client's close, or by body_timeout, is not taken as a request", "[http]") {
+  live::LiveOptions o = options();
+  o.loop.body_timeout = 300ms;
+  testing::LiveServer server(o);
+  {
+    Client client(server.port.load());
+    client.send("GET /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    ::shutdown(client.fd, SHUT_WR);
+    std::string text;
+    client.read_until(text, "\r\n\r\n", 2s);
+    CHECK(text.empty());  // RFC 9112 §6.3: incomplete, and the connection closed without an answer
+  }
+  Client waiting(server.port.load());
+  waiting.send("GET /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+  std::string text;
+  REQUIRE(waiting.read_until(text, "\r\n\r\n", 3s));
+  CHECK(text.starts_with("HTTP/1.1 408 Request Timeout\r\n"));
+  CHECK(field(text, "Connection") == "close");
+  CHECK(waiting.closed_within(2s));
+  server.stop();
+}
