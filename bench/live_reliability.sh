@@ -5,7 +5,7 @@
 #   bench/live_reliability.sh
 #   LOOPSIM=build-bench/loopsim CASES="b d" bench/live_reliability.sh
 #
-# Cases (CASES picks some, default all: "a b c d e f g h i j k l m"):
+# Cases (CASES picks some, default all: "a b c d e f g h i j k l m n"):
 #   a  wrk -t1 -c1000 -d30s on /fast: 0 errors (connect, read, write, timeout, non-2xx); req/s.
 #   b  slowloris: 500 connections each send one byte of a request head per second, never
 #      ending it. Each should be closed by the server once the head timeout (10 s) passes:
@@ -54,6 +54,10 @@
 #      the count on stderr), and 3.5 s after (once the drain has reset the clients; a server
 #      that still waits for its pool then must not die by the signal, 143: exit status 4 with
 #      the count, whether the signal found it running or it had exited already).
+#   n  reload: --config with head_timeout 10s, rewritten to 1s, then SIGHUP: a new connection
+#      that never ends its head gets 408 within 3 s (10 s before the reload), and the process
+#      runs on. Then a file with a bad value and SIGHUP: refused on stderr with its line, the
+#      process runs on and answers /fast.
 #
 # Environment: LOOPSIM (default build/loopsim), LOOPSIM_SANITIZE_BIN, CASES, A_SECONDS (30),
 # A_CONNECTIONS (1000), FUZZ_SEED (20240917), FUZZ_REQUESTS (20000), PIPELINE_RSS_CAP_MIB.
@@ -70,7 +74,7 @@ resolve() {  # a binary path: as given, else under the repository root
 }
 LOOPSIM=$(resolve "${LOOPSIM:-build/loopsim}")
 LOOPSIM_SANITIZE_BIN=$(resolve "${LOOPSIM_SANITIZE_BIN:-build-sanitize/loopsim}")
-CASES=${CASES:-a b c d e f g h i j k l m}
+CASES=${CASES:-a b c d e f g h i j k l m n}
 A_SECONDS=${A_SECONDS:-30}
 A_CONNECTIONS=${A_CONNECTIONS:-1000}
 FUZZ_SEED=${FUZZ_SEED:-20240917}
@@ -79,7 +83,7 @@ PIPELINE_RSS_CAP_MIB=${PIPELINE_RSS_CAP_MIB:-1024}
 
 die() { echo "live_reliability: $*" >&2; exit 2; }
 [ -x "$LOOPSIM" ] || die "no loopsim at $LOOPSIM (build it, or set LOOPSIM)"
-for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j|k|l|m) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j k l m)" ;; esac; done
+for c in $CASES; do case "$c" in a|b|c|d|e|f|g|h|i|j|k|l|m|n) ;; *) die "unknown case '$c' in CASES (a b c d e f g h i j k l m n)" ;; esac; done
 wants() { [[ " $CASES " == *" $1 "* ]]; }
 
 need() {  # need COMMAND PACKAGE: Debian's package when the command is missing
@@ -534,6 +538,38 @@ case_m() {
         "$(verdict $([ "$rc" = 4 ] && [[ $last == *unfinished* ]] && echo 1))"
     fi
   done
+}
+
+case_n() {
+  local config=$tmp/n.toml name="n. SIGHUP reload"
+  printf 'name = "live"\n[loop]\nhead_timeout = "10s"\n' >"$config"
+  start_server n "$LOOPSIM" "" --config "$config" || { row "$name" "server did not start: $(head -c 200 "$srv_err")" "408 within 3 s" MISSED; return; }
+  local pid=$srv_pid
+  printf 'name = "live"\n[loop]\nhead_timeout = "1s"\n' >"$config"
+  kill -HUP "$pid"
+  sleep 0.5
+  local took
+  took=$(python3 - "$srv_port" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /fast HTTP/1.1\r\nHost: x\r\n")
+began = time.monotonic()
+s.settimeout(12)
+data = s.recv(4096)
+print(f"{int((time.monotonic() - began) * 1000)} {data[:12].decode(errors='replace')}")
+PY
+)
+  printf 'name = "live"\n[loop]\nhead_timeout = "soon"\n' >"$config"
+  kill -HUP "$pid"
+  sleep 0.5
+  local status refused
+  status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$srv_port/fast" || true)
+  refused=$(grep -c "reload refused" "$srv_err" || true)
+  local ms=${took%% *}
+  row "$name" "after the reload, 408 in ${ms:-?} ms (${took#* }); a bad file: $refused refusal(s) on stderr, /fast then $status; alive: $(alive "$pid" && echo yes || echo no)" \
+    "408 within 3000 ms; the bad file refused; /fast 200" \
+    "$(verdict $([ -n "$ms" ] && le "$ms" 3000 && [[ $took == *408* ]] && [ "$refused" = 1 ] && [ "$status" = 200 ] && echo 1))"
+  stop_server "$pid" 5
 }
 
 for c in $CASES; do

@@ -48,7 +48,7 @@ void parse_listen(const std::string& listen, live::LiveOptions& options) {
 // (its clients and the rest are checked too, and not used), then --workers, --drain-timeout
 // and every --set on top. Of [kernel], only listen_backlog applies live (511 when unset): the
 // rest describes a simulated kernel, and Linux is the kernel here.
-void configure(LiveArgs& args) {
+sim::Scenario load_config(const LiveArgs& args) {
   std::vector<sim::Override> overrides;
   if (args.workers > 0) overrides.push_back({"loop.workers", std::to_string(args.workers)});
   if (!args.drain_timeout.empty()) {
@@ -56,15 +56,48 @@ void configure(LiveArgs& args) {
     overrides.push_back({"loop.drain_timeout", "\"" + args.drain_timeout + "\""});
   }
   for (auto& o : parse_overrides(args.set)) overrides.push_back(std::move(o));
-  const sim::Scenario scenario = args.config.empty()
-                                     ? sim::parse_scenario("name = \"live\"\n", "live", overrides)
-                                     : sim::load_scenario(args.config, overrides);
+  return args.config.empty() ? sim::parse_scenario("name = \"live\"\n", "live", overrides)
+                             : sim::load_scenario(args.config, overrides);
+}
+
+void configure(LiveArgs& args) {
+  const sim::Scenario scenario = load_config(args);
   args.options.loop = scenario.loop;
   args.options.workers = scenario.workers;
   args.options.reuse_port = args.reuse_port;
   // Unset, the backlog is nginx's 511 rather than the simulation's 128: a live server meets
   // bursts of real SYNs.
   args.options.backlog = scenario.where.count("kernel.listen_backlog") ? scenario.kernel.listen_backlog : 511;
+}
+
+// SIGHUP: --config read again, with the command line's overrides on top, and checked as at the
+// start. A file that does not pass is refused with its error on stderr, and the loops keep
+// what they had. What cannot change live is named, and left as it was.
+void reload_on_hangup(LiveArgs& args) {
+  auto running = std::make_shared<std::pair<LoopConfig, int>>(args.options.loop, args.options.workers);
+  const std::string from = args.config.empty() ? "the command line" : args.config;
+  args.options.reload = [&args, running, from]() -> std::optional<LoopConfig> {
+    try {
+      const sim::Scenario scenario = load_config(args);
+      LoopConfig kept = running->first;
+      take_reloadable(kept, scenario.loop);
+      if (kept != scenario.loop || scenario.workers != running->second) {
+        std::cerr << "loopsim live: reload: " << from
+                  << " changes keys that cannot change live (the mode and the pool, workers, max_connections, "
+                     "the handle table, the rules' switches): left as they were; restart to apply them\n";
+      }
+      running->first = kept;
+      return scenario.loop;
+    } catch (const sim::ScenarioError& e) {
+      report_error(e);
+      std::cerr << "loopsim live: reload refused: still serving as before\n";
+      return std::nullopt;
+    }
+  };
+  args.options.on_reloaded = [from](bool changed) {
+    std::cerr << "loopsim live: reloaded " << from
+              << (changed ? ": what begins now gets its timeouts, limits and batches\n" : ": nothing that can change live changed\n");
+  };
 }
 
 int live(LiveArgs& args) {
@@ -74,6 +107,7 @@ int live(LiveArgs& args) {
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
   }
+  reload_on_hangup(args);
   if (args.options.address.rfind("127.", 0) != 0) {
     std::cerr << "warning: --listen " << args.listen << " is not a loopback address: loopsim live will serve "
               << (args.options.address == "0.0.0.0" ? "every interface" : "that interface") << "\n";
@@ -108,7 +142,10 @@ void add_live(CLI::App& app, int& status) {
                   "Worker loops on threads of their own (loop.workers); with 2 or more, one more thread accepts and hands connections over (loop.accept_thread)")
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--reuse-port", args->reuse_port,
-                "With several workers, give each a listener of its own (SO_REUSEPORT) instead of hand-offs");
+                "With several workers, give each a listener of its own (SO_REUSEPORT) instead of hand-offs. "
+                "The kernel then picks the worker by the connection's addresses, busy or not: a connection sent to a "
+                "worker whose handler blocks (/slow, or pool-less slow work) waits for that handler, where the accept "
+                "thread would have handed it to an idle worker");
   cmd->add_option("--drain-timeout", args->drain_timeout,
                   "How long the drain after SIGTERM/SIGINT may last (loop.drain_timeout; default 30s, 0s: no bound)")
       ->check(non_empty);
@@ -123,6 +160,12 @@ void add_live(CLI::App& app, int& status) {
       "With a handler pool, handlers still queued when the drain ends are dropped (and counted): the\n"
       "exit comes within --drain-timeout and one handler, whatever the pool holds.\n"
       "Every loop rule's knob applies live, so each arm can be run live: --set loop.head_timeout=0s.\n"
+      "SIGHUP reads --config again (with --set on top) and applies what can change live: the timeouts,\n"
+      "the request and buffer limits and the batches (accept_batch, drain_chunk, yield_batch); what\n"
+      "begins after gets them. A file that does not pass is refused on stderr and nothing changes.\n"
+      "The process keeps running either way. Logs are stderr's alone: there is no log file to reopen.\n"
+      "--reuse-port with a blocking handler: the kernel spreads connections by their addresses, so a\n"
+      "new one may wait behind a busy worker's handler; the accept thread (the default) does not.\n"
       "Exit status: 0 after a clean drain; 2 bad input or no listener; 4 the drain reset connections\n"
       "past --drain-timeout, or a second signal cut it short, even one sent while the pool finishes\n"
       "(the count of connections, and of handlers dropped, is on stderr).");

@@ -26,6 +26,7 @@
 #include <regex>
 #include <vector>
 
+#include "cli/loopsim_process_for_tests.hpp"
 #include "realloop/live/loopback_for_tests.hpp"
 #include "tests/eventually_for_tests.hpp"
 
@@ -431,6 +432,52 @@ TEST_CASE("live pool mode: a slow handler does not park the loop, and several wo
     live.signal();
     CHECK(live.exit_code() == 0);
   }
+}
+
+// Waits until `child`'s stderr, gathered into `text`, holds `want`.
+bool stderr_says(int fd, std::string& text, const std::string& want) {
+  const auto deadline = Clock::now() + read_deadline;
+  while (text.find(want) == std::string::npos) {
+    if (read_some(fd, text, deadline) <= 0) return false;
+  }
+  return true;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+TEST_CASE("live reload: SIGHUP applies a changed head_timeout to the next connection, refuses a bad file and keeps serving") {
+  const std::string config = loopsim::testing::temp_path("reload.toml");
+  write_file(config, "name = \"live\"\n[loop]\nhead_timeout = \"10s\"\n");
+  Live live({"--config", config.c_str()}, true);
+  std::string said;
+  write_file(config, "name = \"live\"\n[loop]\nhead_timeout = \"200ms\"\n");
+  REQUIRE(::kill(live.child.pid, SIGHUP) == 0);
+  REQUIRE(stderr_says(live.child.stderr_fd, said, "loopsim live: reloaded"));
+  CHECK(said.find("what begins now gets its timeouts") != std::string::npos);
+  Socket loris{connect_to(live.port)};
+  send_all(loris.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n");  // no empty line, ever
+  const auto began = Clock::now();
+  CHECK(read_to_end(loris.fd).rfind("HTTP/1.1 408", 0) == 0);
+  CHECK(Clock::now() - began < std::chrono::milliseconds(2000));  // 10 s before the reload
+  // A file that does not pass is refused where it is wrong, and the server serves on.
+  write_file(config, "name = \"live\"\n[loop]\nhead_timeout = \"soon\"\n");
+  REQUIRE(::kill(live.child.pid, SIGHUP) == 0);
+  REQUIRE(stderr_says(live.child.stderr_fd, said, "reload refused"));
+  CHECK(said.find(config + ":3:") != std::string::npos);
+  // A key that cannot change live is named, and the rest applies.
+  write_file(config, "name = \"live\"\n[loop]\nhead_timeout = \"200ms\"\nmode = \"pool\"\n");
+  REQUIRE(::kill(live.child.pid, SIGHUP) == 0);
+  REQUIRE(stderr_says(live.child.stderr_fd, said, "cannot change live"));
+  Socket client{connect_to(live.port)};
+  Answer a = exchange(client.fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n", false);
+  CHECK(a.body == "fast\n");
+  live.signal();
+  CHECK(live.exit_code() == 0);
 }
 
 TEST_CASE("live timeouts: a head that never ends gets 408, an idle keep-alive is closed") {

@@ -167,6 +167,33 @@ struct LoopConfig {
   // on the spot; false (sabotage): they wait for the next writable edge or read, and a write that
   // took the whole output at once leaves them stranded until the client sends again.
   bool resume_after_flush = true;
+
+  bool operator==(const LoopConfig&) const = default;
 };
+
+// Takes into a running loop's configuration what a reload (live: SIGHUP) may change, from `next`:
+// the batches (accept_batch, drain_chunk, yield_batch), the request and buffer limits
+// (max_request_head, max_input, max_output) and every timeout (head, body, keep-alive, write,
+// the drain's and its grace, the idle wait, R4's back-off). The rest stays: the mode and the
+// pool, the handle table and max_connections (siblings read it from their threads), and the
+// rules' switches. Each loop applies it on its own thread, and what it applies to is what
+// begins after: a connection's deadline already set keeps its time. Writes those fields alone,
+// so that another thread may read the others meanwhile.
+inline void take_reloadable(LoopConfig& running, const LoopConfig& next) {
+  running.accept_batch = next.accept_batch;
+  running.drain_chunk = next.drain_chunk;
+  running.yield_batch = next.yield_batch;
+  running.max_request_head = next.max_request_head;
+  running.max_input = next.max_input;
+  running.max_output = next.max_output;
+  running.head_timeout = next.head_timeout;
+  running.body_timeout = next.body_timeout;
+  running.keepalive_timeout = next.keepalive_timeout;
+  running.write_timeout = next.write_timeout;
+  running.drain_timeout = next.drain_timeout;
+  running.drain_idle_grace = next.drain_idle_grace;
+  running.idle_timeout = next.idle_timeout;
+  running.emfile_backoff = next.emfile_backoff;
+}
 
 }  // namespace loopsim

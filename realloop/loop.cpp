@@ -155,6 +155,17 @@ void Loop::post(std::function<void()> callback, std::uint64_t what) {
   kernel_.wake_signal(wake_);
 }
 
+bool Loop::reconfigure(const LoopConfig& next) {
+  LoopConfig applied = config_;
+  take_reloadable(applied, next);
+  if (applied == config_) return false;
+  LOOPSIM_ASSERT_OP(applied.accept_batch, >=, 0);
+  LOOPSIM_ASSERT_OP(applied.drain_chunk, >=, 0);
+  LOOPSIM_ASSERT_OP(applied.yield_batch, >=, 0);
+  take_reloadable(config_, next);  // field by field: siblings read max_connections meanwhile
+  return true;
+}
+
 bool Loop::has_room() const { return load_.load(std::memory_order_acquire) < config_.max_connections; }
 
 void Loop::note_close() {

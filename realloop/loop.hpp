@@ -118,6 +118,10 @@ class Loop {
   // same thing.
   void post(std::function<void()> callback, std::uint64_t what = 0);
   bool offer(int fd);                         // R10: a sibling hands a connection over
+  // A reload: what `take_reloadable` lets change of the configuration, applied on this loop's thread
+  // (post it). Returns whether anything changed.
+  bool reconfigure(const LoopConfig& next);
+  const LoopConfig& config() const { return config_; }
 
   // R11: the pool's answer to a request of connection `fd`; run on this loop, as a post.
   void pool_answer(int fd, std::uint64_t generation, const http::Response& response);

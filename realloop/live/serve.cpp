@@ -1,7 +1,9 @@
 #include "realloop/live/serve.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -44,6 +46,17 @@ extern "C" void on_stop_signal(int) {
   }
 }
 
+// SIGHUP writes a byte here; the reloader thread reads it and does the rest.
+std::atomic<int> reload_pipe{-1};
+static_assert(std::atomic<int>::is_always_lock_free, "read from a signal handler");
+
+extern "C" void on_reload_signal(int) {
+  const int saved = errno;
+  const char byte = 'h';
+  if (int fd = reload_pipe.load(); fd >= 0) [[maybe_unused]] auto n = ::write(fd, &byte, 1);  // async-signal-safe
+  errno = saved;
+}
+
 void set_action(int signal, void (*handler)(int), struct sigaction* previous) {
   struct sigaction action {};
   action.sa_handler = handler;
@@ -83,6 +96,64 @@ class StopSignals {
   bool keep_;
   struct sigaction previous_int_ {};
   struct sigaction previous_term_ {};
+};
+
+// SIGHUP while this object lives: `reload` is asked on a thread of its own, and each loop takes
+// the configuration as a post, on its own thread. The handler only writes a byte to a pipe.
+class Reloader {
+ public:
+  Reloader(const LiveOptions& options, const std::vector<std::unique_ptr<Loop>>& loops) : options_(options) {
+    if (!options.reload) return;
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) return;  // no reload then, as without `reload`
+    read_ = ends[0];
+    write_ = ends[1];
+    int flags = ::fcntl(read_, F_GETFL);
+    ::fcntl(read_, F_SETFL, flags & ~O_NONBLOCK);  // the thread blocks on it; the handler never does
+    reload_pipe.store(write_);
+    thread_ = std::thread([this, &loops] { run(loops); });
+    set_action(SIGHUP, on_reload_signal, &previous_);
+  }
+  Reloader(const Reloader&) = delete;
+  Reloader& operator=(const Reloader&) = delete;
+  ~Reloader() {
+    if (read_ < 0) return;
+    ::sigaction(SIGHUP, &previous_, nullptr);
+    reload_pipe.store(-1);
+    const char end = 'x';
+    [[maybe_unused]] auto n = ::write(write_, &end, 1);
+    thread_.join();
+    ::close(read_);
+    ::close(write_);
+  }
+
+ private:
+  void run(const std::vector<std::unique_ptr<Loop>>& loops) {
+    for (;;) {
+      char byte = 0;
+      const ssize_t n = ::read(read_, &byte, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || byte == 'x') return;
+      std::optional<LoopConfig> next = options_.reload();
+      if (!next) continue;
+      // Each loop says, on its own thread, whether it changed; the last to say reports.
+      auto changed = std::make_shared<std::atomic<int>>(0);
+      auto left = std::make_shared<std::atomic<int>>(int(loops.size()));
+      for (const auto& loop : loops) {
+        Loop* target = loop.get();
+        target->post([target, next, changed, left, this] {
+          if (target->reconfigure(*next)) changed->fetch_add(1);
+          if (left->fetch_sub(1) == 1 && options_.on_reloaded) options_.on_reloaded(changed->load() > 0);
+        });
+      }
+    }
+  }
+
+  const LiveOptions& options_;
+  int read_ = -1;
+  int write_ = -1;
+  std::thread thread_;
+  struct sigaction previous_ {};
 };
 
 // The first line on stdout, flushed at once: scripts and tests wait for it.
@@ -181,6 +252,7 @@ LiveResult serve_live(const LiveOptions& options) {
     // Installed before the announcement: whoever reads it may signal at once. Kept until the
     // pool's threads are joined: a second signal while they finish is counted, not fatal.
     StopSignals signals(kernel, loops, options.keep_stop_handlers);
+    Reloader reloader(options, loops);
     announce(kernel, acceptor, options);
     run_loops(loops);
     if (pool) result.handlers_dropped = stop_pool(kernel, *pool, pool_threads);

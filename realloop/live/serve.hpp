@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "realloop/config.hpp"
@@ -26,6 +27,12 @@ struct LiveOptions {
   // Told the bound port once the listeners are open; unset: "listening on ADDR:PORT" is
   // printed on stdout and flushed.
   std::function<void(int port)> on_listening;
+  // SIGHUP: called on a thread of its own (never in the signal handler) for the configuration
+  // to apply, or none (it has said why; nothing changes). Each loop takes what may change live
+  // (take_reloadable, realloop/config.hpp) on its own thread. Told back, on that thread, whether
+  // anything changed. Unset: SIGHUP keeps the action it had.
+  std::function<std::optional<LoopConfig>()> reload;
+  std::function<void(bool changed)> on_reloaded;
 };
 
 struct LiveResult {
@@ -49,8 +56,8 @@ struct LiveResult {
 // queued are dropped and counted. So it returns within drain_timeout and one handler of the
 // first signal, whatever the pool holds.
 // Installs handlers for SIGINT and SIGTERM while it runs, up to the return (the previous ones
-// come back then, unless keep_stop_handlers), and ignores SIGPIPE for good. One call at a time
-// per process.
+// come back then, unless keep_stop_handlers), and for SIGHUP with `reload` (the previous one
+// comes back); ignores SIGPIPE for good. One call at a time per process.
 LiveResult serve_live(const LiveOptions& options);
 
 }  // namespace loopsim::live
