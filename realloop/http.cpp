@@ -79,7 +79,9 @@ Parse parse_request_line(std::string_view line, Request& request) {
       return Parse::bad;
     const auto slash = path.find('/', scheme_end + 3);
     if (path.find_first_of("?#", scheme_end + 3) < slash) return Parse::bad;  // a query needs a path
-    path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
+    // No path: the root (RFC 9112 §3.2.2), an empty view at the target's end, so that every
+    // view stays inside the buffer; the app serves no root either way (404).
+    path = path.substr(slash == std::string_view::npos ? path.size() : slash);
   }
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
   // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.

@@ -418,7 +418,7 @@ TEST_CASE("request targets: absolute-form is accepted and its path served, aster
   CHECK(r.path == "/fast");
   CHECK(r.query == "x=1");
   CHECK(answer("GET HTTP://example.com:8080/hello HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 200);
-  CHECK(answer("GET http://example.com HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 404);  // the path is "/"
+  CHECK(answer("GET http://example.com HTTP/1.1\r\nHost: x\r\n\r\n", k).status == 404);  // the root, not served
   CHECK(parse("GET ftp://example.com/fast HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
   CHECK(parse("GET example.com/fast HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
   CHECK(parse("GET http://example.com?q HTTP/1.1\r\nHost: x\r\n\r\n") == Parse::bad);
