@@ -49,7 +49,8 @@ TEST_CASE("story: a pipelined request left behind is named, with what the server
   INFO(told);
   CHECK(told.find("pipeliner: connected at 0.000 ms; sent 2 requests (\"/bytes?n=1000000\", \"/fast\")") != std::string::npos);
   CHECK(told.find("1 of 2 answered (never answered: \"/fast\")") != std::string::npos);
-  CHECK(told.find("the server read 85 bytes in 2 reads (1 of them found nothing: EAGAIN)") != std::string::npos);
+  // R14: the one read came back short of what it asked, so none followed it to find EAGAIN.
+  CHECK(told.find("the server read 85 bytes in 1 read, and") != std::string::npos);
   // The base holds: it has no story.
   CHECK(arm_of("/scenarios/pipelined-large-answer.toml", "base").story.empty());
 }
@@ -152,5 +153,5 @@ TEST_CASE("the trace's bytes: every read and write on a connection, and what is 
   // With the strand, what was never read is left, client by client.
   checker::ArmReport arm = arm_of("/scenarios/accept-burst.toml", "nothing-owed");
   CHECK(joined(arm.story).find("; 62 bytes it sent were never read.") != std::string::npos);
-  CHECK(joined(arm.story).find("The server read 2022 bytes in 67 reads and wrote 2885 bytes in 33 writes.") != std::string::npos);
+  CHECK(joined(arm.story).find("The server read 2022 bytes in 34 reads and wrote 2885 bytes in 33 writes.") != std::string::npos);
 }

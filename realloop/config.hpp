@@ -168,6 +168,18 @@ struct LoopConfig {
   // took the whole output at once leaves them stranded until the client sends again.
   bool resume_after_flush = true;
 
+  // R14: a read that returns fewer bytes than it asked for has emptied the socket's buffer, and
+  // the edge-triggered poller reports the next bytes or the peer's close as a new event: the
+  // loop reads no more until then, sparing the read that would say EAGAIN. Unless the event it
+  // serves said the peer hung up (EPOLLRDHUP, EPOLLHUP or EPOLLERR): then it reads on to the
+  // end of stream, which no later event will announce. false: read until EAGAIN every time (one
+  // call more a request, the loop before).
+  bool short_read_drains = true;
+  // R14 sabotage: false stops at a short read even when the event said the peer hung up, so a
+  // client that half-closes after its requests is never read to its end, and its connection is
+  // left open (caught by `closes_on_end`).
+  bool short_read_heeds_hangup = true;
+
   bool operator==(const LoopConfig&) const = default;
 };
 

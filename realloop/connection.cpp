@@ -50,7 +50,7 @@ void Loop::admit(int fd) {
   c.head_until = kernel_.now() + config_.head_timeout;  // R12: a connection that never sends is timed out as a head
   ++connection_count_;
   load_.fetch_add(1, std::memory_order_acq_rel);
-  if (kernel_.watch(poller_, fd, io::readable, Trigger::edge) < 0) {
+  if (kernel_.watch(poller_, fd, io::readable | io::read_hangup, Trigger::edge) < 0) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
     return;
   }
@@ -87,7 +87,9 @@ void Loop::serve(int fd) {
 }
 
 // Edge-triggered: read until EAGAIN or the end, or the next wake-up will never come; or, R13,
-// until max_input is buffered (Input::full: the caller must come back for the rest).
+// until max_input is buffered (Input::full: the caller must come back for the rest); or, R14,
+// until a read comes back short: the buffer is empty, and what comes next is a new edge, unless
+// an event said the peer hung up, whose end of stream no edge will announce again.
 Loop::Input Loop::read_input(Connection& c) {
   char buffer[read_chunk];
   c.input_full = false;
@@ -104,8 +106,9 @@ Loop::Input Loop::read_input(Connection& c) {
     if (n == -EAGAIN) return Input::open;
     if (n == 0) return Input::ended;
     if (n < 0) return Input::reset;
-    if (c.closing) continue;  // answering no more; discard
-    c.input.append(buffer, std::size_t(n));
+    if (!c.closing) c.input.append(buffer, std::size_t(n));  // a closing connection's is discarded
+    const bool heed = c.hangup_told && config_.short_read_heeds_hangup;
+    if (config_.short_read_drains && std::size_t(n) < want && !heed) return Input::open;
   }
 }
 
@@ -329,7 +332,7 @@ void Loop::flush(int fd, Connection& c) {
   bool want_write = !c.output.empty();
   if (want_write != c.want_write) {
     c.want_write = want_write;
-    auto interest = io::readable | (want_write ? io::writable : 0u);
+    auto interest = io::readable | io::read_hangup | (want_write ? io::writable : 0u);
     if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) {
       close_connection(fd);
       return;

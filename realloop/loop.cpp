@@ -306,6 +306,8 @@ void Loop::dispatch(const PollEvent& event) {
   }
   Connection* c = connection(event.fd);
   if (c == nullptr) return;  // closed earlier in this pass
+  // R14: the end of stream this announces must be read now; no later event will.
+  if (event.ready & (io::read_hangup | io::hangup | io::error)) c->hangup_told = true;
   if (event.ready & io::writable) flush(event.fd, *c);
   if (connection(event.fd) != nullptr) serve(event.fd);
 }

@@ -171,6 +171,9 @@ class Loop {
     // RFC 9110 §10.1.1: the request being read asked `Expect: 100-continue`, and 100 Continue
     // (or the final answer) has been queued for it.
     bool continue_sent = false;
+    // R14: an event said the peer hung up, and the read has not reached the end of stream yet:
+    // a short read does not end the reading.
+    bool hangup_told = false;
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     Output output;
@@ -183,11 +186,11 @@ class Loop {
     std::optional<Instant> idle_until;   // from the last answer written, nothing since
     std::optional<Instant> write_until;  // output waiting: from the last progress
     std::optional<Instant> timer_at;
-    static constexpr state::Fields<17> state_fields{
+    static constexpr state::Fields<18> state_fields{
         state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
         state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
         state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("continue_sent"),
-        state::f::value("generation"),
+        state::f::value("hangup_told"), state::f::value("generation"),
         state::f::value("input"),      state::f::value("output"),     state::f::deadline("head_until"),
         state::f::deadline("body_until"), state::f::deadline("idle_until"), state::f::deadline("write_until"),
         state::f::skip("timer_at")};
