@@ -26,6 +26,12 @@
 # row (and neither server is run for it). wrk and nginx-light are installed with apt-get when
 # missing (as root). Exits 0 when the tables were printed, whatever the verdicts; 2 when it
 # could not run.
+# Answers: both answer /fast with a status line, Date, Content-Type, Content-Length and "fast\n";
+# nginx adds `Server: nginx` (server_tokens off) and, on keep-alive, `Connection: keep-alive`.
+# Each answer's bytes are measured with curl and printed beside the tables, both sides.
+# STRACE=1: after the rounds, one more run of STRACE_SECONDS (3) a mode and server under
+# `strace -c -f`, for system calls per request (strace slows the server: these runs are not in
+# the timing tables).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -138,6 +144,7 @@ http {
   scgi_temp_path $dir/scgi;
   keepalive_requests 1000000;
   keepalive_timeout 65s;
+  server_tokens off;
   default_type text/plain;
   server {
     listen 127.0.0.1:$port;
@@ -240,6 +247,10 @@ for w in $WORKERS; do
     die "nginx did not start with $w workers"
   fi
   echo "workers $w: loopsim pid $loopsim_pid port $loopsim_port, nginx pid $nginx_pid port $nginx_port" >&2
+  for s_p in "loopsim $loopsim_port" "nginx $nginx_port"; do
+    read -r s p <<<"$s_p"
+    echo "$w $s $(curl -s -D- "http://127.0.0.1:$p/fast" | wc -c) $(curl -s -D- -H 'Connection: close' "http://127.0.0.1:$p/fast" | wc -c)" >>"$tmp/bytes"
+  done
   for mode in keepalive close; do
     for ((r = 1; r <= ROUNDS; r++)); do
       if ((r % 2)); then
@@ -251,6 +262,24 @@ for w in $WORKERS; do
       fi
     done
   done
+  if [ "${STRACE:-0}" = 1 ]; then
+    for mode in keepalive close; do
+      for s_p in "loopsim $loopsim_pid $loopsim_port" "nginx $nginx_pid $nginx_port"; do
+        read -r s pid p <<<"$s_p"
+        strace -c -f -p "$pid" -o "$tmp/strace.out" 2>/dev/null &
+        st=$!
+        sleep 0.5
+        hdr=()
+        [ "$mode" = close ] && hdr=(-H 'Connection: close')
+        req=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${STRACE_SECONDS:-3}"s "${hdr[@]}" "http://127.0.0.1:$p/fast" | awk '/requests in/ { print $1 }')
+        kill -INT "$st"
+        wait "$st" 2>/dev/null || true
+        # strace -c's columns: % time, seconds, usecs/call, calls, [errors,] name.
+        calls=$(awk '$NF == "total" { print $4 }' "$tmp/strace.out")
+        echo "$w $mode $s ${req:-0} ${calls:-0} $(awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { printf "%s:%s ", $NF, $4 }' "$tmp/strace.out")" >>"$tmp/syscalls"
+      done
+    done
+  fi
   stop "$loopsim_pid"
   stop "$nginx_pid"
 done
@@ -302,5 +331,16 @@ for w in $WORKERS; do
     echo "| $w | $mode | $eff | $(check "$eff" '>=' 1.2) | $rps | $p99 | $(check "$p99" '<=' 1.0) |"
   done
 done
+echo
+echo "Answer bytes (keep-alive, Connection: close):"
+while read -r w s ka cl; do echo "- $w worker(s), $s: $ka, $cl"; done <"$tmp/bytes"
+if [ -s "$tmp/syscalls" ]; then
+  echo
+  echo "| workers | mode | server | requests (under strace) | system calls per request | calls |"
+  echo "| --- | --- | --- | ---: | ---: | --- |"
+  while read -r w mode s req calls rest; do
+    echo "| $w | $mode | $s | $req | $(awk -v c="$calls" -v r="$req" 'BEGIN { if (r + 0 == 0) print "nan"; else printf "%.2f", c / r }') | $rest |"
+  done <"$tmp/syscalls"
+fi
 echo
 echo "wall time: $((SECONDS - started)) s"

@@ -109,6 +109,11 @@ struct LoopConfig {
   // R10: with hand-offs, the other workers watch the listener too and accept from it; false:
   // only the accepting loop does (the live build).
   bool siblings_watch_listener = false;
+  // R10: a hand-off wakes its worker only when the worker's mailbox was empty: the worker takes
+  // the hand-off door's batch until the mailbox is empty (or owes the door), so a hand-off that
+  // finds others waiting is taken with them, as an edge-triggered descriptor's bytes are. One
+  // wake-up a batch, not one a connection. false: a wake-up every hand-off (the loop before).
+  bool handoff_wakes_when_empty = true;
   // R11
   HandlerMode mode = HandlerMode::loop_only;
   int pool_threads = 4;

@@ -175,13 +175,17 @@ void Loop::note_close() {
 }
 
 bool Loop::offer(int fd) {
+  bool first = false;
   {
     std::lock_guard lock(mailbox_);
     if (shutting_down_ || handoffs_.size() >= std::size_t(config_.max_connections)) return false;
+    first = handoffs_.empty();
     handoffs_.push_back(fd);
     load_.fetch_add(1, std::memory_order_acq_rel);
   }
-  kernel_.wake_signal(wake_);
+  // R10: a mailbox that already held hand-offs has its wake-up on the way, or its door owed:
+  // the worker looks at the mailbox after it drains the wake-up, and takes it until empty.
+  if (first || !config_.handoff_wakes_when_empty) kernel_.wake_signal(wake_);
   return true;
 }
 

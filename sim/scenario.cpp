@@ -619,6 +619,7 @@ const Field<Scenario> loop_fields[] = {
      [](C c, N n, K k, auto& s) { s.loop.shutdown_drops_listener_event = read_bool(c, n, k); }},
     {"siblings_watch_listener", [](C c, N n, K k, auto& s) { s.loop.siblings_watch_listener = read_bool(c, n, k); }},
     {"resume_after_flush", [](C c, N n, K k, auto& s) { s.loop.resume_after_flush = read_bool(c, n, k); }},
+    {"handoff_wakes_when_empty", [](C c, N n, K k, auto& s) { s.loop.handoff_wakes_when_empty = read_bool(c, n, k); }},
     {"short_read_drains", [](C c, N n, K k, auto& s) { s.loop.short_read_drains = read_bool(c, n, k); }},
     {"short_read_heeds_hangup", [](C c, N n, K k, auto& s) { s.loop.short_read_heeds_hangup = read_bool(c, n, k); }},
 };
