@@ -266,7 +266,10 @@ for w in $WORKERS; do
     for mode in keepalive close; do
       for s_p in "loopsim $loopsim_pid $loopsim_port" "nginx $nginx_pid $nginx_port"; do
         read -r s pid p <<<"$s_p"
-        strace -c -f -p "$pid" -o "$tmp/strace.out" 2>/dev/null &
+        # nginx's workers are its master's children, forked before strace comes: each is named.
+        pids=()
+        for p_id in "$pid" $(pgrep -P "$pid" || true); do pids+=(-p "$p_id"); done
+        strace -c -f "${pids[@]}" -o "$tmp/strace.out" 2>/dev/null &
         st=$!
         sleep 0.5
         hdr=()
