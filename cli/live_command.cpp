@@ -82,9 +82,9 @@ void reload_on_hangup(LiveArgs& args) {
       LoopConfig kept = running->first;
       take_reloadable(kept, scenario.loop);
       if (kept != scenario.loop || scenario.workers != running->second) {
-        std::cerr << "loopsim live: reload: " << from
-                  << " changes keys that cannot change live (the mode and the pool, workers, max_connections, "
-                     "the handle table, the rules' switches): left as they were; restart to apply them\n";
+        std::cerr << ("loopsim live: reload: " + from +
+                      " changes keys that cannot change live (the mode and the pool, workers, max_connections, "
+                      "the handle table, the rules' switches): left as they were; restart to apply them\n");
       }
       running->first = kept;
       return scenario.loop;
@@ -95,8 +95,9 @@ void reload_on_hangup(LiveArgs& args) {
     }
   };
   args.options.on_reloaded = [from](bool changed) {
-    std::cerr << "loopsim live: reloaded " << from
-              << (changed ? ": what begins now gets its timeouts, limits and batches\n" : ": nothing that can change live changed\n");
+    // One write, so that the line arrives whole (std::cerr writes each piece at once).
+    std::cerr << ("loopsim live: reloaded " + from +
+                  (changed ? ": what begins now gets its timeouts, limits and batches\n" : ": nothing that can change live changed\n"));
   };
 }
 

@@ -213,4 +213,18 @@ inline void take_reloadable(LoopConfig& running, const LoopConfig& next) {
   running.emfile_backoff = next.emfile_backoff;
 }
 
+// The reloadable fields folded into one number: two configurations with equal keys behave alike
+// in all a reload may change. A search digests it once a reload has happened.
+inline std::uint64_t reloadable_key(const LoopConfig& c) {
+  std::uint64_t key = 0x9e3779b97f4a7c15ull;
+  auto add = [&key](std::int64_t v) { key = (key ^ std::uint64_t(v)) * 0x100000001b3ull + 0x7f4a7c15ull; };
+  for (std::int64_t v : {std::int64_t(c.accept_batch), std::int64_t(c.drain_chunk), std::int64_t(c.yield_batch),
+                         std::int64_t(c.max_request_head), std::int64_t(c.max_input), std::int64_t(c.max_output),
+                         c.head_timeout.count(), c.body_timeout.count(), c.keepalive_timeout.count(),
+                         c.write_timeout.count(), c.drain_timeout.count(), c.drain_idle_grace.count(),
+                         c.idle_timeout ? c.idle_timeout->count() : -1, c.emfile_backoff.count()})
+    add(v);
+  return key;
+}
+
 }  // namespace loopsim

@@ -163,6 +163,7 @@ bool Loop::reconfigure(const LoopConfig& next) {
   LOOPSIM_ASSERT_OP(applied.drain_chunk, >=, 0);
   LOOPSIM_ASSERT_OP(applied.yield_batch, >=, 0);
   take_reloadable(config_, next);  // field by field: siblings read max_connections meanwhile
+  reload_key_ = reloadable_key(config_);
   return true;
 }
 

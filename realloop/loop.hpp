@@ -325,6 +325,9 @@ class Loop {
     std::optional<std::int64_t> second;
     std::array<char, 29> text{};
   } date_;
+  // A reload's mark: 0 until a reload changed the configuration, then its reloadable_key. The
+  // configuration is fixed for a run but for what a reload changes, and this says what it did.
+  std::uint64_t reload_key_ = 0;
 
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
@@ -333,7 +336,7 @@ class Loop {
   // wait before it is read), timers_ (derived: each connection's timer_at) and the Date cache
   // (derived from the kernel's calendar, which a simulated kernel does not keep). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<48> state_fields{
+  static constexpr state::Fields<49> state_fields{
       state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
       state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("accept_only_"),
       state::f::skip("pool_"),
@@ -351,7 +354,7 @@ class Loop {
       state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
       state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
       state::f::value("drain_resets_"),     state::f::deadline("idle_close_at_"), state::f::since("drain_began_"),
-      state::f::skip("date_")};
+      state::f::skip("date_"),              state::f::value("reload_key_")};
   friend struct state::Access;
 };
 

@@ -732,6 +732,11 @@ const Field<ActionSpec> action_fields[] = {
      [](C c, N n, K k, auto& a) { a.kind = ActionSpec::Kind(read_choice(c, n, k, action_kind_names)); }},
     {"at", [](C c, N n, K k, auto& a) { a.at = read_window(c, n, k); }},
     {"signal", [](C c, N n, K k, auto& a) { a.signal = action_signals[read_choice(c, n, k, signal_names)].first; }},
+    // Read in check_builtin_signals, on top of the scenario's [loop], once that is read.
+    {"reload", [](C c, N n, K k, auto& a) {
+       as_table(c, n, k);
+       a.reload = LoopConfig{};
+     }},
 };
 const Section<ActionSpec> action_section{"actions", "[[actions]]", action_fields, "kind", finish_action};
 
@@ -891,16 +896,48 @@ void check_target(C c, const toml::table& root) {
   }
   if (const toml::node* node = root.get("posters"))
     c.fail(node->source(), "[[posters]] cannot reach into a target program yet", hint);
+  const toml::array* actions = root["actions"].as_array();
+  for (std::size_t i = 0; actions != nullptr && i < actions->size(); ++i) {
+    if (const toml::table* action = actions->get(i)->as_table(); action != nullptr && action->contains("reload"))
+      c.fail(action->get("reload")->source(),
+             "actions.reload configures the built-in loop; a target's SIGHUP is its own to handle",
+             "leave reload out: the program gets the SIGHUP and does what it does with it");
+  }
 }
 
-// The built-in loop takes the signals loopsim live takes: SIGTERM and SIGINT.
-void check_builtin_signals(C c, const toml::table& root, const Scenario& s) {
+// The built-in loop takes the signals loopsim live takes: SIGTERM and SIGINT, and SIGHUP with a
+// `reload` table, [loop]'s keys that may change live, read on top of the scenario's [loop].
+void check_builtin_signals(C c, const toml::table& root, Scenario& s) {
   const toml::array* actions = root["actions"].as_array();
   for (std::size_t i = 0; actions != nullptr && i < s.actions.size() && i < actions->size(); ++i) {
-    const ActionSpec& a = s.actions[i];
+    ActionSpec& a = s.actions[i];
+    const toml::table& table = *actions->get(i)->as_table();
+    if (const toml::node* reload = table.get("reload")) {
+      if (a.kind != ActionSpec::Kind::signal || a.signal != 1)
+        c.fail(reload->source(), "actions.reload goes with kind = \"signal\", signal = \"SIGHUP\"",
+               R"(kind = "signal", signal = "SIGHUP", reload = { head_timeout = "200ms" })");
+      const toml::table& keys = *reload->as_table();
+      for (const auto& [key, value] : in_document_order(keys)) {  // each key alone: may it change live?
+        toml::table one;
+        one.insert(*key, *value);
+        Scenario changed = s;
+        read_fields(c, one, loop_section, changed);
+        LoopConfig kept = s.loop;
+        take_reloadable(kept, changed.loop);
+        if (kept != changed.loop)
+          c.fail(key->source(), cat("loop.", key->str(), " cannot change live: a reload leaves it as it was"),
+                 "a reload changes the timeouts, max_request_head, max_input, max_output, accept_batch, drain_chunk "
+                 "and yield_batch");
+      }
+      Scenario changed = s;
+      read_fields(c, keys, loop_section, changed);
+      a.reload = changed.loop;
+      continue;
+    }
     if (a.kind != ActionSpec::Kind::signal || a.signal == 15 || a.signal == 2) continue;
-    c.fail(actions->get(i)->as_table()->get("signal")->source(),
-           "the built-in loop takes SIGTERM and SIGINT, as loopsim live does; other signals reach a [target]",
+    c.fail(table.get("signal")->source(),
+           "the built-in loop takes SIGTERM and SIGINT, as loopsim live does, and SIGHUP with a reload table; other "
+           "signals reach a [target]",
            R"(signal = "SIGTERM")");
   }
 }

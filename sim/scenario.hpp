@@ -179,6 +179,9 @@ struct ActionSpec {
   Kind kind = Kind::shutdown;
   Window at;
   int signal = 15;  // SIGTERM
+  // SIGHUP to the built-in loop: the configuration its `reload` table gives ([loop]'s keys, on
+  // top of the scenario's), of which each loop takes what may change live (take_reloadable).
+  std::optional<LoopConfig> reload;
 };
 // The signals a scenario may send, and their names.
 inline constexpr std::pair<int, const char*> action_signals[] = {

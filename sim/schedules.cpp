@@ -68,6 +68,7 @@ void schedule_actions(const Scenario& scenario, model::Scheduler& scheduler, Ser
                    const bool shutdown = action.kind == ActionSpec::Kind::shutdown;
                    if (shutdown || stopping_signal(action.signal)) trace.add(ev::ShutdownAsked{scheduler.now()});
                    if (shutdown) process.shutdown();
+                   else if (action.reload) process.reload(*action.reload);
                    else process.signal(action.signal);
                  },
                  model::Tag{model::Happening::shutdown, a});

@@ -179,6 +179,12 @@ class Process final : public Server {
   void shutdown() override {
     for (auto& loop : loops_) loop->shutdown(Instant(scheduler_.now()));
   }
+  void reload(const LoopConfig& next) override {
+    for (auto& loop : loops_) {
+      Loop* l = loop.get();
+      l->post([l, next] { l->reconfigure(next); }, reloadable_key(next));
+    }
+  }
 
   ev::RunEnd end_state() override {
     std::int64_t open = 0, handoffs = 0;

@@ -47,6 +47,9 @@ class Server {
   // A scenario's posts and shutdowns (schedule_posters, schedule_actions).
   virtual void post(int /*worker*/, std::function<void()> /*task*/, std::uint64_t /*what*/) {}
   virtual void shutdown() {}
+  // SIGHUP with an action's `reload`: each loop takes what may change live of `next`, as a
+  // post on its own thread, as loopsim live's reload does.
+  virtual void reload(const LoopConfig& /*next*/) {}
   // The built-in loop stops on SIGTERM and SIGINT (the loader refuses it the others).
   virtual void signal(int signal) {
     if (stopping_signal(signal)) shutdown();

@@ -599,3 +599,50 @@ TEST_CASE("the clients' bytes are those scenarios/README.md gives: 32 bytes and 
   group.raw = true;
   CHECK(sim::request_text("PING\r\n", true, group) == "PING\r\n");
 }
+
+TEST_CASE("a SIGHUP with a reload table changes head_timeout for what begins after it, in virtual time") {
+  const std::string text = R"toml(horizon = "2s"
+[loop]
+head_timeout = "10s"
+[[clients]]
+name = "before"
+stall = "head"
+requests = [{ at = "0ms", path = "/fast" }]
+[[clients]]
+name = "after"
+connect_at = "300ms"
+stall = "head"
+requests = [{ at = "300ms", path = "/fast" }]
+[[actions]]
+kind = "signal"
+signal = "SIGHUP"
+at = "100ms"
+reload = { head_timeout = "200ms" }
+)toml";
+  auto trace = run_text(text);
+  auto after = all<sim::ev::Answer>(trace, 1);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].status == 408);
+  CHECK(after[0].t == 500ms);  // its head began at 300 ms, under the reloaded 200 ms
+  CHECK(all<sim::ev::Answer>(trace, 0).empty());  // its deadline was set before: 10 s, past the horizon
+  // A reload to the same timeout changes nothing: neither is timed out within the horizon.
+  std::string unchanged = text;
+  unchanged.replace(unchanged.find("\"200ms\""), std::string("\"200ms\"").size(), "\"10s\"");
+  CHECK(all<sim::ev::Answer>(run_text(unchanged), 1).empty());
+}
+
+TEST_CASE("a reload table is refused where it cannot apply, at its key") {
+  auto refused = [](const std::string& text) {
+    try {
+      sim::parse_scenario(text, "t.toml");
+    } catch (const sim::ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string head = "[[clients]]\nname = \"c\"\nrequests = 1\n[[actions]]\nkind = \"signal\"\nat = \"1s\"\n";
+  CHECK(refused(head + "signal = \"SIGHUP\"\nreload = { mode = \"pool\" }\n").find("t.toml:8:12: loop.mode cannot change live") == 0);
+  CHECK(refused(head + "signal = \"SIGTERM\"\nreload = { head_timeout = \"1s\" }\n").find("actions.reload goes with") != std::string::npos);
+  CHECK(refused(head + "signal = \"SIGHUP\"\n").find("SIGHUP with a reload table") != std::string::npos);
+  CHECK(refused(head + "signal = \"SIGHUP\"\nreload = { head_timeout = \"1s\" }\n").empty());
+}
