@@ -51,8 +51,9 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
 // One answer at the front of `input` (framed by its Content-Length): its length, with its status
 // in `status`, or 0 while it is incomplete, or answer_malformed when it cannot be framed: a
 // status line that is not "HTTP/1.x NNN" with NNN from 100, a Content-Length that is not a number of at most 18
-// digits, two that differ, or a head longer than answer_head_max without its end. Header
-// names are matched without regard to case.
+// digits, two that differ, a head longer than answer_head_max without its end, or a head that
+// breaks what RFC 9110 asks of every answer and a client can see: Content-Length in a 1xx or a
+// 204 (§8.6), a 405 without Allow (§15.5.6). Header names are matched without regard to case.
 inline constexpr std::size_t answer_malformed = SIZE_MAX;
 inline constexpr std::size_t answer_head_max = 64 * 1024;
 std::size_t parse_answer(std::string_view input, int& status);

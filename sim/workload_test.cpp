@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "checker/properties.hpp"
+#include "realloop/http.hpp"
 #include "sim/workload.hpp"
 #include "sim/world.hpp"
 
@@ -365,6 +366,23 @@ TEST_CASE("an answer is framed by its Content-Length, named in any case, one tha
   }
   std::string endless = "HTTP/1.1 200 OK\r\n" + std::string(sim::answer_head_max + 1, 'x');
   CHECK(sim::parse_answer(endless, status) == sim::answer_malformed);  // a head that never ends
+}
+
+TEST_CASE("an answer that breaks what RFC 9110 asks of every answer does not frame: 405 without Allow, a length on 1xx or 204") {
+  int status = 0;
+  std::string allowed = "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\nContent-Length: 0\r\n\r\n";
+  CHECK(sim::parse_answer(allowed, status) == allowed.size());
+  CHECK(sim::parse_answer("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n", status) == sim::answer_malformed);
+  CHECK(sim::parse_answer("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", status) == sim::answer_malformed);
+  CHECK(sim::parse_answer("HTTP/1.1 204 No Content\r\n\r\n", status) == 27);
+  sim::ClientGroup group;
+  sim::AnswerStream stream(group);
+  std::string_view interim = "HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n";
+  CHECK(stream.next(interim, status) == sim::AnswerStream::Step::malformed);
+  // The built-in loop's answers hold: a 405, through the app and the serializer.
+  std::string out;
+  http::serialize(http::Response{405, "GET and HEAD only\n", false}, out);
+  CHECK(sim::parse_answer(out, status) == out.size());
 }
 
 TEST_CASE("an answer stream frames answers split at any byte, skips interim ones, holds no body, and stops at what it cannot frame") {
