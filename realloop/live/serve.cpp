@@ -118,7 +118,12 @@ class Reloader {
   Reloader& operator=(const Reloader&) = delete;
   ~Reloader() {
     if (read_ < 0) return;
-    ::sigaction(SIGHUP, &previous_, nullptr);
+    // With keep_stop_handlers the process exits next: a late SIGHUP is then ignored, not fatal.
+    if (options_.keep_stop_handlers) {
+      set_action(SIGHUP, SIG_IGN, nullptr);
+    } else {
+      ::sigaction(SIGHUP, &previous_, nullptr);
+    }
     reload_pipe.store(-1);
     const char end = 'x';
     [[maybe_unused]] auto n = ::write(write_, &end, 1);

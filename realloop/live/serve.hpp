@@ -57,7 +57,8 @@ struct LiveResult {
 // first signal, whatever the pool holds.
 // Installs handlers for SIGINT and SIGTERM while it runs, up to the return (the previous ones
 // come back then, unless keep_stop_handlers), and for SIGHUP with `reload` (the previous one
-// comes back); ignores SIGPIPE for good. One call at a time per process.
+// comes back, or with keep_stop_handlers it is ignored); ignores SIGPIPE for good. One call at a
+// time per process.
 LiveResult serve_live(const LiveOptions& options);
 
 }  // namespace loopsim::live

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <string>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -175,4 +176,34 @@ TEST_CASE("threads: a second signal stops a pool-mode drain at once, dropping wh
   // both dropped and answered.
   CHECK(result.handlers_dropped <= 3);
   CHECK(answered + result.handlers_dropped <= 3);
+}
+
+TEST_CASE("threads: a SIGHUP reload reaches every worker while they serve", "[threads]") {
+  live::LiveOptions options;
+  options.workers = 2;
+  std::atomic<int> reloads{0};
+  options.reload = [] {
+    LoopConfig next;
+    next.head_timeout = std::chrono::milliseconds(200);
+    return std::optional<LoopConfig>(next);
+  };
+  options.on_reloaded = [&reloads](bool changed) {
+    if (changed) reloads.fetch_add(1);
+  };
+  Server server(options);
+  std::thread load([&server] { crowd(server.port, 2, 40, {"/fast", "/hello"}); });
+  ::kill(::getpid(), SIGHUP);  // whichever thread takes it, the handler only writes to a pipe
+  REQUIRE(loopsim::testing::eventually([&reloads] { return reloads.load() == 1; }));
+  load.join();
+  // A head that never ends is now timed out at 200 ms, whichever worker it is handed to.
+  for (int i = 0; i < 2; ++i) {
+    int fd = loopsim::testing::loopback_connect(server.port);
+    REQUIRE(fd >= 0);
+    const std::string head = "GET /fast HTTP/1.1\r\nHost: x\r\n";
+    REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == ssize_t(head.size()));
+    const auto began = Clock::now();
+    CHECK(answer(fd) == 408);
+    CHECK(Clock::now() - began < std::chrono::seconds(3));
+  }
+  CHECK(server.stop().unfinished == 0);
 }
