@@ -188,43 +188,40 @@ struct LoopConfig {
   bool operator==(const LoopConfig&) const = default;
 };
 
-// Takes into a running loop's configuration what a reload (live: SIGHUP) may change, from `next`:
-// the batches (accept_batch, drain_chunk, yield_batch), the request and buffer limits
-// (max_request_head, max_input, max_output) and every timeout (head, body, keep-alive, write,
-// the drain's and its grace, the idle wait, R4's back-off). The rest stays: the mode and the
-// pool, the handle table and max_connections (siblings read it from their threads), and the
-// rules' switches. Each loop applies it on its own thread, and what it applies to is what
-// begins after: a connection's deadline already set keeps its time. Writes those fields alone,
-// so that another thread may read the others meanwhile.
-inline void take_reloadable(LoopConfig& running, const LoopConfig& next) {
-  running.accept_batch = next.accept_batch;
-  running.drain_chunk = next.drain_chunk;
-  running.yield_batch = next.yield_batch;
-  running.max_request_head = next.max_request_head;
-  running.max_input = next.max_input;
-  running.max_output = next.max_output;
-  running.head_timeout = next.head_timeout;
-  running.body_timeout = next.body_timeout;
-  running.keepalive_timeout = next.keepalive_timeout;
-  running.write_timeout = next.write_timeout;
-  running.drain_timeout = next.drain_timeout;
-  running.drain_idle_grace = next.drain_idle_grace;
-  running.idle_timeout = next.idle_timeout;
-  running.emfile_backoff = next.emfile_backoff;
+// What a reload (live: SIGHUP) may change: the batches (accept_batch, drain_chunk, yield_batch),
+// the request and buffer limits (max_request_head, max_input, max_output) and every timeout
+// (head, body, keep-alive, write, the drain's and its grace, the idle wait, R4's back-off). The
+// rest stays: the mode and the pool, the handle table and max_connections (siblings read it from
+// their threads), and the rules' switches. Calls f(a.field, b.field) for each, the one list that
+// both take_reloadable and reloadable_key read.
+template <class A, class B, class F>
+void each_reloadable(A& a, B& b, F&& f) {
+  f(a.accept_batch, b.accept_batch);
+  f(a.drain_chunk, b.drain_chunk);
+  f(a.yield_batch, b.yield_batch);
+  f(a.max_request_head, b.max_request_head);
+  f(a.max_input, b.max_input);
+  f(a.max_output, b.max_output);
+  f(a.head_timeout, b.head_timeout);
+  f(a.body_timeout, b.body_timeout);
+  f(a.keepalive_timeout, b.keepalive_timeout);
+  f(a.write_timeout, b.write_timeout);
+  f(a.drain_timeout, b.drain_timeout);
+  f(a.drain_idle_grace, b.drain_idle_grace);
+  f(a.idle_timeout, b.idle_timeout);
+  f(a.emfile_backoff, b.emfile_backoff);
 }
 
-// The reloadable fields folded into one number: two configurations with equal keys behave alike
-// in all a reload may change. A search digests it once a reload has happened.
-inline std::uint64_t reloadable_key(const LoopConfig& c) {
-  std::uint64_t key = 0x9e3779b97f4a7c15ull;
-  auto add = [&key](std::int64_t v) { key = (key ^ std::uint64_t(v)) * 0x100000001b3ull + 0x7f4a7c15ull; };
-  for (std::int64_t v : {std::int64_t(c.accept_batch), std::int64_t(c.drain_chunk), std::int64_t(c.yield_batch),
-                         std::int64_t(c.max_request_head), std::int64_t(c.max_input), std::int64_t(c.max_output),
-                         c.head_timeout.count(), c.body_timeout.count(), c.keepalive_timeout.count(),
-                         c.write_timeout.count(), c.drain_timeout.count(), c.drain_idle_grace.count(),
-                         c.idle_timeout ? c.idle_timeout->count() : -1, c.emfile_backoff.count()})
-    add(v);
-  return key;
+// Takes into a running loop's configuration what a reload may change, from `next`. Each loop
+// applies it on its own thread, and what it applies to is what begins after: a connection's
+// deadline already set keeps its time. Writes those fields alone, so that another thread may
+// read the others meanwhile.
+inline void take_reloadable(LoopConfig& running, const LoopConfig& next) {
+  each_reloadable(running, next, [](auto& field, const auto& value) { field = value; });
 }
+
+// The reloadable fields folded into one number (state::fold): two configurations with equal keys
+// behave alike in all a reload may change. A search digests it once a reload has happened.
+std::uint64_t reloadable_key(const LoopConfig& config);
 
 }  // namespace loopsim

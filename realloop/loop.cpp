@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "base/assert.hpp"
@@ -153,6 +154,21 @@ void Loop::post(std::function<void()> callback, std::uint64_t what) {
     posts_.push_back(Post{std::move(callback), what});
   }
   kernel_.wake_signal(wake_);
+}
+
+std::uint64_t reloadable_key(const LoopConfig& config) {
+  std::uint64_t key = 0;
+  each_reloadable(config, config, [&key](const auto& field, const auto&) {
+    using Field = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<Field, std::optional<Duration>>) {
+      key = state::fold(key, std::uint64_t(field ? field->count() : -1));
+    } else if constexpr (std::is_same_v<Field, Duration>) {
+      key = state::fold(key, std::uint64_t(field.count()));
+    } else {
+      key = state::fold(key, std::uint64_t(std::int64_t(field)));
+    }
+  });
+  return key;
 }
 
 bool Loop::reconfigure(const LoopConfig& next) {
