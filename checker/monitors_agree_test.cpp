@@ -46,7 +46,7 @@ bool end_state_holds(const sim::Trace& trace, const sim::Expectation& e) {
 
 }  // namespace
 
-TEST_CASE("monitors agree with the checker's judges on every arm of every shipped scenario") {
+TEST_CASE("monitors agree with the checker's judges on every arm of every shipped scenario", "[long]") {
   std::map<std::string, std::set<bool>> seen;  // kind -> the monitor's verdicts seen
   int compared = 0;
   for (const std::string& path : shipped_files()) {

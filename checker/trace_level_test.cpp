@@ -8,7 +8,7 @@
 
 using namespace loopsim;
 
-TEST_CASE("trace level verdicts: every scenario's every verdict is the whole trace's, with fewer events") {
+TEST_CASE("trace level verdicts: every scenario's every verdict is the whole trace's, with fewer events", "[long]") {
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios")) {
     if (entry.path().extension() == ".toml") files.push_back(entry.path().string());

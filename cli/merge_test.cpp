@@ -114,7 +114,7 @@ TEST_CASE("merge: a shard's violation is the merge's, and its counterexample rep
   CHECK(run_cli("run " + cex).status == 1);
 }
 
-TEST_CASE("merge: generate's shards find the unsharded failure, the same scenario") {
+TEST_CASE("merge: generate's shards find the unsharded failure, the same scenario", "[long]") {
   Sharded s = shard_and_merge("generate --runs 300 --seed 5 --set loop.owe_unfinished_batch=false", 3, "generate");
   REQUIRE(s.whole_status == 1);
   CHECK(s.merged_status == 1);

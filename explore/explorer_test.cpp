@@ -474,7 +474,7 @@ TEST_CASE("no_stranded_backlog with a time merges on its monitor, and its verdic
   turns_at_the_worst_case("idle-wait-windows.toml", "no_stranded_backlog", "20ms");
 }
 
-TEST_CASE("no_spin merges on its monitor, and its verdict turns exactly at the worst case the tree measures") {
+TEST_CASE("no_spin merges on its monitor, and its verdict turns exactly at the worst case the tree measures", "[long]") {
   turns_at_the_worst_case("spin-windows.toml", "no_spin", "100000", true);
 }
 

@@ -61,7 +61,7 @@ TEST_CASE("generate draws the same scenarios from the same seed, and others from
   CHECK(a.shrink_tries == b.shrink_tries);
 }
 
-TEST_CASE("every generated scenario loads, carries its expectations, and holds on the loop as fixed", "[generate]") {
+TEST_CASE("every generated scenario loads, carries its expectations, and holds on the loop as fixed", "[generate][long]") {
   int judged = 0;
   for (const std::string& text : drawn_texts(11, 60)) {
     sim::Scenario scenario = sim::parse_scenario(text, "drawn");
