@@ -186,6 +186,108 @@ std::string_view next_line(std::string_view& rest) {
   return line;
 }
 
+bool hex_digit(char c, std::uint64_t& value) {
+  if (c >= '0' && c <= '9') value = std::uint64_t(c - '0');
+  else if (c >= 'a' && c <= 'f') value = std::uint64_t(c - 'a' + 10);
+  else if (c >= 'A' && c <= 'F') value = std::uint64_t(c - 'A' + 10);
+  else return false;
+  return true;
+}
+
+// One line of a chunked body, from `at`: CRLF-terminated (a bare LF, which a head may use, is
+// bad inside the framing: a front end that read it otherwise would see another request). Sets
+// `line` to it without the CRLF and `next` past it. Incomplete while no CRLF has come and fewer
+// than `limit` bytes have; too_large once `limit` bytes have come without one; bad at a CR not
+// followed by LF, or a LF not after a CR.
+Parse framing_line(std::string_view buffer, std::size_t at, std::size_t limit, std::string_view& line,
+                   std::size_t& next) {
+  const std::size_t n = std::min(buffer.size(), at + limit);
+  for (std::size_t i = at; i < n; ++i) {
+    if (buffer[i] == '\n') return Parse::bad;
+    if (buffer[i] != '\r') continue;
+    if (i + 1 == buffer.size()) return Parse::incomplete;
+    if (buffer[i + 1] != '\n') return Parse::bad;
+    line = buffer.substr(at, i - at);
+    next = i + 2;
+    return Parse::complete;
+  }
+  return buffer.size() < at + limit ? Parse::incomplete : Parse::too_large;
+}
+
+// A chunk-size line (RFC 9112 §7.1), or the start of one: 1*HEXDIG, then any chunk extensions
+// (`;name[=value]` after optional whitespace: visible characters, spaces and tabs; read and
+// ignored, as §7.1.1 lets a recipient). Every start of a valid line is valid.
+Parse chunk_size(std::string_view line, std::uint64_t& size) {
+  size = 0;
+  std::size_t i = 0;
+  for (std::uint64_t digit = 0; i < line.size() && hex_digit(line[i], digit); ++i) {
+    size = size * 16 + digit;
+    if (size > max_content_length) return Parse::content_too_large;  // before it can overflow
+  }
+  if (i == 0) return Parse::bad;
+  auto ext = line.substr(i);
+  while (!ext.empty() && (ext.front() == ' ' || ext.front() == '\t')) ext.remove_prefix(1);
+  if (!ext.empty() && ext.front() != ';') return Parse::bad;
+  const bool printable = std::all_of(ext.begin(), ext.end(), [](char c) { return c == '\t' || (c >= ' ' && c < 127); });
+  return printable ? Parse::complete : Parse::bad;
+}
+
+// A chunked body from `at` (RFC 9112 §7.1): chunks, the last chunk (size 0), a trailer section
+// and the empty line. Sets `end` past it when complete; while incomplete, to the least it can
+// be. A chunk-size line must fit in `max_line` bytes (400 past them), the trailer section in
+// `max_head` (431 past them: they are fields); the sizes sum to at most max_content_length (413
+// past it). Trailer fields are checked as field lines and ignored (§7.1.2: a recipient may
+// discard them). Decides as find_head does: bad and complete by the bytes up to that point,
+// whatever follows.
+Parse chunked_body(std::string_view buffer, std::size_t at, std::size_t max_line, std::size_t max_head,
+                   std::size_t& end) {
+  std::uint64_t sum = 0;
+  for (;;) {
+    end = at + 5;  // at least "0\r\n\r\n" to come
+    std::string_view line;
+    std::size_t next = 0;
+    std::uint64_t size = 0;
+    const Parse found = framing_line(buffer, at, max_line, line, next);
+    if (found == Parse::incomplete) {
+      // The line so far: its digits may already say too large, or a character bad.
+      auto partial = buffer.substr(at);
+      if (!partial.empty() && partial.back() == '\r') partial.remove_suffix(1);
+      const Parse so_far = partial.empty() ? Parse::complete : chunk_size(partial, size);
+      return so_far == Parse::complete ? Parse::incomplete : so_far;
+    }
+    if (found != Parse::complete) return Parse::bad;  // too_large: a chunk line past max_line
+    if (auto read = chunk_size(line, size); read != Parse::complete) return read;
+    sum += size;
+    if (sum > max_content_length) return Parse::content_too_large;
+    if (size == 0) {
+      at = next;
+      break;
+    }
+    const std::size_t data_end = next + std::size_t(size);
+    end = data_end + 2 + 5;
+    if (buffer.size() < data_end + 2) {
+      if (buffer.size() == data_end + 1 && buffer[data_end] != '\r') return Parse::bad;
+      return Parse::incomplete;
+    }
+    if (buffer[data_end] != '\r' || buffer[data_end + 1] != '\n') return Parse::bad;
+    at = data_end + 2;
+  }
+  // The trailer section: field lines, then the empty line, within max_head bytes in all.
+  for (const std::size_t trailers = at;;) {
+    end = at + 2;
+    std::string_view line;
+    const std::size_t room = max_head - std::min(max_head, at - trailers);
+    if (auto found = framing_line(buffer, at, room, line, at); found != Parse::complete) return found;
+    if (line.empty()) break;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || !valid_token(line.substr(0, colon)) ||
+        line.find('\0') != std::string_view::npos)
+      return Parse::bad;
+  }
+  end = at;
+  return Parse::complete;
+}
+
 // RFC 9110 §13.2: If-Match and If-None-Match, evaluated for an answer that would be 2xx (any
 // other answer ignores them, §13.2.1). The app's resources have no entity tags, so a list of
 // tags never matches and "*" always does (every 2xx route names a current representation).
@@ -212,6 +314,9 @@ Parse parse_request(std::string_view buffer, std::size_t max_head, Request& requ
   std::optional<std::int64_t> content_length;
   bool content_too_large = false;
   int hosts = 0;
+  // Transfer-Encoding's codings, over every field of that name (RFC 9110 §5.3: one list).
+  bool transfer_encoding = false, chunked = false, chunked_final = false, chunked_twice = false;
+  bool other_coding = false;
   for (auto line = next_line(head); !line.empty(); line = next_line(head)) {
     // obs-fold, or whitespace before the first field (RFC 9112 §5.2, §2.2): rejected.
     if (line.front() == ' ' || line.front() == '\t') return Parse::bad;
@@ -232,7 +337,20 @@ Parse parse_request(std::string_view buffer, std::size_t max_head, Request& requ
       if (!content_length) return Parse::bad;
       content_too_large = std::uint64_t(*content_length) > max_content_length;
     } else if (iequals(name, "transfer-encoding")) {
-      return Parse::bad;  // no chunked bodies: answer 400 rather than misread the stream
+      transfer_encoding = true;
+      for (auto list = value;;) {
+        const auto comma = list.find(',');
+        const auto coding = trim(list.substr(0, comma));
+        if (!coding.empty()) {  // empty list elements are allowed (RFC 9110 §5.6.1)
+          const bool is_chunked = iequals(coding, "chunked");
+          chunked_twice = chunked_twice || (is_chunked && chunked);
+          chunked = chunked || is_chunked;
+          other_coding = other_coding || !is_chunked;
+          chunked_final = is_chunked;
+        }
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
     } else if (iequals(name, "host")) {
       ++hosts;
     } else if (iequals(name, "if-match")) {
@@ -247,6 +365,17 @@ Parse parse_request(std::string_view buffer, std::size_t max_head, Request& requ
   }
   // RFC 9112 §3.2: a 1.1 request without Host, or any request with more than one, is answered 400.
   if (hosts > 1 || (hosts == 0 && !request.http10)) return Parse::bad;
+  if (transfer_encoding) {
+    // RFC 9112 §6.1: a 1.0 request with Transfer-Encoding has faulty framing; §6.3: with
+    // Content-Length too it may be smuggling (either way 400, and the connection closes); chunked
+    // not last leaves the length unknown (400 and close), and applied twice is not allowed (§7.1).
+    // A coding other than chunked is one the loop does not implement (§6.1: 501).
+    if (request.http10 || content_length || !chunked_final || chunked_twice) return Parse::bad;
+    if (other_coding) return Parse::not_implemented;
+    request.chunked = true;
+    request.head_length = end;
+    return chunked_body(buffer, end, max_head, max_head, request.length);
+  }
   if (content_too_large) return Parse::content_too_large;
   std::size_t total = end + std::size_t(content_length.value_or(0));
   request.length = total;
@@ -279,6 +408,7 @@ Response reject(Parse why) {
       case Parse::target_too_long: return text(414, "request target too long\n");
       case Parse::content_too_large: return text(413, "request too large\n");
       case Parse::version: return text(505, "HTTP/1.x only\n");
+      case Parse::not_implemented: return text(501, "transfer coding not implemented\n");
       default: return text(400, "malformed request\n");
     }
   }();
@@ -353,6 +483,7 @@ const char* reason_phrase(int status) {
     case 412: return "Precondition Failed";
     case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";

@@ -1,5 +1,5 @@
 // HTTP/1.1, just enough for the app the loop serves: request heads with keep-alive and
-// `Connection: close`, bodies by Content-Length, and a handful of routes.
+// `Connection: close`, bodies by Content-Length or the chunked coding, and a handful of routes.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,11 @@ struct Request {
   Expect expect = Expect::nothing;
   std::string_view if_match;       // RFC 9110 §13.1.1's field, or empty
   std::string_view if_none_match;  // §13.1.2's
-  std::size_t length = 0;  // bytes it occupies in the buffer: skipped empty lines, head, body
+  // Bytes it occupies in the buffer: skipped empty lines, head, body (a chunked body's framing
+  // and trailers included). When the parse is incomplete and the head is in, the least it can
+  // be: exact for a Content-Length body, for a chunked one what the chunks so far announce.
+  std::size_t length = 0;
+  bool chunked = false;  // the body is in the chunked coding (RFC 9112 §7.1)
   // Bytes up to the end of its head. Set with the rest of the head's fields also when the parse
   // is incomplete because the body has not all come: a head decides 100 Continue, 413 and 417
   // before its body is read. 0: the head is not complete.
@@ -43,6 +47,7 @@ enum class Parse : std::uint8_t {
   target_too_long,    // the request line alone exceeds the limit: answer 414 and close
   content_too_large,  // Content-Length past what the parser takes (1 MiB): answer 413 and close
   version,            // an HTTP major version other than 1: answer 505 and close
+  not_implemented,    // a transfer coding other than chunked: answer 501 and close
 };
 
 // Parses the first request in `buffer`. Views in `request` point into `buffer`. The head, with
@@ -50,7 +55,8 @@ enum class Parse : std::uint8_t {
 // and why: docs/http.md. One call is linear in the bytes it looks at.
 Parse parse_request(std::string_view buffer, std::size_t max_head, Request& request);
 
-// The largest Content-Length the parser takes (1 MiB); a larger one is content_too_large.
+// The largest body the parser takes (1 MiB), by Content-Length or the chunks' sizes summed; a
+// larger one is content_too_large.
 inline constexpr std::uint64_t max_content_length = std::uint64_t(1) << 20;
 
 // /bytes's body: this pattern, repeated and cut at its length.
@@ -80,7 +86,7 @@ struct Response {
 //   anything else      404.
 Response handle(const Request& request, Kernel& kernel);
 
-// The answer to a request that could not be parsed (400, 413, 414, 431 or 505); always closes.
+// The answer to a request that could not be parsed (400, 413, 414, 431, 501 or 505); always closes.
 Response reject(Parse why);
 
 // The final answer a complete head already decides before its body is read, or none (status 0):

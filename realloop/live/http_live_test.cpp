@@ -107,7 +107,10 @@ TEST_CASE("live: a head that decides the answer gets it before its body: 405, 41
                         Case{"GET /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",  // past the parser's
                              "HTTP/1.1 413 Content Too Large\r\n"},
                         Case{"GET /fast HTTP/1.1\r\nHost: x\r\nExpect: a-pony\r\nContent-Length: 5\r\n\r\n",
-                             "HTTP/1.1 417 Expectation Failed\r\n"}}) {
+                             "HTTP/1.1 417 Expectation Failed\r\n"},
+                        // A chunk announcing more than max_input: 413 before its data.
+                        Case{"GET /fast HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n20000\r\n",
+                             "HTTP/1.1 413 Content Too Large\r\n"}}) {
     INFO(c.head);
     Client client(server.port.load());
     const auto asked = Clock::now();
@@ -206,5 +209,28 @@ TEST_CASE("live: a body cut short by the client's close, or by body_timeout, is 
   CHECK(text.starts_with("HTTP/1.1 408 Request Timeout\r\n"));
   CHECK(field(text, "Connection") == "close");
   CHECK(waiting.closed_within(2s));
+  server.stop();
+}
+
+TEST_CASE("live: a chunked body is read whole, in pieces, and the request after it is answered", "[http]") {
+  testing::LiveServer server(options());
+  Client client(server.port.load());
+  // The body comes in three writes, one of them splitting a size line; 100 Continue first.
+  client.send("GET /hello HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n");
+  std::string text;
+  REQUIRE(client.read_until(text, "HTTP/1.1 100 Continue\r\n\r\n"));
+  client.send("5;ext=1\r\nhello\r\n1");
+  std::this_thread::sleep_for(20ms);
+  client.send("0\r\n0123456789abcdef\r\n0\r\nTrailer: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(client.read_until(text, "fast\n"));
+  CHECK(text.find("HTTP/1.1 200 OK") != std::string::npos);
+  CHECK(text.find("Hello, world!\n") < text.find("fast\n"));
+  // A coding the loop does not implement: 501, and the connection closes.
+  Client other(server.port.load());
+  other.send("GET /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+  std::string refused;
+  REQUIRE(other.read_until(refused, "\r\n\r\n"));
+  CHECK(refused.starts_with("HTTP/1.1 501 Not Implemented\r\n"));
+  CHECK(other.closed_within(2s));
   server.stop();
 }
