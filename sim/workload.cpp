@@ -76,15 +76,16 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* 
   status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
   if (status < 100) return std::nullopt;  // RFC 9110 §15: the first digit is the class, 1 to 5
   std::optional<std::size_t> body;
-  bool allow = false;
+  bool allow = false, transfer_encoding = false;
   for (std::size_t at = head.find("\r\n"); at != std::string_view::npos;) {
     std::size_t start = at + 2, end = head.find("\r\n", start);
     std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     at = end;
     std::size_t colon = line.find(':');
     if (colon == 5 && lower_equals(line.substr(0, 5), "allow")) allow = true;
-    if (chunked != nullptr && colon == 17 && lower_equals(line.substr(0, 17), "transfer-encoding")) {
-      if (ends_chunked(line.substr(18))) *chunked = true;
+    if (colon == 17 && lower_equals(line.substr(0, 17), "transfer-encoding")) {
+      transfer_encoding = true;
+      if (chunked != nullptr && ends_chunked(line.substr(18))) *chunked = true;
       continue;
     }
     if (close != nullptr && colon == 10 && lower_equals(line.substr(0, 10), "connection")) {
@@ -110,9 +111,12 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* 
     if (body && *body != n) return std::nullopt;  // two lengths that differ
     body = n;
   }
-  // What RFC 9110 asks of every answer that a client can see in its head (docs/http.md's table):
-  // no Content-Length in a 1xx or a 204 (§8.6), and Allow in a 405 (§15.5.6).
-  if (body && ((status >= 100 && status < 200) || status == 204)) return std::nullopt;
+  // What RFC 9110 and 9112 ask of every answer that a client can see in its head (docs/http.md's
+  // table): no Content-Length in a 1xx or a 204 (9110 §8.6), nor Transfer-Encoding (9112 §6.1);
+  // no Content-Length beside Transfer-Encoding (9112 §6.2); Allow in a 405 (9110 §15.5.6).
+  const bool no_content = (status >= 100 && status < 200) || status == 204;
+  if ((body || transfer_encoding) && no_content) return std::nullopt;
+  if (body && transfer_encoding) return std::nullopt;
   if (status == 405 && !allow) return std::nullopt;
   return body.value_or(0);
 }

@@ -368,17 +368,28 @@ TEST_CASE("an answer is framed by its Content-Length, named in any case, one tha
   CHECK(sim::parse_answer(endless, status) == sim::answer_malformed);  // a head that never ends
 }
 
-TEST_CASE("an answer that breaks what RFC 9110 asks of every answer does not frame: 405 without Allow, a length on 1xx or 204") {
+TEST_CASE("an answer that breaks what RFC 9110 and 9112 ask of every answer does not frame: 405 without Allow, a length or a coding on 1xx or 204, both framings") {
   int status = 0;
   std::string allowed = "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\nContent-Length: 0\r\n\r\n";
   CHECK(sim::parse_answer(allowed, status) == allowed.size());
   CHECK(sim::parse_answer("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n", status) == sim::answer_malformed);
   CHECK(sim::parse_answer("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", status) == sim::answer_malformed);
   CHECK(sim::parse_answer("HTTP/1.1 204 No Content\r\n\r\n", status) == 27);
+  // Transfer-Encoding: none in a 1xx or 204 (RFC 9112 §6.1), no Content-Length beside it (§6.2).
+  CHECK(sim::parse_answer("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", status) == sim::answer_malformed);
+  std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+  CHECK(sim::parse_answer(chunked, status) == chunked.size());
+  CHECK(sim::parse_answer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+                          status) == sim::answer_malformed);
+  CHECK(sim::parse_answer("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\ncontent-length: 2\r\n\r\nok", status) ==
+        sim::answer_malformed);
   sim::ClientGroup group;
   sim::AnswerStream stream(group);
   std::string_view interim = "HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n";
   CHECK(stream.next(interim, status) == sim::AnswerStream::Step::malformed);
+  sim::AnswerStream coded(group);
+  std::string_view interim_coded = "HTTP/1.1 100 Continue\r\nTransfer-Encoding: chunked\r\n\r\n";
+  CHECK(coded.next(interim_coded, status) == sim::AnswerStream::Step::malformed);
   // The built-in loop's answers hold: a 405, through the app and the serializer.
   std::string out;
   http::serialize(http::Response{405, "GET and HEAD only\n", false}, out);
