@@ -240,6 +240,31 @@ TEST_CASE("digest drops: one search finds a component that alone tells two state
   CHECK_FALSE(noticed("kernel.config_.rlimit_nofile"));  // no fault changes it here
 }
 
+// The loop's reload_key_ alone holds what a reload applied: two reloads at one instant, taken in
+// both orders, leave two states apart in it alone, whose futures differ (the head timed out or
+// not). Searched whole, the audit passes; with it left out, the two are merged, and the audit,
+// which writes down every field, sees one digest with two futures.
+TEST_CASE("digest drops: two reloads at one instant are told apart by reload_key_ alone, and merged without it") {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(LOOPSIM_SOURCE_DIR) / "tests/data/explore/reload-race.toml";
+  const std::string text = sim::read_scenario_file(file.string());
+  const Case c{"reload-race", sim::parse_scenario(text, "reload-race.toml"), checker::costs_for(text, "reload-race.toml")};
+  Components catalog;
+  state::catalog_for_tests = &catalog;
+  const Seen whole = searched(c);
+  state::catalog_for_tests = nullptr;
+  CHECK_FALSE(whole.audit_failed);
+  CHECK(whole.verdict == explore::ExploreResult::Verdict::none_found);
+  auto it = std::find_if(catalog.where.begin(), catalog.where.end(),
+                         [](const std::string& where) { return where.ends_with(".reload_key_"); });
+  REQUIRE(it != catalog.where.end());
+  state::dropped_for_tests = catalog.fields[std::size_t(it - catalog.where.begin())];
+  const Seen without = searched(c);
+  state::dropped_for_tests = nullptr;
+  CHECK(without.audit_failed);
+  CHECK(without.states < whole.states);
+}
+
 // Hidden ([.]): most components do not yet show (see docs/design.md, "Every component counts"),
 // and each such costs a search of every arm. scripts/digest_drops.sh runs it.
 TEST_CASE("digest drops: leaving out any one component of the digest changes some search over the shipped scenarios",
