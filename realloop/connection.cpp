@@ -50,15 +50,29 @@ void Loop::admit(int fd) {
   c.head_until = kernel_.now() + config_.head_timeout;  // R12: a connection that never sends is timed out as a head
   ++connection_count_;
   load_.fetch_add(1, std::memory_order_acq_rel);
-  if (kernel_.watch(poller_, fd, io::readable | io::read_hangup, Trigger::edge) < 0) {
-    close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
-    return;
-  }
+  // R15: registered after the eager read, unless the read waits (the drain's deferred reads).
+  const bool watch_late = config_.watch_after_eager_read && !deferring_;
+  if (!watch_late && !watch_connection(fd, c)) return;
   if (deferring_) {
     deferred_.push_back(fd);
     return;
   }
   serve(fd);  // the eager read: a request that came with the connection is served now
+  Connection* served = connection(fd);
+  if (!watch_late || served == nullptr || served->watched) return;
+  const bool found_request = served->answered || served->in_pool || !served->input.empty();
+  if (found_request && !config_.watch_served_connections) return;  // R15 sabotage
+  watch_connection(fd, *served);
+}
+
+bool Loop::watch_connection(int fd, Connection& c) {
+  const auto interest = io::readable | io::read_hangup | (c.want_write ? io::writable : 0u);
+  if (kernel_.watch(poller_, fd, interest, Trigger::edge) < 0) {
+    close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
+    return false;
+  }
+  c.watched = true;
+  return true;
 }
 
 void Loop::serve(int fd) {
@@ -332,8 +346,9 @@ void Loop::flush(int fd, Connection& c) {
   bool want_write = !c.output.empty();
   if (want_write != c.want_write) {
     c.want_write = want_write;
+    // R15: a connection not registered yet is asked for writability when it is registered.
     auto interest = io::readable | io::read_hangup | (want_write ? io::writable : 0u);
-    if (kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) {
+    if (c.watched && kernel_.rewatch(poller_, fd, interest, Trigger::edge) < 0) {
       close_connection(fd);
       return;
     }

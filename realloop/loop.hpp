@@ -174,6 +174,8 @@ class Loop {
     // R14: an event said the peer hung up, and the read has not reached the end of stream yet:
     // a short read does not end the reading.
     bool hangup_told = false;
+    // R15: registered with the poller. Not yet while its eager read is served.
+    bool watched = false;
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     Output output;
@@ -186,11 +188,11 @@ class Loop {
     std::optional<Instant> idle_until;   // from the last answer written, nothing since
     std::optional<Instant> write_until;  // output waiting: from the last progress
     std::optional<Instant> timer_at;
-    static constexpr state::Fields<18> state_fields{
+    static constexpr state::Fields<19> state_fields{
         state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
         state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
         state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("continue_sent"),
-        state::f::value("hangup_told"), state::f::value("generation"),
+        state::f::value("hangup_told"), state::f::value("watched"),   state::f::value("generation"),
         state::f::value("input"),      state::f::value("output"),     state::f::deadline("head_until"),
         state::f::deadline("body_until"), state::f::deadline("idle_until"), state::f::deadline("write_until"),
         state::f::skip("timer_at")};
@@ -220,6 +222,7 @@ class Loop {
   bool retry_due();
   void place(int fd);
   void admit(int fd);
+  bool watch_connection(int fd, Connection& connection);  // R15; closes it and says false on failure
   // connection.cpp: serving (R8, R11)
   void serve(int fd);
   Input read_input(Connection& connection);

@@ -622,6 +622,8 @@ const Field<Scenario> loop_fields[] = {
     {"handoff_wakes_when_empty", [](C c, N n, K k, auto& s) { s.loop.handoff_wakes_when_empty = read_bool(c, n, k); }},
     {"short_read_drains", [](C c, N n, K k, auto& s) { s.loop.short_read_drains = read_bool(c, n, k); }},
     {"short_read_heeds_hangup", [](C c, N n, K k, auto& s) { s.loop.short_read_heeds_hangup = read_bool(c, n, k); }},
+    {"watch_after_eager_read", [](C c, N n, K k, auto& s) { s.loop.watch_after_eager_read = read_bool(c, n, k); }},
+    {"watch_served_connections", [](C c, N n, K k, auto& s) { s.loop.watch_served_connections = read_bool(c, n, k); }},
 };
 const Section<Scenario> loop_section{"loop", "[loop]", loop_fields};
 
