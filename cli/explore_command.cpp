@@ -192,6 +192,18 @@ int explore_file(const ExploreArgs& args) {
           << worst_path << "\n" << sim::pinned_scenario(text, args.file, arm, written, result.worst->choices, {}, worst_path);
     }, {args.file});
   }
+  if (!result.diverged.empty()) {
+    // The search could not repeat its own execution: nothing it says can be trusted.
+    nlohmann::ordered_json doc;
+    doc["scenario"] = scenario.name;
+    doc["verdict"] = "diverged";
+    doc["diverged"] = result.diverged;
+    doc["command"] = "explore";
+    if (args.json) std::cout << doc.dump(2) << '\n';
+    std::cerr << "loopsim explore: " << args.file << ": " << result.diverged
+              << "\n  the search stopped: a run of this scenario did not repeat itself. Please report it.\n";
+    return exit_audit_failed;
+  }
   if (!result.audit_failure.empty()) {
     // A loopsim bug, not the scenario's: no counterexample is shrunk or written.
     nlohmann::ordered_json doc;
@@ -430,7 +442,9 @@ void add_explore(CLI::App& app, int& status) {
       "     so it ends here unless it finds something. By deviations (the default), it still\n"
       "     says which level it finished: deviations_completed = 2 means no schedule with two\n"
       "     or fewer non-natural choices fails.\n"
-      "  4  --audit: two states with one digest differ (a loopsim bug; the field is named)\n"
+      "  4  --audit: two states with one digest differ (a loopsim bug; the field is named); or,\n"
+      "     audit or not, a replay or restore did not stand where the execution it repeats stood\n"
+      "     (the decision is named)\n"
       "States are merged only where every judged property is decided by the state: answered,\n"
       "liveness, no_stranded_backlog, and latency, max_gap, batch_bound, no_spin, post_latency\n"
       "and shutdown_clean, whose monitors join the state (a bound in requests or batches is\n"

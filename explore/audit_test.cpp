@@ -3,6 +3,8 @@
 // state, and stops, naming what differs, where a declaration leaves out a field that matters.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "examples/own-kernel-loop/tiny_loop.hpp"
 #include "explore/explorer.hpp"
 #include "realloop/loop.hpp"
@@ -224,5 +226,103 @@ TEST_CASE("audit: a decision that leads back to the state that asked it fails th
     CHECK_THAT(r.audit_failure, Catch::Matchers::Contains("one question asked twice"));
     options.audit = false;
     CHECK(search(AskedTwice{}, options).audit_failure.empty());
+  }
+}
+
+namespace {
+
+// A system whose executions do not repeat: from its second execution on, one decision asks
+// otherwise than the first execution's did (`changes`: another state, or another count of
+// options). A replay, which repeats a path's decisions to reach a branch, would then take the
+// branch of another execution in silence. Its executions can be saved; with Change::restore a
+// restore forgets the path taken, as a snapshot that does not hold all its state would.
+class Unrepeatable final : public System {
+ public:
+  enum class Change { none, key, options, restore };
+  Unrepeatable(Change change, std::uint32_t at) : change_(change), at_(at) {}
+
+  std::unique_ptr<Execution> start() const override { return std::make_unique<Run>(*this, started_++); }
+  Merging merging() const override { return Merging{}; }
+
+ private:
+  class Run final : public Execution {
+   public:
+    Run(const Unrepeatable& system, std::uint64_t number) : system_(system), number_(number) {}
+    Stop advance() override { return here(); }
+    std::optional<Stop> stands_at(bool) const override { return here(); }
+    std::unique_ptr<Saved> save() override { return std::make_unique<Kept>(decided_, path_); }
+    void restore(const Saved& saved) override {
+      const auto& kept = dynamic_cast<const Kept&>(saved);
+      decided_ = kept.decided;
+      path_ = system_.change_ == Change::restore ? 0 : kept.path;
+    }
+    Stop here() const {
+      Stop stop;
+      if (decided_ < 3) {
+        const bool changed = number_ > 0 && decided_ == system_.at_;
+        stop.kind = Stop::Kind::decision;
+        stop.choice = model::ChoiceKind::order;
+        stop.options = changed && system_.change_ == Change::options ? 3 : 2;
+        stop.shape = 1000 * (decided_ + 1) + path_;
+        stop.key = stop.shape + (changed && system_.change_ == Change::key ? 77 : 0);
+        return stop;
+      }
+      stop.kind = Stop::Kind::end;
+      stop.shape = stop.key = 9000 + path_;
+      return stop;
+    }
+    void decide(std::uint32_t pick) override {
+      path_ = path_ * 3 + pick + 1;
+      ++decided_;
+    }
+    Outcome outcome() override { return Outcome{}; }
+    void abandon() override {}
+    std::uint64_t steps() const override { return decided_; }
+
+   private:
+    struct Kept final : Saved {
+      Kept(std::uint32_t d, std::uint64_t p) : decided(d), path(p) {}
+      std::size_t bytes() const override { return sizeof *this; }
+      std::uint32_t decided;
+      std::uint64_t path;
+    };
+    const Unrepeatable& system_;
+    std::uint64_t number_;
+    std::uint32_t decided_ = 0;
+    std::uint64_t path_ = 0;
+  };
+
+  Change change_;
+  std::uint32_t at_;
+  mutable std::uint64_t started_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("replays check themselves: a replay that parts from its execution stops, naming the decision") {
+  for (auto strategy : {ExploreOptions::Strategy::dfs, ExploreOptions::Strategy::deviations}) {
+    INFO("strategy " << int(strategy));
+    ExploreOptions replays;  // every branch replayed from a new execution's start
+    replays.strategy = strategy;
+    replays.snapshots = false;
+    // A system that repeats itself is searched whole: 2^3 executions.
+    ExploreResult whole = search(Unrepeatable(Unrepeatable::Change::none, 0), replays);
+    CHECK(whole.executions == 8);
+    CHECK(whole.diverged.empty());
+    const ExploreResult key = search(Unrepeatable(Unrepeatable::Change::key, 0), replays);
+    CHECK_THAT(key.diverged, Catch::Matchers::Contains("parted from the execution it repeats at decision 0") &&
+                                 Catch::Matchers::Contains("the same question in another state"));
+    CHECK(key.executions < whole.executions);  // stopped where it parted
+    // One whose second decision offers another count of options.
+    CHECK_THAT(search(Unrepeatable(Unrepeatable::Change::options, 1), replays).diverged,
+               Catch::Matchers::Contains("at decision 1") && Catch::Matchers::Contains("it found order:3"));
+    // One whose restores forget the path: the restored state, read afresh, is not the saved one.
+    // Replayed instead, it repeats itself.
+    ExploreOptions restores = replays;
+    restores.snapshots = true;
+    CHECK(search(Unrepeatable(Unrepeatable::Change::none, 0), restores).diverged.empty());
+    CHECK_THAT(search(Unrepeatable(Unrepeatable::Change::restore, 0), restores).diverged,
+               Catch::Matchers::Contains("parted from the execution it repeats at decision 2"));
+    CHECK(search(Unrepeatable(Unrepeatable::Change::restore, 0), replays).diverged.empty());
   }
 }

@@ -139,6 +139,7 @@ void Explorer::descend(std::size_t previous, std::uint32_t via, std::optional<St
     }
     LOOPSIM_ASSERT_OP(pick, <, stop.options);
     path_.push_back(model::Choice{stop.choice, stop.options, pick});
+    path_keys_.push_back(stop.key);
     if (bounded_) take_link();
     exec_->decide(pick);
     via = pick;
@@ -167,7 +168,7 @@ void Explorer::push_frame(const Stop& stop, std::size_t node) {
   // The DFS stack: one frame a decision on the current path, deepest last.
   LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < path_.size());
   LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
-  Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted};
+  Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted, stop.key};
   for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
   frame.saved = keep_snapshot();
   frames_.push_back(std::move(frame));
@@ -200,20 +201,54 @@ void Explorer::decision_done(std::size_t node, bool whole, std::unique_ptr<Saved
 }
 
 // Replays the current path's decisions from index `from_depth` up to (not including) decision
-// `to_depth`, the execution standing at decision `from_depth`'s stop.
+// `to_depth`, the execution standing at decision `from_depth`'s stop. Each decision it reaches
+// is checked against the path: a replay that parted from the execution it repeats says where.
 void Explorer::replay_to(std::size_t from_depth, std::size_t to_depth) {
   std::uint64_t steps_at_start = exec_->steps();
+  if (from_depth < to_depth) replayed_.reset();
   for (std::size_t d = from_depth; d < to_depth;) {
     exec_->decide(path_[d].pick);
     ++d;
     for (;;) {
       Stop stop = exec_->advance();
-      if (stop.kind == Stop::Kind::decision) break;
+      if (stop.kind == Stop::Kind::decision) {
+        if (d < path_.size()) check_on_path(stop, d, "a replay");
+        replayed_ = stop;
+        break;
+      }
       if (stop.kind == Stop::Kind::end) throw std::logic_error("explore: a replay ended before its decision");
     }
   }
   result_.replayed_steps += exec_->steps() - steps_at_start;
   result_.steps += exec_->steps() - steps_at_start;
+}
+
+void Explorer::check_on_path(std::optional<Stop> stop, std::size_t depth, const char* how) const {
+  LOOPSIM_ASSERT_OP(depth, <, path_.size());
+  LOOPSIM_ASSERT_OP(path_keys_.size(), ==, path_.size());
+  check_stands(stop, depth, path_[depth].kind, path_[depth].options, path_keys_[depth], how);
+}
+
+void Explorer::check_stands(std::optional<Stop> stop, std::size_t depth, model::ChoiceKind kind,
+                            std::uint32_t options, std::uint64_t key, const char* how) const {
+  if (!stop) stop = exec_->stands_at(options_.audit);
+  if (!stop) stop = replayed_;
+  if (!stop) return;  // a state that cannot be read again (checked by its replays alone)
+  if (stop->kind == Stop::Kind::decision && stop->choice == kind && stop->options == options && stop->key == key)
+    return;
+  // As the trace's choices are written: kind:options.
+  auto asked = [](model::ChoiceKind k, std::uint32_t n) {
+    return std::string(model::choice_kind_name(k)) + ":" + std::to_string(n);
+  };
+  const std::string found = stop->kind != Stop::Kind::decision ? std::string("no decision")
+                            : stop->choice != kind || stop->options != options
+                                ? asked(stop->choice, stop->options)
+                                : "the same question in another state (key " + std::to_string(stop->key) + ", not " +
+                                      std::to_string(key) + ")";
+  throw Diverged("explore: " + std::string(how) + " parted from the execution it repeats at decision " +
+                         std::to_string(depth) + ": the path there asked " + asked(kind, options) + ", it found " +
+                         found + " (a nondeterministic system, a snapshot that does not restore all it holds, or a digest "
+                         "kept past a change of its state)");
 }
 
 void Explorer::resume_at(std::size_t f) {
@@ -231,6 +266,9 @@ void Explorer::resume_at(std::size_t f) {
     LOOPSIM_ASSERT_OP(frames_[base].depth, <=, target.depth);
     exec_->restore(*frames_[base].saved);
     ++result_.restores;
+    replayed_.reset();
+    check_stands(std::nullopt, frames_[base].depth, frames_[base].kind, frames_[base].options, frames_[base].key,
+                 "a restore");
     replay_to(frames_[base].depth, target.depth);
     return;
   }
@@ -241,6 +279,7 @@ void Explorer::replay_from_start(std::size_t to_depth) {
   // From the snapshot of the first stop where there is one: a new execution would not take the
   // snapshots of this one.
   bool at_decision = false;
+  replayed_.reset();
   if (root_) {
     exec_->restore(*root_);
     ++result_.restores;
@@ -254,6 +293,8 @@ void Explorer::replay_from_start(std::size_t to_depth) {
     Stop stop = exec_->advance();
     if (stop.kind == Stop::Kind::end) throw std::logic_error("explore: a replay ended before its decision");
     at_decision = stop.kind == Stop::Kind::decision;
+    if (at_decision && !path_.empty()) check_on_path(stop, 0, "a replay");
+    if (at_decision) replayed_ = stop;
   }
   result_.replayed_steps += exec_->steps() - steps_at_start;
   result_.steps += exec_->steps() - steps_at_start;
@@ -268,7 +309,7 @@ void Explorer::take_link() {
     stop_ = true;
     return;
   }
-  links_.push_back(Link{link_, std::uint32_t(path_.size() - 1), path_.back()});
+  links_.push_back(Link{link_, std::uint32_t(path_.size() - 1), path_.back(), path_keys_.back()});
   link_ = std::uint32_t(links_.size() - 1);
   deviations_ += path_.back().pick != 0;
 }
@@ -322,7 +363,9 @@ void Explorer::dfs() {
     resume_at(frames_.size() - 1);
     const Frame& at = frames_.back();
     path_.resize(at.depth);
+    path_keys_.resize(at.depth);
     path_.push_back(model::Choice{at.kind, at.options, pick});
+    path_keys_.push_back(at.key);
     accepted_before_ = at.accepted;
     exec_->decide(pick);
     descend(at.node, pick);
@@ -345,6 +388,7 @@ void Explorer::sample() {
     }
     seeded_.emplace(options_.seed_first + i);
     path_.clear();
+    path_keys_.clear();
     accepted_before_ = 0;
     if (root) {
       exec_->restore(*root);
@@ -363,6 +407,7 @@ void Explorer::sample() {
         std::uint32_t pick = seeded_->choose(first.choice, first.options);
         LOOPSIM_ASSERT_OP(pick, <, first.options);
         path_.push_back(model::Choice{first.choice, first.options, pick});
+        path_keys_.push_back(first.key);
         exec_->decide(pick);
         descend(node, pick);
       } else {
@@ -401,18 +446,22 @@ ExploreResult Explorer::run() {
   } else if (!options_.prune) {
     result_.merging_note = "--no-prune: no two executions are merged";
   }
-  if (random_) {
-    sample();
-  } else if (bounded_) {
-    by_deviations();
-  } else {
-    dfs();
+  try {
+    if (random_) {
+      sample();
+    } else if (bounded_) {
+      by_deviations();
+    } else {
+      dfs();
+    }
+  } catch (const Diverged& e) {
+    result_.diverged = e.what();
   }
   // The graph shows every way out of a state only when nothing was cut and no alternative went
   // to another shard: only then is a bottom component one.
   bool whole = result_.bounds.empty() && options_.shards == 1 && !random_;
   if (result_.verdict != ExploreResult::Verdict::violated && options_.maximize.empty() && whole &&
-      result_.audit_failure.empty()) {
+      result_.audit_failure.empty() && result_.diverged.empty()) {
     find_stranding();
   }
   if (exec_) exec_->abandon();

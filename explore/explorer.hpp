@@ -118,6 +118,10 @@ struct ExploreResult {
   std::uint64_t audit_compared = 0;
   std::uint64_t audit_unwritten = 0;
   std::string audit_failure;
+  // A replay or a restore that did not stand where the path it repeats said (another question,
+  // or the same in another state), with the decision it parted at: the search stopped there,
+  // for it would have searched another branch than the one it meant (empty: none).
+  std::string diverged;
 };
 
 const char* verdict_name(ExploreResult::Verdict verdict);

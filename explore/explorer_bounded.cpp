@@ -27,7 +27,7 @@ void Explorer::queue_branches(const Stop& stop, std::size_t node) {
   waiting.saved = keep_snapshot();
   // The last queued goes first: pick 1 of this decision, then 2, ...
   for (std::uint32_t alt = stop.options; alt-- > 1;) {
-    levels_[level].push_back(Branch{link_, alt, stop.choice, stop.options, node, stop.accepted});
+    levels_[level].push_back(Branch{link_, alt, stop.choice, stop.options, node, stop.accepted, stop.key});
   }
 }
 
@@ -43,8 +43,13 @@ void Explorer::branch_done(std::uint32_t link) {
 
 void Explorer::resume_link(std::uint32_t link) {
   path_.clear();
-  for (std::uint32_t l = link; l != no_link; l = links_[l].parent) path_.push_back(links_[l].choice);
+  path_keys_.clear();
+  for (std::uint32_t l = link; l != no_link; l = links_[l].parent) {
+    path_.push_back(links_[l].choice);
+    path_keys_.push_back(links_[l].key);
+  }
   std::reverse(path_.begin(), path_.end());
+  std::reverse(path_keys_.begin(), path_keys_.end());
   const std::size_t target = path_.size();
   // The nearest snapshot: the decision's own, or one taken at a decision above it.
   for (std::uint32_t key = link;; key = links_[key].parent) {
@@ -52,7 +57,11 @@ void Explorer::resume_link(std::uint32_t link) {
     if (it != waiting_.end() && it->second.saved) {
       exec_->restore(*it->second.saved);
       ++result_.restores;
-      replay_to(key == no_link ? 0 : std::size_t(links_[key].depth) + 1, target);
+      replayed_.reset();
+      const std::size_t from = key == no_link ? 0 : std::size_t(links_[key].depth) + 1;
+      // The branch's own decision is checked by the caller, against the branch.
+      if (from < target) check_on_path(std::nullopt, from, "a restore");
+      replay_to(from, target);
       return;
     }
     if (key == no_link) break;
@@ -120,7 +129,9 @@ void Explorer::by_deviations() {
     const Branch branch = levels_[level].back();
     levels_[level].pop_back();
     resume_link(branch.at);
+    check_stands(std::nullopt, path_.size(), branch.kind, branch.options, branch.key, "a resumed branch");
     path_.push_back(model::Choice{branch.kind, branch.options, branch.pick});
+    path_keys_.push_back(branch.key);
     link_ = branch.at;
     deviations_ = std::uint32_t(level) - 1;
     take_link();

@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +18,13 @@
 namespace loopsim::explore::detail {
 
 constexpr std::uint32_t no_pick = std::numeric_limits<std::uint32_t>::max();
+
+// Thrown where a resumed execution does not stand where its path says (Explorer::check_stands),
+// caught by Explorer::run: ExploreResult::diverged.
+class Diverged final : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
 constexpr std::size_t no_node = std::numeric_limits<std::size_t>::max();
 
 // A state as the search merges on it (a key), and how the search first came to it: enough to
@@ -58,6 +66,7 @@ class Explorer {
     std::unique_ptr<Saved> saved;     // null: resumed from a snapshot below, or replayed
     bool whole = true;                // every alternative is this search's (not dealt to shards)
     std::uint64_t accepted = 0;       // connections accepted by then
+    std::uint64_t key = 0;            // the decision's state key
   };
 
   void dfs();
@@ -91,6 +100,12 @@ class Explorer {
   // Brings the execution to frame `f`'s decision, ready to be decided.
   void resume_at(std::size_t f);
   void replay_to(std::size_t from_depth, std::size_t to_depth);
+  // A resumed execution must stand where its path says (kind, options and key of the decision
+  // at `depth`), or the search would take another branch than the one it means, in silence.
+  // `stop`: where a replay stopped; none: after a restore, read afresh (Execution::stands_at).
+  void check_stands(std::optional<Stop> stop, std::size_t depth, model::ChoiceKind kind, std::uint32_t options,
+                    std::uint64_t key, const char* how) const;
+  void check_on_path(std::optional<Stop> stop, std::size_t depth, const char* how) const;
   // A new execution from time 0, replayed up to path_'s decision `to_depth`.
   void replay_from_start(std::size_t to_depth);
   std::size_t intern(const Stop& stop, std::size_t previous, std::uint32_t via, bool& fresh);
@@ -134,6 +149,8 @@ class Explorer {
 
   std::vector<Frame> frames_;
   std::vector<model::Choice> path_;  // the running execution's decisions
+  std::vector<std::uint64_t> path_keys_;  // each decision's state key, beside path_
+  std::optional<Stop> replayed_;          // the decision stop the last replay reached
 
   // The search by deviations. Every decision taken is a link to the one before it (a tree of
   // the paths taken, which a branch's path is read back from); a branch is a decision's other
@@ -142,6 +159,7 @@ class Explorer {
     std::uint32_t parent;  // no_link: the first decision
     std::uint32_t depth;   // this decision's index in its execution
     model::Choice choice;
+    std::uint64_t key;  // the state key the decision was asked in
   };
   static constexpr std::uint32_t no_link = std::numeric_limits<std::uint32_t>::max();
   struct Branch {
@@ -151,6 +169,7 @@ class Explorer {
     std::uint32_t options;
     std::size_t node;  // the decision's key node
     std::uint64_t accepted;
+    std::uint64_t key;  // the decision's state key
   };
   // The branches of one decision still waiting, and a snapshot of its state while they do.
   struct Waiting {

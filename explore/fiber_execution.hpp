@@ -42,6 +42,8 @@ class FiberExecution : public Execution {
   // True once the explorer wants nothing more: pause() then returns 0 at once, and the body
   // runs to its end unwatched.
   bool abandoned() const { return abandoned_; }
+  // The stop last handed out (a restored execution's, as it was saved).
+  const Stop& paused_at() const { return stop_; }
   std::uint64_t steps_ = 0;
 
  private:

@@ -76,6 +76,11 @@ class Execution {
   // At a step or decision stop: what its shape hashed, value by value with each value's field,
   // for the digest audit; none where the state cannot be written down (a target program's).
   virtual std::optional<state::Transcript> transcript() const { return std::nullopt; }
+  // At a step or decision stop: the stop it stands at, its shape and key read from the state as
+  // it is now, for the explorer to check that a restored execution stands where it was saved;
+  // none where the state cannot be read again. `afresh`: the digest taken again in full (the
+  // audit's); otherwise the one kept for the step, which a restore brings back with the state.
+  virtual std::optional<Stop> stands_at(bool /*afresh*/) const { return std::nullopt; }
   // After the end stop: its judged outcome.
   virtual Outcome outcome() = 0;
   // Stops it where it is (its end is not wanted): it may finish quietly, or just end.

@@ -79,6 +79,24 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     if (world_ == nullptr) return std::nullopt;
     return world_->horizon_transcript();
   }
+  std::optional<Stop> stands_at(bool afresh) const override {
+    if (world_ == nullptr) return std::nullopt;
+    // Either way allocating nothing in the world's arena.
+    Stop stop;
+    stop.kind = paused_at().kind;
+    if (afresh) {
+      stop.shape = world_->horizon_digest_afresh(stop.beyond);
+    } else if (auto kept = world_->horizon_digest_kept(stop.beyond)) {
+      stop.shape = *kept;
+    } else {
+      return std::nullopt;
+    }
+    stop.now = world_->now();
+    stop.choice = paused_at().choice;
+    stop.options = paused_at().options;
+    stop.key = key_of(stop, scenario_.horizon);
+    return stop;
+  }
 
  private:
   void body() override {

@@ -175,6 +175,27 @@ std::uint64_t World::digest() const {
 
 std::uint64_t World::horizon_digest(bool& beyond) const { return impl_->digest_of(impl_->scenario.horizon, beyond); }
 
+std::optional<std::uint64_t> World::horizon_digest_kept(bool& beyond) const {
+  const Impl& w = *impl_;
+  if (w.digest_taken.epoch != w.scheduler.epoch() || w.digest_taken.horizon != w.scenario.horizon) return std::nullopt;
+  beyond = w.digest_taken.beyond;
+  return w.digest_taken.value;
+}
+
+std::uint64_t World::horizon_digest_afresh(bool& beyond) const {
+  const Impl& w = *impl_;
+  struct Flag final : state::Clamp {
+    void clamped(std::int64_t) override { any = true; }
+    bool any = false;
+  } flag;
+  model::Digest fresh;
+  const state::Names* names = w.canonical ? &*w.canonical : nullptr;
+  state::visit([&fresh](std::int64_t v) { fresh.add(v); }, w, w.scheduler.now(), names, nullptr, w.scenario.horizon,
+               &flag);
+  beyond = flag.any;
+  return fresh.value();
+}
+
 void World::horizon_walk(state::Trail& trail, const std::function<void(std::int64_t)>& add) const {
   const Impl& w = *impl_;
   if (w.digest_taken.epoch != w.scheduler.epoch() || w.digest_taken.horizon != w.scenario.horizon) {

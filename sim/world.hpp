@@ -144,6 +144,13 @@ class World {
   // happening, a window's end) is fed as only that, since nothing there happens. `beyond` says
   // whether anything was. Two states with equal horizon digests at one instant end alike.
   std::uint64_t horizon_digest(bool& beyond) const;
+  // The same taken again, past the cache kept for the step (its epoch), and allocating nothing
+  // in the world: the explorer checks with it, from outside the world's arena, that a restored
+  // world is the state it saved. The canonical names are those the last digest refreshed.
+  std::uint64_t horizon_digest_afresh(bool& beyond) const;
+  // The digest horizon_digest() keeps for this step, if it was taken at it: what a restore
+  // brings back with the state (none otherwise; nothing is computed).
+  std::optional<std::uint64_t> horizon_digest_kept(bool& beyond) const;
   // The walk horizon_digest() took, value by value, with `trail` following it: for the
   // digest-drop test, which finds the values each component holds. The same conditions as
   // horizon_transcript().
