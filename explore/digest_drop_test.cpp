@@ -212,15 +212,19 @@ struct Collisions final : explore::KeyProbe {
   std::uint64_t stops = 0;
 };
 
+// The base arm of tests/data/explore/NAME.toml.
+Case data_case(const std::string& name) {
+  const std::string file = std::string(LOOPSIM_SOURCE_DIR) + "/tests/data/explore/" + name + ".toml";
+  const std::string text = sim::read_scenario_file(file);
+  return Case{name, sim::parse_scenario(text, name + ".toml"), checker::costs_for(text, name + ".toml")};
+}
+
 }  // namespace
 
 // The first part's own check, on one arm: the monitors' state alone tells two stops apart (a
 // request answered late or not is nowhere else), and a limit this run never changes never does.
 TEST_CASE("digest drops: one search finds a component that alone tells two states apart, and not a constant") {
-  namespace fs = std::filesystem;
-  const fs::path file = fs::path(LOOPSIM_SOURCE_DIR) / "tests/data/explore/latency-windows.toml";
-  const std::string text = sim::read_scenario_file(file.string());
-  const Case c{"latency-windows", sim::parse_scenario(text, "latency-windows.toml"), checker::costs_for(text, "latency-windows.toml")};
+  const Case c = data_case("latency-windows");
   Components catalog;
   state::catalog_for_tests = &catalog;
   searched(c);
@@ -245,10 +249,7 @@ TEST_CASE("digest drops: one search finds a component that alone tells two state
 // not). Searched whole, the audit passes; with it left out, the two are merged, and the audit,
 // which writes down every field, sees one digest with two futures.
 TEST_CASE("digest drops: two reloads at one instant are told apart by reload_key_ alone, and merged without it") {
-  namespace fs = std::filesystem;
-  const fs::path file = fs::path(LOOPSIM_SOURCE_DIR) / "tests/data/explore/reload-race.toml";
-  const std::string text = sim::read_scenario_file(file.string());
-  const Case c{"reload-race", sim::parse_scenario(text, "reload-race.toml"), checker::costs_for(text, "reload-race.toml")};
+  const Case c = data_case("reload-race");
   Components catalog;
   state::catalog_for_tests = &catalog;
   const Seen whole = searched(c);
