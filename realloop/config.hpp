@@ -187,10 +187,10 @@ struct LoopConfig {
 
   // R15: an admitted connection is registered with the poller after its eager read, not before:
   // a request that came with the connection is read, answered and, with `Connection: close`,
-  // closed without the registration (one epoll_ctl a connection) and without the stale event
-  // it would queue (one read more on a kept connection). The registration, made once the read
-  // has stopped, queues an event at once if bytes came meanwhile (as EPOLL_CTL_ADD does), so none is lost. false:
-  // registered at admission, the loop before.
+  // closed without the registration (one epoll_ctl a connection), and a kept one is spared the
+  // stale event a registration before the read would queue (one read more). The registration,
+  // made once the read has stopped, queues an event at once if bytes came meanwhile (as
+  // EPOLL_CTL_ADD does), so none is lost. false: registered at admission, the loop before.
   bool watch_after_eager_read = true;
   // R15 sabotage: false leaves a connection unregistered when its eager read found a request,
   // as if it would close after the answer: a kept connection's next request is never read
