@@ -247,14 +247,15 @@ Parse chunked_body(std::string_view buffer, std::size_t at, std::size_t max_line
     std::string_view line;
     std::size_t next = 0;
     std::uint64_t size = 0;
-    const Parse found = framing_line(buffer, at, max_line, line, next);
-    if (found == Parse::incomplete) {
-      // The line so far: its digits may already say too large, or a character bad.
-      auto partial = buffer.substr(at);
-      if (!partial.empty() && partial.back() == '\r') partial.remove_suffix(1);
-      const Parse so_far = partial.empty() ? Parse::complete : chunk_size(partial, size);
-      return so_far == Parse::complete ? Parse::incomplete : so_far;
+    // The size line's characters before its end decide before the end does: digits past the
+    // limit are too large, or a character bad, whatever line end comes after them (or none yet).
+    const std::string_view rest = buffer.substr(at, max_line);
+    const std::string_view before_end = rest.substr(0, rest.find_first_of("\r\n"));
+    if (!before_end.empty()) {
+      if (auto so_far = chunk_size(before_end, size); so_far != Parse::complete) return so_far;
     }
+    const Parse found = framing_line(buffer, at, max_line, line, next);
+    if (found == Parse::incomplete) return found;
     if (found != Parse::complete) return Parse::bad;  // too_large: a chunk line past max_line
     if (auto read = chunk_size(line, size); read != Parse::complete) return read;
     sum += size;

@@ -516,6 +516,11 @@ TEST_CASE("chunked request bodies: limits on the sizes, a chunk line and the tra
   CHECK(parse(head + "100001\r\n") == Parse::content_too_large);
   CHECK(parse(head + "100001") == Parse::content_too_large);
   CHECK(parse(head + "FFFFFFFFFFFFFFFFFFFFFFFFFFFF") == Parse::content_too_large);
+  // Too large whatever ends the line, or fails to: the digits came first (found by fuzzing: a
+  // size followed by a CR and no LF was 413 in pieces and 400 whole).
+  CHECK(parse(head + "59223372036854775808\rh\n") == Parse::content_too_large);
+  CHECK(parse(head + "100001\nx") == Parse::content_too_large);
+  CHECK(parse(head + "5\rh") == Parse::bad);
   CHECK(parse(head + "80000\r\n" + std::string(0x80000, 'a') + "\r\n80001\r\n") == Parse::content_too_large);
   CHECK(parse(head + "000000000000000000000000000000005\r\nhello\r\n0\r\n\r\n") == Parse::complete);
   // While incomplete, the length is the least the request can be: what the chunks so far announce,
