@@ -251,13 +251,13 @@ Parse chunked_body(std::string_view buffer, std::size_t at, std::size_t max_line
     // limit are too large, or a character bad, whatever line end comes after them (or none yet).
     const std::string_view rest = buffer.substr(at, max_line);
     const std::string_view before_end = rest.substr(0, rest.find_first_of("\r\n"));
-    if (!before_end.empty()) {
-      if (auto so_far = chunk_size(before_end, size); so_far != Parse::complete) return so_far;
-    }
+    const Parse read = before_end.empty() ? Parse::incomplete : chunk_size(before_end, size);
+    if (read != Parse::complete && read != Parse::incomplete) return read;
     const Parse found = framing_line(buffer, at, max_line, line, next);
     if (found == Parse::incomplete) return found;
-    if (found != Parse::complete) return Parse::bad;  // too_large: a chunk line past max_line
-    if (auto read = chunk_size(line, size); read != Parse::complete) return read;
+    // too_large: a chunk line past max_line; read incomplete: the line ended with no size in it.
+    // (Complete, the line is before_end: its size is read once.)
+    if (found != Parse::complete || read != Parse::complete) return Parse::bad;
     sum += size;
     if (sum > max_content_length) return Parse::content_too_large;
     if (size == 0) {
