@@ -46,15 +46,15 @@ struct Scheduler::Thread {
   // to tell stale resumptions, which the digest leaves out), and rest_at, when it last left its
   // rest point (the context holds times relative to it), and resume_at (its pending resumption,
   // which the pending work's digest holds relative to now).
-  static constexpr loopsim::state::Fields<15> state_fields{
-      loopsim::state::f::skip("name"),       loopsim::state::f::skip("body"),
-      loopsim::state::f::skip("fiber"),      loopsim::state::f::skip("sink"),
-      loopsim::state::f::value("state"),     loopsim::state::f::skip("generation"),
-      loopsim::state::f::value("woken"),     loopsim::state::f::skip("stack"),
-      loopsim::state::f::skip("fake_stack"), loopsim::state::f::value("cancelled"),
-      loopsim::state::f::value("context"),   loopsim::state::f::value("resting"),
-      loopsim::state::f::skip("rest_at"),    loopsim::state::f::skip("resume_at"),
-      loopsim::state::f::value("in_call")};
+  static constexpr auto state_fields = loopsim::state::fields(
+      loopsim::state::f::skip<&Thread::name>(), loopsim::state::f::skip<&Thread::body>(),
+      loopsim::state::f::skip<&Thread::fiber>(), loopsim::state::f::skip<&Thread::sink>(),
+      loopsim::state::f::value<&Thread::state>(), loopsim::state::f::skip<&Thread::generation>(),
+      loopsim::state::f::value<&Thread::woken>(), loopsim::state::f::skip<&Thread::stack>(),
+      loopsim::state::f::skip<&Thread::fake_stack>(), loopsim::state::f::value<&Thread::cancelled>(),
+      loopsim::state::f::value<&Thread::context>(), loopsim::state::f::value<&Thread::resting>(),
+      loopsim::state::f::skip<&Thread::rest_at>(), loopsim::state::f::skip<&Thread::resume_at>(),
+      loopsim::state::f::value<&Thread::in_call>());
 };
 
 }  // namespace loopsim::model

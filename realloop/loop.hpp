@@ -72,8 +72,9 @@ class WorkerGroup {
  public:
   // Skipped: the loops and the acceptor (digested as the process's own; these are references
   // to them).
-  static constexpr state::Fields<3> state_fields{state::f::skip("loops_"), state::f::skip("acceptor_"),
-                                                 state::f::value("next_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::skip<&WorkerGroup::loops_>(), state::f::skip<&WorkerGroup::acceptor_>(),
+      state::f::value<&WorkerGroup::next_>());
   friend struct state::Access;
 };
 
@@ -188,14 +189,17 @@ class Loop {
     std::optional<Instant> idle_until;   // from the last answer written, nothing since
     std::optional<Instant> write_until;  // output waiting: from the last progress
     std::optional<Instant> timer_at;
-    static constexpr state::Fields<19> state_fields{
-        state::f::value("open"),       state::f::value("closing"),    state::f::value("want_write"),
-        state::f::value("owed_turn"),  state::f::value("in_pool"),    state::f::value("answered"),
-        state::f::value("input_full"), state::f::value("peer_ended"), state::f::value("continue_sent"),
-        state::f::value("hangup_told"), state::f::value("watched"),   state::f::value("generation"),
-        state::f::value("input"),      state::f::value("output"),     state::f::deadline("head_until"),
-        state::f::deadline("body_until"), state::f::deadline("idle_until"), state::f::deadline("write_until"),
-        state::f::skip("timer_at")};
+    static constexpr auto state_fields = state::fields(
+        state::f::value<&Connection::open>(), state::f::value<&Connection::closing>(),
+        state::f::value<&Connection::want_write>(), state::f::value<&Connection::owed_turn>(),
+        state::f::value<&Connection::in_pool>(), state::f::value<&Connection::answered>(),
+        state::f::value<&Connection::input_full>(), state::f::value<&Connection::peer_ended>(),
+        state::f::value<&Connection::continue_sent>(), state::f::value<&Connection::hangup_told>(),
+        state::f::value<&Connection::watched>(), state::f::value<&Connection::generation>(),
+        state::f::value<&Connection::input>(), state::f::value<&Connection::output>(),
+        state::f::deadline<&Connection::head_until>(), state::f::deadline<&Connection::body_until>(),
+        state::f::deadline<&Connection::idle_until>(), state::f::deadline<&Connection::write_until>(),
+        state::f::skip<&Connection::timer_at>());
   };
   enum class Input : std::uint8_t { open, ended, reset, full };
   enum class Timeout : std::uint8_t { head, body, keepalive, write };
@@ -279,7 +283,7 @@ class Loop {
   struct Post {
     std::function<void()> run;
     std::uint64_t what;  // what `run` does (post's argument)
-    static constexpr state::Fields<2> state_fields{state::f::skip("run"), state::f::value("what")};
+    static constexpr auto state_fields = state::fields(state::f::skip<&Post::run>(), state::f::value<&Post::what>());
   };
   std::deque<Post> posts_;
   std::deque<int> handoffs_;
@@ -339,25 +343,28 @@ class Loop {
   // wait before it is read), timers_ (derived: each connection's timer_at) and the Date cache
   // (derived from the kernel's calendar, which a simulated kernel does not keep). Posts are
   // callbacks: each is digested by what it does (Post::what).
-  static constexpr state::Fields<49> state_fields{
-      state::f::skip("kernel_"),            state::f::skip("config_"),           state::f::skip("observer_"),
-      state::f::value("worker_"),           state::f::skip("group_"),            state::f::skip("accept_only_"),
-      state::f::skip("pool_"),
-      state::f::value("poller_"),           state::f::value("listener_"),        state::f::value("owns_listener_"),
-      state::f::value("listener_closed_"),  state::f::value("wake_"),            state::f::value("stop_requested_"),
-      state::f::value("shutdown_requested_"), state::f::since("shutdown_asked_"), state::f::since("pass_started_"),
-      state::f::value("awaits_close_"),       state::f::skip("mailbox_"),
-      state::f::value("posts_"),            state::f::value("handoffs_"),        state::f::value("stopping_"),
-      state::f::value("shutting_down_"),    state::f::value("finished_"),        state::f::value("listener_ready_"),
-      state::f::value("accept_owed_"),      state::f::value("handoff_owed_"),    state::f::value("accept_blocked_"),
-      state::f::value("retry_now_"),        state::f::until("retry_at_"),        state::f::value("backpressured_"),
-      state::f::value("draining_"),         state::f::value("admitting_handoffs_"), state::f::value("deferring_"),       state::f::value("deferred_"),
-      state::f::skip("pass_"),              state::f::value("connection_count_"), state::f::skip("load_"),
-      state::f::value("handle_capacity_"),
-      state::f::value("inverted_accepts_"), state::f::value("connections_"),     state::f::value("owed_turns_"),
-      state::f::skip("events_"),            state::f::skip("timers_"),           state::f::deadline("drain_until_"),
-      state::f::value("drain_resets_"),     state::f::deadline("idle_close_at_"), state::f::since("drain_began_"),
-      state::f::skip("date_"),              state::f::value("reload_key_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("kernel_"), state::f::skip<&Loop::config_>(), state::f::reference("observer_"),
+      state::f::value<&Loop::worker_>(), state::f::skip<&Loop::group_>(), state::f::skip<&Loop::accept_only_>(),
+      state::f::skip<&Loop::pool_>(), state::f::value<&Loop::poller_>(), state::f::value<&Loop::listener_>(),
+      state::f::value<&Loop::owns_listener_>(), state::f::value<&Loop::listener_closed_>(),
+      state::f::value<&Loop::wake_>(), state::f::value<&Loop::stop_requested_>(),
+      state::f::value<&Loop::shutdown_requested_>(), state::f::since<&Loop::shutdown_asked_>(),
+      state::f::since<&Loop::pass_started_>(), state::f::value<&Loop::awaits_close_>(),
+      state::f::skip<&Loop::mailbox_>(), state::f::value<&Loop::posts_>(), state::f::value<&Loop::handoffs_>(),
+      state::f::value<&Loop::stopping_>(), state::f::value<&Loop::shutting_down_>(),
+      state::f::value<&Loop::finished_>(), state::f::value<&Loop::listener_ready_>(),
+      state::f::value<&Loop::accept_owed_>(), state::f::value<&Loop::handoff_owed_>(),
+      state::f::value<&Loop::accept_blocked_>(), state::f::value<&Loop::retry_now_>(),
+      state::f::until<&Loop::retry_at_>(), state::f::value<&Loop::backpressured_>(),
+      state::f::value<&Loop::draining_>(), state::f::value<&Loop::admitting_handoffs_>(),
+      state::f::value<&Loop::deferring_>(), state::f::value<&Loop::deferred_>(), state::f::skip<&Loop::pass_>(),
+      state::f::value<&Loop::connection_count_>(), state::f::skip<&Loop::load_>(),
+      state::f::value<&Loop::handle_capacity_>(), state::f::value<&Loop::inverted_accepts_>(),
+      state::f::value<&Loop::connections_>(), state::f::value<&Loop::owed_turns_>(), state::f::skip<&Loop::events_>(),
+      state::f::skip<&Loop::timers_>(), state::f::deadline<&Loop::drain_until_>(),
+      state::f::value<&Loop::drain_resets_>(), state::f::deadline<&Loop::idle_close_at_>(),
+      state::f::since<&Loop::drain_began_>(), state::f::skip<&Loop::date_>(), state::f::value<&Loop::reload_key_>());
   friend struct state::Access;
 };
 

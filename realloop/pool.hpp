@@ -47,8 +47,9 @@ class HandlerPool {
     std::uint64_t generation;
     std::string request;
     // Skipped: loop (which worker's; fd and generation tell the job apart within it).
-    static constexpr state::Fields<4> state_fields{state::f::skip("loop"), state::f::value("fd"),
-                                                   state::f::value("generation"), state::f::value("request")};
+    static constexpr auto state_fields = state::fields(
+        state::f::skip<&Job::loop>(), state::f::value<&Job::fd>(), state::f::value<&Job::generation>(),
+        state::f::value<&Job::request>());
   };
   bool take(Job& job);
 
@@ -62,9 +63,11 @@ class HandlerPool {
 
  public:
   // Skipped: the kernel (a collaborator) and the lock.
-  static constexpr state::Fields<7> state_fields{
-      state::f::skip("kernel_"), state::f::value("pollers_"), state::f::value("wakes_"), state::f::skip("mutex_"),
-      state::f::value("jobs_"),  state::f::value("idle_"),    state::f::value("stopping_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("kernel_"), state::f::value<&HandlerPool::pollers_>(),
+      state::f::value<&HandlerPool::wakes_>(), state::f::skip<&HandlerPool::mutex_>(),
+      state::f::value<&HandlerPool::jobs_>(), state::f::value<&HandlerPool::idle_>(),
+      state::f::value<&HandlerPool::stopping_>());
   friend struct state::Access;
 };
 

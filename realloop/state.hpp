@@ -1,16 +1,21 @@
 // What a layer contributes to a state digest, declared once per type, beside its fields.
 //
-// A type that is part of the state declares one policy per field, in declaration order, with
-// the field's name (for the digest audit's messages):
+// A type that is part of the state declares one policy per member, in declaration order, each
+// naming the member itself:
 //
-//   static constexpr state::Fields<3> state_fields{
-//       state::f::value("fd"), state::f::until("deadline"), state::f::skip("kernel_")};
+//   static constexpr auto state_fields = state::fields(
+//       state::f::value<&Socket::fd>(), state::f::until<&Socket::deadline>(), state::f::reference("kernel_"));
 //
-// Its fields are bound by a structured binding of exactly that many names, so a field added to
-// the type and not to the declaration does not compile: no field can be forgotten. `skip` is a
-// decision, with its reason beside the field (a reference to a collaborator, a lock, a counter
-// that only names things); the digest-completeness test lists every skipped field again, and
-// perturbs every other one to show that the digest sees it.
+// The digest reads each member through its member pointer, and its name (for the digest audit's
+// messages) is the member's own, taken from the pointer. The declaration is checked at compile
+// time against the members as the type declares them: entry i must be member i, and there must be
+// exactly as many entries as members. So a member added without a policy, one left out, one listed
+// twice, or two members moved past each other does not compile: no field can be forgotten or read
+// under another's policy. A reference member (a collaborator) cannot be pointed at; it is declared
+// `reference("name")`, is never state, and the check holds it to a member of reference type.
+// `skip` is a decision, with its reason beside the member (a lock, a counter that only names
+// things); the digest-completeness test lists every skipped field by name, and perturbs every
+// other one to show that the digest sees it.
 //
 // Names: a client's or a connection's number only names it. A digest may be given canonical
 // names (Names), under which interchangeable clients of one group are one multiset: a field that
@@ -69,23 +74,126 @@ struct Field {
   constexpr bool operator==(Policy p) const { return policy == p; }
 };
 
-// The declarations' words: state::f::value("fd").
+// The member a declared field is, as a type: its class, and the member's own name, which the
+// compiler spells in a function's signature ("... M = &loopsim::Loop::worker_]" or "...;").
+template <auto M>
+consteval std::string_view signature_of() {
+  return __PRETTY_FUNCTION__;
+}
+template <auto M>
+consteval std::string_view member_name_of() {
+  std::string_view s = signature_of<M>();
+  std::size_t at = s.find("M = &");
+  if (at == std::string_view::npos) return {};
+  s = s.substr(at + 5);
+  s = s.substr(0, s.find_first_of(";]"));
+  std::size_t scope = s.rfind("::");
+  return scope == std::string_view::npos ? s : s.substr(scope + 2);
+}
+template <auto M>
+struct MemberName {
+  static constexpr std::size_t length = member_name_of<M>().size();
+  static_assert(length > 0, "state: this compiler spells a member pointer in a way member_name_of cannot read");
+  static constexpr std::array<char, length + 1> text = [] {
+    std::array<char, length + 1> out{};
+    std::string_view name = member_name_of<M>();
+    for (std::size_t at = 0; at < length; ++at) out[at] = name[at];
+    return out;
+  }();
+};
+
+// A declared member: its policy and name as a Field (whose address names the component for the
+// digest-drop test), and the member pointer, which is how the digest reads it.
+template <auto M>
+struct MemberField : Field {
+  static constexpr auto member = M;
+};
+
+template <class T>
+struct is_member_field : std::false_type {};
+template <auto M>
+struct is_member_field<MemberField<M>> : std::true_type {};
+
+// The declarations' words: state::f::value<&Socket::fd>(); state::f::reference("kernel_") for a
+// reference member; state::f::value("scheduler.later") for a part a self-digesting type names.
 namespace f {
+template <auto M>
+constexpr MemberField<M> member(Policy policy) {
+  static_assert(std::is_member_object_pointer_v<decltype(M)>, "state::f: name a data member, &Type::member");
+  return MemberField<M>{Field{policy, MemberName<M>::text.data()}};
+}
+template <auto M>
+constexpr MemberField<M> value() { return member<M>(Policy::value); }
+template <auto M>
+constexpr MemberField<M> size() { return member<M>(Policy::size); }
+template <auto M>
+constexpr MemberField<M> until() { return member<M>(Policy::until); }
+template <auto M>
+constexpr MemberField<M> deadline() { return member<M>(Policy::deadline); }
+template <auto M>
+constexpr MemberField<M> since() { return member<M>(Policy::since); }
+template <auto M>
+constexpr MemberField<M> at_now() { return member<M>(Policy::at_now); }
+template <auto M>
+constexpr MemberField<M> skip() { return member<M>(Policy::skip); }
+template <auto M>
+constexpr MemberField<M> client_name() { return member<M>(Policy::client_name); }
+template <auto M>
+constexpr MemberField<M> conn_name() { return member<M>(Policy::conn_name); }
+template <auto M>
+constexpr MemberField<M> by_client() { return member<M>(Policy::by_client); }
+template <auto M>
+constexpr MemberField<M> by_conn() { return member<M>(Policy::by_conn); }
+// A reference member: never state (see the header).
+constexpr Field reference(const char* name) { return Field{Policy::skip, name}; }
+// A self-digesting type's named part (Sink::kept).
 constexpr Field value(const char* name) { return Field{Policy::value, name}; }
-constexpr Field size(const char* name) { return Field{Policy::size, name}; }
-constexpr Field until(const char* name) { return Field{Policy::until, name}; }
-constexpr Field deadline(const char* name) { return Field{Policy::deadline, name}; }
-constexpr Field since(const char* name) { return Field{Policy::since, name}; }
-constexpr Field at_now(const char* name) { return Field{Policy::at_now, name}; }
-constexpr Field skip(const char* name) { return Field{Policy::skip, name}; }
-constexpr Field client_name(const char* name) { return Field{Policy::client_name, name}; }
-constexpr Field conn_name(const char* name) { return Field{Policy::conn_name, name}; }
-constexpr Field by_client(const char* name) { return Field{Policy::by_client, name}; }
-constexpr Field by_conn(const char* name) { return Field{Policy::by_conn, name}; }
 }  // namespace f
 
-template <std::size_t N>
-using Fields = std::array<Field, N>;
+// A type's declaration: its entries in member order.
+template <class... F>
+constexpr std::tuple<F...> fields(F... entries) {
+  return std::tuple<F...>{entries...};
+}
+
+template <class T>
+inline constexpr std::size_t field_count = std::tuple_size_v<std::remove_cv_t<decltype(T::state_fields)>>;
+
+template <class T, std::size_t I>
+using EntryType = std::tuple_element_t<I, std::remove_cv_t<decltype(T::state_fields)>>;
+
+// Entry I of T's declaration.
+template <class T, std::size_t I>
+constexpr const Field& field_at() {
+  return std::get<I>(T::state_fields);
+}
+
+// Every entry of T's declaration, in member order.
+template <class T>
+std::array<const Field*, field_count<T>> field_list() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<const Field*, field_count<T>>{&field_at<T, I>()...};
+  }(std::make_index_sequence<field_count<T>>{});
+}
+
+// The index of the entry for the member called `name` (a test's way to name a member without
+// pinning its place); field_count<T> when there is none.
+template <class T>
+consteval std::size_t index_of(std::string_view name) {
+  std::size_t found = field_count<T>;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::string_view(field_at<T, I>().name) == name ? (found = I, 0) : 0), ...);
+  }(std::make_index_sequence<field_count<T>>{});
+  return found;
+}
+
+// Member I of `object`, through its declaration's member pointer.
+template <std::size_t I, class T>
+constexpr auto& member_at(T& object) {
+  static_assert(is_member_field<EntryType<std::remove_const_t<T>, I>>::value,
+                "state::member_at: this entry is a reference, which is never state");
+  return object.*EntryType<std::remove_const_t<T>, I>::member;
+}
 
 // Folds `value` into `into`: for describing a callback's payload in one number (a post's), and
 // for combining digests. Each side goes through SplitMix64's finalizer (a bijection), so that
@@ -142,7 +250,7 @@ class Trail {
 };
 
 // The digest-drop test's hooks (sim/digest_drop_test.cpp), null in every real run. While
-// `dropped_for_tests` points at a declaration's entry (`&T::state_fields[i]`, or a part a
+// `dropped_for_tests` points at a declaration's entry (`&field_at<T, i>()`, or a part a
 // self-digesting type names, see `kept`), that component is left out of every digest (not of
 // the audit's transcripts): the test shows that a search notices. While `catalog_for_tests` is set, every component a walk meets is
 // listed in it once, with the field path where it was first met when the walk has a trail.
@@ -211,11 +319,54 @@ inline std::uint64_t bytes_hash(std::string_view bytes) {
   return mix64(h ^ tail ^ (std::uint64_t(bytes.size() - at) << 59));
 }
 
-// Binds a type's private fields too: a type befriends it to take part.
+// Reads a type's members as the type declares them, private ones too: a type befriends it to
+// take part.
 struct Access {
+  // The address of each member of `s`, in declaration order; null for a reference member, whose
+  // address is that of what it refers to. A structured binding of exactly N names: a type with
+  // another number of members does not compile here.
   template <std::size_t N, class S>
-  static auto bind(S& s);
+  static constexpr std::array<const void*, N> addresses(const S& s);
 };
+
+// An object of type T that is never made (nor defined): at compile time only its members'
+// addresses are taken, to hold a declaration to the members.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wundefined-var-template"
+#endif
+template <class T>
+extern const T declared_object;
+
+// Whether entry I of T's declaration is T's member I: the same member (the same address in one
+// object), or, for a `reference` entry, a member of reference type.
+template <class T, std::size_t I>
+consteval bool entry_is_member() {
+  const std::array<const void*, field_count<T>> at = Access::addresses<field_count<T>>(declared_object<T>);
+  using E = EntryType<T, I>;
+  if constexpr (is_member_field<E>::value) {
+    return at[I] == static_cast<const void*>(std::addressof(declared_object<T>.*E::member));
+  } else {
+    return at[I] == nullptr;
+  }
+}
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
+
+// The compile-time check of T's declaration (the header says what it rules out).
+template <class T>
+consteval bool declared_in_member_order() {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto one = []<std::size_t i>() {
+      static_assert(entry_is_member<T, i>(),
+                    "state_fields: entry i (see the instantiation) is not the type's member i: members were "
+                    "moved, or one was added, left out or listed twice");
+    };
+    (one.template operator()<I>(), ...);
+  }(std::make_index_sequence<field_count<T>>{});
+  return true;
+}
 
 template <class T>
 concept Declared = requires { T::state_fields; };
@@ -331,18 +482,18 @@ void feed_by_name(const Feed<Add>& in, const T& v, Name kind) {
 
 template <class Add, class T, std::size_t... I>
 void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
-  auto fields = Access::bind<sizeof...(I)>(v);
+  static_assert(declared_in_member_order<T>());
   auto one = [&](auto index) {
     constexpr std::size_t i = decltype(index)::value;
-    constexpr Policy policy = T::state_fields[i].policy;
-    const auto& field = std::get<i>(fields);
+    constexpr Policy policy = field_at<T, i>().policy;
     if constexpr (policy == Policy::skip) {
       return;
     } else {
+      const auto& field = member_at<i>(v);
       if (catalog_for_tests != nullptr || dropped_for_tests != nullptr) [[unlikely]] {
-        if (!kept_field(&T::state_fields[i], in.trail)) return;
+        if (!kept_field(&field_at<T, i>(), in.trail)) return;
       }
-      if (in.trail != nullptr) in.trail->enter(T::state_fields[i].name);
+      if (in.trail != nullptr) in.trail->enter(field_at<T, i>().name);
       if constexpr (policy == Policy::size) {
         in.add(std::int64_t(std::size(field)));
       } else if constexpr (policy == Policy::until) {
@@ -381,7 +532,7 @@ void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
 template <class Add, class T>
 void feed(const Feed<Add>& in, const T& v) {
   if constexpr (Declared<T>) {
-    feed_fields(in, v, std::make_index_sequence<T::state_fields.size()>{});
+    feed_fields(in, v, std::make_index_sequence<field_count<T>>{});
   } else if constexpr (SelfDigesting<T>) {
     SinkOf<Add> sink(in);
     v.digest_state(sink, in.now);
@@ -511,12 +662,22 @@ inline std::string first_difference(const std::vector<std::int64_t>& before, con
 }
 
 template <std::size_t N, class S>
-auto Access::bind(S& s) {
-  // One arm per field count; a type with more fields than this needs another arm.
-  static_assert(N >= 1 && N <= 56, "state::Access::bind: add an arm for this many fields");
+constexpr std::array<const void*, N> Access::addresses(const S& s) {
+  // One arm per member count; a type with more members than this needs another arm. A member
+  // of reference type is not evaluated (the conditional evaluates one side only).
+  static_assert(N >= 1 && N <= 56, "state::Access::addresses: add an arm for this many members");
+#define LOOPSIM_AT(x) (std::is_reference_v<decltype(x)> ? nullptr : static_cast<const void*>(std::addressof(x)))
+#define LOOPSIM_PARENS ()
+#define LOOPSIM_EXPAND(...) LOOPSIM_EXPAND3(LOOPSIM_EXPAND3(LOOPSIM_EXPAND3(LOOPSIM_EXPAND3(__VA_ARGS__))))
+#define LOOPSIM_EXPAND3(...) LOOPSIM_EXPAND2(LOOPSIM_EXPAND2(LOOPSIM_EXPAND2(LOOPSIM_EXPAND2(__VA_ARGS__))))
+#define LOOPSIM_EXPAND2(...) LOOPSIM_EXPAND1(LOOPSIM_EXPAND1(LOOPSIM_EXPAND1(LOOPSIM_EXPAND1(__VA_ARGS__))))
+#define LOOPSIM_EXPAND1(...) __VA_ARGS__
+#define LOOPSIM_ADDRESSES(...) __VA_OPT__(LOOPSIM_EXPAND(LOOPSIM_ADDRESSES_STEP(__VA_ARGS__)))
+#define LOOPSIM_ADDRESSES_STEP(x, ...) LOOPSIM_AT(x) __VA_OPT__(, LOOPSIM_ADDRESSES_AGAIN LOOPSIM_PARENS(__VA_ARGS__))
+#define LOOPSIM_ADDRESSES_AGAIN() LOOPSIM_ADDRESSES_STEP
 #define LOOPSIM_BIND(...)  \
-  auto& [__VA_ARGS__] = s; \
-  return std::tie(__VA_ARGS__)
+  const auto& [__VA_ARGS__] = s; \
+  return std::array<const void*, N>{LOOPSIM_ADDRESSES(__VA_ARGS__)}
   // clang-format off
   if constexpr (N == 1) { LOOPSIM_BIND(a0); }
   else if constexpr (N == 2) { LOOPSIM_BIND(a0, a1); }
@@ -576,6 +737,15 @@ auto Access::bind(S& s) {
   else if constexpr (N == 56) { LOOPSIM_BIND(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35, a36, a37, a38, a39, a40, a41, a42, a43, a44, a45, a46, a47, a48, a49, a50, a51, a52, a53, a54, a55); }
   // clang-format on
 #undef LOOPSIM_BIND
+#undef LOOPSIM_ADDRESSES_AGAIN
+#undef LOOPSIM_ADDRESSES_STEP
+#undef LOOPSIM_ADDRESSES
+#undef LOOPSIM_EXPAND1
+#undef LOOPSIM_EXPAND2
+#undef LOOPSIM_EXPAND3
+#undef LOOPSIM_EXPAND
+#undef LOOPSIM_PARENS
+#undef LOOPSIM_AT
 }
 
 }  // namespace loopsim::state

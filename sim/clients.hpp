@@ -87,14 +87,14 @@ class Clients final : public model::ClientSink {
     // Skipped: group and group_index, fixed for the run by the client's place: clients are made
     // once, group after group, and fed in that order or in the canonical one, which sorts by
     // group first.
-    static constexpr state::Fields<19> state_fields{
-        state::f::skip("group"),        state::f::skip("group_index"), state::f::conn_name("conn"),
-        state::f::value("next_request"), state::f::value("due"),        state::f::value("unanswered"),
-        state::f::value("answered"),    state::f::value("input"),       state::f::value("established"),
-        state::f::value("done"),        state::f::until("deadline"),    state::f::value("draws"),
-        state::f::value("held_back"),   state::f::value("shut"),        state::f::value("read_tick"),
-        state::f::until("up_at"),       state::f::until("down_at"),     state::f::value("net_draws"),
-        state::f::value("told_close")};
+    static constexpr auto state_fields = state::fields(
+        state::f::skip<&Client::group>(), state::f::skip<&Client::group_index>(), state::f::conn_name<&Client::conn>(),
+        state::f::value<&Client::next_request>(), state::f::value<&Client::due>(),
+        state::f::value<&Client::unanswered>(), state::f::value<&Client::answered>(), state::f::value<&Client::input>(),
+        state::f::value<&Client::established>(), state::f::value<&Client::done>(), state::f::until<&Client::deadline>(),
+        state::f::value<&Client::draws>(), state::f::value<&Client::held_back>(), state::f::value<&Client::shut>(),
+        state::f::value<&Client::read_tick>(), state::f::until<&Client::up_at>(), state::f::until<&Client::down_at>(),
+        state::f::value<&Client::net_draws>(), state::f::value<&Client::told_close>());
   };
 
   void start(ClientIndex client);
@@ -135,9 +135,10 @@ class Clients final : public model::ClientSink {
  public:
   // Skipped: the scheduler, the kernel and the trace (collaborators), the port and the seed
   // (fixed for the run), and by_conn_ (the inverse of each client's conn, which the digest sees).
-  static constexpr state::Fields<7> state_fields{
-      state::f::skip("scheduler_"), state::f::skip("kernel_"), state::f::skip("trace_"), state::f::skip("port_"),
-      state::f::skip("seed_"),      state::f::by_client("clients_"), state::f::skip("by_conn_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("scheduler_"), state::f::reference("kernel_"), state::f::reference("trace_"),
+      state::f::skip<&Clients::port_>(), state::f::skip<&Clients::seed_>(), state::f::by_client<&Clients::clients_>(),
+      state::f::skip<&Clients::by_conn_>());
   friend struct state::Access;
 };
 

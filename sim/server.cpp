@@ -212,10 +212,10 @@ class Process final : public Server {
  public:
   // Skipped: the scenario and the acceptor (fixed), the scheduler and kernel (the world's,
   // digested there).
-  static constexpr state::Fields<7> state_fields{
-      state::f::skip("scenario_"), state::f::skip("scheduler_"), state::f::skip("kernel_"),
-      state::f::value("group_"),   state::f::value("loops_"),    state::f::skip("acceptor_"),
-      state::f::value("pool_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("scenario_"), state::f::reference("scheduler_"), state::f::reference("kernel_"),
+      state::f::value<&Process::group_>(), state::f::value<&Process::loops_>(), state::f::skip<&Process::acceptor_>(),
+      state::f::value<&Process::pool_>());
   friend struct state::Access;
 };
 

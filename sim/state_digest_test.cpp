@@ -1,7 +1,7 @@
 // Digest completeness: every field a layer declares as state changes the digest when it
-// changes, and the fields it skips are exactly the ones listed here. A field added to a type
-// without a policy does not compile (realloop/state.hpp); a field wrongly skipped, or one whose
-// type the digest cannot see into, fails here. Every type that declares state_fields in the
+// changes, and the fields it skips are exactly the ones listed here, by name. A field added to a
+// type without a policy, or moved, does not compile (realloop/state.hpp, and the compile-failure
+// test below); a field wrongly skipped, or one whose type the digest cannot see into, fails here. Every type that declares state_fields in the
 // layers' sources is checked: the last test finds the declarations and fails on one unchecked.
 #include <catch2/catch.hpp>
 #include <cxxabi.h>
@@ -53,12 +53,11 @@ void perturb(T& field);
 // Changes the first field of a declared type that it does not skip.
 template <class T, std::size_t... I>
 void perturb_declared(T& object, std::index_sequence<I...>) {
-  auto fields = state::Access::bind<sizeof...(I)>(object);
   bool done = false;
   auto one = [&](auto index) {
     constexpr std::size_t i = decltype(index)::value;
-    if constexpr (T::state_fields[i] != state::Policy::skip) {
-      if (!done) perturb(std::get<i>(fields));
+    if constexpr (state::field_at<T, i>() != state::Policy::skip) {
+      if (!done) perturb(state::member_at<i>(object));
       done = true;
     }
   };
@@ -69,7 +68,7 @@ void perturb_declared(T& object, std::index_sequence<I...>) {
 template <class T>
 void perturb(T& field) {
   if constexpr (state::Declared<T>) {
-    perturb_declared(field, std::make_index_sequence<T::state_fields.size()>{});
+    perturb_declared(field, std::make_index_sequence<state::field_count<T>>{});
   } else if constexpr (std::is_same_v<T, bool>) {
     field = !field;
   } else if constexpr (std::is_enum_v<T>) {
@@ -102,20 +101,20 @@ void perturb(T& field) {
 }
 
 // Perturbs each field of `object` that is not skipped, one at a time on a fresh copy made by
-// `make`, and checks that the digest changes. Returns the indices of the skipped fields.
+// `make`, and checks that the digest changes. Returns the names of the skipped fields.
 template <class T, class Make, std::size_t... I>
-std::vector<std::size_t> check_fields(Make make, Nanos now, std::index_sequence<I...>) {
-  std::vector<std::size_t> skipped;
+std::vector<std::string> check_fields(Make make, Nanos now, std::index_sequence<I...>) {
+  std::vector<std::string> skipped;
   auto one = [&](auto index) {
     constexpr std::size_t i = decltype(index)::value;
-    if constexpr (T::state_fields[i] == state::Policy::skip) {
-      skipped.push_back(i);
+    if constexpr (state::field_at<T, i>() == state::Policy::skip) {
+      skipped.push_back(state::field_at<T, i>().name);
     } else {
       auto holder = make();
       T& object = holder.object();
       Digested before = digest_of(object, now);
-      perturb(std::get<i>(state::Access::bind<sizeof...(I)>(object)));
-      INFO(typeid(T).name() << " field " << i);
+      perturb(state::member_at<i>(object));
+      INFO(typeid(T).name() << " field " << (state::field_at<T, i>().name));
       CHECK(digest_of(object, now) != before);
     }
   };
@@ -138,9 +137,9 @@ std::string type_name() {
 }
 
 template <class T, class Make>
-std::vector<std::size_t> skipped_fields(Make make, Nanos now = Nanos(0)) {
+std::vector<std::string> skipped_fields(Make make, Nanos now = Nanos(0)) {
   checked_types().insert(type_name<T>());
-  return check_fields<T>(make, now, std::make_index_sequence<T::state_fields.size()>{});
+  return check_fields<T>(make, now, std::make_index_sequence<state::field_count<T>>{});
 }
 
 // A plain value, default-made.
@@ -179,14 +178,15 @@ struct ClientsRig {
   sim::Clients& object() { return *clients; }
 };
 
-// The element type of field I of T's declaration (for types private to T).
+// The type of T's member declared at entry I, and the type of its elements (for types private to
+// T); name the entry by its member, state::index_of<T>("conns_").
 template <class T, std::size_t I>
-using FieldType = std::remove_cvref_t<decltype(std::get<I>(
-    state::Access::bind<T::state_fields.size()>(std::declval<T&>())))>;
+  requires(I < state::field_count<T>)
+using FieldType = std::remove_cvref_t<decltype(state::member_at<I>(std::declval<T&>()))>;
 template <class T, std::size_t I>
 using ElementType = typename FieldType<T, I>::value_type;
 
-using Skips = std::vector<std::size_t>;
+using Skips = std::vector<std::string>;
 
 }  // namespace
 
@@ -194,25 +194,25 @@ namespace {
 
 void check_kernel() {
   using K = model::SimKernel;
-  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{0, 2, 14, 15, 16, 17, 18});  // scheduler, sink, next_port, work, the stall guard
+  CHECK(skipped_fields<K>([] { return KernelRig{}; }) == Skips{"scheduler_", "sink_", "next_port_", "work_", "calls_instant_", "calls_at_instant_", "stalled_"});  // scheduler, sink, next_port, work, the stall guard
   // All but rlimit_nofile, which a fault or setrlimit changes: the rest is fixed for the run.
   CHECK(skipped_fields<model::SimKernelConfig>([] { return Plain<model::SimKernelConfig>{}; }) ==
-        Skips{0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+        Skips{"poller", "somaxconn", "file_max", "abort_on_overflow", "timer_slack", "empty_wait_cost", "send_buffer", "receive_buffer", "send_buffer_max", "syn_rto", "syn_retries"});
   CHECK(skipped_fields<model::AcceptFault>([] { return Plain<model::AcceptFault>{}; }).empty());
   // The kernel's own tables: descriptors, listeners, connections, pollers, fault states.
-  using FdEntry = ElementType<K, 3>;
-  using Listener = ElementType<K, 7>;
-  using Conn = ElementType<K, 8>;
-  using Poller = ElementType<K, 9>;
-  using Pipe = ElementType<K, 11>;
-  using Pair = ElementType<K, 12>;
+  using FdEntry = ElementType<K, state::index_of<K>("fds_")>;
+  using Listener = ElementType<K, state::index_of<K>("listeners_")>;
+  using Conn = ElementType<K, state::index_of<K>("conns_")>;
+  using Poller = ElementType<K, state::index_of<K>("pollers_")>;
+  using Pipe = ElementType<K, state::index_of<K>("pipes_")>;
+  using Pair = ElementType<K, state::index_of<K>("pairs_")>;
   using PairEnd = typename std::remove_cvref_t<decltype(std::declval<Pair&>().ends)>::value_type;
-  using FaultState = ElementType<K, 13>;
+  using FaultState = ElementType<K, state::index_of<K>("accept_faults_")>;
   using Interest = typename std::remove_cvref_t<decltype(std::declval<Poller&>().items)>::mapped_type;
   CHECK(skipped_fields<FdEntry>([] { return Plain<FdEntry>{}; }).empty());
   // The counts behind a connection's place in the queue: history (the queue is the state).
-  CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }) == Skips{5, 6});  // pushed, popped
-  CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }) == Skips{20});  // queued_at
+  CHECK(skipped_fields<Listener>([] { return Plain<Listener>{}; }) == Skips{"pushed", "popped"});  // pushed, popped
+  CHECK(skipped_fields<Conn>([] { return Plain<Conn>{}; }) == Skips{"queued_at"});  // queued_at
   CHECK(skipped_fields<Poller>([] { return Plain<Poller>{}; }).empty());
   CHECK(skipped_fields<Pipe>([] { return Plain<Pipe>{}; }).empty());
   CHECK(skipped_fields<Interest>([] { return Plain<Interest>{}; }).empty());
@@ -225,34 +225,34 @@ void check_loop() {
   // kernel, config, observer, group, accept_only_ (fixed), pool, mailbox lock, pass counter,
   // load_ (the held count and the mailbox's size), events scratch, timers (each connection's
   // timer_at), the Date field's cache (the calendar's, which a simulated kernel keeps none of)
-  CHECK(skipped_fields<Loop>([] { return LoopRig{}; }) == Skips{0, 1, 2, 4, 5, 6, 17, 34, 36, 41, 42, 47});
-  using Connection = ElementType<Loop, 39>;
-  CHECK(skipped_fields<Connection>([] { return Plain<Connection>{}; }) == Skips{18});  // timer_at
-  CHECK(skipped_fields<HandlerPool>([] { return PoolRig{}; }) == Skips{0, 3});  // kernel, lock
-  using Job = ElementType<HandlerPool, 4>;
-  CHECK(skipped_fields<Job>([] { return Plain<Job>{}; }) == Skips{0});  // the job's loop
-  using Post = ElementType<Loop, 18>;
-  CHECK(skipped_fields<Post>([] { return Plain<Post>{}; }) == Skips{0});  // the task itself
+  CHECK(skipped_fields<Loop>([] { return LoopRig{}; }) == Skips{"kernel_", "config_", "observer_", "group_", "accept_only_", "pool_", "mailbox_", "pass_", "load_", "events_", "timers_", "date_"});
+  using Connection = ElementType<Loop, state::index_of<Loop>("connections_")>;
+  CHECK(skipped_fields<Connection>([] { return Plain<Connection>{}; }) == Skips{"timer_at"});  // timer_at
+  CHECK(skipped_fields<HandlerPool>([] { return PoolRig{}; }) == Skips{"kernel_", "mutex_"});  // kernel, lock
+  using Job = ElementType<HandlerPool, state::index_of<HandlerPool>("jobs_")>;
+  CHECK(skipped_fields<Job>([] { return Plain<Job>{}; }) == Skips{"loop"});  // the job's loop
+  using Post = ElementType<Loop, state::index_of<Loop>("posts_")>;
+  CHECK(skipped_fields<Post>([] { return Plain<Post>{}; }) == Skips{"run"});  // the task itself
   // The loops and the acceptor: references to the process's own loops, digested there.
-  CHECK(skipped_fields<WorkerGroup>([] { return Plain<WorkerGroup>{}; }) == Skips{0, 1});
+  CHECK(skipped_fields<WorkerGroup>([] { return Plain<WorkerGroup>{}; }) == Skips{"loops_", "acceptor_"});
 }
 
 void check_clients() {
   using C = sim::Clients;
   // scheduler, kernel, trace, the port and the workload's seed, by_conn (the clients' conns, inverted)
-  CHECK(skipped_fields<C>([] { return ClientsRig{}; }) == Skips{0, 1, 2, 3, 4, 6});
-  using Client = ElementType<C, 5>;
-  CHECK(skipped_fields<Client>([] { return Plain<Client>{}; }) == Skips{0, 1});  // group pointer and index
+  CHECK(skipped_fields<C>([] { return ClientsRig{}; }) == Skips{"scheduler_", "kernel_", "trace_", "port_", "seed_", "by_conn_"});
+  using Client = ElementType<C, state::index_of<C>("clients_")>;
+  CHECK(skipped_fields<Client>([] { return Plain<Client>{}; }) == Skips{"group", "group_index"});  // group pointer and index
   CHECK(skipped_fields<sim::PathQueue>([] { return Plain<sim::PathQueue>{}; }).empty());
   // The framing, fixed by the group: its kind, terminator and length.
-  CHECK(skipped_fields<sim::AnswerStream>([] { return Plain<sim::AnswerStream>{}; }) == Skips{0, 1, 2});
+  CHECK(skipped_fields<sim::AnswerStream>([] { return Plain<sim::AnswerStream>{}; }) == Skips{"framing_", "terminator_", "length_"});
 }
 
 void check_scheduler() {
   // name, body, the fibers, generation, the stack and the sanitizer's, rest_at, resume_at
   // (model/scheduler_thread.hpp says why each).
   using Thread = model::Scheduler::Thread;
-  CHECK(skipped_fields<Thread>([] { return Plain<Thread>{}; }) == Skips{0, 1, 2, 3, 5, 7, 8, 12, 13});
+  CHECK(skipped_fields<Thread>([] { return Plain<Thread>{}; }) == Skips{"name", "body", "fiber", "sink", "generation", "stack", "fake_stack", "rest_at", "resume_at"});
 }
 
 }  // namespace
@@ -271,7 +271,7 @@ TEST_CASE("digest completeness: a simulated thread's every field is seen, and th
 
 TEST_CASE("digest completeness: times are fed relative to now, so equal states at other times agree") {
   using K = model::SimKernel;
-  using Poller = ElementType<K, 9>;
+  using Poller = ElementType<K, state::index_of<K>("pollers_")>;
   Poller p;
   p.last_empty_poll = Nanos(5);
   CHECK(digest_of(p, Nanos(5)) != digest_of(p, Nanos(6)));  // an empty poll now, or not
@@ -329,14 +329,14 @@ std::string opened_type(const std::string& line) {
 
 std::size_t indent_of(const std::string& line) { return line.find_first_not_of(' '); }
 
-// Every `static constexpr ... state_fields{` in one file, named by the types around it.
+// Every `static constexpr auto state_fields =` in one file, named by the types around it.
 void declarations_in(const std::filesystem::path& file, const std::string& shown, std::vector<Declaration>& out) {
   std::ifstream in(file);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
-    if (line.find("state_fields{") == std::string::npos || line.find("static constexpr") == std::string::npos) continue;
+    if (line.find("state_fields =") == std::string::npos || line.find("static constexpr") == std::string::npos) continue;
     if (line.find("//") != std::string::npos && line.find("//") < line.find("static")) continue;  // a comment's example
     std::string name;
     std::size_t depth = indent_of(line);

@@ -41,7 +41,8 @@ class PathQueue {
   std::size_t head_ = 0;
 
  public:
-  static constexpr state::Fields<2> state_fields{state::f::value("items_"), state::f::value("head_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::value<&PathQueue::items_>(), state::f::value<&PathQueue::head_>());
   friend struct state::Access;
 };
 
@@ -121,12 +122,15 @@ class AnswerStream {
 
  public:
   // Skipped: the framing, fixed by the group.
-  static constexpr state::Fields<15> state_fields{
-      state::f::skip("framing_"),    state::f::skip("terminator_"), state::f::skip("length_"),
-      state::f::value("head_"),      state::f::value("body_left_"), state::f::value("status_"),
-      state::f::value("in_body_"),   state::f::value("broken_"),    state::f::value("closes_next_"),
-      state::f::value("closes_"),    state::f::value("chunk_"),     state::f::value("taken_"),
-      state::f::value("pending_"),   state::f::value("seen_"),        state::f::value("connack_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::skip<&AnswerStream::framing_>(), state::f::skip<&AnswerStream::terminator_>(),
+      state::f::skip<&AnswerStream::length_>(), state::f::value<&AnswerStream::head_>(),
+      state::f::value<&AnswerStream::body_left_>(), state::f::value<&AnswerStream::status_>(),
+      state::f::value<&AnswerStream::in_body_>(), state::f::value<&AnswerStream::broken_>(),
+      state::f::value<&AnswerStream::closes_next_>(), state::f::value<&AnswerStream::closes_>(),
+      state::f::value<&AnswerStream::chunk_>(), state::f::value<&AnswerStream::taken_>(),
+      state::f::value<&AnswerStream::pending_>(), state::f::value<&AnswerStream::seen_>(),
+      state::f::value<&AnswerStream::connack_>());
   friend struct state::Access;
 };
 

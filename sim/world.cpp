@@ -135,12 +135,13 @@ struct World::Impl {
   // without merging states: explore/world_system.cpp); the choosers and the recorder (they
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
   // and the digest's buffer (bookkeeping).
-  static constexpr state::Fields<16> state_fields{
-      state::f::skip("scenario"),  state::f::skip("result"),  state::f::skip("seeded"),
-      state::f::value("scheduler"), state::f::skip("recording"), state::f::value("kernel"),
-      state::f::value("clients"),  state::f::skip("recorder"), state::f::value("monitors"), state::f::value("process"),
-      state::f::skip("steps"),     state::f::skip("finished"), state::f::skip("lasso"),
-      state::f::skip("digest"),    state::f::skip("digest_taken"), state::f::skip("canonical")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("scenario"), state::f::skip<&Impl::result>(), state::f::skip<&Impl::seeded>(),
+      state::f::value<&Impl::scheduler>(), state::f::skip<&Impl::recording>(), state::f::value<&Impl::kernel>(),
+      state::f::value<&Impl::clients>(), state::f::skip<&Impl::recorder>(), state::f::value<&Impl::monitors>(),
+      state::f::value<&Impl::process>(), state::f::skip<&Impl::steps>(), state::f::skip<&Impl::finished>(),
+      state::f::skip<&Impl::lasso>(), state::f::skip<&Impl::digest>(), state::f::skip<&Impl::digest_taken>(),
+      state::f::skip<&Impl::canonical>());
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,
@@ -232,7 +233,7 @@ bool World::declares_state() const { return impl_->process->declares_state(); }
 
 std::vector<std::pair<std::string, bool>> World::digest_parts() {
   std::vector<std::pair<std::string, bool>> out;
-  for (const state::Field& f : Impl::state_fields) out.emplace_back(f.name, f.policy != state::Policy::skip);
+  for (const state::Field* f : state::field_list<Impl>()) out.emplace_back(f->name, f->policy != state::Policy::skip);
   return out;
 }
 

@@ -158,13 +158,15 @@ class TinyLoop final : public sim::OwnLoop {
 
 
  public:
-  // One entry per field, in order (public, for the digest's walk to see). Skipped: the kernel and observer (collaborators), the two
+  // One entry per member, in member order, each naming its member (a moved or forgotten member
+  // does not compile). Skipped: the kernel and observer (references to collaborators), the two
   // [loop] keys (fixed for the run), and the pass count (it only numbers passes in the trace).
-  static constexpr state::Fields<12> state_fields{
-      state::f::skip("kernel_"),   state::f::skip("observer_"),  state::f::skip("batch_"),
-      state::f::skip("owe_"),      state::f::value("poller_"),   state::f::value("wake_"),
-      state::f::value("listener_"), state::f::value("owed_"),    state::f::value("stopping_"),
-      state::f::value("shutdown_"), state::f::skip("passes_"),   state::f::value("connections_")};
+  static constexpr auto state_fields = state::fields(
+      state::f::reference("kernel_"), state::f::reference("observer_"), state::f::skip<&TinyLoop::batch_>(),
+      state::f::skip<&TinyLoop::owe_>(), state::f::value<&TinyLoop::poller_>(), state::f::value<&TinyLoop::wake_>(),
+      state::f::value<&TinyLoop::listener_>(), state::f::value<&TinyLoop::owed_>(),
+      state::f::value<&TinyLoop::stopping_>(), state::f::value<&TinyLoop::shutdown_>(),
+      state::f::skip<&TinyLoop::passes_>(), state::f::value<&TinyLoop::connections_>());
   friend struct state::Access;
 };
 
