@@ -86,12 +86,11 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 }  // namespace
 
 std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
-  ++epoch_;
   if (options < 2 || chooser_ == nullptr) return 0;
   std::uint32_t pick = chooser_->choose(kind, options);
   LOOPSIM_ASSERT_OP(pick, <, options);
-  // The decision's digest was taken inside the chooser: whatever follows it (what the caller
-  // does with the pick, a call's step below) is a new state, not that one.
+  // The decision's digest was taken inside the chooser, a pause: whatever follows it (what the
+  // caller does with the pick, a call's step below) is a new state, not that one.
   ++epoch_;
   // A landing is not something the running thread learns: it learns what landed through its
   // calls' results. Any other decision inside a call is a step of that call.
@@ -100,7 +99,6 @@ std::uint32_t Scheduler::choose(ChoiceKind kind, std::uint32_t options) {
 }
 
 void Scheduler::rest(std::uint64_t site) {
-  ++epoch_;
   if (current_ == no_thread || landing_) return;
   Thread& thread = *threads_[std::size_t(current_)];
   thread.context = mix(0x5e57, site);
@@ -110,7 +108,6 @@ void Scheduler::rest(std::uint64_t site) {
 }
 
 void Scheduler::learn(std::uint64_t what) {
-  ++epoch_;
   if (current_ == no_thread || landing_) return;
   Thread& thread = *threads_[std::size_t(current_)];
   thread.context = mix(mix(thread.context, what), shared_ ? shared_() : 0);
@@ -119,7 +116,6 @@ void Scheduler::learn(std::uint64_t what) {
 }
 
 void Scheduler::leave_rest() {
-  ++epoch_;
   if (current_ == no_thread || landing_) return;
   threads_[std::size_t(current_)]->rest_at = now_;
 }
@@ -155,7 +151,6 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
-  ++epoch_;
   came(entry);
   if (entry.when == now_ && !now_batch_.empty()) {
     now_batch_.push_back(std::move(entry));  // joins the instant being run
@@ -196,7 +191,6 @@ void Scheduler::drop_stale_now() {
 // Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
 // dropped), and the clock to it. False when nothing is due before `until`.
 bool Scheduler::load_next_instant(Nanos until) {
-  ++epoch_;
   while (now_batch_.empty()) {
     if (queue_.empty() || queue_.front().when >= until) return false;
     LOOPSIM_ASSERT_OP(queue_.front().when.count(), >=, now_.count());
@@ -234,7 +228,6 @@ const char* happening_name(Happening what) {
 // class of interchangeable happenings only the first in line is a distinct choice. A windowed
 // one is a twin only of those whose windows end alike.
 Scheduler::Entry Scheduler::take_next() {
-  ++epoch_;
   std::vector<Alternative> offered;
   if (now_batch_.size() > 1 && chooser_ != nullptr) {
     twin_classes(now_batch_, classes_, true);
@@ -317,7 +310,6 @@ bool Scheduler::offer_landing() {
   std::vector<Alternative> alternatives = landing_alternatives();
   std::uint32_t pick = choose(ChoiceKind::land, std::uint32_t(alternatives.size() + 1));
   if (pick == 0) return false;
-  ++epoch_;
   Entry entry = std::move(open_[alternatives[pick - 1].index]);
   open_.erase(open_.begin() + alternatives[pick - 1].index);
   went(entry);
@@ -328,7 +320,6 @@ bool Scheduler::offer_landing() {
 // A window entry taken at its start: it opens, and (the natural choice) its class lands now,
 // earliest end first: an open twin that must land before it goes in its place.
 void Scheduler::window_start(Entry& entry) {
-  ++epoch_;
   in_hand_ = &entry;
   bool now = choose(ChoiceKind::land, 2) == 0;
   in_hand_ = nullptr;
@@ -357,7 +348,6 @@ void Scheduler::window_start(Entry& entry) {
 }
 
 void Scheduler::run_entry(Entry& entry) {
-  ++epoch_;
   switch (entry.kind) {
     case Kind::callback:
       if (entry.window != 0 && entry.window_end > now_) {
@@ -383,7 +373,6 @@ void Scheduler::run_entry(Entry& entry) {
 
 void Scheduler::call_point(const Call& call) {
   if (!explore_windows_ || landing_ || current_ == no_thread) return;
-  ++epoch_;
   threads_[std::size_t(current_)]->in_call = 0;
   // Windows starting now that have not been taken yet may land here too: they open first.
   for (std::size_t i = 0; i < now_batch_.size();) {
@@ -407,7 +396,6 @@ void Scheduler::call_point(const Call& call) {
 }
 
 void Scheduler::land_inside(std::size_t index) {
-  ++epoch_;
   Entry entry = std::move(open_[index]);
   open_.erase(open_.begin() + std::ptrdiff_t(index));
   went(entry);
@@ -482,7 +470,6 @@ void Scheduler::yield(Thread& thread) {
 }
 
 void Scheduler::sleep_until(Nanos when) {
-  ++epoch_;
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::sleeping;
@@ -492,7 +479,6 @@ void Scheduler::sleep_until(Nanos when) {
 }
 
 bool Scheduler::block(std::optional<Nanos> deadline) {
-  ++epoch_;
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::blocked;
@@ -508,7 +494,6 @@ bool Scheduler::block(std::optional<Nanos> deadline) {
 }
 
 void Scheduler::wake(ThreadId id) {
-  ++epoch_;
   Thread& thread = *threads_.at(std::size_t(id));
   if (thread.state != Thread::State::blocked || thread.woken) return;
   thread.woken = true;
@@ -516,7 +501,6 @@ void Scheduler::wake(ThreadId id) {
 }
 
 void Scheduler::resume(ThreadId id) {
-  ++epoch_;
   Thread& thread = *threads_[std::size_t(id)];
   LOOPSIM_ASSERT(current_ == no_thread);
   thread.state = Thread::State::runnable;
@@ -532,6 +516,7 @@ void Scheduler::resume(ThreadId id) {
 
 bool Scheduler::step(Nanos until) {
   LOOPSIM_ASSERT(current_ == no_thread);
+  ++epoch_;  // the world leaves the pause between steps
   // Open windows may land before anything else: before time moves on, and at each instant
   // before what is due there. Offered once where time does not move: asked twice in one state,
   // the question would be two decisions a search cannot tell apart, the first of which leads
@@ -545,9 +530,9 @@ bool Scheduler::step(Nanos until) {
     // Time moves to the run's end: the open windows' last chance, asked once. One that ends at
     // the horizon and declines here never lands, as in a run that draws its instant there.
     bool ends = queue_.empty() || queue_.front().when >= until;
-    if (moves && !(ends && declined_at_end_ == epoch_) && offer_landing()) return true;
+    if (moves && !(ends && declined_at_end_ == seq_ + 1) && offer_landing()) return true;
     if (!load_next_instant(until)) {
-      declined_at_end_ = epoch_;
+      declined_at_end_ = seq_ + 1;
       return false;
     }
   }

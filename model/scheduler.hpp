@@ -110,8 +110,12 @@ class Scheduler {
   ~Scheduler();
 
   Nanos now() const { return now_; }
-  // Bumped by everything that may change the world: whatever runs runs through the scheduler.
-  // A digest taken at one epoch holds until the next.
+  // The world changes only inside a step (callbacks and threads run nowhere else), and a
+  // decision is a pause inside one. So the epoch moves on where the world leaves a pause, and
+  // nowhere else: as a step begins, and as a decision returns (run_until moves the clock only
+  // after a step has begun). A digest taken at one epoch describes the world until the next. Nothing keys a state by a kept
+  // digest (sim::World digests afresh each time it is asked): the epoch tells the audit and a
+  // replay's check whether the digest kept is this pause's, and each compares it with a fresh walk.
   std::uint64_t epoch() const { return epoch_; }
 
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
@@ -285,10 +289,11 @@ class Scheduler {
   std::unordered_map<std::uint64_t, std::uint64_t> pending_;
   bool explore_windows_ = false;
   bool landing_ = false;          // a happening lands inside a call
-  // The epoch at which the last instant before `until` was left with its open windows offered
-  // a landing and declined (0: none): a run that ends there is not asked again (World::finish
-  // steps once more), or the second question, in the same state, would be a revisit to a
-  // search, which then never reaches the run's end. Not digested: no decision follows it.
+  // seq_ + 1 when the last instant before `until` was left with its open windows offered a
+  // landing and declined (0: none): a run that ends there, with nothing queued since, is not
+  // asked again (World::finish steps once more), or the second question, in the same state,
+  // would be a revisit to a search, which then never reaches the run's end. Not digested: no
+  // decision follows it.
   std::uint64_t declined_at_end_ = 0;
   std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later

@@ -98,7 +98,9 @@ struct World::Impl {
   std::optional<ev::Lasso> lasso;
   mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
   // The last digest taken, by the horizon it was taken to: the scheduler's epoch then, its value
-  // and whether anything was past the horizon (it holds until anything runs).
+  // and whether anything was past the horizon. Never reused to key a state: each digest asked for
+  // is taken afresh (a reuse never hit in measured searches, and one missed epoch would have
+  // merged on a stale value). The audit's transcript and a replay's check read it, and compare.
   struct Taken {
     std::uint64_t epoch = ~std::uint64_t{0};
     Nanos horizon{0};
@@ -108,10 +110,6 @@ struct World::Impl {
   mutable Taken digest_taken;
 
   std::uint64_t digest_of(Nanos to, bool& beyond) const {
-    if (digest_taken.epoch == scheduler.epoch() && digest_taken.horizon == to) {
-      beyond = digest_taken.beyond;
-      return digest_taken.value;
-    }
     struct Flag final : state::Clamp {
       void clamped(std::int64_t) override { any = true; }
       bool any = false;

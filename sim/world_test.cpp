@@ -256,3 +256,26 @@ TEST_CASE("SIGTERM and SIGINT reach the built-in loop as its shutdown, as loopsi
     CHECK(signalled.str() == asked.str());
   }
 }
+
+TEST_CASE("the kept digest is this pause's alone: once a step runs, the audit's transcript asks for a new one") {
+  sim::Scenario scenario = sim::parse_scenario(R"(
+[[clients]]
+name = "one"
+requests = [{ at = "1ms", path = "/fast" }]
+)", "kept.toml");
+  sim::World world(scenario, "base", nullptr);
+  bool beyond = false;
+  const std::uint64_t first = world.horizon_digest(beyond);
+  CHECK(world.horizon_digest_kept(beyond) == first);
+  CHECK(world.horizon_transcript().values().size() > 0);  // taken at this pause: it may be written down
+  std::uint64_t steps = 0;
+  while (steps < 3 && world.step()) ++steps;
+  REQUIRE(steps == 3);
+  // The world has left the pause that digest was taken at (a step began): nothing kept stands for it.
+  CHECK_FALSE(world.horizon_digest_kept(beyond).has_value());
+  CHECK_THROWS_WITH(world.horizon_transcript(), Catch::Contains("no horizon digest taken at this step"));
+  // Asked again, the digest is taken afresh, and agrees with a walk made apart from it.
+  bool fresh_beyond = false;
+  CHECK(world.horizon_digest(beyond) == world.horizon_digest_afresh(fresh_beyond));
+  CHECK(world.horizon_digest_kept(beyond).has_value());
+}
