@@ -62,8 +62,6 @@ ScenarioOutcome check_in_process(const std::string& file, const checker::SuiteOp
     return {file, checker::run_suite(file, options).report, "", ""};
   } catch (const sim::ScenarioError& e) {
     return {file, std::nullopt, e.what(), e.hint};
-  } catch (const sim::RunLimit& e) {
-    return {file, std::nullopt, e.what(), "", true};
   } catch (const std::exception& e) {
     return {file, std::nullopt, file + ":1:1: " + e.what(), ""};
   }

@@ -139,10 +139,6 @@ int run(const RunArgs& args) {
     return report.held() ? exit_held : exit_violated;
   } catch (const sim::ScenarioError& e) {
     return report_error(e);
-  } catch (const sim::RunLimit& e) {
-    std::cerr << e.what() << '\n';
-    std::cout << "verdict: limit\n";
-    return exit_bound_reached;
   }
 }
 

@@ -129,9 +129,6 @@ void FiberExecution::entry(ctxd::transfer_t from) {
   } catch (const sim::ScenarioError& e) {
     Arena::Pause outside;  // the message outlives the arena's state
     self->failure_ = Failure{Failure::Kind::scenario, e.what(), e.hint};
-  } catch (const sim::RunLimit& e) {
-    Arena::Pause outside;
-    self->failure_ = Failure{Failure::Kind::limit, e.what(), {}};
   } catch (const std::exception& e) {
     Arena::Pause outside;
     self->failure_ = Failure{Failure::Kind::other, e.what(), {}};
@@ -163,7 +160,6 @@ Stop FiberExecution::advance() {
     failure_.reset();
     switch (failure.kind) {
       case Failure::Kind::scenario: throw sim::ScenarioError(failure.what, failure.hint);
-      case Failure::Kind::limit: throw sim::RunLimit(failure.what);
       case Failure::Kind::other: break;
     }
     throw std::runtime_error(failure.what);

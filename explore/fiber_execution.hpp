@@ -63,10 +63,10 @@ class FiberExecution : public Execution {
   bool finished_ = false;  // the body returned
   bool abandoned_ = false;
   // An exception the body let out, copied outside the arena and thrown again by advance() as
-  // what it was: a sim::ScenarioError (a target's error, exit 2 as in `loopsim run`), a
-  // sim::RunLimit, or anything else as a std::runtime_error.
+  // what it was: a sim::ScenarioError (a target's error, exit 2 as in `loopsim run`), or
+  // anything else as a std::runtime_error. (A run's limits cut its trace: sim::RunGuard.)
   struct Failure {
-    enum class Kind : std::uint8_t { other, scenario, limit };
+    enum class Kind : std::uint8_t { other, scenario };
     Kind kind = Kind::other;
     std::string what;
     std::string hint;

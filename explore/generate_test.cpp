@@ -203,7 +203,7 @@ property = "answered"
 TEST_CASE("steps at one virtual instant have their own budget", "[generate]") {
   Judged cut = judge_text(spinning, "spin", StepBudget{2, 50'000'000});
   CHECK(cut.verdict == Judged::Verdict::livelock);
-  CHECK(cut.detail.find("no virtual progress in 2 steps") != std::string::npos);
+  CHECK(cut.detail.find("livelock: virtual time stood still for 2 steps") != std::string::npos);
 }
 
 TEST_CASE("generate --shape varies a file's counts and times, keeps its workload, and finds what the file's loop breaks", "[generate]") {

@@ -6,6 +6,7 @@
 #include "checker/loop_properties.hpp"
 #include "checker/suite.hpp"
 #include "explore/generate.hpp"
+#include "sim/run_guard.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::explore {
@@ -20,14 +21,6 @@ struct Held {
   sim::Scenario scenario;
   std::unique_ptr<sim::World> world;
 };
-
-std::string livelock_detail(const Judged& j, const StepBudget& budget, bool at_instant) {
-  std::ostringstream out;
-  if (at_instant) out << "livelock: no virtual progress in " << budget.at_instant << " steps at ";
-  else out << "the run took " << budget.total << " steps (its budget) and stopped at ";
-  out << checker::ms_text(j.virtual_time) << " of virtual time";
-  return out.str();
-}
 
 // The verdicts of a whole run: the properties violated, the first one's detail.
 void judge_trace(Judged& j, const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
@@ -68,28 +61,26 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
   held->world = std::make_unique<sim::World>(held->scenario, "base", nullptr);
   sim::World& world = *held->world;
   Judged j;
-  Nanos instant = world.now();
-  std::uint64_t at_instant = 0;
+  sim::RunGuard guard(world, sim::RunLimits{budget.at_instant, sim::trace_events_max, budget.total});
   while (world.step()) {
     ++j.steps;
     if (j.steps % out_of_time_every == 0 && out_of_time()) {
       world.abandon();
       return timed_out;
     }
-    if (world.now() != instant) instant = world.now(), at_instant = 0;
-    bool stuck = ++at_instant > budget.at_instant || world.stalled();
-    if (!stuck && j.steps <= budget.total) continue;
+    std::optional<sim::Cut> limit = guard.check(world);
+    if (!limit) continue;
     j.virtual_time = world.now();
-    if (stuck) {
+    if (limit->stalled()) {
       j.verdict = Judged::Verdict::livelock;
       j.violated = {"livelock"};
-      j.detail = livelock_detail(j, budget, true);
+      j.detail = limit->message;
       j.livelock_trace = world.trace();
       world.abandon();
       return j;
     }
-    // Only long: what the run so far decides still counts.
-    sim::RunResult cut = world.stop_short(livelock_detail(j, budget, false), false, false);
+    // Only long (its step budget, or its trace): what the run so far decides still counts.
+    sim::RunResult cut = world.stop_short(limit->message, false, false);
     judge_trace(j, cut.trace, held->scenario, costs);
     j.virtual_time = cut.stats.virtual_time;  // where it stopped, not the horizon
     if (j.verdict == Judged::Verdict::held) {

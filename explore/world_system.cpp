@@ -11,6 +11,7 @@
 #include "model/sim_kernel.hpp"
 #include "realloop/state.hpp"
 #include "sim/properties.hpp"
+#include "sim/run_guard.hpp"
 #include "sim/target.hpp"
 #include "sim/world.hpp"
 
@@ -102,26 +103,17 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
   void body() override {
     world_ = new sim::World(scenario_, "explore", this, symmetry_, servers_);
     for (const sim::Expectation& e : scenario_.expect) checker::watch(world_->monitors(), e, costs_);
-    // The limits of sim::run: a trace past trace_events_max stops the run, a thread that
-    // calls without end at one instant is a livelock (SimKernel::stalled).
+    // The limits of sim::run, under the same guard.
     std::string cut;
     bool stalled = false;
-    Nanos instant = world_->now();
-    std::uint64_t at_instant = 0;
+    sim::RunGuard guard(*world_);
     for (;;) {
       pause(observe(Stop::Kind::step));
       if (!world_->step()) break;
       ++steps_;
-      if (world_->now() != instant) instant = world_->now(), at_instant = 0;
-      if (world_->stalled() || ++at_instant > sim::still_steps_max) {
-        cut = "livelock: virtual time stood still for " +
-              (world_->stalled() ? std::to_string(model::SimKernel::calls_at_instant_max) + " kernel calls, nothing done"
-                                 : std::to_string(sim::still_steps_max) + " steps");
-        stalled = true;
-        break;
-      }
-      if (world_->trace_events() > sim::trace_events_max) {
-        cut = "its trace passed " + std::to_string(sim::trace_events_max) + " events";
+      if (std::optional<sim::Cut> limit = guard.check(*world_)) {
+        cut = limit->message;
+        stalled = limit->stalled();
         break;
       }
     }

@@ -60,7 +60,7 @@ class RemoteChooser final : public model::Chooser {
 
 void fail(int host, wire::Failure failure, const std::string& message) {
   wire::send_failure(host, failure, message);
-  leave(failure == wire::Failure::limit ? 3 : 2);
+  leave(2);
 }
 
 // The last line of the target's stderr: what the seam served, for bench/seam_overhead.sh.
@@ -240,8 +240,6 @@ int host_main(int argc, char** argv, char** envp) {
         leave(2);
       }
     }
-  } catch (const sim::RunLimit& e) {
-    fail(host, wire::Failure::limit, e.what());
   } catch (const sim::ScenarioError& e) {
     fail(host, wire::Failure::bad_input, e.what());
   } catch (const std::exception& e) {

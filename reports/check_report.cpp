@@ -113,7 +113,7 @@ CheckTotals totals(const std::vector<ScenarioOutcome>& outcomes) {
   for (const ScenarioOutcome& o : outcomes) {
     ++t.scenarios;
     if (!o.ok()) {
-      ++(o.limit ? t.limits : t.errors);
+      ++t.errors;
       ++t.unreported;
       continue;
     }
@@ -177,7 +177,7 @@ void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostrea
       << "properties\n";
   for (const ScenarioOutcome& o : outcomes) {
     if (!o.ok()) {
-      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad(o.limit ? "LIMIT" : "ERROR", 10) << pad("-", 8)
+      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad("ERROR", 10) << pad("-", 8)
           << o.error << '\n';
       continue;
     }
@@ -205,7 +205,7 @@ nlohmann::ordered_json check_json(const std::vector<ScenarioOutcome>& outcomes) 
       entry = to_json(*o.report);
       entry["file"] = o.file;
     } else {
-      entry = {{"file", o.file}, {"verdict", o.limit ? "limit" : "error"}, {"error", o.error}, {"hint", o.hint}};
+      entry = {{"file", o.file}, {"verdict", "error"}, {"error", o.error}, {"hint", o.hint}};
     }
     doc["scenarios"].push_back(std::move(entry));
   }
@@ -301,7 +301,7 @@ checker::ArmReport decode_arm(const json& a) {
 }  // namespace
 
 std::string encode_outcome(const ScenarioOutcome& o) {
-  json doc = {{"file", o.file}, {"error", o.error}, {"hint", o.hint}, {"limit", o.limit}};
+  json doc = {{"file", o.file}, {"error", o.error}, {"hint", o.hint}};
   if (o.report) {
     json arms = json::array();
     for (const checker::ArmReport& arm : o.report->arms) arms.push_back(encode_arm(arm));
@@ -315,7 +315,7 @@ ScenarioOutcome decode_outcome(const std::string& bytes) {
   try {
     const json doc = json::parse(bytes);
     ScenarioOutcome o{doc.at("file").get<std::string>(), std::nullopt, doc.at("error").get<std::string>(),
-                      doc.at("hint").get<std::string>(), doc.at("limit").get<bool>()};
+                      doc.at("hint").get<std::string>()};
     if (doc.contains("report")) {
       const json& r = doc.at("report");
       checker::RunReport report;

@@ -20,7 +20,6 @@ struct ScenarioOutcome {
   std::optional<checker::RunReport> report;
   std::string error;  // "file:line:column: message", when there is no report
   std::string hint;
-  bool limit = false;  // not bad input: the run stopped at a limit (sim::RunLimit), unjudged
   bool ok() const { return report.has_value(); }
 };
 

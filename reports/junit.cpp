@@ -32,6 +32,10 @@ std::string arm_case(const std::string& scenario, const checker::ArmReport& arm)
            xml_escape(arm.error + (arm.error_hint.empty() ? "" : "\nhint: " + arm.error_hint)) +
            "</error>\n    </testcase>\n";
   }
+  if (arm.judgement.limited()) {
+    return xml + ">\n      <error" + attribute("message", arm.cut) + attribute("type", "limit") + ">" +
+           xml_escape(arm.cut) + "</error>\n    </testcase>\n";
+  }
   if (arm.judgement.held) return xml + "/>\n";
   std::vector<std::string> problems = arm_problems(arm);
   std::string message = join(problems, "; ") + "; reproduce: " + arm.replay;
@@ -45,8 +49,8 @@ std::string scenario_suite(const ScenarioOutcome& o) {
   if (!o.ok()) {
     return head + attribute("tests", "1") + attribute("failures", "0") + attribute("errors", "1") +
            attribute("time", "0") + ">\n    <testcase" + attribute("classname", "loopsim." + name) +
-           attribute("name", o.limit ? "run" : "load") + attribute("time", "0") + ">\n      <error" +
-           attribute("message", o.error) + attribute("type", o.limit ? "limit" : "bad input") + ">" +
+           attribute("name", "load") + attribute("time", "0") + ">\n      <error" +
+           attribute("message", o.error) + attribute("type", "bad input") + ">" +
            xml_escape(o.error + (o.hint.empty() ? "" : "\nhint: " + o.hint)) +
            "</error>\n    </testcase>\n  </testsuite>\n";
   }
@@ -54,7 +58,7 @@ std::string scenario_suite(const ScenarioOutcome& o) {
   std::int64_t wall = 0;
   std::string cases;
   for (const checker::ArmReport& arm : o.report->arms) {
-    errors += !arm.error.empty();
+    errors += !arm.error.empty() || arm.judgement.limited();
     failures += !arm.judgement.held && arm.error.empty();
     wall += arm.wall_ns;
     cases += arm_case(name, arm);
@@ -73,7 +77,7 @@ std::string junit_xml(const std::vector<ScenarioOutcome>& outcomes) {
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites" + attribute("name", "loopsim check") +
          attribute("tests", std::to_string(t.arms + t.unreported)) +
          attribute("failures", std::to_string(t.violated)) +
-         attribute("errors", std::to_string(t.unreported + t.arm_errors)) + ">\n" + suites + "</testsuites>\n";
+         attribute("errors", std::to_string(t.unreported + t.arm_errors + t.limits)) + ">\n" + suites + "</testsuites>\n";
 }
 
 }  // namespace loopsim::reports

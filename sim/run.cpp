@@ -11,6 +11,7 @@
 
 #include "model/choice.hpp"
 #include "model/sim_kernel.hpp"
+#include "sim/run_guard.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::sim {
@@ -109,25 +110,11 @@ RunResult run(const Scenario& scenario, const std::string& arm, model::Chooser* 
   std::optional<LassoWatch> watch;
   if (expects(scenario, "liveness")) watch.emplace();
   if (!watch) world.digests_unused();
-  Nanos instant = world.now();
-  std::uint64_t at_instant = 0;
+  RunGuard guard(world);
   do {
     if (watch) watch->look(world);
-    if (world.now() != instant) instant = world.now(), at_instant = 0;
-    char at[48];
-    if (world.trace_events() > trace_events_max) {
-      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
-      return world.stop_short("its trace passed " + std::to_string(trace_events_max) + " events at " + at +
-                                  " of virtual time (a shorter horizon, or fewer passes, fits)",
-                              false, watch.has_value());
-    }
-    if (++at_instant > still_steps_max || world.stalled()) {
-      std::snprintf(at, sizeof at, "%.1f ms", double(world.now().count()) / 1e6);
-      std::string what = world.stalled() ? std::to_string(model::SimKernel::calls_at_instant_max) + " kernel calls"
-                                         : std::to_string(still_steps_max) + " steps";
-      return world.stop_short("livelock: virtual time stood still for " + what + " at " + at +
-                                  ", nothing done (nothing the server does lets the clock move)",
-                              true, watch.has_value());
+    if (std::optional<Cut> cut = guard.check(world)) {
+      return world.stop_short(cut->message, cut->stalled(), watch.has_value());
     }
   } while (world.step());
   if (watch) watch->at_end(world);

@@ -590,7 +590,6 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     if (message->type == wire::Type::error) {
       std::string text = message->body.size() > 1 ? message->body.substr(1) : "";
       end_process();  // it ends as it sends an error: what it said last is then all read
-      if (!message->body.empty() && wire::Failure(message->body[0]) == wire::Failure::limit) throw RunLimit(text);
       std::string said = last_stderr_line();
       if (!said.empty()) text += "; its last line on stderr: \"" + said + "\"";
       throw ScenarioError(text, "the target's stderr is in " + output_ + ".stderr; docs/targets.md lists what the seam serves");

@@ -27,7 +27,6 @@ enum class Type : std::uint8_t {
 
 enum class Failure : std::uint8_t {
   bad_input = 0,  // the scenario or the program cannot be run as asked (exit 2)
-  limit = 1,      // a run limit was reached (exit 3)
 };
 
 // What a step left: as explore::Execution tells it.

@@ -217,17 +217,9 @@ inline constexpr std::size_t trace_events_max = 10'000'000;
 // (nothing the loop does lets the clock move), and the run is a livelock.
 inline constexpr std::uint64_t still_steps_max = 1'000'000;
 
-// A run stopped at a limit before its horizon where nothing could be judged (a target's
-// process that stopped): exit status 3. `what()` names the limit, the scenario and the
-// virtual time reached. sim::run itself does not throw it: it returns the trace so far, cut.
-class RunLimit : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Runs `scenario` (already resolved for one arm) to its horizon, or stops it early, with
 // Trace::cut saying why, when its trace passes trace_events_max or time stands still for
-// still_steps_max steps (Trace::stalled: a livelock). When the scenario expects
+// still_steps_max steps (Trace::stalled: a livelock); sim::RunGuard holds those limits. When the scenario expects
 // "liveness", the run watches its own states and writes a `lasso` event if it comes back to one
 // in which connections wait and none was accepted since (the explorer's liveness failure, as
 // one run shows it). Every nondeterministic
