@@ -26,6 +26,7 @@ thread_local Arena* in_use = nullptr;
 constexpr int ranges_max = 16;
 std::atomic<const char*> range_low[ranges_max];
 std::atomic<const char*> range_high[ranges_max];
+std::atomic<int> arenas_live{0};  // ranges held: 0 spares every delete the search of them
 
 bool owned_by_an_arena(const void* p);
 
@@ -99,6 +100,8 @@ class Arena::Watch final : public base::StackWatch {
 };
 
 Arena::Arena(std::size_t reserve) : reserve_(reserve) {
+  // Only a program that routes operator new here (explore/arena_hook.cpp) can fill an arena.
+  LOOPSIM_ASSERT(arena_routing_installed());
   void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   base_ = static_cast<char*>(p);
@@ -111,6 +114,7 @@ Arena::Arena(std::size_t reserve) : reserve_(reserve) {
   }
   LOOPSIM_ASSERT_OP(slot, <, ranges_max);
   range_high[slot].store(base_ + reserve_);
+  arenas_live.fetch_add(1, std::memory_order_acq_rel);
   watch_ = new Watch(*this);
 }
 
@@ -124,6 +128,7 @@ Arena::~Arena() {
     if (range_low[slot].load() != base_) continue;
     range_high[slot].store(nullptr);
     range_low[slot].store(nullptr);
+    arenas_live.fetch_sub(1, std::memory_order_acq_rel);
   }
   delete watch_;
   ::munmap(base_, reserve_);
@@ -253,6 +258,8 @@ Arena* Arena::active() { return in_use; }
 namespace {
 
 bool owned_by_an_arena(const void* p) {
+  // No arena lives (the live server, a run, a check): nothing is arena memory.
+  if (arenas_live.load(std::memory_order_acquire) == 0) return false;
   const char* at = static_cast<const char*>(p);
   for (int slot = 0; slot < ranges_max; ++slot) {
     const char* low = range_low[slot].load(std::memory_order_acquire);
@@ -263,7 +270,9 @@ bool owned_by_an_arena(const void* p) {
   return false;
 }
 
-void* allocate(std::size_t bytes, std::size_t align) {
+}  // namespace
+
+void* arena_allocate(std::size_t bytes, std::size_t align) {
   if (in_use != nullptr) return in_use->allocate(bytes, align);
   void* p = align > 16 ? std::aligned_alloc(align, (std::max<std::size_t>(bytes, 1) + align - 1) & ~(align - 1))
                        : std::malloc(std::max<std::size_t>(bytes, 1));
@@ -271,7 +280,7 @@ void* allocate(std::size_t bytes, std::size_t align) {
   return p;
 }
 
-void release(void* p) noexcept {
+void arena_release(void* p) noexcept {
   if (p == nullptr) return;
   if (!owned_by_an_arena(p)) {
     std::free(p);
@@ -282,36 +291,8 @@ void release(void* p) noexcept {
   if (in_use != nullptr && in_use->owns(p)) in_use->release(p);
 }
 
-}  // namespace
+// Without explore/arena_hook (a program that links the library alone), nothing routes
+// allocations: no arena may hold a world, and the explorer replays its branches.
+__attribute__((weak)) bool arena_routing_installed() { return false; }
 
 }  // namespace loopsim::explore
-
-// The replaceable allocation functions, routed to the arena in use on this thread.
-void* operator new(std::size_t n) { return loopsim::explore::allocate(n, 16); }
-void* operator new[](std::size_t n) { return loopsim::explore::allocate(n, 16); }
-void* operator new(std::size_t n, std::align_val_t a) { return loopsim::explore::allocate(n, std::size_t(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return loopsim::explore::allocate(n, std::size_t(a)); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return loopsim::explore::allocate(n, 16);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return loopsim::explore::allocate(n, 16);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { loopsim::explore::release(p); }
-void operator delete[](void* p) noexcept { loopsim::explore::release(p); }
-void operator delete(void* p, std::size_t) noexcept { loopsim::explore::release(p); }
-void operator delete[](void* p, std::size_t) noexcept { loopsim::explore::release(p); }
-void operator delete(void* p, std::align_val_t) noexcept { loopsim::explore::release(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { loopsim::explore::release(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { loopsim::explore::release(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { loopsim::explore::release(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { loopsim::explore::release(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { loopsim::explore::release(p); }

@@ -14,6 +14,12 @@
 // in use (a scenario, a vtable, a chooser that keeps no state of its own); nothing outside may
 // keep pointers into it but the code that restores it. Code outside must not free (or allocate
 // into) an arena it does not run in: Arena::Pause stops routing allocations for a while.
+//
+// Routing is the program's choice, not the library's: `cli/arena_hook.cpp` replaces the global
+// allocation functions with arena_allocate and arena_release, and only a program that links it
+// (the `loopsim` program and the test binary) routes. A program that links loopsim::explore
+// without it keeps its own allocator: arena_routing_installed() is false, no Arena may be made,
+// and the explorer resumes branches by replaying them (ExploreResult says it took no snapshots).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +33,14 @@ class StackWatch;
 }
 
 namespace loopsim::explore {
+
+// The allocation functions a program installs to route operator new and delete (see above):
+// from the arena in use on this thread, else from malloc; a block is released into the arena
+// that holds it, or to free.
+void* arena_allocate(std::size_t bytes, std::size_t align);
+void arena_release(void* p) noexcept;
+// Whether this program routes them (cli/arena_hook.cpp defines it true).
+bool arena_routing_installed();
 
 class Arena {
  public:

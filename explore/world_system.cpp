@@ -301,7 +301,8 @@ class WorldSystem final : public System {
 std::unique_ptr<System> world_system(const sim::Scenario& scenario, const checker::Costs& costs, bool symmetry,
                                      bool snapshots, const sim::ServerFactories& servers) {
   if (scenario.target) return std::make_unique<TargetSystem>(scenario, costs);
-  return std::make_unique<WorldSystem>(scenario, costs, symmetry, snapshots, servers);
+  // Without the program routing allocations into arenas, branches are replayed (explore/arena.hpp).
+  return std::make_unique<WorldSystem>(scenario, costs, symmetry, snapshots && arena_routing_installed(), servers);
 }
 
 Outcome judge_choices(const sim::Scenario& scenario, const checker::Costs& costs,
