@@ -21,7 +21,6 @@
 #include "sim/trace_codec.hpp"
 #include "sim/world.hpp"
 
-#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace loopsim::posix {
 
@@ -32,7 +31,7 @@ namespace wire = sim::wire;
 int (*program_main)(int, char**, char**) = nullptr;
 
 [[noreturn]] void leave(int status) {
-  real<void(int), "_exit">()(status);
+  LOOPSIM_REAL(_exit)(status);
   __builtin_unreachable();
 }
 
@@ -67,7 +66,7 @@ void fail(int host, wire::Failure failure, const std::string& message) {
 void tell_calls(const Seam* seam) {
   if (seam == nullptr) return;
   std::string line = "loopsim seam: " + std::to_string(seam->calls()) + " calls served\n";
-  real<ssize_t(int, const void*, size_t), "write">()(2, line.data(), line.size());
+  LOOPSIM_REAL(write)(2, line.data(), line.size());
 }
 
 void send_trace(int host, const sim::RunResult& result) {
@@ -107,9 +106,9 @@ wire::Report report_of(const sim::World& world, bool stepped) {
 // The real process may need many descriptors: each simulated one has a placeholder.
 void raise_descriptor_limit() {
   rlimit limit{};
-  if (real<int(int, rlimit*), "getrlimit">()(RLIMIT_NOFILE, &limit) != 0) return;
+  if (LOOPSIM_REAL(getrlimit)(RLIMIT_NOFILE, &limit) != 0) return;
   limit.rlim_cur = limit.rlim_max;
-  real<int(int, const rlimit*), "setrlimit">()(RLIMIT_NOFILE, &limit);
+  LOOPSIM_REAL(setrlimit)(RLIMIT_NOFILE, &limit);
 }
 
 // What the seam keeps for a target that replaces its program before it has done anything the
@@ -155,7 +154,7 @@ std::optional<std::string> start_message(int host) {
       body.append(chunk, std::size_t(n));
       at += n;
     }
-    real<int(int), "close">()(fd);
+    LOOPSIM_REAL(close)(fd);
     return body;
   }
   std::optional<wire::Message> start = wire::receive(host, wire::From::loopsim);
@@ -172,13 +171,12 @@ int host_main(int argc, char** argv, char** envp) {
   if (const char* preload = variable("LD_PRELOAD")) handover.preload = preload;
   remove_variable("LOOPSIM_SEAM_FD");
   remove_variable("LD_PRELOAD");
-  real<int(int, int, ...), "fcntl">()(host, F_SETFD, FD_CLOEXEC);
+  LOOPSIM_REAL(fcntl)(host, F_SETFD, FD_CLOEXEC);
   if (const char* watch = variable("LOOPSIM_SEAM_WATCH_FD")) {
     const int fd = std::atoi(watch);
-    void* page = real<void*(void*, std::size_t, int, int, int, off_t), "mmap">()(nullptr, sizeof(sim::MainWatch),
-                                                                               PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* page = LOOPSIM_REAL(mmap)(nullptr, sizeof(sim::MainWatch), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (page != MAP_FAILED) main_watch = static_cast<sim::MainWatch*>(page);
-    real<int(int, int, ...), "fcntl">()(fd, F_SETFD, FD_CLOEXEC);
+    LOOPSIM_REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
     handover.watch = fd;
     remove_variable("LOOPSIM_SEAM_WATCH_FD");
   }
@@ -254,17 +252,16 @@ std::vector<std::string> handover_environment() {
   const int start = ::memfd_create("loopsim-start", 0);
   if (start < 0) return {};
   for (std::size_t at = 0; at < handover.start.size();) {
-    const ssize_t n = real<ssize_t(int, const void*, size_t), "write">()(start, handover.start.data() + at,
-                                                                         handover.start.size() - at);
+    const ssize_t n = LOOPSIM_REAL(write)(start, handover.start.data() + at, handover.start.size() - at);
     if (n <= 0) return {};
     at += std::size_t(n);
   }
-  real<int(int, int, ...), "fcntl">()(handover.host, F_SETFD, 0);
+  LOOPSIM_REAL(fcntl)(handover.host, F_SETFD, 0);
   std::vector<std::string> environment{"LD_PRELOAD=" + handover.preload,
                                        "LOOPSIM_SEAM_FD=" + std::to_string(handover.host),
                                        "LOOPSIM_SEAM_START_FD=" + std::to_string(start)};
   if (handover.watch >= 0) {
-    real<int(int, int, ...), "fcntl">()(handover.watch, F_SETFD, 0);
+    LOOPSIM_REAL(fcntl)(handover.watch, F_SETFD, 0);
     environment.push_back("LOOPSIM_SEAM_WATCH_FD=" + std::to_string(handover.watch));
   }
   return environment;
@@ -277,7 +274,8 @@ std::vector<std::string> handover_environment() {
 SEAM_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv, void (*init)(),
                                   void (*fini)(), void (*rtld_fini)(), void* stack_end) {
   loopsim::posix::program_main = main;
+  // Declared in no header of libc's: the one symbol typed here by hand.
   using Start = int(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
   return loopsim::posix::real<Start, "__libc_start_main">()(loopsim::posix::host_main, argc, argv, init, fini,
-                                                           rtld_fini, stack_end);
+                                                                   rtld_fini, stack_end);
 }

@@ -30,7 +30,6 @@
 #include "posix/interpose.hpp"
 #include "posix/seam.hpp"
 
-#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 // libc declares some pointers nonnull; a program may still pass null, and the seam checks.
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
@@ -59,10 +58,10 @@ long read_socket(const char* call, int fd, void* buffer, size_t size, int flags)
 long broken_pipe(long rc, int flags) {
   if (rc >= 0 || errno != EPIPE || (flags & MSG_NOSIGNAL) != 0 || !making()) return rc;
   struct sigaction action{};
-  real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(SIGPIPE, nullptr, &action);
+  LOOPSIM_REAL(sigaction)(SIGPIPE, nullptr, &action);
   sigset_t blocked;
   sigemptyset(&blocked);
-  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_BLOCK, nullptr, &blocked);
+  LOOPSIM_REAL(pthread_sigmask)(SIG_BLOCK, nullptr, &blocked);
   if (action.sa_handler == SIG_DFL && sigismember(&blocked, SIGPIPE) == 0) {
     current->on_engine([] { current->exited(128 + SIGPIPE, SIGPIPE); });
   }
@@ -116,7 +115,7 @@ bool any_owned(const pollfd* fds, nfds_t n) {
 
 SEAM_EXPORT int socket(int domain, int type, int protocol) noexcept {
   if (making()) return int(served(__func__, [&] { return long(current->socket(domain, type)); }));
-  return real<int(int, int, int), "socket">()(domain, type, protocol);
+  return LOOPSIM_REAL(socket)(domain, type, protocol);
 }
 
 SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexcept {
@@ -124,32 +123,32 @@ SEAM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) noexc
     if (fds == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->socketpair(domain, type, fds); }));
   }
-  return real<int(int, int, int, int*), "socketpair">()(domain, type, protocol, fds);
+  return LOOPSIM_REAL(socketpair)(domain, type, protocol, fds);
 }
 
 SEAM_EXPORT int epoll_create(int size) noexcept {
   if (making()) return size <= 0 ? int(result(-EINVAL)) : int(served(__func__, [&] { return long(current->poller_create(0)); }));
-  return real<int(int), "epoll_create">()(size);
+  return LOOPSIM_REAL(epoll_create)(size);
 }
 
 SEAM_EXPORT int epoll_create1(int flags) noexcept {
   if (making()) return int(served(__func__, [&] { return long(current->poller_create(flags)); }));
-  return real<int(int), "epoll_create1">()(flags);
+  return LOOPSIM_REAL(epoll_create1)(flags);
 }
 
 SEAM_EXPORT int eventfd(unsigned int count, int flags) noexcept {
   if (making()) return int(served(__func__, [&] { return long(current->eventfd(count, flags)); }));
-  return real<int(unsigned int, int), "eventfd">()(count, flags);
+  return LOOPSIM_REAL(eventfd)(count, flags);
 }
 
 SEAM_EXPORT int pipe2(int fds[2], int flags) noexcept {
   if (making()) return int(served(__func__, [&] { return long(current->pipe(fds, flags)); }));
-  return real<int(int*, int), "pipe2">()(fds, flags);
+  return LOOPSIM_REAL(pipe2)(fds, flags);
 }
 
 SEAM_EXPORT int pipe(int fds[2]) noexcept {
   if (making()) return int(served(__func__, [&] { return long(current->pipe(fds, 0)); }));
-  return real<int(int*), "pipe">()(fds);
+  return LOOPSIM_REAL(pipe)(fds);
 }
 
 // Real files pass through, and take a simulated number too, so that the descriptor limit
@@ -180,112 +179,119 @@ SEAM_EXPORT int open(const char* path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(const char*, int, ...), "open">()(path, flags, mode); });
+  return opened([&] { return LOOPSIM_REAL(open)(path, flags, mode); });
 }
 SEAM_EXPORT int open64(const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(const char*, int, ...), "open64">()(path, flags, mode); });
+  return opened([&] { return LOOPSIM_REAL(open64)(path, flags, mode); });
 }
 SEAM_EXPORT int openat(int dir, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(int, const char*, int, ...), "openat">()(dir, path, flags, mode); });
+  return opened([&] { return LOOPSIM_REAL(openat)(dir, path, flags, mode); });
 }
 SEAM_EXPORT int openat64(int dir, const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t mode = mode_of(flags, ap);
   va_end(ap);
-  return opened([&] { return real<int(int, const char*, int, ...), "openat64">()(dir, path, flags, mode); });
+  return opened([&] { return LOOPSIM_REAL(openat64)(dir, path, flags, mode); });
 }
 SEAM_EXPORT int __open_2(const char* path, int flags) {
-  return opened([&] { return real<int(const char*, int), "__open_2">()(path, flags); });
+  return opened([&] { return LOOPSIM_REAL(__open_2)(path, flags); });
 }
 SEAM_EXPORT int __open64_2(const char* path, int flags) {
-  return opened([&] { return real<int(const char*, int), "__open64_2">()(path, flags); });
+  return opened([&] { return LOOPSIM_REAL(__open64_2)(path, flags); });
 }
 SEAM_EXPORT int __openat_2(int dir, const char* path, int flags) {
-  return opened([&] { return real<int(int, const char*, int), "__openat_2">()(dir, path, flags); });
+  return opened([&] { return LOOPSIM_REAL(__openat_2)(dir, path, flags); });
 }
 SEAM_EXPORT int __openat64_2(int dir, const char* path, int flags) {
-  return opened([&] { return real<int(int, const char*, int), "__openat64_2">()(dir, path, flags); });
+  return opened([&] { return LOOPSIM_REAL(__openat64_2)(dir, path, flags); });
 }
 
 // ---- sockets ----
 
 SEAM_EXPORT int bind(int fd, const sockaddr* address, socklen_t length) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->bind(fd, address, length)); }));
-  return real<int(int, const sockaddr*, socklen_t), "bind">()(fd, address, length);
+  return LOOPSIM_REAL(bind)(fd, address, length);
 }
 
 SEAM_EXPORT int listen(int fd, int backlog) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->listen(fd, backlog)); }));
-  return real<int(int, int), "listen">()(fd, backlog);
+  return LOOPSIM_REAL(listen)(fd, backlog);
 }
 
 SEAM_EXPORT int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->accept(fd, address, length, flags)); }));
-  return real<int(int, sockaddr*, socklen_t*, int), "accept4">()(fd, address, length, flags);
+  return LOOPSIM_REAL(accept4)(fd, address, length, flags);
 }
 
 SEAM_EXPORT int accept(int fd, sockaddr* address, socklen_t* length) {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->accept(fd, address, length, 0)); }));
-  return real<int(int, sockaddr*, socklen_t*), "accept">()(fd, address, length);
+  return LOOPSIM_REAL(accept)(fd, address, length);
 }
 
 SEAM_EXPORT int connect(int fd, const sockaddr* address, socklen_t length) {
   if (owned(fd)) return int(served(__func__, [&] { return current->connect(fd, address, length); }));
-  return real<int(int, const sockaddr*, socklen_t), "connect">()(fd, address, length);
+  return LOOPSIM_REAL(connect)(fd, address, length);
 }
 
 SEAM_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->setsockopt(fd, level, name, value, length)); }));
-  return real<int(int, int, int, const void*, socklen_t), "setsockopt">()(fd, level, name, value, length);
+  return LOOPSIM_REAL(setsockopt)(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockopt(int fd, int level, int name, void* value, socklen_t* length) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->getsockopt(fd, level, name, value, length)); }));
-  return real<int(int, int, int, void*, socklen_t*), "getsockopt">()(fd, level, name, value, length);
+  return LOOPSIM_REAL(getsockopt)(fd, level, name, value, length);
 }
 
 SEAM_EXPORT int getsockname(int fd, sockaddr* address, socklen_t* length) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->sockname(fd, address, length, false)); }));
-  return real<int(int, sockaddr*, socklen_t*), "getsockname">()(fd, address, length);
+  return LOOPSIM_REAL(getsockname)(fd, address, length);
 }
 
 SEAM_EXPORT int getpeername(int fd, sockaddr* address, socklen_t* length) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->sockname(fd, address, length, true)); }));
-  return real<int(int, sockaddr*, socklen_t*), "getpeername">()(fd, address, length);
+  return LOOPSIM_REAL(getpeername)(fd, address, length);
 }
 
 SEAM_EXPORT int shutdown(int fd, int how) noexcept {
   if (owned(fd)) return int(served(__func__, [&] { return long(current->shutdown(fd, how)); }));
-  return real<int(int, int), "shutdown">()(fd, how);
+  return LOOPSIM_REAL(shutdown)(fd, how);
 }
 
 // ---- reading and writing ----
 
 SEAM_EXPORT ssize_t read(int fd, void* buffer, size_t size) {
   if (owned(fd)) return served(__func__, [&] { return long(current->read(fd, buffer, size, false)); });
-  return real<ssize_t(int, void*, size_t), "read">()(fd, buffer, size);
+  return LOOPSIM_REAL(read)(fd, buffer, size);
 }
-SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t) { return read(fd, buffer, size); }
+// _FORTIFY_SOURCE's variants check what glibc's do before they read: a size past the buffer's
+// is glibc's __chk_fail (the message, then SIGABRT), as it is without the seam.
+extern "C" [[noreturn]] void __chk_fail() noexcept;
+SEAM_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t size, size_t buffer_size) {
+  if (size > buffer_size) __chk_fail();
+  return read(fd, buffer, size);
+}
 
 SEAM_EXPORT ssize_t write(int fd, const void* buffer, size_t size) {
   if (owned(fd)) return broken_pipe(served(__func__, [&] { return long(current->write(fd, buffer, size, false)); }), 0);
-  return real<ssize_t(int, const void*, size_t), "write">()(fd, buffer, size);
+  return LOOPSIM_REAL(write)(fd, buffer, size);
 }
 
 SEAM_EXPORT ssize_t recv(int fd, void* buffer, size_t size, int flags) {
   if (owned(fd)) return read_socket(__func__, fd, buffer, size, flags);
-  return real<ssize_t(int, void*, size_t, int), "recv">()(fd, buffer, size, flags);
+  return LOOPSIM_REAL(recv)(fd, buffer, size, flags);
 }
-SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t, int flags) {
+SEAM_EXPORT ssize_t __recv_chk(int fd, void* buffer, size_t size, size_t buffer_size, int flags) {
+  if (size > buffer_size) __chk_fail();
   return recv(fd, buffer, size, flags);
 }
 
@@ -295,24 +301,23 @@ SEAM_EXPORT ssize_t recvfrom(int fd, void* buffer, size_t size, int flags, socka
     if (n >= 0 && address != nullptr) current->sockname(fd, address, length, true);
     return n;
   }
-  return real<ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*), "recvfrom">()(fd, buffer, size, flags, address,
-                                                                                   length);
+  return LOOPSIM_REAL(recvfrom)(fd, buffer, size, flags, address, length);
 }
-SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t, int flags, sockaddr* address,
-                                   socklen_t* length) {
+SEAM_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t size, size_t buffer_size, int flags,
+                                   sockaddr* address, socklen_t* length) {
+  if (size > buffer_size) __chk_fail();
   return recvfrom(fd, buffer, size, flags, address, length);
 }
 
 SEAM_EXPORT ssize_t send(int fd, const void* buffer, size_t size, int flags) {
   if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags);
-  return real<ssize_t(int, const void*, size_t, int), "send">()(fd, buffer, size, flags);
+  return LOOPSIM_REAL(send)(fd, buffer, size, flags);
 }
 
 SEAM_EXPORT ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
                            socklen_t length) {
   if (owned(fd)) return write_socket(__func__, fd, buffer, size, flags, address != nullptr);
-  return real<ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t), "sendto">()(fd, buffer, size, flags,
-                                                                                           address, length);
+  return LOOPSIM_REAL(sendto)(fd, buffer, size, flags, address, length);
 }
 
 namespace {
@@ -346,12 +351,12 @@ long write_gathered(const char* call, int fd, const iovec* iov, std::size_t coun
 
 SEAM_EXPORT ssize_t readv(int fd, const iovec* iov, int count) {
   if (owned(fd)) return count < 0 ? result(-EINVAL) : read_scattered(__func__, fd, iov, std::size_t(count), false);
-  return real<ssize_t(int, const iovec*, int), "readv">()(fd, iov, count);
+  return LOOPSIM_REAL(readv)(fd, iov, count);
 }
 
 SEAM_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
   if (owned(fd)) return count < 0 ? result(-EINVAL) : broken_pipe(write_gathered(__func__, fd, iov, std::size_t(count), false), 0);
-  return real<ssize_t(int, const iovec*, int), "writev">()(fd, iov, count);
+  return LOOPSIM_REAL(writev)(fd, iov, count);
 }
 
 // Without ancillary data: none ever arrives, and one sent (SCM_RIGHTS, credentials) is refused.
@@ -375,7 +380,7 @@ SEAM_EXPORT ssize_t recvmsg(int fd, msghdr* message, int flags) {
     }
     return n;
   }
-  return real<ssize_t(int, msghdr*, int), "recvmsg">()(fd, message, flags);
+  return LOOPSIM_REAL(recvmsg)(fd, message, flags);
 }
 SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   if (owned(fd)) {
@@ -387,7 +392,7 @@ SEAM_EXPORT ssize_t sendmsg(int fd, const msghdr* message, int flags) {
                                       message->msg_name != nullptr),
                        flags);
   }
-  return real<ssize_t(int, const msghdr*, int), "sendmsg">()(fd, message, flags);
+  return LOOPSIM_REAL(sendmsg)(fd, message, flags);
 }
 namespace {
 
@@ -399,13 +404,13 @@ namespace {
 long send_file(const char* call, int out, int in, off64_t* offset, size_t count) {
   if (owned(in)) return result(-EINVAL);
   std::vector<char> buffer(std::min<size_t>(count, 1 << 16));
-  const ssize_t got = offset != nullptr ? real<ssize_t(int, void*, size_t, off64_t), "pread64">()(in, buffer.data(), buffer.size(), *offset)
-                                        : real<ssize_t(int, void*, size_t), "read">()(in, buffer.data(), buffer.size());
+  const ssize_t got = offset != nullptr ? LOOPSIM_REAL(pread64)(in, buffer.data(), buffer.size(), *offset)
+                                        : LOOPSIM_REAL(read)(in, buffer.data(), buffer.size());
   if (got <= 0) return got;  // the end of the file, or the read's own error in errno
   const long sent = broken_pipe(served(call, [&] { return current->write(out, buffer.data(), size_t(got), false); }), 0);
   const off64_t moved = sent > 0 ? sent : 0;
   if (offset != nullptr) *offset += moved;
-  else real<off64_t(int, off64_t, int), "lseek64">()(in, moved - got, SEEK_CUR);
+  else LOOPSIM_REAL(lseek64)(in, moved - got, SEEK_CUR);
   return sent;
 }
 
@@ -420,30 +425,30 @@ SEAM_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexc
     return sent;
   }
   if (owned(in)) return result(-EINVAL);
-  return real<ssize_t(int, int, off_t*, size_t), "sendfile">()(out, in, offset, count);
+  return LOOPSIM_REAL(sendfile)(out, in, offset, count);
 }
 SEAM_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
   if (owned(out)) return send_file(__func__, out, in, offset, count);
   if (owned(in)) return result(-EINVAL);
-  return real<ssize_t(int, int, off64_t*, size_t), "sendfile64">()(out, in, offset, count);
+  return LOOPSIM_REAL(sendfile64)(out, in, offset, count);
 }
 // splice and tee move pages between a pipe and another descriptor; on a simulated one they fail
 // EINVAL, as Linux's do where an end cannot splice, and programs (lighttpd) copy instead.
 SEAM_EXPORT ssize_t splice(int in, loff_t* in_offset, int out, loff_t* out_offset, size_t length, unsigned int flags) noexcept {
   if (owned(in) || owned(out)) return result(-EINVAL);
-  return real<ssize_t(int, loff_t*, int, loff_t*, size_t, unsigned int), "splice">()(in, in_offset, out, out_offset, length, flags);
+  return LOOPSIM_REAL(splice)(in, in_offset, out, out_offset, length, flags);
 }
 SEAM_EXPORT ssize_t tee(int in, int out, size_t length, unsigned int flags) noexcept {
   if (owned(in) || owned(out)) return result(-EINVAL);
-  return real<ssize_t(int, int, size_t, unsigned int), "tee">()(in, out, length, flags);
+  return LOOPSIM_REAL(tee)(in, out, length, flags);
 }
 SEAM_EXPORT off_t lseek(int fd, off_t offset, int whence) noexcept {
   if (owned(fd)) return result(-ESPIPE);
-  return real<off_t(int, off_t, int), "lseek">()(fd, offset, whence);
+  return LOOPSIM_REAL(lseek)(fd, offset, whence);
 }
 SEAM_EXPORT int fstat(int fd, struct stat* st) noexcept {
   if (owned(fd)) return st == nullptr ? int(result(-EFAULT)) : int(served(__func__, [&] { return current->stat(fd, st); }));
-  return real<int(int, struct stat*), "fstat">()(fd, st);
+  return LOOPSIM_REAL(fstat)(fd, st);
 }
 static_assert(sizeof(struct stat) == sizeof(struct stat64), "fstat64 fills the same structure on this ABI");
 SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
@@ -451,7 +456,7 @@ SEAM_EXPORT int fstat64(int fd, struct stat64* st) noexcept {
     if (st == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->stat(fd, reinterpret_cast<struct stat*>(st)); }));
   }
-  return real<int(int, struct stat64*), "fstat64">()(fd, st);
+  return LOOPSIM_REAL(fstat64)(fd, st);
 }
 // fstatat(fd, "", st, AT_EMPTY_PATH) is fstat; a path relative to a simulated descriptor is not.
 SEAM_EXPORT int fstatat(int dir, const char* path, struct stat* st, int flags) noexcept {
@@ -459,14 +464,14 @@ SEAM_EXPORT int fstatat(int dir, const char* path, struct stat* st, int flags) n
     if (path == nullptr || path[0] != '\0' || !(flags & AT_EMPTY_PATH)) return int(result(-ENOTDIR));
     return fstat(dir, st);
   }
-  return real<int(int, const char*, struct stat*, int), "fstatat">()(dir, path, st, flags);
+  return LOOPSIM_REAL(fstatat)(dir, path, st, flags);
 }
 SEAM_EXPORT int fstatat64(int dir, const char* path, struct stat64* st, int flags) noexcept {
   if (owned(dir)) {
     if (path == nullptr || path[0] != '\0' || !(flags & AT_EMPTY_PATH)) return int(result(-ENOTDIR));
     return fstat64(dir, st);
   }
-  return real<int(int, const char*, struct stat64*, int), "fstatat64">()(dir, path, st, flags);
+  return LOOPSIM_REAL(fstatat64)(dir, path, st, flags);
 }
 
 // ---- closing, duplicating, flags ----
@@ -480,19 +485,19 @@ SEAM_EXPORT int close(int fd) {
   if (in_child() && owned(fd)) return int(result(current->child_close(fd)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->close(fd)); }));
   if (current != nullptr && !in_child() && current->holds_file(fd)) current->file_closed(fd);
-  return real<int(int), "close">()(fd);
+  return LOOPSIM_REAL(close)(fd);
 }
 
 SEAM_EXPORT int dup(int fd) noexcept {
   if (in_child() && owned(fd)) return int(result(current->child_dup(fd, 0, false, true)));
   unserved("dup", fd);
-  return real<int(int), "dup">()(fd);
+  return LOOPSIM_REAL(dup)(fd);
 }
 SEAM_EXPORT int dup2(int fd, int to) noexcept {
   if (in_child() && (owned(fd) || owned(to))) return int(result(current->child_dup(fd, to, false, false)));
   unserved("dup2", fd);
   unserved("dup2 (onto it)", to);
-  return real<int(int, int), "dup2">()(fd, to);
+  return LOOPSIM_REAL(dup2)(fd, to);
 }
 SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
   if (in_child() && (owned(fd) || owned(to))) {
@@ -501,7 +506,7 @@ SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
   }
   unserved("dup3", fd);
   unserved("dup3 (onto it)", to);
-  return real<int(int, int, int), "dup3">()(fd, to, flags);
+  return LOOPSIM_REAL(dup3)(fd, to, flags);
 }
 
 namespace {
@@ -515,7 +520,7 @@ SEAM_EXPORT int fcntl(int fd, int cmd, ...) {
   va_end(ap);
   if (in_child() && owned(fd)) return int(result(current->child_fcntl(fd, cmd, arg)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
-  return real<int(int, int, ...), "fcntl">()(fd, cmd, arg);
+  return LOOPSIM_REAL(fcntl)(fd, cmd, arg);
 }
 SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_list ap;
@@ -524,7 +529,7 @@ SEAM_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_end(ap);
   if (in_child() && owned(fd)) return int(result(current->child_fcntl(fd, cmd, arg)));
   if (owned(fd)) return int(served(__func__, [&] { return long(current->fcntl(fd, cmd, arg)); }));
-  return real<int(int, int, ...), "fcntl64">()(fd, cmd, arg);
+  return LOOPSIM_REAL(fcntl64)(fd, cmd, arg);
 }
 
 SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
@@ -533,7 +538,7 @@ SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   if (owned(fd)) return int(served(__func__, [&] { return long(current->ioctl(fd, request, arg)); }));
-  return real<int(int, unsigned long, ...), "ioctl">()(fd, request, arg);
+  return LOOPSIM_REAL(ioctl)(fd, request, arg);
 }
 
 // ---- pollers ----
@@ -541,18 +546,18 @@ SEAM_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
 SEAM_EXPORT int epoll_ctl(int poller, int op, int fd, epoll_event* event) noexcept {
   if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_control(poller, op, fd, event)); }));
   if (owned(fd)) current->refuse("epoll_ctl", fd, "a real poller cannot watch a simulated descriptor");
-  return real<int(int, int, int, epoll_event*), "epoll_ctl">()(poller, op, fd, event);
+  return LOOPSIM_REAL(epoll_ctl)(poller, op, fd, event);
 }
 
 SEAM_EXPORT int epoll_wait(int poller, epoll_event* events, int max, int timeout) {
   if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_wait(poller, events, max, timeout)); }));
-  return real<int(int, epoll_event*, int, int), "epoll_wait">()(poller, events, max, timeout);
+  return LOOPSIM_REAL(epoll_wait)(poller, events, max, timeout);
 }
 
 SEAM_EXPORT int epoll_pwait(int poller, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   // The mask matters for signals, which the simulation does not deliver.
   if (owned(poller)) return int(served(__func__, [&] { return long(current->poller_wait(poller, events, max, timeout)); }));
-  return real<int(int, epoll_event*, int, int, const sigset_t*), "epoll_pwait">()(poller, events, max, timeout, mask);
+  return LOOPSIM_REAL(epoll_pwait)(poller, events, max, timeout, mask);
 }
 
 namespace {
@@ -635,18 +640,22 @@ bool names_none(int n, const fd_set* r, const fd_set* w, const fd_set* e) {
 
 SEAM_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   if (any_owned(fds, n) || (making() && names_none(fds, n))) return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
-  return real<int(pollfd*, nfds_t, int), "poll">()(fds, n, timeout);
+  return LOOPSIM_REAL(poll)(fds, n, timeout);
 }
-SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t) { return poll(fds, n, timeout); }
+SEAM_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fds_size) {
+  if (fds_size / sizeof(*fds) < n) __chk_fail();
+  return poll(fds, n, timeout);
+}
 // The signal mask matters for signals, which the simulation does not deliver yet.
 SEAM_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
   if (any_owned(fds, n) || (making() && names_none(fds, n))) {
     if (invalid(timeout)) return int(result(-EINVAL));
     return int(served(__func__, [&] { return current->poll(fds, n, poll_timeout(timeout)); }));
   }
-  return real<int(pollfd*, nfds_t, const timespec*, const sigset_t*), "ppoll">()(fds, n, timeout, mask);
+  return LOOPSIM_REAL(ppoll)(fds, n, timeout, mask);
 }
-SEAM_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t) {
+SEAM_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t fds_size) {
+  if (fds_size / sizeof(*fds) < n) __chk_fail();
   return ppoll(fds, n, timeout, mask);
 }
 SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
@@ -654,14 +663,14 @@ SEAM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout)
     if (invalid(timeout)) return int(result(-EINVAL));
     return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
   }
-  return real<int(int, fd_set*, fd_set*, fd_set*, timeval*), "select">()(n, r, w, e, timeout);
+  return LOOPSIM_REAL(select)(n, r, w, e, timeout);
 }
 SEAM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
   if (any_named_owned(n, r, w, e) || (making() && names_none(n, r, w, e))) {
     if (invalid(timeout)) return int(result(-EINVAL));
     return int(select_as_poll(__func__, n, r, w, e, poll_timeout(timeout)));
   }
-  return real<int(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*), "pselect">()(n, r, w, e, timeout, mask);
+  return LOOPSIM_REAL(pselect)(n, r, w, e, timeout, mask);
 }
 
 // ---- syscall(): libuv closes with it; io_uring is refused; a target thread's futex waits ----
@@ -711,14 +720,14 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
       default: break;
     }
   }
-  return real<long(long, ...), "syscall">()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 // ---- randomness: the scenario's seed, not the machine's entropy ----
 
 SEAM_EXPORT ssize_t getrandom(void* buffer, size_t size, unsigned int flags) noexcept {
   if (making()) return random_into(buffer, size);
-  return real<ssize_t(void*, size_t, unsigned int), "getrandom">()(buffer, size, flags);
+  return LOOPSIM_REAL(getrandom)(buffer, size, flags);
 }
 
 SEAM_EXPORT int getentropy(void* buffer, size_t size) noexcept {
@@ -726,7 +735,7 @@ SEAM_EXPORT int getentropy(void* buffer, size_t size) noexcept {
     if (size > 256) return int(result(-EIO));  // glibc's, as its man page says
     return random_into(buffer, size) < 0 ? -1 : 0;
   }
-  return real<int(void*, size_t), "getentropy">()(buffer, size);
+  return LOOPSIM_REAL(getentropy)(buffer, size);
 }
 
 // ---- clocks and sleeps ----
@@ -736,7 +745,7 @@ SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
     *t = to_timespec(virtual_ns(clock));
     return 0;
   }
-  return real<int(clockid_t, timespec*), "clock_gettime">()(clock, t);
+  return LOOPSIM_REAL(clock_gettime)(clock, t);
 }
 
 SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
@@ -748,7 +757,7 @@ SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
     }
     return 0;
   }
-  return real<int(timeval*, void*), "gettimeofday">()(tv, tz);
+  return LOOPSIM_REAL(gettimeofday)(tv, tz);
 }
 
 SEAM_EXPORT time_t time(time_t* out) noexcept {
@@ -757,7 +766,7 @@ SEAM_EXPORT time_t time(time_t* out) noexcept {
     if (out != nullptr) *out = now;
     return now;
   }
-  return real<time_t(time_t*), "time">()(out);
+  return LOOPSIM_REAL(time)(out);
 }
 
 namespace {
@@ -789,7 +798,7 @@ SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
     if (rc < 0 && remaining != nullptr) *remaining = to_timespec(left.count());
     return int(rc);
   }
-  return real<int(const timespec*, timespec*), "nanosleep">()(request, remaining);
+  return LOOPSIM_REAL(nanosleep)(request, remaining);
 }
 
 // clock_nanosleep returns its error instead of setting errno; an absolute one leaves
@@ -807,7 +816,7 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
     if (rc < 0 && remaining != nullptr && (flags & TIMER_ABSTIME) == 0) *remaining = to_timespec(left.count());
     return rc < 0 ? EINTR : 0;
   }
-  return real<int(clockid_t, int, const timespec*, timespec*), "clock_nanosleep">()(clock, flags, request, remaining);
+  return LOOPSIM_REAL(clock_nanosleep)(clock, flags, request, remaining);
 }
 
 SEAM_EXPORT int usleep(useconds_t us) {
@@ -815,7 +824,7 @@ SEAM_EXPORT int usleep(useconds_t us) {
     Nanos left{0};
     return int(sleep_for(__func__, Nanos(std::int64_t(us) * 1000), left));
   }
-  return real<int(useconds_t), "usleep">()(us);
+  return LOOPSIM_REAL(usleep)(us);
 }
 
 // sleep(3) returns the seconds it did not sleep, as glibc's does: the whole seconds nanosleep
@@ -828,7 +837,7 @@ SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
     errno = saved;
     return unsigned(to_timespec(left.count()).tv_sec);
   }
-  return real<unsigned int(unsigned int), "sleep">()(seconds);
+  return LOOPSIM_REAL(sleep)(seconds);
 }
 
 // ---- limits ----
@@ -839,7 +848,7 @@ SEAM_EXPORT int getrlimit(int resource, rlimit* limit) noexcept {
     limit->rlim_max = rlim_t(current->descriptor_hard_limit());
     return 0;
   }
-  return real<int(int, rlimit*), "getrlimit">()(resource, limit);
+  return LOOPSIM_REAL(getrlimit)(resource, limit);
 }
 SEAM_EXPORT int getrlimit64(int resource, rlimit64* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE && limit != nullptr) {
@@ -847,7 +856,7 @@ SEAM_EXPORT int getrlimit64(int resource, rlimit64* limit) noexcept {
     limit->rlim_max = rlim64_t(current->descriptor_hard_limit());
     return 0;
   }
-  return real<int(int, rlimit64*), "getrlimit64">()(resource, limit);
+  return LOOPSIM_REAL(getrlimit64)(resource, limit);
 }
 // The scenario sets the descriptor limit (kernel.rlimit_nofile, soft and hard, and its faults);
 // the program may move the soft one within the hard one, and lower the hard one.
@@ -856,32 +865,32 @@ SEAM_EXPORT int setrlimit(int resource, const rlimit* limit) noexcept {
     if (limit == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->set_descriptor_limits(limit->rlim_cur, limit->rlim_max); }));
   }
-  return real<int(int, const rlimit*), "setrlimit">()(resource, limit);
+  return LOOPSIM_REAL(setrlimit)(resource, limit);
 }
 SEAM_EXPORT int setrlimit64(int resource, const rlimit64* limit) noexcept {
   if (making() && resource == RLIMIT_NOFILE) {
     if (limit == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->set_descriptor_limits(limit->rlim_cur, limit->rlim_max); }));
   }
-  return real<int(int, const rlimit64*), "setrlimit64">()(resource, limit);
+  return LOOPSIM_REAL(setrlimit64)(resource, limit);
 }
 
 // ---- threads, processes, exits ----
 
 SEAM_EXPORT void exit(int status) noexcept {
   if (making()) current->on_engine([&] { current->exited(status); });
-  real<void(int), "exit">()(status);
+  LOOPSIM_REAL(exit)(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _exit(int status) {
   if (making()) current->on_engine([&] { current->exited(status); });
-  real<void(int), "_exit">()(status);
+  LOOPSIM_REAL(_exit)(status);
   __builtin_unreachable();
 }
 
 SEAM_EXPORT void _Exit(int status) noexcept {
   if (making()) current->on_engine([&] { current->exited(status); });
-  real<void(int), "_Exit">()(status);
+  LOOPSIM_REAL(_Exit)(status);
   __builtin_unreachable();
 }

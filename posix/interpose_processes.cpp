@@ -22,7 +22,6 @@
 #include "posix/interpose.hpp"
 #include "posix/seam.hpp"
 
-#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 using loopsim::posix::current;
 using loopsim::posix::real;
@@ -77,8 +76,8 @@ char* const* exec_environment(const char* call, char* const* envp, Environment& 
 [[noreturn]] void run_shell(const char* call, const char* command) {
   current->before_exec(call);
   char* const argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(command), nullptr};
-  real<int(const char*, char* const[]), "execv">()("/bin/sh", argv);
-  real<void(int), "_exit">()(127);
+  LOOPSIM_REAL(execv)("/bin/sh", argv);
+  LOOPSIM_REAL(_exit)(127);
   __builtin_unreachable();
 }
 
@@ -86,14 +85,14 @@ char* const* exec_environment(const char* call, char* const* envp, Environment& 
 [[noreturn]] void end_as(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
-    real<sighandler_t(int, sighandler_t), "signal">()(signal, SIG_DFL);
+    LOOPSIM_REAL(signal)(signal, SIG_DFL);
     sigset_t only;
     sigemptyset(&only);
     sigaddset(&only, signal);
-    real<int(int, const sigset_t*, sigset_t*), "sigprocmask">()(SIG_UNBLOCK, &only, nullptr);
+    LOOPSIM_REAL(sigprocmask)(SIG_UNBLOCK, &only, nullptr);
     ::kill(::getpid(), signal);
   }
-  real<void(int), "_exit">()(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+  LOOPSIM_REAL(_exit)(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
   __builtin_unreachable();
 }
 
@@ -114,7 +113,7 @@ int spawn(const char* call, pid_t* pid, const char* path, const posix_spawn_file
     const int error = real_spawn()(&program, path, actions, attributes, argv, envp);
     if (error != 0) current->spawn_failed(error);
     int status = 0;
-    while (real<pid_t(pid_t, int*, int), "waitpid">()(program, &status, 0) < 0 && errno == EINTR) {
+    while (LOOPSIM_REAL(waitpid)(program, &status, 0) < 0 && errno == EINTR) {
     }
     end_as(status);
   }
@@ -129,8 +128,8 @@ int spawn(const char* call, pid_t* pid, const char* path, const posix_spawn_file
   return 0;
 }
 
-Spawn* real_posix_spawn() { return real<Spawn, "posix_spawn">(); }
-Spawn* real_posix_spawnp() { return real<Spawn, "posix_spawnp">(); }
+Spawn* real_posix_spawn() { return LOOPSIM_REAL(posix_spawn); }
+Spawn* real_posix_spawnp() { return LOOPSIM_REAL(posix_spawnp); }
 
 // popen's streams, with their children.
 std::map<FILE*, pid_t>& popened() {
@@ -150,12 +149,12 @@ pid_t reaped(const char* call, pid_t pid, int* status, bool keep) {
 
 SEAM_EXPORT pid_t fork() noexcept {
   if (making()) return start_child(__func__);
-  return real<pid_t(), "fork">()();
+  return LOOPSIM_REAL(fork)();
 }
 
 SEAM_EXPORT pid_t _Fork() noexcept {
   if (making()) return start_child(__func__);
-  return real<pid_t(), "_Fork">()();
+  return LOOPSIM_REAL(_Fork)();
 }
 
 // vfork's child borrows its parent's stack, and returning into a frame the child has left would
@@ -163,7 +162,7 @@ SEAM_EXPORT pid_t _Fork() noexcept {
 // child does alike). The real vfork is never called.
 SEAM_EXPORT pid_t vfork() noexcept {
   if (making()) return start_child(__func__);
-  return real<pid_t(), "fork">()();
+  return LOOPSIM_REAL(fork)();
 }
 
 // clone without CLONE_THREAD makes a process that runs a function of the program's on a stack
@@ -180,8 +179,7 @@ SEAM_EXPORT int clone(int (*body)(void*), void* stack, int flags, void* argument
   void* tls = va_arg(ap, void*);
   void* child_tid = va_arg(ap, void*);
   va_end(ap);
-  using Clone = int(int (*)(void*), void*, int, void*, ...);
-  return real<Clone, "clone">()(body, stack, flags, argument, parent_tid, tls, child_tid);
+  return LOOPSIM_REAL(clone)(body, stack, flags, argument, parent_tid, tls, child_tid);
 }
 
 SEAM_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
@@ -200,7 +198,7 @@ SEAM_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fil
 // glibc's system then fails with ECHILD, as here.
 SEAM_EXPORT int system(const char* command) {
   // system(NULL) asks whether a shell exists, and starts nothing.
-  if (!making() || command == nullptr) return real<int(const char*), "system">()(command);
+  if (!making() || command == nullptr) return LOOPSIM_REAL(system)(command);
   const pid_t child = start_child(__func__);
   if (child == 0) run_shell("system", command);
   if (child < 0) return -1;
@@ -212,7 +210,7 @@ SEAM_EXPORT int system(const char* command) {
 // end), read from a real buffer. For writing it is refused by name: the child would read what the
 // program writes after popen returns.
 SEAM_EXPORT FILE* popen(const char* command, const char* mode) {
-  if (!making() || command == nullptr || mode == nullptr) return real<FILE*(const char*, const char*), "popen">()(command, mode);
+  if (!making() || command == nullptr || mode == nullptr) return LOOPSIM_REAL(popen)(command, mode);
   if (mode[0] != 'r') {
     current->refuse("popen (for writing)", -1,
                     "its child would read what the program writes after popen returns; the seam runs a child to its "
@@ -223,18 +221,18 @@ SEAM_EXPORT FILE* popen(const char* command, const char* mode) {
   const pid_t child = start_child(__func__);
   if (child == 0) {
     if (owned(STDOUT_FILENO)) current->child_close(STDOUT_FILENO);
-    real<int(int, int), "dup2">()(output, STDOUT_FILENO);
+    LOOPSIM_REAL(dup2)(output, STDOUT_FILENO);
     run_shell("popen", command);
   }
   if (child < 0) {
-    real<int(int), "close">()(output);
+    LOOPSIM_REAL(close)(output);
     return nullptr;
   }
   ::lseek(output, 0, SEEK_SET);
-  if (std::strchr(mode, 'e') == nullptr) real<int(int, int, ...), "fcntl">()(output, F_SETFD, 0);
+  if (std::strchr(mode, 'e') == nullptr) LOOPSIM_REAL(fcntl)(output, F_SETFD, 0);
   FILE* stream = ::fdopen(output, "r");
   if (stream == nullptr) {
-    real<int(int), "close">()(output);
+    LOOPSIM_REAL(close)(output);
     return nullptr;
   }
   popened()[stream] = child;
@@ -243,7 +241,7 @@ SEAM_EXPORT FILE* popen(const char* command, const char* mode) {
 
 SEAM_EXPORT int pclose(FILE* stream) {
   auto it = popened().find(stream);
-  if (it == popened().end()) return real<int(FILE*), "pclose">()(stream);
+  if (it == popened().end()) return LOOPSIM_REAL(pclose)(stream);
   const pid_t child = it->second;
   popened().erase(it);
   std::fclose(stream);
@@ -257,27 +255,27 @@ using Execve = int(const char*, char* const[], char* const[]);
 
 SEAM_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
   Environment made;
-  return real<Execve, "execve">()(path, argv, exec_environment(__func__, envp, made));
+  return LOOPSIM_REAL(execve)(path, argv, exec_environment(__func__, envp, made));
 }
 
 SEAM_EXPORT int execv(const char* path, char* const argv[]) noexcept {
   Environment made;
-  return real<Execve, "execve">()(path, argv, exec_environment(__func__, environ, made));
+  return LOOPSIM_REAL(execve)(path, argv, exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
   Environment made;
-  return real<Execve, "execvpe">()(file, argv, exec_environment(__func__, environ, made));
+  return LOOPSIM_REAL(execvpe)(file, argv, exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
   Environment made;
-  return real<Execve, "execvpe">()(file, argv, exec_environment(__func__, envp, made));
+  return LOOPSIM_REAL(execvpe)(file, argv, exec_environment(__func__, envp, made));
 }
 
 SEAM_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
   Environment made;
-  return real<int(int, char* const[], char* const[]), "fexecve">()(fd, argv, exec_environment(__func__, envp, made));
+  return LOOPSIM_REAL(fexecve)(fd, argv, exec_environment(__func__, envp, made));
 }
 
 namespace {
@@ -296,7 +294,7 @@ SEAM_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
   std::vector<char*> argv = arguments(arg, ap);
   va_end(ap);
   Environment made;
-  return real<Execve, "execve">()(path, argv.data(), exec_environment(__func__, environ, made));
+  return LOOPSIM_REAL(execve)(path, argv.data(), exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
@@ -305,7 +303,7 @@ SEAM_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
   std::vector<char*> argv = arguments(arg, ap);
   va_end(ap);
   Environment made;
-  return real<Execve, "execvpe">()(file, argv.data(), exec_environment(__func__, environ, made));
+  return LOOPSIM_REAL(execvpe)(file, argv.data(), exec_environment(__func__, environ, made));
 }
 
 SEAM_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
@@ -315,14 +313,14 @@ SEAM_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
   std::vector<char*> argv = arguments(arg, ap, &envp);
   va_end(ap);
   Environment made;
-  return real<Execve, "execve">()(path, argv.data(), exec_environment(__func__, envp, made));
+  return LOOPSIM_REAL(execve)(path, argv.data(), exec_environment(__func__, envp, made));
 }
 
 // ---- waits: every child ended before its fork returned ----
 
 SEAM_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   if (making()) return reaped(__func__, pid, status, false);
-  return real<pid_t(pid_t, int*, int), "waitpid">()(pid, status, options);
+  return LOOPSIM_REAL(waitpid)(pid, status, options);
 }
 
 // wait and wait3 are waitpid and wait4 of any child, as glibc makes them.
@@ -333,7 +331,7 @@ SEAM_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usag
     if (usage != nullptr) std::memset(usage, 0, sizeof *usage);
     return reaped(__func__, pid, status, false);
   }
-  return real<pid_t(pid_t, int*, int, struct rusage*), "wait4">()(pid, status, options, usage);
+  return LOOPSIM_REAL(wait4)(pid, status, options, usage);
 }
 
 SEAM_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) noexcept {
@@ -341,7 +339,7 @@ SEAM_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) noexcept
 }
 
 SEAM_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
-  if (!making()) return real<int(idtype_t, id_t, siginfo_t*, int), "waitid">()(type, id, info, options);
+  if (!making()) return LOOPSIM_REAL(waitid)(type, id, info, options);
   if ((options & (WEXITED | WSTOPPED | WCONTINUED)) == 0) return int(result(-EINVAL));
   if ((options & WEXITED) == 0) return int(result(-ECHILD));  // no child ever stops or continues
   int status = 0;
@@ -369,19 +367,19 @@ int rearmed(int rc) {
 }
 }  // namespace
 
-SEAM_EXPORT int setuid(uid_t uid) noexcept { return rearmed(real<int(uid_t), "setuid">()(uid)); }
-SEAM_EXPORT int setgid(gid_t gid) noexcept { return rearmed(real<int(gid_t), "setgid">()(gid)); }
-SEAM_EXPORT int seteuid(uid_t uid) noexcept { return rearmed(real<int(uid_t), "seteuid">()(uid)); }
-SEAM_EXPORT int setegid(gid_t gid) noexcept { return rearmed(real<int(gid_t), "setegid">()(gid)); }
+SEAM_EXPORT int setuid(uid_t uid) noexcept { return rearmed(LOOPSIM_REAL(setuid)(uid)); }
+SEAM_EXPORT int setgid(gid_t gid) noexcept { return rearmed(LOOPSIM_REAL(setgid)(gid)); }
+SEAM_EXPORT int seteuid(uid_t uid) noexcept { return rearmed(LOOPSIM_REAL(seteuid)(uid)); }
+SEAM_EXPORT int setegid(gid_t gid) noexcept { return rearmed(LOOPSIM_REAL(setegid)(gid)); }
 SEAM_EXPORT int setreuid(uid_t real_id, uid_t effective) noexcept {
-  return rearmed(real<int(uid_t, uid_t), "setreuid">()(real_id, effective));
+  return rearmed(LOOPSIM_REAL(setreuid)(real_id, effective));
 }
 SEAM_EXPORT int setregid(gid_t real_id, gid_t effective) noexcept {
-  return rearmed(real<int(gid_t, gid_t), "setregid">()(real_id, effective));
+  return rearmed(LOOPSIM_REAL(setregid)(real_id, effective));
 }
 SEAM_EXPORT int setresuid(uid_t real_id, uid_t effective, uid_t saved) noexcept {
-  return rearmed(real<int(uid_t, uid_t, uid_t), "setresuid">()(real_id, effective, saved));
+  return rearmed(LOOPSIM_REAL(setresuid)(real_id, effective, saved));
 }
 SEAM_EXPORT int setresgid(gid_t real_id, gid_t effective, gid_t saved) noexcept {
-  return rearmed(real<int(gid_t, gid_t, gid_t), "setresgid">()(real_id, effective, saved));
+  return rearmed(LOOPSIM_REAL(setresgid)(real_id, effective, saved));
 }

@@ -15,17 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <new>
 #include <optional>
+#include <unordered_map>
 
 #include "posix/interpose.hpp"
 #include "posix/seam.hpp"
 
-#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 // libc declares some pointers nonnull; a program may still pass null, and the seam checks.
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
@@ -68,17 +70,43 @@ int acquire(const char* call, const void* object, std::optional<Nanos> deadline,
   }
 }
 
-int try_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_trylock">()(m); }
-int unlock_mutex(pthread_mutex_t* m) { return real<int(pthread_mutex_t*), "pthread_mutex_unlock">()(m); }
+int try_mutex(pthread_mutex_t* m) { return LOOPSIM_REAL(pthread_mutex_trylock)(m); }
+int unlock_mutex(pthread_mutex_t* m) { return LOOPSIM_REAL(pthread_mutex_unlock)(m); }
 
 int lock_mutex(const char* call, pthread_mutex_t* m, std::optional<Nanos> deadline) {
   return acquire(call, m, deadline, [&] { return try_mutex(m); });
 }
 
-// The clock a condition variable's timed waits read: glibc keeps it in bit 1 of __wrefs
-// (pthread_condattr_setclock), which only its own waits would change, and no real wait runs.
+// The clock each condition variable's timed waits read, as pthread_cond_init was told
+// (pthread_condattr_setclock): kept for those not on CLOCK_REALTIME, the default of an
+// attribute and of PTHREAD_COND_INITIALIZER. Looked up, never iterated. Its own lock, not a
+// mutex: the seam stands in front of pthread's, and a thread may init before the run starts.
+struct CondClocks {
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  std::unordered_map<const pthread_cond_t*, clockid_t> clocks;
+  template <typename F>
+  auto locked(F&& f) {
+    while (busy.test_and_set(std::memory_order_acquire)) {
+    }
+    auto out = f(clocks);
+    busy.clear(std::memory_order_release);
+    return out;
+  }
+};
+// In static storage, and never destroyed (threads may wait at exit): an allocator initializes
+// its own condition variables (jemalloc's, inside malloc), so making the table must not allocate,
+// and a default init or a destroy on an empty table allocates nothing either.
+CondClocks& cond_clocks() {
+  alignas(CondClocks) static unsigned char storage[sizeof(CondClocks)];
+  static CondClocks* kept = new (storage) CondClocks;
+  return *kept;
+}
+
 clockid_t clock_of(const pthread_cond_t* c) {
-  return (c->__data.__wrefs & 2) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+  return cond_clocks().locked([c](auto& clocks) {
+    auto it = clocks.find(c);
+    return it == clocks.end() ? clockid_t(CLOCK_REALTIME) : it->second;
+  });
 }
 
 int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::optional<Nanos> deadline) {
@@ -98,7 +126,7 @@ int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::opti
 int sem_acquire(const char* call, sem_t* s, std::optional<Nanos> deadline) {
   const int saved = errno;
   int rc = acquire(call, s, deadline, [&] {
-    if (real<int(sem_t*), "sem_trywait">()(s) == 0) return 0;
+    if (LOOPSIM_REAL(sem_trywait)(s) == 0) return 0;
     return errno == EAGAIN ? EBUSY : errno;
   });
   if (rc == 0) {
@@ -134,15 +162,14 @@ SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attribut
       return rc;
     }));
   }
-  return real<int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*), "pthread_create">()(thread, attributes,
-                                                                                                  start, argument);
+  return LOOPSIM_REAL(pthread_create)(thread, attributes, start, argument);
 }
 
 SEAM_EXPORT int pthread_join(pthread_t thread, void** value) {
   if (making()) {
     if (TargetThread* t = current->thread_of(thread)) return int(engine_call(__func__, [&] { return current->join(*t, value); }));
   }
-  return real<int(pthread_t, void**), "pthread_join">()(thread, value);
+  return LOOPSIM_REAL(pthread_join)(thread, value);
 }
 
 SEAM_EXPORT int pthread_detach(pthread_t thread) noexcept {
@@ -153,12 +180,12 @@ SEAM_EXPORT int pthread_detach(pthread_t thread) noexcept {
       return 0;
     }
   }
-  return real<int(pthread_t), "pthread_detach">()(thread);
+  return LOOPSIM_REAL(pthread_detach)(thread);
 }
 
 SEAM_EXPORT void pthread_exit(void* value) {
   if (TargetThread* t = loopsim::posix::this_thread()) t->value = value;
-  real<void(void*), "pthread_exit">()(value);
+  LOOPSIM_REAL(pthread_exit)(value);
   __builtin_unreachable();
 }
 
@@ -170,24 +197,24 @@ SEAM_EXPORT int sched_yield() noexcept {
     });
     return 0;
   }
-  return real<int(), "sched_yield">()();
+  return LOOPSIM_REAL(sched_yield)();
 }
 
 // ---- mutexes ----
 
 SEAM_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
   if (making()) return lock_mutex(__func__, m, wait_forever);
-  return real<int(pthread_mutex_t*), "pthread_mutex_lock">()(m);
+  return LOOPSIM_REAL(pthread_mutex_lock)(m);
 }
 
 SEAM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* at) noexcept {
   if (making() && at != nullptr) return lock_mutex(__func__, m, deadline_of(CLOCK_REALTIME, *at));
-  return real<int(pthread_mutex_t*, const timespec*), "pthread_mutex_timedlock">()(m, at);
+  return LOOPSIM_REAL(pthread_mutex_timedlock)(m, at);
 }
 
 SEAM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const timespec* at) noexcept {
   if (making() && at != nullptr) return lock_mutex(__func__, m, deadline_of(clock, *at));
-  return real<int(pthread_mutex_t*, clockid_t, const timespec*), "pthread_mutex_clocklock">()(m, clock, at);
+  return LOOPSIM_REAL(pthread_mutex_clocklock)(m, clock, at);
 }
 
 SEAM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
@@ -198,19 +225,38 @@ SEAM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
 
 // ---- condition variables ----
 
+SEAM_EXPORT int pthread_cond_init(pthread_cond_t* c, const pthread_condattr_t* attributes) noexcept {
+  clockid_t clock = CLOCK_REALTIME;
+  if (attributes != nullptr) pthread_condattr_getclock(attributes, &clock);
+  const int rc = LOOPSIM_REAL(pthread_cond_init)(c, attributes);
+  if (rc == 0) {
+    cond_clocks().locked([&](auto& clocks) {
+      if (clock == CLOCK_REALTIME) clocks.erase(c);  // (memory once another's)
+      else clocks[c] = clock;
+      return 0;
+    });
+  }
+  return rc;
+}
+
+SEAM_EXPORT int pthread_cond_destroy(pthread_cond_t* c) noexcept {
+  cond_clocks().locked([c](auto& clocks) { return clocks.erase(c); });
+  return LOOPSIM_REAL(pthread_cond_destroy)(c);
+}
+
 SEAM_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   if (making()) return cond_wait(__func__, c, m, wait_forever);
-  return real<int(pthread_cond_t*, pthread_mutex_t*), "pthread_cond_wait">()(c, m);
+  return LOOPSIM_REAL(pthread_cond_wait)(c, m);
 }
 
 SEAM_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* at) {
   if (making() && at != nullptr) return cond_wait(__func__, c, m, deadline_of(clock_of(c), *at));
-  return real<int(pthread_cond_t*, pthread_mutex_t*, const timespec*), "pthread_cond_timedwait">()(c, m, at);
+  return LOOPSIM_REAL(pthread_cond_timedwait)(c, m, at);
 }
 
 SEAM_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* at) {
   if (making() && at != nullptr) return cond_wait(__func__, c, m, deadline_of(clock, *at));
-  return real<int(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*), "pthread_cond_clockwait">()(c, m, clock, at);
+  return LOOPSIM_REAL(pthread_cond_clockwait)(c, m, clock, at);
 }
 
 SEAM_EXPORT int pthread_cond_signal(pthread_cond_t* c) noexcept {
@@ -224,7 +270,7 @@ SEAM_EXPORT int pthread_cond_signal(pthread_cond_t* c) noexcept {
     }
     return 0;
   }
-  return real<int(pthread_cond_t*), "pthread_cond_signal">()(c);
+  return LOOPSIM_REAL(pthread_cond_signal)(c);
 }
 
 SEAM_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
@@ -232,47 +278,47 @@ SEAM_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
     released(__func__, c);
     return 0;
   }
-  return real<int(pthread_cond_t*), "pthread_cond_broadcast">()(c);
+  return LOOPSIM_REAL(pthread_cond_broadcast)(c);
 }
 
 // ---- read-write locks and spin locks ----
 
 SEAM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) noexcept {
-  if (making()) return acquire(__func__, l, wait_forever, [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_tryrdlock">()(l); });
-  return real<int(pthread_rwlock_t*), "pthread_rwlock_rdlock">()(l);
+  if (making()) return acquire(__func__, l, wait_forever, [&] { return LOOPSIM_REAL(pthread_rwlock_tryrdlock)(l); });
+  return LOOPSIM_REAL(pthread_rwlock_rdlock)(l);
 }
 
 SEAM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) noexcept {
-  if (making()) return acquire(__func__, l, wait_forever, [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_trywrlock">()(l); });
-  return real<int(pthread_rwlock_t*), "pthread_rwlock_wrlock">()(l);
+  if (making()) return acquire(__func__, l, wait_forever, [&] { return LOOPSIM_REAL(pthread_rwlock_trywrlock)(l); });
+  return LOOPSIM_REAL(pthread_rwlock_wrlock)(l);
 }
 
 SEAM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* at) noexcept {
   if (making() && at != nullptr)
-    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_tryrdlock">()(l); });
-  return real<int(pthread_rwlock_t*, const timespec*), "pthread_rwlock_timedrdlock">()(l, at);
+    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return LOOPSIM_REAL(pthread_rwlock_tryrdlock)(l); });
+  return LOOPSIM_REAL(pthread_rwlock_timedrdlock)(l, at);
 }
 
 SEAM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* at) noexcept {
   if (making() && at != nullptr)
-    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return real<int(pthread_rwlock_t*), "pthread_rwlock_trywrlock">()(l); });
-  return real<int(pthread_rwlock_t*, const timespec*), "pthread_rwlock_timedwrlock">()(l, at);
+    return acquire(__func__, l, deadline_of(CLOCK_REALTIME, *at), [&] { return LOOPSIM_REAL(pthread_rwlock_trywrlock)(l); });
+  return LOOPSIM_REAL(pthread_rwlock_timedwrlock)(l, at);
 }
 
 SEAM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) noexcept {
-  int rc = real<int(pthread_rwlock_t*), "pthread_rwlock_unlock">()(l);
+  int rc = LOOPSIM_REAL(pthread_rwlock_unlock)(l);
   if (rc == 0) released(__func__, l);
   return rc;
 }
 
 SEAM_EXPORT int pthread_spin_lock(pthread_spinlock_t* l) noexcept {
   // A spin lock is a volatile int: its address names it.
-  if (making()) return acquire(__func__, const_cast<const int*>(l), wait_forever, [&] { return real<int(pthread_spinlock_t*), "pthread_spin_trylock">()(l); });
-  return real<int(pthread_spinlock_t*), "pthread_spin_lock">()(l);
+  if (making()) return acquire(__func__, const_cast<const int*>(l), wait_forever, [&] { return LOOPSIM_REAL(pthread_spin_trylock)(l); });
+  return LOOPSIM_REAL(pthread_spin_lock)(l);
 }
 
 SEAM_EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) noexcept {
-  int rc = real<int(pthread_spinlock_t*), "pthread_spin_unlock">()(l);
+  int rc = LOOPSIM_REAL(pthread_spin_unlock)(l);
   if (rc == 0) released(__func__, const_cast<const int*>(l));
   return rc;
 }
@@ -281,21 +327,21 @@ SEAM_EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) noexcept {
 
 SEAM_EXPORT int sem_wait(sem_t* s) {
   if (making()) return sem_acquire(__func__, s, wait_forever);
-  return real<int(sem_t*), "sem_wait">()(s);
+  return LOOPSIM_REAL(sem_wait)(s);
 }
 
 SEAM_EXPORT int sem_timedwait(sem_t* s, const timespec* at) {
   if (making() && at != nullptr) return sem_acquire(__func__, s, deadline_of(CLOCK_REALTIME, *at));
-  return real<int(sem_t*, const timespec*), "sem_timedwait">()(s, at);
+  return LOOPSIM_REAL(sem_timedwait)(s, at);
 }
 
 SEAM_EXPORT int sem_clockwait(sem_t* s, clockid_t clock, const timespec* at) {
   if (making() && at != nullptr) return sem_acquire(__func__, s, deadline_of(clock, *at));
-  return real<int(sem_t*, clockid_t, const timespec*), "sem_clockwait">()(s, clock, at);
+  return LOOPSIM_REAL(sem_clockwait)(s, clock, at);
 }
 
 SEAM_EXPORT int sem_post(sem_t* s) noexcept {
-  int rc = real<int(sem_t*), "sem_post">()(s);
+  int rc = LOOPSIM_REAL(sem_post)(s);
   if (rc == 0) released(__func__, s);
   return rc;
 }
@@ -309,7 +355,7 @@ SEAM_EXPORT int pthread_barrier_init(pthread_barrier_t* b, const pthread_barrier
     barriers()[b] = Barrier{count, 0, 0};
     return 0;
   }
-  return real<int(pthread_barrier_t*, const pthread_barrierattr_t*, unsigned), "pthread_barrier_init">()(b, attributes, count);
+  return LOOPSIM_REAL(pthread_barrier_init)(b, attributes, count);
 }
 
 SEAM_EXPORT int pthread_barrier_wait(pthread_barrier_t* b) {
@@ -327,12 +373,12 @@ SEAM_EXPORT int pthread_barrier_wait(pthread_barrier_t* b) {
     while (barriers()[b].round == round) wait_for(__func__, b, wait_forever);
     return 0;
   }
-  return real<int(pthread_barrier_t*), "pthread_barrier_wait">()(b);
+  return LOOPSIM_REAL(pthread_barrier_wait)(b);
 }
 
 SEAM_EXPORT int pthread_barrier_destroy(pthread_barrier_t* b) noexcept {
   if (making() && barriers().erase(b) > 0) return 0;
-  return real<int(pthread_barrier_t*), "pthread_barrier_destroy">()(b);
+  return LOOPSIM_REAL(pthread_barrier_destroy)(b);
 }
 
 // ---- futexes, through syscall() ----
@@ -379,7 +425,7 @@ SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sig
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
   // The seam's own, as glibc keeps SIGRTMIN's first two: EINVAL, as glibc says of those.
   if (current != nullptr && signal == loopsim::posix::preempt_signal() && action != nullptr) return int(result(-EINVAL));
-  return real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, action, old);
+  return LOOPSIM_REAL(sigaction)(signal, action, old);
 }
 
 // signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted.
@@ -391,7 +437,7 @@ SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
     current->sigaction(signal, &action, &old);
     return old.sa_handler;
   }
-  return real<sighandler_t(int, sighandler_t), "signal">()(signal, handler);
+  return LOOPSIM_REAL(signal)(signal, handler);
 }
 
 // The mask is the real one for every signal, and main()'s is also the seam's for its own
@@ -403,7 +449,7 @@ int masked(int rc, bool main) {
   if (rc != 0 || !main) return rc;
   sigset_t now;
   sigemptyset(&now);
-  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_BLOCK, nullptr, &now);
+  LOOPSIM_REAL(pthread_sigmask)(SIG_BLOCK, nullptr, &now);
   current->on_engine([&] { current->mask_changed(now); });
   return rc;
 }
@@ -420,18 +466,18 @@ const sigset_t* unblocking_preemption(int how, const sigset_t* set, sigset_t& co
 SEAM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   const bool main = on_main();
   sigset_t copy;
-  return masked(real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(how, unblocking_preemption(how, set, copy), old),
+  return masked(LOOPSIM_REAL(pthread_sigmask)(how, unblocking_preemption(how, set, copy), old),
                 main);
 }
 
 SEAM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   const bool main = on_main();
   sigset_t copy;
-  return masked(real<int(int, const sigset_t*, sigset_t*), "sigprocmask">()(how, unblocking_preemption(how, set, copy), old), main);
+  return masked(LOOPSIM_REAL(sigprocmask)(how, unblocking_preemption(how, set, copy), old), main);
 }
 
 SEAM_EXPORT int sigpending(sigset_t* set) noexcept {
-  const int rc = real<int(sigset_t*), "sigpending">()(set);
+  const int rc = LOOPSIM_REAL(sigpending)(set);
   if (rc == 0 && making()) current->add_pending(*set);
   return rc;
 }
@@ -440,7 +486,7 @@ SEAM_EXPORT int sigpending(sigset_t* set) noexcept {
 // they are refused by name: the seam delivers the process's signals to main().
 SEAM_EXPORT int pause() {
   if (making()) return int(served(__func__, [&] { return current->suspend("pause", nullptr); }));
-  return real<int(), "pause">()();
+  return LOOPSIM_REAL(pause)();
 }
 
 SEAM_EXPORT int sigsuspend(const sigset_t* mask) {
@@ -448,7 +494,7 @@ SEAM_EXPORT int sigsuspend(const sigset_t* mask) {
     if (mask == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->suspend("sigsuspend", mask); }));
   }
-  return real<int(const sigset_t*), "sigsuspend">()(mask);
+  return LOOPSIM_REAL(sigsuspend)(mask);
 }
 
 SEAM_EXPORT int sigwait(const sigset_t* set, int* signal) {
@@ -463,7 +509,7 @@ SEAM_EXPORT int sigwait(const sigset_t* set, int* signal) {
     *signal = int(taken);
     return 0;
   }
-  return real<int(const sigset_t*, int*), "sigwait">()(set, signal);
+  return LOOPSIM_REAL(sigwait)(set, signal);
 }
 
 SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
@@ -477,7 +523,7 @@ SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
     }
     return signal;
   }
-  return real<int(const sigset_t*, siginfo_t*), "sigwaitinfo">()(set, info);
+  return LOOPSIM_REAL(sigwaitinfo)(set, info);
 }
 
 SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
@@ -496,7 +542,7 @@ SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespe
     }
     return int(signal);
   }
-  return real<int(const sigset_t*, siginfo_t*, const timespec*), "sigtimedwait">()(set, info, timeout);
+  return LOOPSIM_REAL(sigtimedwait)(set, info, timeout);
 }
 
 // The seam's signals as a descriptor (Seam::signalfd). Refused by name rather than left to the
@@ -506,12 +552,12 @@ SEAM_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
     if (mask == nullptr) return int(result(-EFAULT));
     return int(served(__func__, [&] { return current->signalfd(fd, *mask, flags); }));
   }
-  return real<int(int, const sigset_t*, int), "signalfd">()(fd, mask, flags);
+  return LOOPSIM_REAL(signalfd)(fd, mask, flags);
 }
 
 SEAM_EXPORT int timerfd_create(int clock, int flags) noexcept {
   if (making()) current->refuse("timerfd_create", -1, "its expirations would come in wall-clock time; the seam does not serve it yet");
-  return real<int(int, int), "timerfd_create">()(clock, flags);
+  return LOOPSIM_REAL(timerfd_create)(clock, flags);
 }
 
 // POSIX timers on a CPU-time clock (haproxy's watchdog, on each thread's): a target's threads
@@ -535,7 +581,7 @@ bool seam_timer(timer_t timer) { return cpu_timers().count(timer) != 0; }
 }  // namespace
 
 SEAM_EXPORT int timer_create(clockid_t clock, sigevent* event, timer_t* timer) noexcept {
-  if (!making()) return real<int(clockid_t, sigevent*, timer_t*), "timer_create">()(clock, event, timer);
+  if (!making()) return LOOPSIM_REAL(timer_create)(clock, event, timer);
   if (!cpu_clock(clock)) {
     current->refuse("timer_create", -1, "on a wall clock its expirations would come in wall-clock time; the seam serves CPU-time timers only");
   }
@@ -548,7 +594,7 @@ SEAM_EXPORT int timer_create(clockid_t clock, sigevent* event, timer_t* timer) n
 }
 
 SEAM_EXPORT int timer_settime(timer_t timer, int flags, const itimerspec* value, itimerspec* old) noexcept {
-  if (!seam_timer(timer)) return real<int(timer_t, int, const itimerspec*, itimerspec*), "timer_settime">()(timer, flags, value, old);
+  if (!seam_timer(timer)) return LOOPSIM_REAL(timer_settime)(timer, flags, value, old);
   if (value == nullptr) return int(result(-EFAULT));
   if (value->it_value.tv_nsec < 0 || value->it_value.tv_nsec >= 1'000'000'000 || value->it_interval.tv_nsec < 0 ||
       value->it_interval.tv_nsec >= 1'000'000'000) {
@@ -561,19 +607,19 @@ SEAM_EXPORT int timer_settime(timer_t timer, int flags, const itimerspec* value,
 }
 
 SEAM_EXPORT int timer_gettime(timer_t timer, itimerspec* value) noexcept {
-  if (!seam_timer(timer)) return real<int(timer_t, itimerspec*), "timer_gettime">()(timer, value);
+  if (!seam_timer(timer)) return LOOPSIM_REAL(timer_gettime)(timer, value);
   if (value == nullptr) return int(result(-EFAULT));
   *value = cpu_timers()[timer].setting;  // no CPU time passes: what is left stays what was set
   return 0;
 }
 
 SEAM_EXPORT int timer_getoverrun(timer_t timer) noexcept {
-  if (!seam_timer(timer)) return real<int(timer_t), "timer_getoverrun">()(timer);
+  if (!seam_timer(timer)) return LOOPSIM_REAL(timer_getoverrun)(timer);
   return 0;
 }
 
 SEAM_EXPORT int timer_delete(timer_t timer) noexcept {
-  if (!seam_timer(timer)) return real<int(timer_t), "timer_delete">()(timer);
+  if (!seam_timer(timer)) return LOOPSIM_REAL(timer_delete)(timer);
   cpu_timers().erase(timer);
   return 0;
 }
@@ -591,12 +637,12 @@ bool valid(const timeval& t) { return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_us
 }  // namespace
 
 SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimerval* old) noexcept {
-  if (!making()) return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
+  if (!making()) return LOOPSIM_REAL(setitimer)(which, value, old);
   if (which != ITIMER_REAL) {
     const bool sets = value != nullptr && (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0);
     if (sets) current->refuse(which == ITIMER_VIRTUAL ? "setitimer(ITIMER_VIRTUAL)" : "setitimer(ITIMER_PROF)", -1,
                               "a CPU-time timer: the target's CPU time is the host's, not the simulation's");
-    return real<int(__itimer_which_t, const itimerval*, itimerval*), "setitimer">()(which, value, old);
+    return LOOPSIM_REAL(setitimer)(which, value, old);
   }
   itimerval wanted{};
   if (value != nullptr && !copy_in(&wanted, value, sizeof wanted)) return int(result(-EFAULT));
@@ -612,7 +658,7 @@ SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimer
 }
 
 SEAM_EXPORT int getitimer(__itimer_which_t which, itimerval* value) noexcept {
-  if (!making() || which != ITIMER_REAL) return real<int(__itimer_which_t, itimerval*), "getitimer">()(which, value);
+  if (!making() || which != ITIMER_REAL) return LOOPSIM_REAL(getitimer)(which, value);
   if (value == nullptr) return int(result(-EFAULT));
   Nanos left{0}, every{0};
   served(__func__, [&] {
@@ -626,7 +672,7 @@ SEAM_EXPORT int getitimer(__itimer_which_t which, itimerval* value) noexcept {
 // alarm(2): whole seconds, and what was left of the last one rounded as Linux rounds it (up from
 // half a second, and never 0 while one is set).
 SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
-  if (!making()) return real<unsigned int(unsigned int), "alarm">()(seconds);
+  if (!making()) return LOOPSIM_REAL(alarm)(seconds);
   Nanos left{0}, every{0};
   served(__func__, [&] {
     current->set_real_timer(Nanos(std::chrono::seconds(seconds)), Nanos(0), left, every);
@@ -647,10 +693,10 @@ int to_self(int signal) {
 
 SEAM_EXPORT int raise(int signal) noexcept {
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return to_self(signal);
-  return real<int(int), "raise">()(signal);
+  return LOOPSIM_REAL(raise)(signal);
 }
 
 SEAM_EXPORT int kill(pid_t pid, int signal) noexcept {
   if (making() && loopsim::posix::Seam::simulated_signal(signal) && (pid == 0 || pid == getpid())) return to_self(signal);
-  return real<int(pid_t, int), "kill">()(pid, signal);
+  return LOOPSIM_REAL(kill)(pid, signal);
 }

@@ -21,7 +21,6 @@
 #include "posix/interpose.hpp"
 #include "sim/target.hpp"
 
-#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 using loopsim::posix::real;
 
@@ -92,14 +91,14 @@ void forget(std::uintptr_t start, std::size_t length) {
 }
 
 void* map_counted(void* address, std::size_t length, int prot, int flags, int fd, off_t offset) {
-  if (!in_memory(flags, fd)) return real<void*(void*, std::size_t, int, int, int, off_t), "mmap">()(address, length, prot, flags, fd, offset);
+  if (!in_memory(flags, fd)) return LOOPSIM_REAL(mmap)(address, length, prot, flags, fd, offset);
   Locked locked;
   Shared& s = shared();
   if (s.bytes + page_rounded(length) > std::size_t(loopsim::sim::target_data_max)) {
     errno = ENOMEM;
     return MAP_FAILED;
   }
-  void* made = real<void*(void*, std::size_t, int, int, int, off_t), "mmap">()(address, length, prot, flags, fd, offset);
+  void* made = LOOPSIM_REAL(mmap)(address, length, prot, flags, fd, offset);
   if (made == MAP_FAILED) return made;
   forget(std::uintptr_t(made), length);  // MAP_FIXED may have replaced one
   s.regions[std::uintptr_t(made)] = page_rounded(length);
@@ -119,7 +118,7 @@ SEAM_EXPORT void* mmap64(void* address, size_t length, int prot, int flags, int 
 }
 
 SEAM_EXPORT int munmap(void* address, size_t length) noexcept {
-  int rc = real<int(void*, std::size_t), "munmap">()(address, length);
+  int rc = LOOPSIM_REAL(munmap)(address, length);
   if (rc == 0 && any_shared.load(std::memory_order_acquire)) {
     Locked locked;
     forget(std::uintptr_t(address), length);
@@ -132,8 +131,7 @@ SEAM_EXPORT void* mremap(void* old, size_t old_length, size_t length, int flags,
   va_start(ap, flags);
   void* wanted = (flags & MREMAP_FIXED) != 0 ? va_arg(ap, void*) : nullptr;
   va_end(ap);
-  using Remap = void*(void*, std::size_t, std::size_t, int, ...);
-  if (!any_shared.load(std::memory_order_acquire)) return real<Remap, "mremap">()(old, old_length, length, flags, wanted);
+  if (!any_shared.load(std::memory_order_acquire)) return LOOPSIM_REAL(mremap)(old, old_length, length, flags, wanted);
   Locked locked;
   Shared& s = shared();
   auto it = s.regions.upper_bound(std::uintptr_t(old));
@@ -143,7 +141,7 @@ SEAM_EXPORT void* mremap(void* old, size_t old_length, size_t length, int flags,
     errno = ENOMEM;
     return MAP_FAILED;
   }
-  void* made = real<Remap, "mremap">()(old, old_length, length, flags, wanted);
+  void* made = LOOPSIM_REAL(mremap)(old, old_length, length, flags, wanted);
   if (made == MAP_FAILED || !counted) return made;
   forget(std::uintptr_t(old), old_length);
   forget(std::uintptr_t(made), length);

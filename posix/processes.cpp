@@ -56,7 +56,7 @@ void send_report(int socket, char type, const void* body, std::size_t size, int 
     header->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
   }
-  real<ssize_t(int, const msghdr*, int), "sendmsg">()(socket, &message, MSG_NOSIGNAL);
+  LOOPSIM_REAL(sendmsg)(socket, &message, MSG_NOSIGNAL);
 }
 
 std::string read_all(int fd) {
@@ -72,33 +72,33 @@ std::string read_all(int fd) {
 
 void pause_briefly() {
   const timespec millisecond{0, 1'000'000};
-  real<int(const timespec*, timespec*), "nanosleep">()(&millisecond, nullptr);
+  LOOPSIM_REAL(nanosleep)(&millisecond, nullptr);
 }
 
 }  // namespace
 
 long Seam::fork_process() {
   int report[2];
-  if (real<int(int, int, int, int*), "socketpair">()(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) != 0) return -errno;
-  const pid_t pid = real<pid_t(), "fork">()();
+  if (LOOPSIM_REAL(socketpair)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) != 0) return -errno;
+  const pid_t pid = LOOPSIM_REAL(fork)();
   if (pid < 0) {
     const int error = errno;
-    real<int(int), "close">()(report[0]);
-    real<int(int), "close">()(report[1]);
+    LOOPSIM_REAL(close)(report[0]);
+    LOOPSIM_REAL(close)(report[1]);
     return -error;
   }
   if (pid == 0) {
-    real<int(int), "close">()(report[0]);
+    LOOPSIM_REAL(close)(report[0]);
     report_ = report[1];
     main_watch = nullptr;  // loopsim's page is the parent's main()'s, not this process's
     // The dispositions the seam kept are the child's own, as Linux copies them at fork: from
     // here on the real kernel delivers its signals.
-    for (const auto& [signal, action] : actions_) real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(signal, &action, nullptr);
+    for (const auto& [signal, action] : actions_) LOOPSIM_REAL(sigaction)(signal, &action, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // it dies with the target, as the target with loopsim
     buffer_pipes();
     return 0;
   }
-  real<int(int), "close">()(report[1]);
+  LOOPSIM_REAL(close)(report[1]);
   child_report_ = report[0];
   return pid;
 }
@@ -111,12 +111,12 @@ long Seam::await_child(pid_t pid, const char* call) {
   const auto began = std::chrono::steady_clock::now();
   const Nanos limit = scenario_.target->spin_limit;
   for (;;) {
-    const pid_t ended = real<pid_t(pid_t, int*, int), "waitpid">()(pid, &status, WNOHANG);
+    const pid_t ended = LOOPSIM_REAL(waitpid)(pid, &status, WNOHANG);
     if (ended == pid) break;
     if (ended < 0 && errno != EINTR) refuse(call, -1, std::string("the seam lost its child: ") + std::strerror(errno));
     if (std::chrono::steady_clock::now() - began > limit) {
       ::kill(pid, SIGKILL);
-      real<pid_t(pid_t, int*, int), "waitpid">()(pid, &status, 0);
+      LOOPSIM_REAL(waitpid)(pid, &status, 0);
       refuse(call, -1,
              "its child ran for longer than target.spin_limit (" + std::to_string(limit.count() / 1'000'000) +
                  " ms of wall-clock time) without ending; the seam runs a child to its end before fork returns "
@@ -136,14 +136,14 @@ long Seam::await_child(pid_t pid, const char* call) {
     message.msg_iovlen = 1;
     message.msg_control = control;
     message.msg_controllen = sizeof control;
-    const ssize_t n = real<ssize_t(int, msghdr*, int), "recvmsg">()(report, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    const ssize_t n = LOOPSIM_REAL(recvmsg)(report, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n <= 0) break;
     int fd = -1;
     if (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr && header->cmsg_type == SCM_RIGHTS) {
       std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
     }
     if (bytes[0] == Report::refused) {
-      real<int(int), "close">()(report);
+      LOOPSIM_REAL(close)(report);
       stop_run(std::string(bytes + 1, std::size_t(n - 1)));
     }
     if (bytes[0] == Report::spawn_error && n >= 1 + ssize_t(sizeof(int))) std::memcpy(&spawn_failure, bytes + 1, sizeof(int));
@@ -153,10 +153,10 @@ long Seam::await_child(pid_t pid, const char* call) {
       buffers.emplace_back(sim, fd);
     }
   }
-  real<int(int), "close">()(report);
+  LOOPSIM_REAL(close)(report);
   for (const auto& [sim, fd] : buffers) {
     const std::string written = read_all(fd);
-    real<int(int), "close">()(fd);
+    LOOPSIM_REAL(close)(fd);
     if (written.empty()) continue;
     const std::int64_t taken = kernel_->write(sim, written);
     // A pipe whose reader is gone takes nothing (the child had EPIPE): that is as Linux has it.
@@ -210,7 +210,7 @@ long Seam::reap(pid_t pid, int& status, bool keep) {
 
 void Seam::tell_parent_refused(const std::string& message) {
   send_report(report_, Report::refused, message.data(), message.size());
-  real<void(int), "_exit">()(2);
+  LOOPSIM_REAL(_exit)(2);
   __builtin_unreachable();
 }
 
@@ -222,14 +222,14 @@ long Seam::child_close(int fd) {
 long Seam::child_dup(int fd, int to, bool cloexec, bool lowest) {
   // The number is taken in the real table too, as a copy of the placeholder (or of the real
   // descriptor `fd`).
-  if (!owns(fd) && real<int(int, int, ...), "fcntl">()(fd, F_GETFD) < 0) return -EBADF;
+  if (!owns(fd) && LOOPSIM_REAL(fcntl)(fd, F_GETFD) < 0) return -EBADF;
   int made;
   if (lowest) {
-    made = real<int(int, int, ...), "fcntl">()(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, to);
+    made = LOOPSIM_REAL(fcntl)(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, to);
   } else {
     if (fd == to) return to;
     if (owns(to)) forget(to);
-    made = real<int(int, int, int), "dup3">()(fd, to, cloexec ? O_CLOEXEC : 0);
+    made = LOOPSIM_REAL(dup3)(fd, to, cloexec ? O_CLOEXEC : 0);
   }
   if (made < 0) return -errno;
   if (owns(fd)) {
@@ -259,7 +259,7 @@ long Seam::child_fcntl(int fd, int cmd, long arg) {
 
 void Seam::spawn_failed(int error) {
   send_report(report_, Report::spawn_error, &error, sizeof error);
-  real<void(int), "_exit">()(127);
+  LOOPSIM_REAL(_exit)(127);
   __builtin_unreachable();
 }
 
@@ -277,10 +277,10 @@ void Seam::buffer_pipes() {
       send_report(report_, Report::pipe_buffer, &f.sim, sizeof f.sim, it->second);
     }
     // Should the exec fail, the child writes there too, as to the pipe (its error, before _exit).
-    real<int(int, int, int), "dup3">()(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
+    LOOPSIM_REAL(dup3)(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
     fds_[std::size_t(fd)] = Fd{};
   }
-  for (const auto& [sim, buffer] : buffers) real<int(int), "close">()(buffer);
+  for (const auto& [sim, buffer] : buffers) LOOPSIM_REAL(close)(buffer);
 }
 
 void Seam::before_exec(const char* call) {
@@ -292,7 +292,7 @@ void Seam::before_exec(const char* call) {
       // new program, as a placeholder that fails any call with EBADF. One handed over as stdin,
       // stdout or stderr is meant for the new program, which would use it unsimulated.
       if (fd > STDERR_FILENO) {
-        real<int(int, int, ...), "fcntl">()(fd, F_SETFD, 0);
+        LOOPSIM_REAL(fcntl)(fd, F_SETFD, 0);
         continue;
       }
       refuse(call, fd,

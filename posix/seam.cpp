@@ -86,7 +86,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   trace_ = &trace;
   clients_ = &clients;
   hard_limit_ = std::uint64_t(std::max(0, kernel.descriptor_limit()));
-  anchor_ = real<int(const char*, int, ...), "open">()("/", O_PATH | O_CLOEXEC);
+  anchor_ = LOOPSIM_REAL(open)("/", O_PATH | O_CLOEXEC);
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   set_engine_thread();
@@ -216,7 +216,7 @@ void Seam::fatal(const char* call, const std::string& cause) {
 void Seam::stop_run(const std::string& message) {
   if (forked()) tell_parent_refused(message);
   sim::wire::send_failure(host_, sim::wire::Failure::bad_input, message);
-  real<void(int), "_exit">()(2);
+  LOOPSIM_REAL(_exit)(2);
   __builtin_unreachable();
 }
 
@@ -249,7 +249,7 @@ void Seam::exited(int status, int signal) {
 }
 
 int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
-  int fd = real<int(int, int, ...), "fcntl">()(anchor_, F_DUPFD_CLOEXEC, 0);
+  int fd = LOOPSIM_REAL(fcntl)(anchor_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
   if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
   // A fresh real number is one the seam holds nothing under, unless the program closed it
@@ -275,7 +275,7 @@ void Seam::forget(int fd, bool placeholder) {
   Kind kind = f.kind;
   f = Fd{};
   if (kind == Kind::poller) std::erase(pollers_, fd);
-  if (kind != Kind::file && placeholder) real<int(int), "close">()(fd);
+  if (kind != Kind::file && placeholder) LOOPSIM_REAL(close)(fd);
 }
 
 // glibc's fclose (a FILE the program made with fdopen) closes with a call of its own that no

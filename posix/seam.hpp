@@ -56,6 +56,12 @@ F* real() {
   static F* const symbol = reinterpret_cast<F*>(real_symbol(name.text));
   return symbol;
 }
+// libc's `name`, typed by its declaration in libc's own headers, so that the compiler checks
+// every call made through it: LOOPSIM_REAL(accept4)(fd, address, length, flags).
+#define LOOPSIM_REAL(name) ::loopsim::posix::real<decltype(::name), #name>()
+
+// What the seam exports in front of libc: the interposers, and the entry points loopsim calls.
+#define SEAM_EXPORT extern "C" __attribute__((visibility("default")))
 
 class Seam final : public sim::ForeignServer {
  private:

@@ -70,6 +70,19 @@ TEST_CASE("seam: a call it does not serve stops the run, naming the call, the de
   CHECK(error.find("10.000 ms of virtual time") != std::string::npos);
 }
 
+TEST_CASE("seam: a fortified read told its buffer is too small ends the target as glibc ends it") {
+  // Natively glibc's __read_chk ends the program (SIGABRT) before reading; the seam stands in
+  // front of __read_chk, and must keep the check (it used to drop the buffer's size and read).
+  const std::string native_out = temp_path("seam-fortify-native");
+  const int status = std::system((probes + "/seam_probe_dynamic fortify alone > " + native_out + " 2>/dev/null").c_str());
+  CHECK(((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGABRT)));
+  CHECK(file_text(native_out) == "reading 64 bytes into a buffer said to hold 16\n");
+  const std::string error = error_of(probe("fortify"));
+  INFO(error);
+  CHECK(error.find("killed by signal 6 (Aborted)") != std::string::npos);
+  CHECK(error.find("buffer overflow detected") != std::string::npos);
+}
+
 TEST_CASE("seam: a target's memory is bounded at target_data_max, and running past it is its end") {
   // The probe asks for 64 MiB at a time without touching it: refused at 4 GiB of heap, whatever
   // the machine has. (Before, a target grew until the machine's own limits stopped it.)

@@ -106,3 +106,10 @@ TEST_CASE("seam: one shutdown begins for each signal sent, though its handler ra
 }
 
 #endif  // LOOPSIM_SEAM_BUILT
+
+TEST_CASE("seam: a condition variable times its waits on the clock pthread_cond_init was given, as Linux's does") {
+  const auto [native, simulated, result] = both_ways("cond-clock");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "monotonic: ETIMEDOUT after 50 ms\nrealtime: ETIMEDOUT after 50 ms\n");
+  CHECK(simulated == native);
+}

@@ -26,16 +26,21 @@ namespace {
 
 thread_local TargetThread* running = nullptr;  // the target thread this OS thread is
 thread_local bool engine_here = false;
+// The OS thread that holds the baton: the engine's from the seam's start (set_engine_thread),
+// then whichever took it last. Only the holder gives it, and a taker finds it given: so at most
+// one OS thread runs the program's code or the seam's at a time (threads.hpp). 0 while it is
+// passed on.
+std::atomic<pid_t> baton_holder{0};
 
 long futex(std::atomic<int>* word, int op, int value, const timespec* timeout) {
-  return real<long(long, ...), "syscall">()(SYS_futex, reinterpret_cast<long>(word), long(op), long(value),
+  return LOOPSIM_REAL(syscall)(SYS_futex, reinterpret_cast<long>(word), long(op), long(value),
                                             reinterpret_cast<long>(timeout), 0L, 0L);
 }
 
 // A real clock's time (the program's clock_gettime is virtual); -1 where it cannot be read.
 std::int64_t clock_ns(clockid_t clock) {
   timespec t{};
-  if (real<int(clockid_t, timespec*), "clock_gettime">()(clock, &t) != 0) return -1;
+  if (LOOPSIM_REAL(clock_gettime)(clock, &t) != 0) return -1;
   return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
@@ -106,13 +111,13 @@ void* trampoline(void* argument) {
   sigset_t preempting;
   sigemptyset(&preempting);
   sigaddset(&preempting, preempt_signal());
-  real<int(int, const sigset_t*, sigset_t*), "pthread_sigmask">()(SIG_UNBLOCK, &preempting, nullptr);
+  LOOPSIM_REAL(pthread_sigmask)(SIG_UNBLOCK, &preempting, nullptr);
   struct Finish {
     TargetThread* t;
     ~Finish() {
       running = nullptr;  // what the thread's exit runs after this goes to libc
       t->finished = true;
-      t->back.give();
+      t->back.give(true);
     }
   } finish{t};
   t->value = t->start(t->argument);
@@ -128,14 +133,23 @@ void install_preemption() {
   action.sa_sigaction = on_preempt;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&action.sa_mask);
-  real<int(int, const struct sigaction*, struct sigaction*), "sigaction">()(preempt_signal(), &action, nullptr);
+  LOOPSIM_REAL(sigaction)(preempt_signal(), &action, nullptr);
 }
 
 TargetThread* this_thread() { return running; }
 bool on_engine_thread() { return engine_here; }
-void set_engine_thread() { engine_here = true; }
+void set_engine_thread() {
+  engine_here = true;
+  baton_holder.store(::gettid(), std::memory_order_release);
+}
 
-void Baton::give() {
+void Baton::give(bool ending) {
+  pid_t held_by_me = ::gettid();
+  const bool held = baton_holder.compare_exchange_strong(held_by_me, 0, std::memory_order_acq_rel);
+  // A thread cancelled while it waited for its turn (asynchronous cancellation: redis's bio
+  // threads at shutdown) unwinds and tells its proxy it ended without holding the baton; the
+  // holder keeps it.
+  LOOPSIM_ASSERT(held || ending);
   word_.store(1, std::memory_order_release);
   futex(&word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
@@ -144,7 +158,12 @@ bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
   const std::int64_t start = limit_ns > 0 ? clock_ns(cpu) : 0;
   for (;;) {
     int expected = 1;
-    if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) return true;
+    if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) {
+      const pid_t me = ::gettid();
+      const pid_t was = baton_holder.exchange(me, std::memory_order_acq_rel);
+      LOOPSIM_ASSERT(was == 0 || was == me);  // given, or given back by a thread that ended
+      return true;
+    }
     if (limit_ns <= 0) {
       futex(&word_, FUTEX_WAIT_PRIVATE, 0, nullptr);
       continue;
@@ -208,8 +227,7 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
     t->detached = state == PTHREAD_CREATE_DETACHED;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_JOINABLE);
   }
-  using Create = int(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  int rc = real<Create, "pthread_create">()(&t->os, attributes != nullptr ? &attr : nullptr, trampoline, t.get());
+  int rc = LOOPSIM_REAL(pthread_create)(&t->os, attributes != nullptr ? &attr : nullptr, trampoline, t.get());
   if (rc != 0) return rc;
   if (thread != nullptr) *thread = t->os;
   TargetThread* made = t.get();
@@ -239,7 +257,7 @@ void Seam::run_thread(TargetThread& t) {
       spinning += slice;
       if (spinning >= limit.count()) spun("thread " + std::to_string(t.index), limit);
       t.preempt.store(true, std::memory_order_release);
-      real<int(pthread_t, int), "pthread_kill">()(t.os, preempt_signal());
+      LOOPSIM_REAL(pthread_kill)(t.os, preempt_signal());
     }
     t.preempt.store(false, std::memory_order_release);
     if (t.finished) break;
@@ -250,7 +268,7 @@ void Seam::run_thread(TargetThread& t) {
     request.call(request.object);
     stop_if_ended();
   }
-  real<int(pthread_t, void**), "pthread_join">()(t.os, nullptr);
+  LOOPSIM_REAL(pthread_join)(t.os, nullptr);
   t.gone = true;
   wake_on(&t, INT32_MAX);
 }
@@ -263,7 +281,7 @@ void Seam::spun(const std::string& who, Nanos limit) {
                               where(-1) + " ran for " + ms +
                               " of its own CPU time without a call the simulation serves, giving way each 100 ms "
                               "of it: a spin that nothing ends (target.spin_limit)");
-  real<void(int), "_exit">()(2);
+  LOOPSIM_REAL(_exit)(2);
   __builtin_unreachable();
 }
 

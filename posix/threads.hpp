@@ -22,7 +22,10 @@ namespace loopsim::posix {
 // A binary semaphore on a futex, for handing the baton between OS threads.
 class Baton {
  public:
-  void give();
+  // Only the OS thread that holds the baton gives it, and a taker finds it given: at most one
+  // OS thread runs the program's code or the seam's (both asserted). `ending`: a thread's last
+  // word as it ends, which it may say without holding it (cancelled while it waited).
+  void give(bool ending = false);
   // Waits for the baton. With a limit (nanoseconds, > 0), false once `cpu`, the CPU-time clock
   // of the thread that holds the baton, has run that long since the wait began: a watchdog's
   // wait, not a simulated one, and one that a loaded machine does not shorten. A thread that

@@ -1,6 +1,7 @@
 /* The probe's entropy mode: what getrandom, getentropy and the raw system call give, and where
  * the program's memory lies, printed so that two runs can be compared (posix/sockets_test.cpp);
- * and files closed where no interposer sees. */
+ * files closed where no interposer sees; and a fortified read told its buffer is smaller than
+ * the read (posix/seam_test.cpp). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,5 +48,19 @@ int fclosed_mode(void) {
   const int listener = listen_on(8080);
   printf("listening\n");
   close(accept_one(listener));
+  return 0;
+}
+
+/* _FORTIFY_SOURCE's read: a program built with it calls __read_chk with the buffer's size, and
+ * glibc ends it (SIGABRT, "buffer overflow detected") when the read could pass it. Here the read
+ * asks for 64 bytes and says the buffer holds 16 (it holds 64, so nothing is overrun either way). */
+ssize_t __read_chk(int fd, void* buffer, size_t size, size_t buffer_size);
+
+int fortify_mode(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int fd = open("/dev/zero", O_RDONLY);
+  char buffer[64];
+  printf("reading 64 bytes into a buffer said to hold 16\n");
+  printf("read %zd\n", __read_chk(fd, buffer, sizeof buffer, 16));
   return 0;
 }

@@ -32,3 +32,5 @@ int spins_mode(int alone);
 /* posix/probe/entropy_probe.c: getrandom's bytes, and where memory lies. */
 int entropy_mode(void);
 int fclosed_mode(void);
+int fortify_mode(void);
+int cond_clock_mode(int alone);

@@ -573,11 +573,13 @@ int main(int argc, char** argv) {
   if (strcmp(what, "signal-waits") == 0) return signal_waits_mode(alone);
   if (strcmp(what, "timers") == 0) return timers_mode(alone);
   if (strcmp(what, "signal-thread") == 0) return signal_thread_mode(alone);
+  if (strcmp(what, "cond-clock") == 0) return cond_clock_mode(alone);
   if (strcmp(what, "signalfd") == 0) return signalfd_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
   if (strcmp(what, "entropy") == 0) return entropy_mode();
   if (strcmp(what, "fclosed") == 0) return fclosed_mode();
+  if (strcmp(what, "fortify") == 0) return fortify_mode();
   if (strcmp(what, "spins") == 0) return spins_mode(alone);
   if (strcmp(what, "datagrams") == 0) return datagrams_mode();
   if (strcmp(what, "child-refused") == 0) return child_refused_mode(argc > 2 ? argv[2] : "");

@@ -406,3 +406,42 @@ int signalfd_mode(int alone) {
   serve_one(listener);
   return 0;
 }
+
+/* A condition variable told to time its waits on CLOCK_MONOTONIC (pthread_condattr_setclock),
+ * and one left on CLOCK_REALTIME: each waits until 50 ms past its own clock's now, and the wait
+ * is measured on the monotonic clock, to the 10 ms below. A wait that read the other clock
+ * would end at once, or never. */
+static long waited_ms(pthread_cond_t* cond, clockid_t clock) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  struct timespec start, at, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  clock_gettime(clock, &at);
+  at.tv_nsec += 50 * 1000 * 1000;
+  if (at.tv_nsec >= 1000 * 1000 * 1000) at.tv_sec += 1, at.tv_nsec -= 1000 * 1000 * 1000;
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  while (rc == 0) rc = pthread_cond_timedwait(cond, &lock, &at);
+  pthread_mutex_unlock(&lock);
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  const long ms = (end.tv_sec - start.tv_sec) * 1000 + (end.tv_nsec - start.tv_nsec) / 1000000;
+  printf("%s: %s after %ld ms\n", clock == CLOCK_MONOTONIC ? "monotonic" : "realtime", strerrorname_np(rc), ms / 10 * 10);
+  return ms;
+}
+
+int cond_clock_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  pthread_condattr_t attributes;
+  pthread_condattr_init(&attributes);
+  pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+  pthread_cond_t monotonic, realtime;
+  pthread_cond_init(&monotonic, &attributes);
+  pthread_cond_init(&realtime, NULL);
+  pthread_condattr_destroy(&attributes);
+  waited_ms(&monotonic, CLOCK_MONOTONIC);
+  waited_ms(&realtime, CLOCK_REALTIME);
+  pthread_cond_destroy(&monotonic);
+  pthread_cond_destroy(&realtime);
+  serve_one(listener);
+  return 0;
+}
