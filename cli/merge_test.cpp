@@ -1,6 +1,7 @@
 // `loopsim merge`: shards run as processes of their own, merged, equal the unsharded search.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -154,4 +155,22 @@ TEST_CASE("merge refuses what is not one whole search, saying where") {
   refused(loopsim::testing::run_loopsim("merge " + dir + "/check.json"), "not a shard's result");
   refused(loopsim::testing::run_loopsim("merge " + dir + "/none.json"), "cannot read the file");
   CHECK(loopsim::testing::run_loopsim("merge " + a + " " + b).status == 0);
+}
+
+TEST_CASE("merge: the cluster scripts' default time limits are ones explore reads") {
+  // Their first real run (bench/slurm_cluster.sh) found `25m`, which explore refuses: every task
+  // exited 2 and the merge was cancelled. Each default, taken from the scripts as they are.
+  const std::string root = LOOPSIM_SOURCE_DIR;
+  std::smatch m;
+  const std::string sbatch = loopsim::testing::file_text(root + "/deploy/slurm/explore.sbatch");
+  REQUIRE(std::regex_search(sbatch, m, std::regex(R"(LOOPSIM_TIME_LIMIT:-([^}]+)\})")));
+  const std::string slurm = m[1];
+  const std::string job = loopsim::testing::file_text(root + "/deploy/k8s/explore-job.yaml");
+  REQUIRE(std::regex_search(job, m, std::regex(R"(name: LOOPSIM_TIME_LIMIT[^\n]*\n\s*value: (\S+))")));
+  const std::string k8s = m[1];
+  for (const std::string& limit : {slurm, k8s}) {
+    INFO(limit);
+    Outcome ran = run_cli("explore " + tiny + " --time-limit " + limit + " --max-executions 1");
+    CHECK(ran.status != 2);
+  }
 }
