@@ -626,11 +626,11 @@ void Scheduler::digest(Digest& d) const {
 namespace {
 // The parts of the scheduler's digest, by name: for the digest-drop test (Sink::kept).
 namespace f = loopsim::state::f;
-constexpr loopsim::state::Field due_now_part = f::value("scheduler.due_now");
-constexpr loopsim::state::Field later_part = f::value("scheduler.later");
-constexpr loopsim::state::Field open_part = f::value("scheduler.open");
-constexpr loopsim::state::Field in_hand_part = f::value("scheduler.in_hand");
-constexpr loopsim::state::Field threads_part = f::value("scheduler.threads");
+constexpr loopsim::state::Field due_now_part = f::part("scheduler.due_now");
+constexpr loopsim::state::Field later_part = f::part("scheduler.later");
+constexpr loopsim::state::Field open_part = f::part("scheduler.open");
+constexpr loopsim::state::Field in_hand_part = f::part("scheduler.in_hand");
+constexpr loopsim::state::Field threads_part = f::part("scheduler.threads");
 }  // namespace
 
 void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {

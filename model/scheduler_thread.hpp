@@ -47,14 +47,14 @@ struct Scheduler::Thread {
   // rest point (the context holds times relative to it), and resume_at (its pending resumption,
   // which the pending work's digest holds relative to now).
   static constexpr auto state_fields = loopsim::state::fields(
-      loopsim::state::f::skip<&Thread::name>(), loopsim::state::f::skip<&Thread::body>(),
-      loopsim::state::f::skip<&Thread::fiber>(), loopsim::state::f::skip<&Thread::sink>(),
-      loopsim::state::f::value<&Thread::state>(), loopsim::state::f::skip<&Thread::generation>(),
-      loopsim::state::f::value<&Thread::woken>(), loopsim::state::f::skip<&Thread::stack>(),
-      loopsim::state::f::skip<&Thread::fake_stack>(), loopsim::state::f::value<&Thread::cancelled>(),
-      loopsim::state::f::value<&Thread::context>(), loopsim::state::f::value<&Thread::resting>(),
-      loopsim::state::f::skip<&Thread::rest_at>(), loopsim::state::f::skip<&Thread::resume_at>(),
-      loopsim::state::f::value<&Thread::in_call>());
+      loopsim::state::f::skip<&Thread::name>, loopsim::state::f::skip<&Thread::body>,
+      loopsim::state::f::skip<&Thread::fiber>, loopsim::state::f::skip<&Thread::sink>,
+      loopsim::state::f::value<&Thread::state>, loopsim::state::f::skip<&Thread::generation>,
+      loopsim::state::f::value<&Thread::woken>, loopsim::state::f::skip<&Thread::stack>,
+      loopsim::state::f::skip<&Thread::fake_stack>, loopsim::state::f::value<&Thread::cancelled>,
+      loopsim::state::f::value<&Thread::context>, loopsim::state::f::value<&Thread::resting>,
+      loopsim::state::f::skip<&Thread::rest_at>, loopsim::state::f::skip<&Thread::resume_at>,
+      loopsim::state::f::value<&Thread::in_call>);
 };
 
 }  // namespace loopsim::model

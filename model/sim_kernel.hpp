@@ -54,12 +54,12 @@ struct SimKernelConfig {
   // Only rlimit_nofile changes at run time (a fault lowers it; a target calls setrlimit). The
   // rest is fixed for the run, the same in every state a search meets: no state tells it apart.
   static constexpr auto state_fields = state::fields(
-      state::f::skip<&SimKernelConfig::poller>(), state::f::skip<&SimKernelConfig::somaxconn>(),
-      state::f::value<&SimKernelConfig::rlimit_nofile>(), state::f::skip<&SimKernelConfig::file_max>(),
-      state::f::skip<&SimKernelConfig::abort_on_overflow>(), state::f::skip<&SimKernelConfig::timer_slack>(),
-      state::f::skip<&SimKernelConfig::empty_wait_cost>(), state::f::skip<&SimKernelConfig::send_buffer>(),
-      state::f::skip<&SimKernelConfig::receive_buffer>(), state::f::skip<&SimKernelConfig::send_buffer_max>(),
-      state::f::skip<&SimKernelConfig::syn_rto>(), state::f::skip<&SimKernelConfig::syn_retries>());
+      state::f::skip<&SimKernelConfig::poller>, state::f::skip<&SimKernelConfig::somaxconn>,
+      state::f::value<&SimKernelConfig::rlimit_nofile>, state::f::skip<&SimKernelConfig::file_max>,
+      state::f::skip<&SimKernelConfig::abort_on_overflow>, state::f::skip<&SimKernelConfig::timer_slack>,
+      state::f::skip<&SimKernelConfig::empty_wait_cost>, state::f::skip<&SimKernelConfig::send_buffer>,
+      state::f::skip<&SimKernelConfig::receive_buffer>, state::f::skip<&SimKernelConfig::send_buffer_max>,
+      state::f::skip<&SimKernelConfig::syn_rto>, state::f::skip<&SimKernelConfig::syn_retries>);
 };
 
 // An accept fault (K10): accepts on any listener fail with `error` instead of taking a
@@ -73,9 +73,8 @@ struct AcceptFault {
   std::uint32_t budget = 0;  // ...this many of them; 0: all. Which ones is a choice point.
 
   static constexpr auto state_fields = state::fields(
-      state::f::value<&AcceptFault::error>(), state::f::value<&AcceptFault::nth>(),
-      state::f::until<&AcceptFault::from>(), state::f::until<&AcceptFault::until>(),
-      state::f::value<&AcceptFault::budget>());
+      state::f::value<&AcceptFault::error>, state::f::value<&AcceptFault::nth>, state::f::until<&AcceptFault::from>,
+      state::f::until<&AcceptFault::until>, state::f::value<&AcceptFault::budget>);
 };
 
 // The client side hears what happens to its connections here. Calls come from scheduler
@@ -237,8 +236,8 @@ class SimKernel final : public Kernel {
     ConnId conn = no_conn;         // a socket's connection
     std::vector<int> watched_by;   // pollers whose interest set holds this descriptor
     static constexpr auto state_fields = state::fields(
-        state::f::value<&FdEntry::kind>(), state::f::value<&FdEntry::object>(), state::f::conn_name<&FdEntry::conn>(),
-        state::f::value<&FdEntry::watched_by>());
+        state::f::value<&FdEntry::kind>, state::f::value<&FdEntry::object>, state::f::conn_name<&FdEntry::conn>,
+        state::f::value<&FdEntry::watched_by>);
   };
   struct Listener {
     int fd = -1;
@@ -251,9 +250,9 @@ class SimKernel final : public Kernel {
     std::uint64_t pushed = 0;
     std::uint64_t popped = 0;
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Listener::fd>(), state::f::value<&Listener::port>(), state::f::value<&Listener::capacity>(),
-        state::f::conn_name<&Listener::queue>(), state::f::value<&Listener::open>(),
-        state::f::skip<&Listener::pushed>(), state::f::skip<&Listener::popped>());
+        state::f::value<&Listener::fd>, state::f::value<&Listener::port>, state::f::value<&Listener::capacity>,
+        state::f::conn_name<&Listener::queue>, state::f::value<&Listener::open>, state::f::skip<&Listener::pushed>,
+        state::f::skip<&Listener::popped>);
   };
   struct Conn {
     std::string to_server;
@@ -279,16 +278,15 @@ class SimKernel final : public Kernel {
     std::int64_t read_budget = -1;  // bytes the client will still take; -1: all
     std::uint64_t queued_at = 0;    // Listener::pushed when it was queued (skipped: see there)
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Conn::to_server>(), state::f::value<&Conn::to_client>(), state::f::value<&Conn::listener>(),
-        state::f::value<&Conn::server_fd>(), state::f::value<&Conn::syn_attempts>(),
-        state::f::value<&Conn::established>(), state::f::value<&Conn::client_closed>(), state::f::value<&Conn::fin>(),
-        state::f::value<&Conn::server_closed>(), state::f::value<&Conn::reset_client>(),
-        state::f::value<&Conn::client_pending>(), state::f::value<&Conn::reset>(),
-        state::f::value<&Conn::pending_error>(), state::f::value<&Conn::client_file>(),
-        state::f::value<&Conn::client_reading>(), state::f::value<&Conn::send_was_full>(),
-        state::f::value<&Conn::send_grown>(), state::f::value<&Conn::delivery_pending>(),
-        state::f::value<&Conn::server_shut>(), state::f::value<&Conn::eof_sent>(),
-        state::f::value<&Conn::read_budget>(), state::f::skip<&Conn::queued_at>());
+        state::f::value<&Conn::to_server>, state::f::value<&Conn::to_client>, state::f::value<&Conn::listener>,
+        state::f::value<&Conn::server_fd>, state::f::value<&Conn::syn_attempts>, state::f::value<&Conn::established>,
+        state::f::value<&Conn::client_closed>, state::f::value<&Conn::fin>, state::f::value<&Conn::server_closed>,
+        state::f::value<&Conn::reset_client>, state::f::value<&Conn::client_pending>, state::f::value<&Conn::reset>,
+        state::f::value<&Conn::pending_error>, state::f::value<&Conn::client_file>,
+        state::f::value<&Conn::client_reading>, state::f::value<&Conn::send_was_full>,
+        state::f::value<&Conn::send_grown>, state::f::value<&Conn::delivery_pending>,
+        state::f::value<&Conn::server_shut>, state::f::value<&Conn::eof_sent>, state::f::value<&Conn::read_budget>,
+        state::f::skip<&Conn::queued_at>);
   };
   struct Interest {
     std::uint32_t events = 0;
@@ -296,8 +294,8 @@ class SimKernel final : public Kernel {
     bool queued = false;    // on the ready list
     bool disabled = false;  // one-shot, reported
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Interest::events>(), state::f::value<&Interest::trigger>(),
-        state::f::value<&Interest::queued>(), state::f::value<&Interest::disabled>());
+        state::f::value<&Interest::events>, state::f::value<&Interest::trigger>, state::f::value<&Interest::queued>,
+        state::f::value<&Interest::disabled>);
   };
   struct Poller {
     int fd = -1;
@@ -308,9 +306,9 @@ class SimKernel final : public Kernel {
     bool interrupted = false;   // a signal came for its waiter: the wait returns EINTR
     // The last empty poll matters only while it is now (the next one costs time).
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Poller::fd>(), state::f::value<&Poller::items>(), state::f::value<&Poller::ready>(),
-        state::f::value<&Poller::waiter>(), state::f::at_now<&Poller::last_empty_poll>(),
-        state::f::value<&Poller::interrupted>());
+        state::f::value<&Poller::fd>, state::f::value<&Poller::items>, state::f::value<&Poller::ready>,
+        state::f::value<&Poller::waiter>, state::f::at_now<&Poller::last_empty_poll>,
+        state::f::value<&Poller::interrupted>);
   };
   // K13: a pipe's buffer and which of its ends are open.
   struct Pipe {
@@ -319,8 +317,8 @@ class SimKernel final : public Kernel {
     int write_fd = -1;
     std::size_t capacity = 0;  // K13: 65536 when made; F_SETPIPE_SZ changes it
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Pipe::bytes>(), state::f::value<&Pipe::read_fd>(), state::f::value<&Pipe::write_fd>(),
-        state::f::value<&Pipe::capacity>());
+        state::f::value<&Pipe::bytes>, state::f::value<&Pipe::read_fd>, state::f::value<&Pipe::write_fd>,
+        state::f::value<&Pipe::capacity>);
   };
   // K15: a socketpair(AF_UNIX, SOCK_STREAM). A pair_end's FdEntry::object is the pair's index
   // times two, plus its end.
@@ -330,12 +328,12 @@ class SimKernel final : public Kernel {
     bool shut = false;         // this end shut its writing (SHUT_WR)
     std::int32_t error = 0;    // ECONNRESET once, after the other end closed with `in` of its unread
     static constexpr auto state_fields = state::fields(
-        state::f::value<&PairEnd::in>(), state::f::value<&PairEnd::fd>(), state::f::value<&PairEnd::shut>(),
-        state::f::value<&PairEnd::error>());
+        state::f::value<&PairEnd::in>, state::f::value<&PairEnd::fd>, state::f::value<&PairEnd::shut>,
+        state::f::value<&PairEnd::error>);
   };
   struct Pair {
     std::vector<PairEnd> ends;  // two
-    static constexpr auto state_fields = state::fields(state::f::value<&Pair::ends>());
+    static constexpr auto state_fields = state::fields(state::f::value<&Pair::ends>);
   };
   struct FaultState {
     AcceptFault fault;
@@ -345,8 +343,8 @@ class SimKernel final : public Kernel {
     // is history, which no state needs).
     std::uint64_t calls_left = 0;
     static constexpr auto state_fields = state::fields(
-        state::f::value<&FaultState::fault>(), state::f::value<&FaultState::landed>(),
-        state::f::value<&FaultState::spent>(), state::f::value<&FaultState::calls_left>());
+        state::f::value<&FaultState::fault>, state::f::value<&FaultState::landed>, state::f::value<&FaultState::spent>,
+        state::f::value<&FaultState::calls_left>);
   };
 
   // K15: the end of a pair that a pair_end's object names.
@@ -450,16 +448,15 @@ class SimKernel final : public Kernel {
   // counts them), work_ (what the trace says of past passes; nothing ahead depends on it) and
   // the stall guard (a run it stops ends there).
   static constexpr auto state_fields = state::fields(
-      state::f::reference("scheduler_"), state::f::value<&SimKernel::config_>(), state::f::skip<&SimKernel::sink_>(),
-      state::f::value<&SimKernel::fds_>(), state::f::value<&SimKernel::free_fds_>(),
-      state::f::value<&SimKernel::open_fds_>(), state::f::value<&SimKernel::client_files_>(),
-      state::f::value<&SimKernel::listeners_>(), state::f::by_conn<&SimKernel::conns_>(),
-      state::f::value<&SimKernel::pollers_>(), state::f::value<&SimKernel::wakes_>(),
-      state::f::value<&SimKernel::pipes_>(), state::f::value<&SimKernel::pairs_>(),
-      state::f::value<&SimKernel::accept_faults_>(), state::f::skip<&SimKernel::next_port_>(),
-      state::f::skip<&SimKernel::work_>(), state::f::skip<&SimKernel::calls_instant_>(),
-      state::f::skip<&SimKernel::calls_at_instant_>(), state::f::skip<&SimKernel::stalled_>(),
-      state::f::value<&SimKernel::sleeper_>());
+      state::f::reference("scheduler_"), state::f::value<&SimKernel::config_>, state::f::skip<&SimKernel::sink_>,
+      state::f::value<&SimKernel::fds_>, state::f::value<&SimKernel::free_fds_>, state::f::value<&SimKernel::open_fds_>,
+      state::f::value<&SimKernel::client_files_>, state::f::value<&SimKernel::listeners_>,
+      state::f::by_conn<&SimKernel::conns_>, state::f::value<&SimKernel::pollers_>, state::f::value<&SimKernel::wakes_>,
+      state::f::value<&SimKernel::pipes_>, state::f::value<&SimKernel::pairs_>,
+      state::f::value<&SimKernel::accept_faults_>, state::f::skip<&SimKernel::next_port_>,
+      state::f::skip<&SimKernel::work_>, state::f::skip<&SimKernel::calls_instant_>,
+      state::f::skip<&SimKernel::calls_at_instant_>, state::f::skip<&SimKernel::stalled_>,
+      state::f::value<&SimKernel::sleeper_>);
   friend struct state::Access;
 };
 

@@ -73,8 +73,8 @@ class WorkerGroup {
   // Skipped: the loops and the acceptor (digested as the process's own; these are references
   // to them).
   static constexpr auto state_fields = state::fields(
-      state::f::skip<&WorkerGroup::loops_>(), state::f::skip<&WorkerGroup::acceptor_>(),
-      state::f::value<&WorkerGroup::next_>());
+      state::f::skip<&WorkerGroup::loops_>, state::f::skip<&WorkerGroup::acceptor_>,
+      state::f::value<&WorkerGroup::next_>);
   friend struct state::Access;
 };
 
@@ -190,16 +190,16 @@ class Loop {
     std::optional<Instant> write_until;  // output waiting: from the last progress
     std::optional<Instant> timer_at;
     static constexpr auto state_fields = state::fields(
-        state::f::value<&Connection::open>(), state::f::value<&Connection::closing>(),
-        state::f::value<&Connection::want_write>(), state::f::value<&Connection::owed_turn>(),
-        state::f::value<&Connection::in_pool>(), state::f::value<&Connection::answered>(),
-        state::f::value<&Connection::input_full>(), state::f::value<&Connection::peer_ended>(),
-        state::f::value<&Connection::continue_sent>(), state::f::value<&Connection::hangup_told>(),
-        state::f::value<&Connection::watched>(), state::f::value<&Connection::generation>(),
-        state::f::value<&Connection::input>(), state::f::value<&Connection::output>(),
-        state::f::deadline<&Connection::head_until>(), state::f::deadline<&Connection::body_until>(),
-        state::f::deadline<&Connection::idle_until>(), state::f::deadline<&Connection::write_until>(),
-        state::f::skip<&Connection::timer_at>());
+        state::f::value<&Connection::open>, state::f::value<&Connection::closing>,
+        state::f::value<&Connection::want_write>, state::f::value<&Connection::owed_turn>,
+        state::f::value<&Connection::in_pool>, state::f::value<&Connection::answered>,
+        state::f::value<&Connection::input_full>, state::f::value<&Connection::peer_ended>,
+        state::f::value<&Connection::continue_sent>, state::f::value<&Connection::hangup_told>,
+        state::f::value<&Connection::watched>, state::f::value<&Connection::generation>,
+        state::f::value<&Connection::input>, state::f::value<&Connection::output>,
+        state::f::deadline<&Connection::head_until>, state::f::deadline<&Connection::body_until>,
+        state::f::deadline<&Connection::idle_until>, state::f::deadline<&Connection::write_until>,
+        state::f::skip<&Connection::timer_at>);
   };
   enum class Input : std::uint8_t { open, ended, reset, full };
   enum class Timeout : std::uint8_t { head, body, keepalive, write };
@@ -283,7 +283,7 @@ class Loop {
   struct Post {
     std::function<void()> run;
     std::uint64_t what;  // what `run` does (post's argument)
-    static constexpr auto state_fields = state::fields(state::f::skip<&Post::run>(), state::f::value<&Post::what>());
+    static constexpr auto state_fields = state::fields(state::f::skip<&Post::run>, state::f::value<&Post::what>);
   };
   std::deque<Post> posts_;
   std::deque<int> handoffs_;
@@ -344,27 +344,25 @@ class Loop {
   // (derived from the kernel's calendar, which a simulated kernel does not keep). Posts are
   // callbacks: each is digested by what it does (Post::what).
   static constexpr auto state_fields = state::fields(
-      state::f::reference("kernel_"), state::f::skip<&Loop::config_>(), state::f::reference("observer_"),
-      state::f::value<&Loop::worker_>(), state::f::skip<&Loop::group_>(), state::f::skip<&Loop::accept_only_>(),
-      state::f::skip<&Loop::pool_>(), state::f::value<&Loop::poller_>(), state::f::value<&Loop::listener_>(),
-      state::f::value<&Loop::owns_listener_>(), state::f::value<&Loop::listener_closed_>(),
-      state::f::value<&Loop::wake_>(), state::f::value<&Loop::stop_requested_>(),
-      state::f::value<&Loop::shutdown_requested_>(), state::f::since<&Loop::shutdown_asked_>(),
-      state::f::since<&Loop::pass_started_>(), state::f::value<&Loop::awaits_close_>(),
-      state::f::skip<&Loop::mailbox_>(), state::f::value<&Loop::posts_>(), state::f::value<&Loop::handoffs_>(),
-      state::f::value<&Loop::stopping_>(), state::f::value<&Loop::shutting_down_>(),
-      state::f::value<&Loop::finished_>(), state::f::value<&Loop::listener_ready_>(),
-      state::f::value<&Loop::accept_owed_>(), state::f::value<&Loop::handoff_owed_>(),
-      state::f::value<&Loop::accept_blocked_>(), state::f::value<&Loop::retry_now_>(),
-      state::f::until<&Loop::retry_at_>(), state::f::value<&Loop::backpressured_>(),
-      state::f::value<&Loop::draining_>(), state::f::value<&Loop::admitting_handoffs_>(),
-      state::f::value<&Loop::deferring_>(), state::f::value<&Loop::deferred_>(), state::f::skip<&Loop::pass_>(),
-      state::f::value<&Loop::connection_count_>(), state::f::skip<&Loop::load_>(),
-      state::f::value<&Loop::handle_capacity_>(), state::f::value<&Loop::inverted_accepts_>(),
-      state::f::value<&Loop::connections_>(), state::f::value<&Loop::owed_turns_>(), state::f::skip<&Loop::events_>(),
-      state::f::skip<&Loop::timers_>(), state::f::deadline<&Loop::drain_until_>(),
-      state::f::value<&Loop::drain_resets_>(), state::f::deadline<&Loop::idle_close_at_>(),
-      state::f::since<&Loop::drain_began_>(), state::f::skip<&Loop::date_>(), state::f::value<&Loop::reload_key_>());
+      state::f::reference("kernel_"), state::f::skip<&Loop::config_>, state::f::reference("observer_"),
+      state::f::value<&Loop::worker_>, state::f::skip<&Loop::group_>, state::f::skip<&Loop::accept_only_>,
+      state::f::skip<&Loop::pool_>, state::f::value<&Loop::poller_>, state::f::value<&Loop::listener_>,
+      state::f::value<&Loop::owns_listener_>, state::f::value<&Loop::listener_closed_>, state::f::value<&Loop::wake_>,
+      state::f::value<&Loop::stop_requested_>, state::f::value<&Loop::shutdown_requested_>,
+      state::f::since<&Loop::shutdown_asked_>, state::f::since<&Loop::pass_started_>,
+      state::f::value<&Loop::awaits_close_>, state::f::skip<&Loop::mailbox_>, state::f::value<&Loop::posts_>,
+      state::f::value<&Loop::handoffs_>, state::f::value<&Loop::stopping_>, state::f::value<&Loop::shutting_down_>,
+      state::f::value<&Loop::finished_>, state::f::value<&Loop::listener_ready_>, state::f::value<&Loop::accept_owed_>,
+      state::f::value<&Loop::handoff_owed_>, state::f::value<&Loop::accept_blocked_>,
+      state::f::value<&Loop::retry_now_>, state::f::until<&Loop::retry_at_>, state::f::value<&Loop::backpressured_>,
+      state::f::value<&Loop::draining_>, state::f::value<&Loop::admitting_handoffs_>,
+      state::f::value<&Loop::deferring_>, state::f::value<&Loop::deferred_>, state::f::skip<&Loop::pass_>,
+      state::f::value<&Loop::connection_count_>, state::f::skip<&Loop::load_>, state::f::value<&Loop::handle_capacity_>,
+      state::f::value<&Loop::inverted_accepts_>, state::f::value<&Loop::connections_>,
+      state::f::value<&Loop::owed_turns_>, state::f::skip<&Loop::events_>, state::f::skip<&Loop::timers_>,
+      state::f::deadline<&Loop::drain_until_>, state::f::value<&Loop::drain_resets_>,
+      state::f::deadline<&Loop::idle_close_at_>, state::f::since<&Loop::drain_began_>, state::f::skip<&Loop::date_>,
+      state::f::value<&Loop::reload_key_>);
   friend struct state::Access;
 };
 

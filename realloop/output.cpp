@@ -62,9 +62,9 @@ void Output::clear() {
 
 namespace {
 // The parts of an output's digest, by name: for the digest-drop test (state::Sink::kept).
-constexpr state::Field unsent_part = state::f::value("output.unsent");
-constexpr state::Field fill_left_part = state::f::value("output.fill_left");
-constexpr state::Field fill_made_part = state::f::value("output.fill_made");
+constexpr state::Field unsent_part = state::f::part("output.unsent");
+constexpr state::Field fill_left_part = state::f::part("output.fill_left");
+constexpr state::Field fill_made_part = state::f::part("output.fill_made");
 }  // namespace
 
 void Output::digest_state(state::Sink& sink, Nanos /*now*/) const {

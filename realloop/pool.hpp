@@ -48,8 +48,8 @@ class HandlerPool {
     std::string request;
     // Skipped: loop (which worker's; fd and generation tell the job apart within it).
     static constexpr auto state_fields = state::fields(
-        state::f::skip<&Job::loop>(), state::f::value<&Job::fd>(), state::f::value<&Job::generation>(),
-        state::f::value<&Job::request>());
+        state::f::skip<&Job::loop>, state::f::value<&Job::fd>, state::f::value<&Job::generation>,
+        state::f::value<&Job::request>);
   };
   bool take(Job& job);
 
@@ -64,10 +64,9 @@ class HandlerPool {
  public:
   // Skipped: the kernel (a collaborator) and the lock.
   static constexpr auto state_fields = state::fields(
-      state::f::reference("kernel_"), state::f::value<&HandlerPool::pollers_>(),
-      state::f::value<&HandlerPool::wakes_>(), state::f::skip<&HandlerPool::mutex_>(),
-      state::f::value<&HandlerPool::jobs_>(), state::f::value<&HandlerPool::idle_>(),
-      state::f::value<&HandlerPool::stopping_>());
+      state::f::reference("kernel_"), state::f::value<&HandlerPool::pollers_>, state::f::value<&HandlerPool::wakes_>,
+      state::f::skip<&HandlerPool::mutex_>, state::f::value<&HandlerPool::jobs_>, state::f::value<&HandlerPool::idle_>,
+      state::f::value<&HandlerPool::stopping_>);
   friend struct state::Access;
 };
 

@@ -4,7 +4,7 @@
 // naming the member itself:
 //
 //   static constexpr auto state_fields = state::fields(
-//       state::f::value<&Socket::fd>(), state::f::until<&Socket::deadline>(), state::f::reference("kernel_"));
+//       state::f::value<&Socket::fd>, state::f::until<&Socket::deadline>, state::f::reference("kernel_"));
 //
 // The digest reads each member through its member pointer, and its name (for the digest audit's
 // messages) is the member's own, taken from the pointer. The declaration is checked at compile
@@ -114,40 +114,29 @@ struct is_member_field : std::false_type {};
 template <auto M>
 struct is_member_field<MemberField<M>> : std::true_type {};
 
-// The declarations' words: state::f::value<&Socket::fd>(); state::f::reference("kernel_") for a
-// reference member; state::f::value("scheduler.later") for a part a self-digesting type names.
+// The declarations' words: state::f::value<&Socket::fd>; state::f::reference("kernel_") for a
+// reference member; state::f::part("scheduler.later") for a part a self-digesting type names.
 namespace f {
 template <auto M>
 constexpr MemberField<M> member(Policy policy) {
   static_assert(std::is_member_object_pointer_v<decltype(M)>, "state::f: name a data member, &Type::member");
   return MemberField<M>{Field{policy, MemberName<M>::text.data()}};
 }
-template <auto M>
-constexpr MemberField<M> value() { return member<M>(Policy::value); }
-template <auto M>
-constexpr MemberField<M> size() { return member<M>(Policy::size); }
-template <auto M>
-constexpr MemberField<M> until() { return member<M>(Policy::until); }
-template <auto M>
-constexpr MemberField<M> deadline() { return member<M>(Policy::deadline); }
-template <auto M>
-constexpr MemberField<M> since() { return member<M>(Policy::since); }
-template <auto M>
-constexpr MemberField<M> at_now() { return member<M>(Policy::at_now); }
-template <auto M>
-constexpr MemberField<M> skip() { return member<M>(Policy::skip); }
-template <auto M>
-constexpr MemberField<M> client_name() { return member<M>(Policy::client_name); }
-template <auto M>
-constexpr MemberField<M> conn_name() { return member<M>(Policy::conn_name); }
-template <auto M>
-constexpr MemberField<M> by_client() { return member<M>(Policy::by_client); }
-template <auto M>
-constexpr MemberField<M> by_conn() { return member<M>(Policy::by_conn); }
+template <auto M> inline constexpr MemberField<M> value = member<M>(Policy::value);
+template <auto M> inline constexpr MemberField<M> size = member<M>(Policy::size);
+template <auto M> inline constexpr MemberField<M> until = member<M>(Policy::until);
+template <auto M> inline constexpr MemberField<M> deadline = member<M>(Policy::deadline);
+template <auto M> inline constexpr MemberField<M> since = member<M>(Policy::since);
+template <auto M> inline constexpr MemberField<M> at_now = member<M>(Policy::at_now);
+template <auto M> inline constexpr MemberField<M> skip = member<M>(Policy::skip);
+template <auto M> inline constexpr MemberField<M> client_name = member<M>(Policy::client_name);
+template <auto M> inline constexpr MemberField<M> conn_name = member<M>(Policy::conn_name);
+template <auto M> inline constexpr MemberField<M> by_client = member<M>(Policy::by_client);
+template <auto M> inline constexpr MemberField<M> by_conn = member<M>(Policy::by_conn);
 // A reference member: never state (see the header).
 constexpr Field reference(const char* name) { return Field{Policy::skip, name}; }
 // A self-digesting type's named part (Sink::kept).
-constexpr Field value(const char* name) { return Field{Policy::value, name}; }
+constexpr Field part(const char* name) { return Field{Policy::value, name}; }
 }  // namespace f
 
 // A type's declaration: its entries in member order.

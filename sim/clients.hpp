@@ -88,13 +88,13 @@ class Clients final : public model::ClientSink {
     // once, group after group, and fed in that order or in the canonical one, which sorts by
     // group first.
     static constexpr auto state_fields = state::fields(
-        state::f::skip<&Client::group>(), state::f::skip<&Client::group_index>(), state::f::conn_name<&Client::conn>(),
-        state::f::value<&Client::next_request>(), state::f::value<&Client::due>(),
-        state::f::value<&Client::unanswered>(), state::f::value<&Client::answered>(), state::f::value<&Client::input>(),
-        state::f::value<&Client::established>(), state::f::value<&Client::done>(), state::f::until<&Client::deadline>(),
-        state::f::value<&Client::draws>(), state::f::value<&Client::held_back>(), state::f::value<&Client::shut>(),
-        state::f::value<&Client::read_tick>(), state::f::until<&Client::up_at>(), state::f::until<&Client::down_at>(),
-        state::f::value<&Client::net_draws>(), state::f::value<&Client::told_close>());
+        state::f::skip<&Client::group>, state::f::skip<&Client::group_index>, state::f::conn_name<&Client::conn>,
+        state::f::value<&Client::next_request>, state::f::value<&Client::due>, state::f::value<&Client::unanswered>,
+        state::f::value<&Client::answered>, state::f::value<&Client::input>, state::f::value<&Client::established>,
+        state::f::value<&Client::done>, state::f::until<&Client::deadline>, state::f::value<&Client::draws>,
+        state::f::value<&Client::held_back>, state::f::value<&Client::shut>, state::f::value<&Client::read_tick>,
+        state::f::until<&Client::up_at>, state::f::until<&Client::down_at>, state::f::value<&Client::net_draws>,
+        state::f::value<&Client::told_close>);
   };
 
   void start(ClientIndex client);
@@ -137,8 +137,8 @@ class Clients final : public model::ClientSink {
   // (fixed for the run), and by_conn_ (the inverse of each client's conn, which the digest sees).
   static constexpr auto state_fields = state::fields(
       state::f::reference("scheduler_"), state::f::reference("kernel_"), state::f::reference("trace_"),
-      state::f::skip<&Clients::port_>(), state::f::skip<&Clients::seed_>(), state::f::by_client<&Clients::clients_>(),
-      state::f::skip<&Clients::by_conn_>());
+      state::f::skip<&Clients::port_>, state::f::skip<&Clients::seed_>, state::f::by_client<&Clients::clients_>,
+      state::f::skip<&Clients::by_conn_>);
   friend struct state::Access;
 };
 

@@ -214,8 +214,8 @@ class Process final : public Server {
   // digested there).
   static constexpr auto state_fields = state::fields(
       state::f::reference("scenario_"), state::f::reference("scheduler_"), state::f::reference("kernel_"),
-      state::f::value<&Process::group_>(), state::f::value<&Process::loops_>(), state::f::skip<&Process::acceptor_>(),
-      state::f::value<&Process::pool_>());
+      state::f::value<&Process::group_>, state::f::value<&Process::loops_>, state::f::skip<&Process::acceptor_>,
+      state::f::value<&Process::pool_>);
   friend struct state::Access;
 };
 

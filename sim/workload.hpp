@@ -42,7 +42,7 @@ class PathQueue {
 
  public:
   static constexpr auto state_fields = state::fields(
-      state::f::value<&PathQueue::items_>(), state::f::value<&PathQueue::head_>());
+      state::f::value<&PathQueue::items_>, state::f::value<&PathQueue::head_>);
   friend struct state::Access;
 };
 
@@ -123,14 +123,14 @@ class AnswerStream {
  public:
   // Skipped: the framing, fixed by the group.
   static constexpr auto state_fields = state::fields(
-      state::f::skip<&AnswerStream::framing_>(), state::f::skip<&AnswerStream::terminator_>(),
-      state::f::skip<&AnswerStream::length_>(), state::f::value<&AnswerStream::head_>(),
-      state::f::value<&AnswerStream::body_left_>(), state::f::value<&AnswerStream::status_>(),
-      state::f::value<&AnswerStream::in_body_>(), state::f::value<&AnswerStream::broken_>(),
-      state::f::value<&AnswerStream::closes_next_>(), state::f::value<&AnswerStream::closes_>(),
-      state::f::value<&AnswerStream::chunk_>(), state::f::value<&AnswerStream::taken_>(),
-      state::f::value<&AnswerStream::pending_>(), state::f::value<&AnswerStream::seen_>(),
-      state::f::value<&AnswerStream::connack_>());
+      state::f::skip<&AnswerStream::framing_>, state::f::skip<&AnswerStream::terminator_>,
+      state::f::skip<&AnswerStream::length_>, state::f::value<&AnswerStream::head_>,
+      state::f::value<&AnswerStream::body_left_>, state::f::value<&AnswerStream::status_>,
+      state::f::value<&AnswerStream::in_body_>, state::f::value<&AnswerStream::broken_>,
+      state::f::value<&AnswerStream::closes_next_>, state::f::value<&AnswerStream::closes_>,
+      state::f::value<&AnswerStream::chunk_>, state::f::value<&AnswerStream::taken_>,
+      state::f::value<&AnswerStream::pending_>, state::f::value<&AnswerStream::seen_>,
+      state::f::value<&AnswerStream::connack_>);
   friend struct state::Access;
 };
 

@@ -134,12 +134,12 @@ struct World::Impl {
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
   // and the digest's buffer (bookkeeping).
   static constexpr auto state_fields = state::fields(
-      state::f::reference("scenario"), state::f::skip<&Impl::result>(), state::f::skip<&Impl::seeded>(),
-      state::f::value<&Impl::scheduler>(), state::f::skip<&Impl::recording>(), state::f::value<&Impl::kernel>(),
-      state::f::value<&Impl::clients>(), state::f::skip<&Impl::recorder>(), state::f::value<&Impl::monitors>(),
-      state::f::value<&Impl::process>(), state::f::skip<&Impl::steps>(), state::f::skip<&Impl::finished>(),
-      state::f::skip<&Impl::lasso>(), state::f::skip<&Impl::digest>(), state::f::skip<&Impl::digest_taken>(),
-      state::f::skip<&Impl::canonical>());
+      state::f::reference("scenario"), state::f::skip<&Impl::result>, state::f::skip<&Impl::seeded>,
+      state::f::value<&Impl::scheduler>, state::f::skip<&Impl::recording>, state::f::value<&Impl::kernel>,
+      state::f::value<&Impl::clients>, state::f::skip<&Impl::recorder>, state::f::value<&Impl::monitors>,
+      state::f::value<&Impl::process>, state::f::skip<&Impl::steps>, state::f::skip<&Impl::finished>,
+      state::f::skip<&Impl::lasso>, state::f::skip<&Impl::digest>, state::f::skip<&Impl::digest_taken>,
+      state::f::skip<&Impl::canonical>);
 };
 
 World::World(const Scenario& scenario, const std::string& arm, model::Chooser* chooser,

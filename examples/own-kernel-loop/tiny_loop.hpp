@@ -162,11 +162,11 @@ class TinyLoop final : public sim::OwnLoop {
   // does not compile). Skipped: the kernel and observer (references to collaborators), the two
   // [loop] keys (fixed for the run), and the pass count (it only numbers passes in the trace).
   static constexpr auto state_fields = state::fields(
-      state::f::reference("kernel_"), state::f::reference("observer_"), state::f::skip<&TinyLoop::batch_>(),
-      state::f::skip<&TinyLoop::owe_>(), state::f::value<&TinyLoop::poller_>(), state::f::value<&TinyLoop::wake_>(),
-      state::f::value<&TinyLoop::listener_>(), state::f::value<&TinyLoop::owed_>(),
-      state::f::value<&TinyLoop::stopping_>(), state::f::value<&TinyLoop::shutdown_>(),
-      state::f::skip<&TinyLoop::passes_>(), state::f::value<&TinyLoop::connections_>());
+      state::f::reference("kernel_"), state::f::reference("observer_"), state::f::skip<&TinyLoop::batch_>,
+      state::f::skip<&TinyLoop::owe_>, state::f::value<&TinyLoop::poller_>, state::f::value<&TinyLoop::wake_>,
+      state::f::value<&TinyLoop::listener_>, state::f::value<&TinyLoop::owed_>, state::f::value<&TinyLoop::stopping_>,
+      state::f::value<&TinyLoop::shutdown_>, state::f::skip<&TinyLoop::passes_>,
+      state::f::value<&TinyLoop::connections_>);
   friend struct state::Access;
 };
 

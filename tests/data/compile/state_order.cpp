@@ -20,10 +20,10 @@ struct Socket {
 #endif
 #if defined(TWICE)
   static constexpr auto state_fields =
-      loopsim::state::fields(loopsim::state::f::value<&Socket::fd>(), loopsim::state::f::value<&Socket::fd>());
+      loopsim::state::fields(loopsim::state::f::value<&Socket::fd>, loopsim::state::f::value<&Socket::fd>);
 #else
   static constexpr auto state_fields =
-      loopsim::state::fields(loopsim::state::f::value<&Socket::fd>(), loopsim::state::f::skip<&Socket::generation>());
+      loopsim::state::fields(loopsim::state::f::value<&Socket::fd>, loopsim::state::f::skip<&Socket::generation>);
 #endif
 };
 
