@@ -105,11 +105,12 @@ TEST_CASE("seam: one shutdown begins for each signal sent, though its handler ra
   CHECK(trace.find("\"ev\":\"process_exit\",\"status\":143,\"signal\":15}") != std::string::npos);
 }
 
-#endif  // LOOPSIM_SEAM_BUILT
-
 TEST_CASE("seam: a condition variable times its waits on the clock pthread_cond_init was given, as Linux's does") {
   const auto [native, simulated, result] = both_ways("cond-clock");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
   CHECK(native == "monotonic: ETIMEDOUT after 50 ms\nrealtime: ETIMEDOUT after 50 ms\n");
   CHECK(simulated == native);
 }
+
+#endif  // LOOPSIM_SEAM_BUILT
+
