@@ -319,7 +319,8 @@ struct Access {
 };
 
 // An object of type T that is never made (nor defined): at compile time only its members'
-// addresses are taken, to hold a declaration to the members.
+// addresses are taken, to hold a declaration to the members. So a declared type must have
+// linkage: clang refuses an undefined object of a type in an unnamed namespace.
 #if defined(__clang__)
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wundefined-var-template"

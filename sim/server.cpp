@@ -102,7 +102,13 @@ class Own final : public Server {
   int listener_ = -1;
 };
 
-// The simulated process: its worker loops, its handler pool, and the threads they run on.
+}  // namespace
+
+// The simulated process: its worker loops, its handler pool, and the threads they run on. In a
+// named namespace, not an unnamed one: a type whose state is declared must have linkage
+// (realloop/state.hpp's compile-time check names an object of it that is never defined).
+namespace built_in {
+
 class Process final : public Server {
  public:
   Process(const Scenario& scenario, model::Scheduler& scheduler, model::SimKernel& kernel,
@@ -219,7 +225,7 @@ class Process final : public Server {
   friend struct state::Access;
 };
 
-}  // namespace
+}  // namespace built_in
 
 std::unique_ptr<Server> foreign_server(std::unique_ptr<ForeignServer> server, model::Scheduler& scheduler,
                                        model::SimKernel& kernel, Trace& trace, const Clients& clients) {
@@ -239,7 +245,7 @@ std::unique_ptr<Server> own_loop_server(const OwnLoopFactory& make, const Scenar
 
 std::unique_ptr<Server> built_in_server(const Scenario& scenario, model::Scheduler& scheduler,
                                         model::SimKernel& kernel, LoopObserver& observer) {
-  return std::make_unique<Process>(scenario, scheduler, kernel, observer);
+  return std::make_unique<built_in::Process>(scenario, scheduler, kernel, observer);
 }
 
 }  // namespace loopsim::sim
