@@ -139,6 +139,7 @@ void Scheduler::unwind() {
   LOOPSIM_ASSERT(current_ == no_thread);
   queue_.clear();
   now_batch_.clear();
+  non_callbacks_now_ = 0;
   open_.clear();
   pending_.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
@@ -153,7 +154,7 @@ void Scheduler::unwind() {
 void Scheduler::push(Entry entry) {
   came(entry);
   if (entry.when == now_ && !now_batch_.empty()) {
-    now_batch_.push_back(std::move(entry));  // joins the instant being run
+    add_to_batch(std::move(entry));  // joins the instant being run
     return;
   }
   queue_.push_back(std::move(entry));
@@ -178,14 +179,34 @@ void Scheduler::drop_stale_heads() {
   }
 }
 
+// Only what is not a callback can go stale, and an instant rarely holds more than a resumption
+// or two of those: without one, there is nothing to look at. They joined the instant late, so
+// the look starts from the back, and stops once it has seen them all.
 void Scheduler::drop_stale_now() {
-  for (std::size_t i = 0; i < now_batch_.size();) {
-    if (stale(now_batch_[i])) {
-      now_batch_.erase(now_batch_.begin() + std::ptrdiff_t(i));
-    } else {
-      ++i;
-    }
+  std::size_t left = non_callbacks_now_;
+  for (std::size_t i = now_batch_.size(); left > 0 && i-- > 0;) {
+    const Entry& e = now_batch_[i];
+    if (e.kind == Kind::callback) continue;
+    --left;
+    if (stale(e)) take_from_batch(std::uint32_t(i));
   }
+  LOOPSIM_ASSERT_OP(left, ==, std::size_t(0));  // non_callbacks_now_ counted no more than there are
+}
+
+void Scheduler::add_to_batch(Entry entry) {
+  if (entry.kind != Kind::callback) ++non_callbacks_now_;
+  now_batch_.push_back(std::move(entry));
+}
+
+Scheduler::Entry Scheduler::take_from_batch(std::uint32_t at) {
+  LOOPSIM_ASSERT_OP(std::size_t(at), <, now_batch_.size());
+  Entry entry = std::move(now_batch_[at]);
+  now_batch_.erase(now_batch_.begin() + at);
+  if (entry.kind != Kind::callback) {
+    LOOPSIM_ASSERT(non_callbacks_now_ > 0);
+    --non_callbacks_now_;
+  }
+  return entry;
 }
 
 // Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
@@ -197,7 +218,7 @@ bool Scheduler::load_next_instant(Nanos until) {
     now_ = queue_.front().when;
     while (!queue_.empty() && queue_.front().when == now_) {
       std::pop_heap(queue_.begin(), queue_.end(), Later{});
-      if (!stale(queue_.back())) now_batch_.push_back(std::move(queue_.back()));
+      if (!stale(queue_.back())) add_to_batch(std::move(queue_.back()));
       queue_.pop_back();
     }
   }
@@ -228,18 +249,25 @@ const char* happening_name(Happening what) {
 // class of interchangeable happenings only the first in line is a distinct choice. A windowed
 // one is a twin only of those whose windows end alike.
 Scheduler::Entry Scheduler::take_next() {
-  std::vector<Alternative> offered;
-  if (now_batch_.size() > 1 && chooser_ != nullptr) {
-    twin_classes(now_batch_, classes_, true);
-    for (std::uint32_t i = 0; i < now_batch_.size(); ++i) {
+  std::vector<Alternative>& offered = offered_;
+  offered.clear();
+  // Without a twin among them, the alternatives are the entries themselves, in line.
+  const std::uint32_t n = std::uint32_t(now_batch_.size());
+  if (n > 1 && chooser_ != nullptr && !twin_classes(now_batch_, classes_, true)) {
+    std::uint32_t at = choose(ChoiceKind::order, n);
+    Entry entry = take_from_batch(at);
+    went(entry);
+    return entry;
+  }
+  if (n > 1 && chooser_ != nullptr) {
+    for (std::uint32_t i = 0; i < n; ++i) {
       std::uint64_t twin = classes_[i];
       bool seen = twin != 0 && std::any_of(offered.begin(), offered.end(), [twin](const Alternative& a) { return a.twin == twin; });
       if (!seen) offered.push_back(Alternative{i, twin});
     }
   }
   std::uint32_t at = offered.empty() ? 0 : offered[choose(ChoiceKind::order, std::uint32_t(offered.size()))].index;
-  Entry entry = std::move(now_batch_[at]);
-  now_batch_.erase(now_batch_.begin() + at);
+  Entry entry = take_from_batch(at);
   went(entry);
   return entry;
 }
@@ -248,40 +276,78 @@ Scheduler::Entry Scheduler::take_next() {
 // no twin among `entries`, whatever its class. At an instant (`at_instant`) only callbacks have
 // twins, and windowed ones only those whose windows end alike.
 template <class Entries>
-void Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const {
+bool Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const {
   const std::size_t n = entries.size();
   out.assign(n, 0);
-  if (!twins_) return;
+  if (!twins_) return false;
   auto offset = [this](const Entry& e) { return std::uint64_t((e.window_end - now_).count()); };
+  const std::uint64_t epoch = twin_key_epoch_ ? twin_key_epoch_() : 0;
+  // Which keys are shared: an open-addressed table of (key, count) at most half full, whose
+  // slots from an earlier call read as empty (their round is not this one's), so that it is
+  // never cleared.
+  if (key_slots_.size() < 2 * n || key_slots_.empty()) {
+    std::size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    key_slots_.assign(size, KeySlot{});
+    key_round_ = 0;
+  }
+  ++key_round_;
+  const std::size_t mask = key_slots_.size() - 1;
+  auto slot = [this, mask](std::uint64_t key) -> KeySlot& {
+    std::size_t at = std::size_t((key ^ (key >> 29)) & mask);  // keys are digests already
+    while (key_slots_[at].round == key_round_ && key_slots_[at].key != key) at = (at + 1) & mask;
+    return key_slots_[at];
+  };
   keys_.clear();  // (key, index), for the entries that may have a twin
-  for (std::size_t i = 0; i < n; ++i) {
-    const Entry& e = entries[i];
-    std::uint64_t key = at_instant && e.kind != Kind::callback ? 0 : twin_key_ ? twin_key_(e.tag) : 1;
+  bool shared = false;
+  std::size_t i = 0;
+  for (auto it = entries.begin(); it != entries.end(); ++it, ++i) {
+    const Entry& e = *it;
+    std::uint64_t key = 0;
+    if (at_instant && e.kind != Kind::callback) {
+      continue;
+    } else if (epoch != 0 && e.key_epoch == epoch && (++kept_keys_used_ & 63) != 0) {
+      key = e.key;  // kept (one in 64 goes to twin_key_of, to be compared with a fresh one)
+    } else {
+      key = twin_key_of(e, epoch);
+    }
     if (key == 0) continue;
     if (at_instant && e.window != 0) key = mix(key, offset(e));
     keys_.emplace_back(key, i);
+    KeySlot& s = slot(key);
+    if (s.round != key_round_) {
+      s = KeySlot{key, 1, key_round_};
+    } else {
+      shared = true;
+      ++s.count;
+    }
   }
-  // Which keys are shared: an open-addressed table of (key, count), at most half full.
-  std::size_t size = 16;
-  while (size < 2 * keys_.size()) size *= 2;
-  counts_.assign(size, {0, 0});
-  auto slot = [this, size](std::uint64_t key) -> std::pair<std::uint64_t, std::uint32_t>& {
-    std::size_t at = std::size_t((key ^ (key >> 29)) & (size - 1));  // keys are digests already
-    while (counts_[at].second != 0 && counts_[at].first != key) at = (at + 1) & (size - 1);
-    return counts_[at];
-  };
+  if (!shared) return false;  // every key its own: no entry has a twin
+  bool any = false;
   for (const auto& [key, index] : keys_) {
-    auto& s = slot(key);
-    s.first = key;
-    ++s.second;
-  }
-  for (const auto& [key, index] : keys_) {
-    if (slot(key).second < 2) continue;
+    if (slot(key).count < 2) continue;
     const Entry& e = entries[index];
     std::uint64_t twin = twins_(e.tag, pending_part(e));
     if (twin != 0 && at_instant && e.window != 0) twin = mix(twin, offset(e));
     out[index] = twin;
+    any = any || twin != 0;
   }
+  return any;
+}
+
+std::uint64_t Scheduler::twin_key_of(const Entry& e, std::uint64_t epoch) const {
+  if (!twin_key_) return 1;
+  if (epoch != 0 && e.key_epoch == epoch) {
+    // A kept key taken afresh and compared: a key the epoch does not cover shows.
+    LOOPSIM_ASSERT_OP(e.key, ==, twin_key_(e.tag).key);
+    return e.key;
+  }
+  TwinKeyed fresh = twin_key_(e.tag);
+  if (fresh.lasting) {
+    e.key = fresh.key;
+    e.key_epoch = epoch;
+  }
+  return fresh.key;
 }
 
 // Of each twin class of open windows, the one that must land first: if an execution lands a
@@ -382,8 +448,7 @@ void Scheduler::call_point(const Call& call) {
       continue;
     }
     Entry deadline{e.window_end, seq_++, Kind::deadline, no_thread, 0, nullptr, e.tag, e.window, e.window_end};
-    open_.push_back(std::move(e));
-    now_batch_.erase(now_batch_.begin() + std::ptrdiff_t(i));
+    open_.push_back(take_from_batch(std::uint32_t(i)));
     push(std::move(deadline));
   }
   while (!open_.empty()) {

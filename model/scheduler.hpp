@@ -96,7 +96,16 @@ using TwinClass = std::function<std::uint64_t(const Tag&, std::uint64_t own)>;
 // never of one class, and a key of 0 has no twin. The class, a digest of the clients' whole
 // states, is computed only where two same-instant happenings share a key, so that a large
 // instant of happenings about clients that differ costs a key each rather than a digest each.
-using TwinKey = std::function<std::uint64_t(const Tag&)>;
+// A `lasting` key is kept with its happening until the key epoch (TwinKeyEpoch) moves, so that
+// an instant of n happenings costs n keys, not one per happening per step. A key that depends
+// on anything the epoch does not count must not be lasting.
+struct TwinKeyed {
+  std::uint64_t key = 0;
+  bool lasting = false;
+};
+using TwinKey = std::function<TwinKeyed(const Tag&)>;
+// Moves whenever a lasting key may have changed; never 0 (without one, no key is kept).
+using TwinKeyEpoch = std::function<std::uint64_t()>;
 
 class Scheduler {
  public:
@@ -132,10 +141,12 @@ class Scheduler {
   // With twins known, same-instant happenings of one class count as one alternative of an
   // `order` choice (its first in line runs), and of open windows of one class the one that ends
   // first is the alternative.
-  // `key` (optional) spares the classes of happenings that share no key (TwinKey).
-  void set_twins(TwinClass twins, TwinKey key = {}) {
+  // `key` (optional) spares the classes of happenings that share no key (TwinKey); `epoch`
+  // (optional) lets lasting keys be kept.
+  void set_twins(TwinClass twins, TwinKey key = {}, TwinKeyEpoch epoch = {}) {
     twins_ = std::move(twins);
     twin_key_ = std::move(key);
+    twin_key_epoch_ = std::move(epoch);
   }
   // What is pending about a client (Name::client) or a connection (Name::conn): a multiset's
   // digest of its happenings (kind, detail, instants), kept as they come and go.
@@ -232,6 +243,10 @@ class Scheduler {
     // A windowed happening (0: none): its number, and its window's end.
     std::uint64_t window = 0;
     Nanos window_end{0};
+    // Its twin key, kept while the key epoch is `key_epoch` (0: none kept). Derived from the
+    // world, never digested: a kept key is the key a fresh one would be.
+    mutable std::uint64_t key = 0;
+    mutable std::uint64_t key_epoch = 0;
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
@@ -250,6 +265,9 @@ class Scheduler {
   bool stale(const Entry& entry) const;
   void drop_stale_heads();
   void drop_stale_now();
+  // now_batch_'s one way in and one way out, which keep non_callbacks_now_.
+  void add_to_batch(Entry entry);
+  Entry take_from_batch(std::uint32_t at);
   void resume(ThreadId thread);
   void yield(Thread& thread);
   void run_entry(Entry& entry);
@@ -259,8 +277,11 @@ class Scheduler {
   // point, those that do not commute with the call.
   std::vector<Alternative> landing_alternatives(const Call* call = nullptr) const;
   // The twin classes of `entries` (0: none), each computed only where its key is shared.
+  // True if any entry has a twin among them.
   template <class Entries>
-  void twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const;
+  bool twin_classes(const Entries& entries, std::vector<std::uint64_t>& out, bool at_instant) const;
+  // An entry's twin key, kept or taken afresh (at key epoch `epoch`, 0: none).
+  std::uint64_t twin_key_of(const Entry& e, std::uint64_t epoch) const;
   // Offers the open windows a landing; true if one landed.
   bool offer_landing();
   // Lands open window `index` inside a call: it and what it schedules for now run at once.
@@ -280,8 +301,17 @@ class Scheduler {
   Chooser* chooser_;
   TwinClass twins_;
   TwinKey twin_key_;
+  TwinKeyEpoch twin_key_epoch_;
+  mutable std::uint64_t kept_keys_used_ = 0;
   mutable std::vector<std::pair<std::uint64_t, std::size_t>> keys_;  // twin_classes' scratch
-  mutable std::vector<std::pair<std::uint64_t, std::uint32_t>> counts_;
+  struct KeySlot {
+    std::uint64_t key = 0;
+    std::uint32_t count = 0;
+    std::uint64_t round = 0;  // the twin_classes call that filled it
+  };
+  mutable std::vector<KeySlot> key_slots_;
+  mutable std::uint64_t key_round_ = 0;
+  std::vector<Alternative> offered_;  // take_next's scratch
   mutable std::vector<std::uint64_t> classes_;
   Commutes commutes_;
   std::function<std::uint64_t()> shared_;
@@ -298,6 +328,7 @@ class Scheduler {
   std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
+  std::size_t non_callbacks_now_ = 0;  // of now_batch_: resumptions and deadlines, which go stale
   std::vector<Entry> open_;       // windowed happenings deferred past their start, not landed
   // A windowed entry taken off to start, while whether it lands now is asked: still pending.
   const Entry* in_hand_ = nullptr;

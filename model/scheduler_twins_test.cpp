@@ -58,16 +58,50 @@ TEST_CASE("twin keys: the classes alone decide the alternatives, a key only spar
   CHECK(without_key.classes_computed == 6);
 
   // A key the twins share and the others do not: only the twins' classes are computed.
-  const Run keyed = first_choice([](const Tag& tag) -> std::uint64_t { return tag.subject < 2 ? 7 : 100 + tag.subject; });
+  const Run keyed = first_choice([](const Tag& tag) -> TwinKeyed { return {tag.subject < 2 ? 7u : 100u + tag.subject}; });
   CHECK(keyed.options == without_key.options);
   CHECK(keyed.classes_computed == 2);
 
   // A key of 0 says "no twin": every happening is its own alternative.
-  CHECK(first_choice([](const Tag&) -> std::uint64_t { return 0; }).options == std::vector<std::uint32_t>{6});
+  CHECK(first_choice([](const Tag&) -> TwinKeyed { return {0}; }).options == std::vector<std::uint32_t>{6});
 
   // A key that tells twins apart breaks the promise (equal classes, equal keys), and it shows:
   // the twins are offered twice. Canonical::twin_key must never do this.
-  const Run wrong = first_choice([](const Tag& tag) -> std::uint64_t { return 100 + tag.subject; });
+  const Run wrong = first_choice([](const Tag& tag) -> TwinKeyed { return {100u + tag.subject}; });
   CHECK(wrong.options == std::vector<std::uint32_t>{6});
   CHECK(wrong.classes_computed == 0);
+}
+
+namespace {
+
+// Six happenings at one instant, each of its own class; `moves_at` (a step number, 0: never)
+// moves the key epoch as that step runs. Returns how many keys were taken.
+int keys_taken(bool keep, bool lasting, int moves_at) {
+  const int no_classes = 0;
+  Counting chooser(no_classes);
+  Scheduler scheduler(&chooser);
+  int taken = 0, steps = 0;
+  std::uint64_t epoch = 1;
+  scheduler.set_twins([](const Tag& tag, std::uint64_t) -> std::uint64_t { return 10 + tag.subject; },
+                      [&taken, lasting](const Tag& tag) -> TwinKeyed {
+                        ++taken;
+                        return {100u + tag.subject, lasting};
+                      },
+                      keep ? TwinKeyEpoch([&epoch] { return epoch; }) : TwinKeyEpoch{});
+  for (std::uint32_t subject = 0; subject < 6; ++subject) {
+    scheduler.at(Nanos(5), [&] { if (++steps == moves_at) ++epoch; }, tag(Happening::client_read, subject));
+  }
+  scheduler.run_until(Nanos(6));
+  return taken;
+}
+
+}  // namespace
+
+TEST_CASE("twin keys: a lasting key is kept with its happening until the key epoch moves") {
+  // Five choices, among 6, 5, 4, 3 and 2 happenings: a key each time without keeping.
+  CHECK(keys_taken(false, true, 0) == 6 + 5 + 4 + 3 + 2);
+  CHECK(keys_taken(true, false, 0) == 6 + 5 + 4 + 3 + 2);  // a key that does not last is never kept
+  CHECK(keys_taken(true, true, 0) == 6);                   // kept: one key a happening
+  // The epoch moves as the second step runs: the four left are keyed afresh for the third choice.
+  CHECK(keys_taken(true, true, 2) == 6 + 4);
 }

@@ -225,6 +225,9 @@ class SimKernel final : public Kernel {
   // each way.
   std::uint64_t conn_key(ConnId conn) const;
   int server_fd_of(ConnId conn) const { return conns_[conn].server_fd; }
+  // How many times the server let a connection's descriptor go (history, not state). A
+  // connection is accepted once, so this is all that changes server_fd_of but its first setting.
+  std::uint64_t server_releases() const { return server_releases_; }
   // Room for `count` more connections (the clients a run will make), made at once.
   void expect_connections(std::size_t count) { conns_.reserve(conns_.size() + count); }
 
@@ -428,6 +431,7 @@ class SimKernel final : public Kernel {
   std::uint64_t calls_at_instant_ = 0;
   bool stalled_ = false;
   ThreadId sleeper_ = no_thread;  // in spend_interruptibly
+  std::uint64_t server_releases_ = 0;
   void count_call();
   Work& work_of_current() {
     std::size_t slot = std::size_t(scheduler_.current() + 1);
@@ -456,7 +460,7 @@ class SimKernel final : public Kernel {
       state::f::value<&SimKernel::accept_faults_>, state::f::skip<&SimKernel::next_port_>,
       state::f::skip<&SimKernel::work_>, state::f::skip<&SimKernel::calls_instant_>,
       state::f::skip<&SimKernel::calls_at_instant_>, state::f::skip<&SimKernel::stalled_>,
-      state::f::value<&SimKernel::sleeper_>);
+      state::f::value<&SimKernel::sleeper_>, state::f::skip<&SimKernel::server_releases_>);
   friend struct state::Access;
 };
 

@@ -73,6 +73,7 @@ int SimKernel::accept_now(int listener_fd) {
   listener.queue.pop_front();
   ++listener.popped;
   fds_[std::size_t(fd)].conn = id;
+  LOOPSIM_ASSERT(conns_[id].server_fd < 0 && !conns_[id].server_closed);  // accepted once
   conns_[id].server_fd = fd;
   return fd;
 }
@@ -386,6 +387,7 @@ int SimKernel::close_now(int fd) {
     Conn& conn = conns_[id];
     conn.server_closed = true;
     conn.server_fd = -1;
+    ++server_releases_;
     // Closing with received bytes unread sends an RST rather than a FIN (RFC 2525, as Linux).
     conn.reset_client = conn.reset_client || !conn.to_server.empty() || !conn.client_pending.empty();
     schedule_delivery(id);

@@ -78,18 +78,26 @@ std::uint64_t Canonical::twin(const model::Tag& tag, std::uint64_t own) const {
   return state::fold(state::fold(state::fold(std::uint64_t(tag.what), tag.detail), rest), 1) | 1;
 }
 
-std::uint64_t Canonical::twin_key(const model::Tag& tag) const {
+model::TwinKeyed Canonical::twin_key(const model::Tag& tag) const {
+  // A happening's client, and its group, are its own for good; so is whether the group is
+  // interchangeable.
   ClientIndex client = clients_.client_of_tag(tag);
-  if (client == no_client) return 0;
+  if (client == no_client) return {0, true};
   std::int32_t group = clients_.group_of(client);
-  if (!interchangeable_[std::size_t(group)]) return 0;
+  if (!interchangeable_[std::size_t(group)]) return {0, true};
   std::uint64_t key = state::fold(state::fold(std::uint64_t(tag.what), tag.detail), std::uint64_t(group));
   model::ConnId conn = clients_.conn_of_client(client);
   // A connection the server holds is told apart by its descriptor: no other client's has it.
+  // That key lasts until the server lets the descriptor go: a client connects once, and its
+  // connection is accepted once, so nothing else changes it.
   int server_fd = conn == model::no_conn ? -1 : kernel_.server_fd_of(conn);
-  if (server_fd >= 0) return state::fold(key, std::uint64_t(server_fd)) | 1;
+  if (server_fd >= 0) return {state::fold(key, std::uint64_t(server_fd)) | 1, true};
   key = state::fold(key, clients_.progress(client));
-  return state::fold(key, conn == model::no_conn ? 0 : kernel_.conn_key(conn)) | 1;
+  return {state::fold(key, conn == model::no_conn ? 0 : kernel_.conn_key(conn)) | 1, false};
+}
+
+std::uint64_t Canonical::twin_key_epoch() const {
+  return 1 + kernel_.server_releases();
 }
 
 std::int64_t Canonical::canonical(state::Name kind, std::int64_t id) const {

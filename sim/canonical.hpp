@@ -40,8 +40,11 @@ class Canonical final : public state::Names {
   std::uint64_t twin(const model::Tag& tag, std::uint64_t own) const;
   // Its key (model::TwinKey): the happening's kind and its client's group; then the server's
   // descriptor for the client's connection, where it has one, or else the client's progress
-  // and its connection's bytes. Equal classes mean equal keys.
-  std::uint64_t twin_key(const model::Tag& tag) const;
+  // and its connection's bytes. Equal classes mean equal keys. A key by descriptor lasts.
+  model::TwinKeyed twin_key(const model::Tag& tag) const;
+  // Moves whenever the server lets a connection's descriptor go (model::TwinKeyEpoch): all
+  // that changes a lasting key.
+  std::uint64_t twin_key_epoch() const;
 
   std::int64_t canonical(state::Name kind, std::int64_t id) const override;
   std::int64_t original(state::Name kind, std::int64_t at) const override;

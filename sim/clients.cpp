@@ -194,6 +194,9 @@ void Clients::open(ClientIndex client) {
   kernel_.arrive(port_, [this, client](model::ConnId conn) {
     if (by_conn_.size() <= conn) by_conn_.resize(conn + 1, no_client);
     by_conn_[conn] = client;
+    // A client connects once: its connection, once given, is its own for good (which a
+    // lasting twin key, Canonical::twin_key, counts on).
+    LOOPSIM_ASSERT(clients_[std::size_t(client)].conn == model::no_conn);
     clients_[std::size_t(client)].conn = conn;
     const ClientGroup& group = *clients_[std::size_t(client)].group;
     if (!group.reads) kernel_.set_client_reading(conn, false);

@@ -60,7 +60,8 @@ struct World::Impl {
       canonical.emplace(scenario, scheduler, kernel, clients);
       canonical->set_monitors(&monitors);
       scheduler.set_twins([this](const model::Tag& tag, std::uint64_t own) { return canonical->twin(tag, own); },
-                          [this](const model::Tag& tag) { return canonical->twin_key(tag); });
+                          [this](const model::Tag& tag) { return canonical->twin_key(tag); },
+                          [this] { return canonical->twin_key_epoch(); });
     }
     scheduler.set_commutes([this](const model::Tag& what, const model::Call& call) { return clients.commutes(what, call); });
     scheduler.set_shared_inputs([this] { return process ? process->shared_inputs(scheduler.now()) : 0; });
