@@ -146,6 +146,7 @@ SuiteResult run_suite(const std::string& path, const SuiteOptions& options) {
     scenario.file = path;
     scenario.seed = result.report.seed;
     if (options.verdicts_only) scenario.trace_keep = events_needed(scenario.expect);
+    if (scenario.target) scenario.target->output = options.target_output;
     std::int64_t started = options.wall_ns ? options.wall_ns() : 0;
     // Recorded choices (--replay), or the ones a counterexample file pins: either way, a run
     // that leaves them is not the run they describe.

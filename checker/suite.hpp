@@ -64,6 +64,8 @@ struct SuiteOptions {
   bool verdicts_only = false;
   // What serves: the built-in loop unless these say otherwise (a loop of your own).
   sim::ServerFactories servers;
+  // Where a target's stdout and stderr go (sim::TargetSpec::output); empty: out/targets/NAME.
+  std::string target_output;
 };
 
 struct SuiteResult {

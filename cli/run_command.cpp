@@ -105,7 +105,7 @@ int run(const RunArgs& args) {
     if (!args.replay.empty()) apply_replay(args.replay, args.file, options);
     if (!args.trace.empty()) {  // a target's own output goes beside the trace
       std::filesystem::path trace(args.trace);
-      sim::set_target_output((trace.parent_path() / trace.stem()).string());
+      options.target_output = (trace.parent_path() / trace.stem()).string();
     }
     checker::SuiteResult result = checker::run_suite(args.file, options);
     const auto& report = result.report;

@@ -42,6 +42,12 @@ inline sim::Scenario probe(const std::string& what, const std::string& program =
 }
 
 // What running `scenario` throws, as text.
+// The scenario with its target's stdout and stderr going to PREFIX.ARM.stdout and .stderr.
+inline sim::Scenario writing_to(sim::Scenario scenario, const std::string& prefix) {
+  scenario.target->output = prefix;
+  return scenario;
+}
+
 inline std::string error_of(const sim::Scenario& scenario) {
   try {
     sim::run(scenario);
@@ -71,9 +77,7 @@ inline BothWays both_ways(const std::string& mode, int dies_of = 0) {
   }
   both.native = file_text(native_out);
   const std::string prefix = temp_path("seam-" + mode);
-  sim::set_target_output(prefix);
-  both.result = sim::run(probe(mode));
-  sim::set_target_output("");
+  both.result = sim::run(loopsim::testing::writing_to(probe(mode), prefix));
   both.simulated = file_text(prefix + ".base.stdout");
   return both;
 }

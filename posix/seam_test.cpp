@@ -109,9 +109,7 @@ TEST_CASE("seam: a target's shared memory is bounded at target_data_max too") {
 
 TEST_CASE("seam: a target's thread starts, ends and is joined, with its return value") {
   const std::string prefix = loopsim::testing::temp_path("seam-thread");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("thread"));
-  sim::set_target_output("");
+  sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("thread"), prefix));
   CHECK(file_text(prefix + ".base.stdout").find("joined 0 value (nil)") != std::string::npos);
   (void)result;
 }
@@ -161,10 +159,8 @@ sim::Scenario signalled(const std::string& last) {
 
 TEST_CASE("seam: signals reach a target's handlers in virtual time, and shutdown_clean judges its drain") {
   const std::string prefix = loopsim::testing::temp_path("seam-signals");
-  sim::set_target_output(prefix);
   sim::Scenario s = signalled("SIGTERM");
-  sim::RunResult r = sim::run(s);
-  sim::set_target_output("");
+  sim::RunResult r = sim::run(loopsim::testing::writing_to(s, prefix));
   const std::string out = file_text(prefix + ".base.stdout");
   INFO(out);
   CHECK(out.find("SIGTERM's handler kept 1") != std::string::npos);  // sigaction answers what was set
@@ -199,9 +195,7 @@ TEST_CASE("seam: a thread blocked in a call keeps its descriptor while another o
   // Found by node: its task scheduler's epoll_wait read a descriptor table that another thread's
   // new descriptors had moved, and failed EBADF.
   const std::string prefix = loopsim::testing::temp_path("seam-grow");
-  sim::set_target_output(prefix);
-  sim::run(probe("grow", "seam_probe_dynamic", "", 1));
-  sim::set_target_output("");
+  sim::run(loopsim::testing::writing_to(probe("grow", "seam_probe_dynamic", "", 1), prefix));
   CHECK(file_text(prefix + ".base.stdout") == "woke with 1 event(s), data 77\n");
 }
 
@@ -385,9 +379,7 @@ TEST_CASE("seam: a process started where no interposer sees it ends with the tar
   // run ends, takes it.
   const std::string token = "starts-token-raw-" + std::to_string(::getpid());
   const std::string prefix = loopsim::testing::temp_path("seam-raw-fork");
-  sim::set_target_output(prefix);
-  sim::run(starting("raw", token));
-  sim::set_target_output("");
+  sim::run(loopsim::testing::writing_to(starting("raw", token), prefix));
   std::smatch started;
   const std::string said = file_text(prefix + ".base.stderr");
   REQUIRE(std::regex_search(said, started, std::regex("started a process by raw: ([0-9]+)")));
@@ -466,9 +458,7 @@ TEST_CASE("seam: a target that exits mid-run is an event, in the stats, the tabl
 TEST_CASE("seam: a target's stdout and stderr keep their last target_output_max bytes, and say what was cut") {
   // The probe writes 3 MiB to each, then a last line to stderr. Before, each file took all.
   std::string prefix = loopsim::testing::temp_path("seam-chatty");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("chatty"));
-  sim::set_target_output("");
+  sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("chatty"), prefix));
   CHECK(result.stats.accepted == 1);
   for (const char* stream : {".base.stdout", ".base.stderr"}) {
     INFO(stream);
@@ -494,9 +484,7 @@ TEST_CASE("seam: a static binary is refused, and a missing program is an error a
 
 TEST_CASE("seam: real and simulated descriptors never collide, clocks are virtual, io_uring is refused") {
   std::string prefix = loopsim::testing::temp_path("seam-names");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("names"));
-  sim::set_target_output("");
+  sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("names"), prefix));
   std::string out = file_text(prefix + ".base.stdout");
   INFO(out);
   CHECK(out.find("distinct 1") != std::string::npos);
@@ -615,9 +603,7 @@ TEST_CASE("seam: epoll_wait and futex given bad pointers fail EFAULT, as Linux s
 
 TEST_CASE("seam: epoll_wait asked for INT_MAX events is EINVAL, as Linux says, not an allocation") {
   std::string prefix = loopsim::testing::temp_path("seam-intmax");
-  sim::set_target_output(prefix);
-  sim::RunResult result = sim::run(probe("wait-intmax"));
-  sim::set_target_output("");
+  sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("wait-intmax"), prefix));
   std::string out = file_text(prefix + ".base.stdout");
   INFO(out);
   CHECK(out.find("epoll_wait INT_MAX -1 EINVAL") != std::string::npos);

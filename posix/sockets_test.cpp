@@ -3,6 +3,8 @@
 // the program's own entropy, which replays with the run's seed.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "posix/probe_for_tests.hpp"
@@ -27,13 +29,32 @@ TEST_CASE("seam: an IPv6 listener and a CPU-time timer answer as Linux's do") {
 
 TEST_CASE("seam: a UDP socket sends whole datagrams to no one, and none comes back") {
   const std::string prefix = temp_path("seam-datagrams");
-  sim::set_target_output(prefix);
-  const sim::RunResult result = sim::run(probe("datagrams"));
-  sim::set_target_output("");
+  const sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("datagrams"), prefix));
   CHECK(file_text(prefix + ".base.stdout") ==
         "SO_TYPE SOCK_DGRAM\nsend before connect -1 EDESTADDRREQ\nsendto 5 ok\nconnect 0 ok\nsend 5 ok\n"
         "recv -1 EAGAIN\nlisten -1 EOPNOTSUPP\npeer port 53\n");
   CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: loopsim run --trace F writes the target's output beside F, and two runs do not share it") {
+  // Where the output goes is the run's, not the process's: a run without --trace writes it to
+  // out/targets/, whatever an earlier run in the same process said.
+  const std::string folder = temp_path("seam-output-beside");
+  std::filesystem::create_directories(folder);
+  const std::string scenario = folder + "/probe.toml";
+  std::ofstream(scenario) << "name = \"probe\"\nhorizon = \"3s\"\n[target]\nexec = [\"" << probes
+                          << "/seam_probe_dynamic\", \"datagrams\"]\nport = 8080\n[[clients]]\nname = \"c\"\n"
+                             "connect_at = \"10ms\"\nrequests = [{ at = \"10ms\", path = \"/\" }]\n";
+  const Outcome traced = run_loopsim("run " + scenario + " --trace " + folder + "/t.jsonl");
+  INFO(traced.output);
+  CHECK(traced.status == 0);
+  CHECK(file_text(folder + "/t.base.stdout").find("SO_TYPE SOCK_DGRAM\n") == 0);
+
+  const std::string first = temp_path("seam-output-first"), second = temp_path("seam-output-second");
+  sim::run(writing_to(probe("datagrams"), first));
+  sim::run(writing_to(probe("datagrams"), second));
+  CHECK(file_text(first + ".base.stdout") == file_text(second + ".base.stdout"));
+  CHECK(!file_text(second + ".base.stdout").empty());
 }
 
 namespace {
@@ -41,9 +62,7 @@ std::string entropy_with_seed(std::uint64_t seed) {
   const std::string prefix = temp_path("seam-entropy-" + std::to_string(seed));
   sim::Scenario scenario = probe("entropy");
   scenario.seed = seed;
-  sim::set_target_output(prefix);
-  sim::run(scenario);
-  sim::set_target_output("");
+  sim::run(loopsim::testing::writing_to(scenario, prefix));
   return file_text(prefix + ".base.stdout");
 }
 }  // namespace
@@ -64,9 +83,7 @@ TEST_CASE("seam: a file closed by fclose, unseen, is let go when its number come
   // simulated descriptor's placeholder, given that number, failed an assertion (tinyproxy's
   // pid file). 50 such files under a limit of 16 also show that each one's descriptor is let go.
   const std::string prefix = temp_path("seam-fclosed");
-  sim::set_target_output(prefix);
-  const sim::RunResult result = sim::run(probe("fclosed", "seam_probe_dynamic", "[kernel]\nrlimit_nofile = 16\n"));
-  sim::set_target_output("");
+  const sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("fclosed", "seam_probe_dynamic", "[kernel]\nrlimit_nofile = 16\n"), prefix));
   CHECK(file_text(prefix + ".base.stdout") == "listening\n");
   CHECK(result.stats.accepted == 1);
 }

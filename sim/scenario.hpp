@@ -205,6 +205,10 @@ struct TargetSpec {
   // How long one of its threads may run, in the machine's time, without a call the simulation
   // serves, before the run stops: virtual time cannot move while it runs (a spin).
   Nanos spin_limit = std::chrono::seconds(20);
+  // Where the program's stdout and stderr go: OUTPUT.ARM.stdout and OUTPUT.ARM.stderr; empty,
+  // out/targets/NAME. Never read from the file: whoever runs the scenario says it (`loopsim
+  // run --trace F` gives F without its extension, checker::SuiteOptions::target_output).
+  std::string output;
 };
 
 // One `--set` or arm override: a dotted key and its value as TOML source text.

@@ -174,9 +174,6 @@ void remove_group(pid_t leader) {
   }
 }
 
-std::mutex output_mutex;
-std::string output_prefix;
-
 // What keeps `program` from running under the seam, or empty. The seam is a preloaded library,
 // so the program must be dynamically linked: an ELF file with a program interpreter.
 std::string unfit_program(const std::string& program) {
@@ -197,16 +194,11 @@ std::string unfit_program(const std::string& program) {
 }
 
 std::string output_for(const Scenario& scenario, const std::string& arm) {
-  std::lock_guard lock(output_mutex);
-  return (output_prefix.empty() ? "out/targets/" + scenario.name : output_prefix) + "." + arm;
+  const std::string& prefix = scenario.target->output;
+  return (prefix.empty() ? "out/targets/" + scenario.name : prefix) + "." + arm;
 }
 
 }  // namespace
-
-void set_target_output(const std::string& prefix) {
-  std::lock_guard lock(output_mutex);
-  output_prefix = prefix;
-}
 
 std::string seam_library() {
   if (const char* path = std::getenv("LOOPSIM_SEAM"); path != nullptr && *path != '\0') return path;

@@ -129,10 +129,6 @@ class TargetProcess {
 // dies says last is what matters), after a line that says how much was cut before them.
 inline constexpr std::size_t target_output_max = std::size_t(1) << 20;
 
-// Where the next targets' stdout and stderr go: PREFIX.ARM.stdout and PREFIX.ARM.stderr. Empty
-// (the default): out/targets/NAME. `loopsim run --trace F` sets F without its extension.
-void set_target_output(const std::string& prefix);
-
 // The seam library preloaded into a target: $LOOPSIM_SEAM, else libloopsim_seam.so beside the
 // running executable (a build tree), else in ../lib/loopsim/ from it (an installed loopsim).
 std::string seam_library();
