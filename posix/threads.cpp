@@ -32,6 +32,16 @@ thread_local bool engine_here = false;
 // passed on.
 std::atomic<pid_t> baton_holder{0};
 
+// The calling OS thread's id, read once a thread (gettid is a system call, and the baton
+// changes hands at every switch). A fork's child keeps its parent's thread's value, which would
+// be wrong there; but a child never passes the baton (making() is false in it: its calls go to
+// Linux), and one that did would fail take()'s assertion at once.
+thread_local pid_t my_tid = 0;
+pid_t this_tid() {
+  if (my_tid == 0) my_tid = ::gettid();
+  return my_tid;
+}
+
 long futex(std::atomic<int>* word, int op, int value, const timespec* timeout) {
   return LOOPSIM_REAL(syscall)(SYS_futex, reinterpret_cast<long>(word), long(op), long(value),
                                             reinterpret_cast<long>(timeout), 0L, 0L);
@@ -140,11 +150,11 @@ TargetThread* this_thread() { return running; }
 bool on_engine_thread() { return engine_here; }
 void set_engine_thread() {
   engine_here = true;
-  baton_holder.store(::gettid(), std::memory_order_release);
+  baton_holder.store(this_tid(), std::memory_order_release);
 }
 
 void Baton::give(bool ending) {
-  pid_t held_by_me = ::gettid();
+  pid_t held_by_me = this_tid();
   const bool held = baton_holder.compare_exchange_strong(held_by_me, 0, std::memory_order_acq_rel);
   // A thread cancelled while it waited for its turn (asynchronous cancellation: redis's bio
   // threads at shutdown) unwinds and tells its proxy it ended without holding the baton; the
@@ -159,7 +169,7 @@ bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
   for (;;) {
     int expected = 1;
     if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) {
-      const pid_t me = ::gettid();
+      const pid_t me = this_tid();
       const pid_t was = baton_holder.exchange(me, std::memory_order_acq_rel);
       LOOPSIM_ASSERT(was == 0 || was == me);  // given, or given back by a thread that ended
       return true;
