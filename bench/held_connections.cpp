@@ -45,15 +45,16 @@
 #include <variant>
 #include <vector>
 
+#include "checker/properties.hpp"
 #include "model/choice.hpp"
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
 #include "realloop/loop.hpp"
-#include "checker/properties.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/clients.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
+#include "trace/trace.hpp"
 
 // ---- the counting heap -----------------------------------------------------------------------
 //

@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 namespace {
 

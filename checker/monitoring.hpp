@@ -3,8 +3,8 @@
 #pragma once
 
 #include "checker/properties.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/monitors.hpp"
-#include "sim/scenario.hpp"
 
 namespace loopsim::checker {
 

@@ -11,8 +11,9 @@
 
 #include "checker/monitoring.hpp"
 #include "checker/suite.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 using namespace loopsim;
 

@@ -1,7 +1,7 @@
 #include "checker/properties.hpp"
 
 #include "checker/loop_properties.hpp"
-#include "sim/properties.hpp"
+#include "scenario/properties.hpp"
 #include "sim/world.hpp"
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <limits>
 #include <map>
 
-#include "checker/loop_properties.hpp"
 #include "base/assert.hpp"
+#include "checker/loop_properties.hpp"
 
 namespace loopsim::checker {
 

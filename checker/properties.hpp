@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "realloop/config.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::checker {
 

@@ -10,7 +10,7 @@
 #include <variant>
 
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::checker {
 

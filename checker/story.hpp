@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "checker/properties.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::checker {
 

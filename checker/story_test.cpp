@@ -8,6 +8,7 @@
 
 #include "checker/suite.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 using namespace loopsim;
 

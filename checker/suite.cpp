@@ -2,8 +2,9 @@
 
 #include "checker/story.hpp"
 
-#include "sim/properties.hpp"
-#include "sim/target.hpp"
+#include "scenario/properties.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
 
 #include <algorithm>
 #include <cctype>

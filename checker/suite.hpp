@@ -9,7 +9,7 @@
 
 #include "checker/judge.hpp"
 #include "checker/properties.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::checker {

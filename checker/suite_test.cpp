@@ -5,6 +5,7 @@
 #include "checker/judge.hpp"
 #include "checker/properties.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "cli/loopsim_process_for_tests.hpp"
-#include "sim/replay.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/replay.hpp"
 
 using loopsim::testing::run_loopsim;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::cli {
 

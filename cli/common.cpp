@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/commands.hpp"
 #include "checker/story.hpp"
 #include "checker/suite.hpp"
-#include "sim/files.hpp"
+#include "cli/commands.hpp"
+#include "scenario/files.hpp"
 
 namespace loopsim::cli {
 

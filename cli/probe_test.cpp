@@ -14,7 +14,7 @@
 #include "cli/loopsim_process_for_tests.hpp"
 #include "probe/figures.hpp"
 #include "probe/live_clients.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace loopsim;
 using namespace loopsim::testing;

@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "reports/output.hpp"
 #include "reports/timeline.hpp"
-#include "sim/trace_reader.hpp"
+#include "trace/trace_reader.hpp"
 
 namespace loopsim::cli {
 

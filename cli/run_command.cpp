@@ -9,9 +9,9 @@
 #include "reports/output.hpp"
 #include "reports/summary.hpp"
 #include "reports/timeline.hpp"
-#include "sim/replay.hpp"
-#include "sim/target.hpp"
-#include "sim/trace.hpp"
+#include "target/target.hpp"
+#include "trace/replay.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::cli {
 

@@ -30,7 +30,7 @@
 #include "explore/arena.hpp"
 #include "explore/explorer.hpp"
 #include "realloop/state.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace loopsim;
 

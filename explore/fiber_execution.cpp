@@ -6,7 +6,7 @@
 
 #include "base/assert.hpp"
 #include "base/stack_watch.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)

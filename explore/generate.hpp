@@ -18,8 +18,8 @@
 
 #include <rapidcheck.h>
 
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::explore {
 

@@ -4,7 +4,7 @@
 
 #include "explore/generate.hpp"
 #include "realloop/loop.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

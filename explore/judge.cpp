@@ -8,6 +8,7 @@
 #include "explore/generate.hpp"
 #include "sim/run_guard.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 namespace loopsim::explore {
 
@@ -33,7 +34,7 @@ void judge_trace(Judged& j, const sim::Trace& trace, const sim::Scenario& scenar
   if (!j.violated.empty()) j.verdict = Judged::Verdict::violated;
 }
 
-// A target runs in its own process (sim/target.hpp), to its horizon: no step budget, but loopsim
+// A target runs in its own process (target/target.hpp), to its horizon: no step budget, but loopsim
 // gives up on a process that says nothing for 120 s, and a run limit stops a runaway trace.
 Judged judge_target(const sim::Scenario& scenario, const checker::Costs& costs) {
   Judged j;

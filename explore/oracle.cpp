@@ -11,7 +11,7 @@
 #include "checker/loop_properties.hpp"
 #include "explore/generate.hpp"
 #include "explore/toml_text.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

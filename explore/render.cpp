@@ -6,7 +6,7 @@
 #include "explore/generate.hpp"
 #include "explore/toml_text.hpp"
 #include "realloop/loop.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

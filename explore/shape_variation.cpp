@@ -7,9 +7,9 @@
 #include <toml++/toml.h>
 
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
-#include "sim/units.hpp"
-#include "sim/toml_writer.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario/toml_writer.hpp"
+#include "scenario/units.hpp"
 
 namespace loopsim::explore {
 

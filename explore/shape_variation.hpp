@@ -6,7 +6,7 @@
 #include <string>
 #include <toml++/toml.h>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

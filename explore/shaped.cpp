@@ -5,8 +5,8 @@
 #include <toml++/toml.h>
 
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
-#include "sim/toml_writer.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario/toml_writer.hpp"
 
 namespace loopsim::explore {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

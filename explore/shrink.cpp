@@ -4,8 +4,9 @@
 #include <functional>
 
 #include "model/choice.hpp"
-#include "sim/units.hpp"
+#include "scenario/units.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 namespace loopsim::explore {
 

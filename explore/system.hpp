@@ -13,7 +13,7 @@
 #include "checker/properties.hpp"
 #include "model/choice.hpp"
 #include "realloop/state.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
 
 namespace loopsim::explore {

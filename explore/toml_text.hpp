@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::explore {
 

@@ -10,10 +10,11 @@
 #include "explore/system.hpp"
 #include "model/sim_kernel.hpp"
 #include "realloop/state.hpp"
-#include "sim/properties.hpp"
+#include "scenario/properties.hpp"
 #include "sim/run_guard.hpp"
-#include "sim/target.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
 
 namespace loopsim::explore {
 

@@ -25,8 +25,8 @@
 
 #include "fuzz/finding.hpp"
 #include "model/choice.hpp"
-#include "sim/replay.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/replay.hpp"
 
 namespace {
 

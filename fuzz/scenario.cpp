@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fuzz/finding.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "explore/shape_variation.hpp"
 #include "fuzz/finding.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace {
 

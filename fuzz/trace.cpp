@@ -25,8 +25,8 @@
 #include "reports/timeline_labels.hpp"
 #include "reports/timeline_rows.hpp"
 #include "reports/xml_check_for_tests.hpp"
-#include "sim/trace.hpp"
-#include "sim/trace_reader.hpp"
+#include "trace/trace.hpp"
+#include "trace/trace_reader.hpp"
 
 namespace {
 
@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   chrome_trace(trace).dump();  // as write_chrome_trace writes it
   timeline_model(trace);
 
-  // Reading then writing gives the same bytes (sim/trace_reader.hpp).
+  // Reading then writing gives the same bytes (trace/trace_reader.hpp).
   const std::string once = written(trace);
   std::istringstream again_in(once);
   sim::Trace again;

@@ -1,6 +1,6 @@
-// Fuzzes what loopsim reads of a target's process (sim/target_wire.hpp): messages taken off the
+// Fuzzes what loopsim reads of a target's process (target/target_wire.hpp): messages taken off the
 // bytes a target sends, then each read as TargetProcess reads it: a choose's kind and options,
-// a step's report, a trace's counts and events (sim/trace_codec.hpp), an error's failure byte.
+// a step's report, a trace's counts and events (trace/trace_codec.hpp), an error's failure byte.
 // The target is any program; its bytes are not trusted.
 //
 // Input: the bytes of a target's side of the socket.
@@ -15,8 +15,8 @@
 
 #include "fuzz/finding.hpp"
 #include "model/choice.hpp"
-#include "sim/target_wire.hpp"
-#include "sim/trace_codec.hpp"
+#include "target/target_wire.hpp"
+#include "trace/trace_codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace loopsim;

@@ -38,7 +38,7 @@ class Chooser {
   // no fault, no slack.
   virtual std::uint32_t choose(ChoiceKind kind, std::uint32_t options) = 0;
   // A description from which another process can rebuild this chooser as it is now, to make
-  // the same decisions without asking (a target's process, sim/target.hpp); empty when the
+  // the same decisions without asking (a target's process, target/target.hpp); empty when the
   // decisions depend on more than the calls (the explorer's).
   virtual std::string portable() const { return {}; }
   // Whether the run offers windowed happenings every placement (choices of kind `land`) rather

@@ -60,7 +60,7 @@
 
 #include "model/sim_kernel.hpp"
 #include "realloop/live/linux_kernel.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace std::chrono_literals;
 using loopsim::Kernel;

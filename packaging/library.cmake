@@ -1,6 +1,7 @@
 # loopsim as a library: `cmake --install BUILD --component dev` (or a plain `cmake --install`)
 # puts each layer's static library, its headers and a CMake package under the prefix, so that
-# `find_package(loopsim)` gives loopsim::realloop, loopsim::live, loopsim::model, loopsim::sim,
+# `find_package(loopsim)` gives loopsim::realloop, loopsim::live, loopsim::model, loopsim::scenario,
+# loopsim::trace, loopsim::sim, loopsim::target,
 # loopsim::checker, loopsim::explore, loopsim::probe and loopsim::reports, and pkg-config reads
 # loopsim.pc. examples/own-kernel-loop/ is built against it in CI (scripts/test.sh). The .deb
 # leaves the dev component out: it ships the tool.
@@ -29,7 +30,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/loopsimConfig.cmake ${CMAKE_CURRENT_BI
 # pkg-config: the libraries in link order, each before what it needs. The prefix is found
 # from the file's own place, so the package may be installed under any prefix.
 set(pc_libs "")
-foreach(layer loopsim_probe loopsim_explore loopsim_reports loopsim_checker loopsim_sim loopsim_model loopsim_live loopsim_realloop)
+foreach(layer loopsim_probe loopsim_explore loopsim_reports loopsim_checker loopsim_target loopsim_sim loopsim_trace loopsim_scenario loopsim_model loopsim_live loopsim_realloop)
   string(APPEND pc_libs " -l${layer}")
 endforeach()
 file(RELATIVE_PATH pc_up /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)  # "../.." for lib/

@@ -1,7 +1,7 @@
 # Install and packaging: `cmake --install` puts loopsim and its man page under the prefix;
 # `cpack` (in the build directory) makes a Debian package that adds the loopsim-live service.
 # Included at the end of the top-level CMakeLists.txt. The package holds the binary, the POSIX
-# seam in PREFIX/lib/loopsim/ (where an installed loopsim looks for it: sim/target.cpp), the
+# seam in PREFIX/lib/loopsim/ (where an installed loopsim looks for it: target/target.cpp), the
 # scenarios and examples in PREFIX/share/loopsim/, and the docs in PREFIX/share/doc/loopsim/.
 # The libraries, headers and CMake package are the dev component (library.cmake), which the
 # .deb leaves out.

@@ -1,6 +1,6 @@
 // The target's process: the seam takes over its start, runs the simulation with the program's
 // main() as the server's thread, and talks to loopsim over the descriptor it inherited
-// (sim/target_wire.hpp). Without LOOPSIM_SEAM_FD the program just runs.
+// (target/target_wire.hpp). Without LOOPSIM_SEAM_FD the program just runs.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -15,11 +15,12 @@
 #include <string>
 
 #include "model/choice.hpp"
-#include "sim/target.hpp"
 #include "posix/seam.hpp"
-#include "sim/target_wire.hpp"
-#include "sim/trace_codec.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
+#include "target/target_wire.hpp"
+#include "trace/trace_codec.hpp"
 
 
 namespace loopsim::posix {
@@ -197,7 +198,7 @@ int host_main(int argc, char** argv, char** envp) {
 
   try {
     sim::Scenario scenario = sim::parse_scenario(text, file);
-    // Positions in the user's file, not in the text above (sim/target.cpp).
+    // Positions in the user's file, not in the text above (target/target.cpp).
     scenario.where = nlohmann::json::parse(where).get<std::map<std::string, std::string>>();
     Seam* seam = nullptr;
     sim::ServerFactories servers;  // this process's program, made by the World that runs it

@@ -19,7 +19,7 @@
 #include <map>
 
 #include "posix/interpose.hpp"
-#include "sim/target.hpp"
+#include "target/target.hpp"
 
 
 using loopsim::posix::real;

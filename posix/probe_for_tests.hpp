@@ -12,10 +12,11 @@
 #include <string>
 
 #include "cli/loopsim_process_for_tests.hpp"
-#include "sim/scenario.hpp"
-#include "sim/target.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
+#include "trace/trace.hpp"
 
 #ifdef LOOPSIM_SEAM_BUILT
 

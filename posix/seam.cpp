@@ -19,7 +19,7 @@
 #include <cstring>
 
 #include "base/assert.hpp"
-#include "sim/target_wire.hpp"
+#include "target/target_wire.hpp"
 
 namespace loopsim::posix {
 

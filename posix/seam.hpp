@@ -31,12 +31,12 @@
 
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
-#include "sim/clients.hpp"
-#include "sim/scenario.hpp"
-#include "sim/target.hpp"  // MainWatch
-#include "sim/trace.hpp"
-#include "sim/world.hpp"
 #include "posix/threads.hpp"
+#include "scenario/scenario.hpp"
+#include "sim/clients.hpp"
+#include "sim/world.hpp"
+#include "target/target.hpp"  // MainWatch
+#include "trace/trace.hpp"
 
 namespace loopsim::posix {
 

@@ -20,9 +20,10 @@
 #include "cli/loopsim_process_for_tests.hpp"
 #include "posix/probe_for_tests.hpp"
 #include "posix/seam.hpp"
-#include "sim/scenario.hpp"
-#include "sim/target.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
 #include "tests/eventually_for_tests.hpp"
 
 #ifdef LOOPSIM_SEAM_BUILT

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "posix/seam.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::posix {
 

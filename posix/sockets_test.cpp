@@ -9,6 +9,7 @@
 
 #include "posix/probe_for_tests.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 #ifdef LOOPSIM_SEAM_BUILT
 

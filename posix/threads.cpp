@@ -17,8 +17,8 @@
 
 #include "base/assert.hpp"
 #include "posix/seam.hpp"
-#include "sim/target.hpp"
-#include "sim/target_wire.hpp"
+#include "target/target.hpp"
+#include "target/target_wire.hpp"
 
 namespace loopsim::posix {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "model/scheduler.hpp"
-#include "sim/target.hpp"
+#include "target/target.hpp"
 
 namespace loopsim::posix {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::probe {
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::probe {
 

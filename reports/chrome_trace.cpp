@@ -3,9 +3,9 @@
 #include <ostream>
 
 #include "reports/passes.hpp"
-#include "sim/files.hpp"
 #include "reports/timeline.hpp"
-#include "sim/trace_reader.hpp"
+#include "scenario/files.hpp"
+#include "trace/trace_reader.hpp"
 
 namespace loopsim::reports {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::reports {
 

@@ -5,8 +5,9 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 namespace {
 

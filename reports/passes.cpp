@@ -6,7 +6,7 @@
 #include <map>
 #include <type_traits>
 
-#include "sim/trace_reader.hpp"
+#include "trace/trace_reader.hpp"
 
 namespace loopsim::reports {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::reports {
 

@@ -8,7 +8,7 @@
 
 #include "reports/passes.hpp"
 #include "reports/timeline_labels.hpp"
-#include "sim/files.hpp"
+#include "scenario/files.hpp"
 
 namespace loopsim::reports {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "reports/timeline_rows.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::reports {
 

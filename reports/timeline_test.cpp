@@ -8,8 +8,9 @@
 
 #include "reports/passes.hpp"
 #include "reports/xml_check_for_tests.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 namespace {
 

@@ -21,8 +21,8 @@
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
 #include "realloop/state.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/clients.hpp"
-#include "sim/scenario.hpp"
 
 namespace loopsim::sim {
 

@@ -7,9 +7,9 @@
 
 #include "model/digest.hpp"
 #include "model/sim_kernel.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/workload.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

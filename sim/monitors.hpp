@@ -43,7 +43,7 @@
 
 #include "realloop/state.hpp"
 #include "sim/shutdown_scan.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

@@ -10,7 +10,7 @@
 #include "model/sim_kernel.hpp"
 #include "realloop/observer.hpp"
 #include "sim/clients.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

@@ -4,8 +4,8 @@
 
 #include <optional>
 
+#include "scenario/scenario.hpp"
 #include "sim/run_guard.hpp"
-#include "sim/scenario.hpp"
 #include "sim/world.hpp"
 
 using namespace loopsim;

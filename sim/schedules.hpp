@@ -5,10 +5,10 @@
 
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/clients.hpp"
-#include "sim/scenario.hpp"
 #include "sim/server.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

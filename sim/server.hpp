@@ -11,9 +11,9 @@
 #include "model/sim_kernel.hpp"
 #include "realloop/observer.hpp"
 #include "realloop/state.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

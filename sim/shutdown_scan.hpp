@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "realloop/state.hpp"
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "realloop/state.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::sim {
 

@@ -15,6 +15,7 @@
 #include "realloop/http.hpp"
 #include "sim/workload.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 using namespace loopsim;
 using namespace std::chrono_literals;

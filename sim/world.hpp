@@ -14,8 +14,8 @@
 #include "realloop/kernel.hpp"
 #include "realloop/observer.hpp"
 #include "realloop/state.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::model {
 class Scheduler;
@@ -216,22 +216,6 @@ inline constexpr std::size_t trace_events_max = 10'000'000;
 // The most scheduler steps a run may take at one virtual instant: past it, time stands still
 // (nothing the loop does lets the clock move), and the run is a livelock.
 inline constexpr std::uint64_t still_steps_max = 1'000'000;
-
-// Runs `scenario` (already resolved for one arm) to its horizon, or stops it early, with
-// Trace::cut saying why, when its trace passes trace_events_max or time stands still for
-// still_steps_max steps (Trace::stalled: a livelock); sim::RunGuard holds those limits. When the scenario expects
-// "liveness", the run watches its own states and writes a `lasso` event if it comes back to one
-// in which connections wait and none was accepted since (the explorer's liveness failure, as
-// one run shows it). Every nondeterministic
-// decision goes to `chooser` (default: seeded from the scenario's seed) and is recorded in the
-// trace as a `choice` event. Deterministic: the same scenario and choices give the same trace,
-// byte for byte. `arm` names the arm in the trace; `servers` says what serves (ServerFactories).
-RunResult run(const Scenario& scenario, const std::string& arm = "base",
-              model::Chooser* chooser = nullptr, const ServerFactories& servers = {});
-
-// A scenario with a [target], run in the target's own process (sim/target.hpp): what run()
-// does for such a scenario in any process that has no foreign server installed.
-RunResult run_target(const Scenario& scenario, const std::string& arm, model::Chooser* chooser);
 
 // The choices a trace recorded, in order: replaying them repeats the run.
 std::vector<model::Choice> choices_of(const Trace& trace);

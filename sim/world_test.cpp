@@ -7,6 +7,7 @@
 
 #include "checker/suite.hpp"
 #include "sim/world.hpp"
+#include "target/run.hpp"
 
 using namespace loopsim;
 using namespace std::chrono_literals;

@@ -1,13 +1,14 @@
 // Reading a JSON Lines trace back: the same bytes out as in, client groups rebuilt from labels,
 // and bad input reported by line number, never a crash.
-#include "sim/trace_reader.hpp"
+#include "target/run.hpp"
+#include "trace/trace_reader.hpp"
 
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "trace/trace.hpp"
 
 namespace {
 

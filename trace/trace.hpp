@@ -183,7 +183,7 @@ struct Trace {
 Nanos time_of(const TraceEvent& event);
 // The event's kind as written in the trace ("pass_begin", "accept", ...).
 // The trace's schema of event kinds: the `ev` of each JSON line, by TraceEvent's alternative.
-// The writer (sim/trace.cpp) and the one reader (sim/trace_reader.cpp) both take names from here.
+// The writer (trace/trace.cpp) and the one reader (trace/trace_reader.cpp) both take names from here.
 inline constexpr std::string_view event_kinds[] = {
     "pass_begin",  // ev::PassBegin
     "events",  // ev::Events

@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
-#include "sim/scenario.hpp"
-#include "sim/scenario_reading.hpp"
-#include "sim/units.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario/scenario_reading.hpp"
+#include "scenario/units.hpp"
 
 namespace loopsim::sim {
 namespace reading {
@@ -203,7 +203,7 @@ toml::table parse_document(const std::string& text, const std::string& file) {
   try {
     return toml::parse(text, std::string_view{file});
   } catch (const toml::parse_error& e) {
-    // TOML has no \x escape, and a scenario's bytes do (sim/scenario.cpp, read_escaped).
+    // TOML has no \x escape, and a scenario's bytes do (scenario/scenario.cpp, read_escaped).
     const bool byte_escape = e.description().find("escape") != std::string_view::npos &&
                              e.description().find("\\x") != std::string_view::npos;
     throw ScenarioError(located(file, e.source().begin, e.description()),

@@ -2,13 +2,13 @@
 // (pinned_scenario), a target's scenario and a generated one keep every string they carry.
 // A description holding ''' and a line break once closed the literal toml++ chose early, and
 // the counterexample did not load.
-#include "sim/toml_writer.hpp"
+#include "scenario/toml_writer.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The one writer of output files (sim/files.hpp). A symbolic link planted where an output goes
+// The one writer of output files (scenario/files.hpp). A symbolic link planted where an output goes
 // used to be followed and its target truncated; a FIFO named as an output blocked the open for
 // ever. Each test plants the thing and checks that nothing was written through it, and that
 // the open returned at once.
-#include "sim/files.hpp"
+#include "scenario/files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,12 +1,12 @@
 // A trace as bytes, for passing one between processes of the same build (a target's process
 // sends its trace to loopsim this way): every field of every event, no text to parse. Files
-// are JSON Lines (sim/trace.hpp); this is not a file format and has no version.
+// are JSON Lines (trace/trace.hpp); this is not a file format and has no version.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

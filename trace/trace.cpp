@@ -1,4 +1,4 @@
-#include "sim/trace.hpp"
+#include "trace/trace.hpp"
 
 #include "model/choice.hpp"
 

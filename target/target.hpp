@@ -15,10 +15,10 @@
 #include <string_view>
 
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
-#include "sim/target_wire.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "target/target_wire.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/trace_codec.hpp"
+#include "trace/trace_codec.hpp"
 
 #include <cstring>
 #include <stdexcept>

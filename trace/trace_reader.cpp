@@ -1,4 +1,4 @@
-#include "sim/trace_reader.hpp"
+#include "trace/trace_reader.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +11,7 @@
 
 #include "base/assert.hpp"
 #include "model/choice.hpp"
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::sim {
 
@@ -89,7 +89,7 @@ class Line {
     return value.get<bool>();
   }
   // A string field: a trace's strings are bytes, each above 0x7f written as \u0080..\u00ff
-  // (sim/trace.cpp, append_quoted), so each such character is one byte again. A character
+  // (trace/trace.cpp, append_quoted), so each such character is one byte again. A character
   // beyond U+00FF (a hand-written trace's) stays as its UTF-8.
   std::string text(const char* key) const {
     const json& value = field(key);

@@ -1,5 +1,5 @@
 // Durations ("600ms", "1.5s") and bounds ("500ms", 3, "1.5 batches") as scenarios write them.
-#include "sim/units.hpp"
+#include "scenario/units.hpp"
 
 #include <algorithm>
 #include <charconv>

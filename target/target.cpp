@@ -1,4 +1,5 @@
-#include "sim/target.hpp"
+#include "target/run.hpp"
+#include "target/target.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -28,8 +29,8 @@
 #include <sstream>
 #include <vector>
 
-#include "sim/files.hpp"
-#include "sim/trace_codec.hpp"
+#include "scenario/files.hpp"
+#include "trace/trace_codec.hpp"
 
 extern char** environ;
 

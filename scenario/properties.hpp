@@ -1,5 +1,5 @@
 // The properties a scenario may expect: the one list of their names, what their bounds measure
-// and which keys each needs. The scenario reader checks [[expect]] against it (sim/scenario.cpp),
+// and which keys each needs. The scenario reader checks [[expect]] against it (scenario/scenario.cpp),
 // checker::validate what needs the whole scenario, and checker/properties.cpp holds each one's
 // evaluator and the events it reads, in the same order (checked when it compiles).
 #pragma once

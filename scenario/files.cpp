@@ -1,4 +1,4 @@
-#include "sim/files.hpp"
+#include "scenario/files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

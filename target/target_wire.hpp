@@ -21,7 +21,7 @@ enum class Type : std::uint8_t {
   // target -> loopsim
   choose = 'C',  // u8 kind, u32 options
   report = 'R',  // a step's report (Report below)
-  trace = 'J',   // u64 passes, u64 steps, then the trace (sim/trace_codec.hpp)
+  trace = 'J',   // u64 passes, u64 steps, then the trace (trace/trace_codec.hpp)
   error = 'E',   // u8 Failure, then a message: the run cannot go on
 };
 

@@ -1,10 +1,10 @@
-#include "sim/replay.hpp"
+#include "trace/replay.hpp"
 
 #include <filesystem>
 #include <fstream>
 
-#include "sim/scenario.hpp"
-#include "sim/trace_reader.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace_reader.hpp"
 
 namespace loopsim::sim {
 

@@ -1,19 +1,23 @@
-// Inside the scenario reader: what sim/scenario.cpp (a TOML document to a Scenario) and
-// sim/scenario_document.cpp (the document itself: parsed, overridden, scoped to an arm and
-// written back with pinned choices) share. Not part of the library's interface.
+// Inside the scenario reader: what scenario/scenario.cpp (a TOML document to a Scenario), its
+// sections (scenario/section_*.cpp, one file each, with the typed values in scenario/values.cpp
+// and the cross references in scenario/cross_references.cpp) and scenario/scenario_document.cpp
+// (the document itself: parsed, overridden, scoped to an arm and written back with pinned
+// choices) share. Not part of the library's interface.
 #pragma once
 
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "sim/scenario.hpp"
-#include "sim/toml_writer.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario/toml_writer.hpp"
 
 namespace loopsim::sim::reading {
 
@@ -156,7 +160,84 @@ Problem key_problem(const Section<Target>& section, std::string_view key) {
           cat("known keys in ", section.title, ": ", join(known))};
 }
 
+// ---- the sections' shared words (scenario/values.cpp and each scenario/section_*.cpp) ----
 
+constexpr std::string_view duration_hint = R"(durations look like "600ms", "80us", "1.5s", "250ns")";
+constexpr std::string_view bound_hint = R"(bounds look like "500ms", 3, "2 requests", "1.5 batches")";
+constexpr std::int64_t clients_max = 1'000'000;
+// Over all groups: each request leaves at least two events in the trace (its send and its answer).
+constexpr std::int64_t total_clients_max = 1'000'000;
+constexpr std::int64_t pipeline_max = 1024;
+constexpr std::int64_t weight_max = 1'000'000;
+constexpr std::int64_t body_max = 1 << 20;  // the loop's Content-Length ceiling (docs/http.md)
+// The events one wait may return: the loop holds a buffer of this many (16 bytes each).
+constexpr std::int64_t max_events_max = 1 << 20;
+constexpr std::int64_t workers_max = 256;
+constexpr std::string_view fault_kind_names[] = {"accept_error", "rlimit", "reset"};  // FaultSpec::Kind
+
+// Typed values, each failing with its own message and hint (scenario/values.cpp).
+std::string read_string(C c, N n, K k);
+bool read_bool(C c, N n, K k);
+std::int64_t read_integer(C c, N n, K k, std::int64_t min, std::int64_t max = INT_MAX);
+std::int64_t read_rate(C c, N n, K k);  // a rate per second, in thousandths
+Nanos read_duration(C c, N n, K k, bool positive = false);
+Window read_window(C c, N n, K k);
+// The index of the node's value in `names`, or an error listing them.
+std::size_t read_choice(C c, N n, K k, std::span<const std::string_view> names);
+Bound read_bound(C c, N n, K k);
+std::string read_name(C c, N n, K key);
+std::string read_path(C c, N n, K key);
+std::string read_arm_name(C c, N n, K key);
+std::vector<std::string> read_names(C c, N n, K key);
+std::vector<Override> read_set(C c, N n, K k);
+
+using Keyed = std::pair<const toml::key*, const toml::node*>;
+// toml++ keeps keys sorted; errors should come in the order the file was written.
+std::vector<Keyed> in_document_order(const toml::table& table);
+
+// A table read by its section's fields, in the order written; then the section's `required` key
+// and its `finish`.
+template <typename Target>
+void read_fields(const Context& c, const toml::table& table, const Section<Target>& section, Target& target) {
+  for (const auto& [key, node] : in_document_order(table)) {
+    const Field<Target>* field = find_field(section, key->str());
+    if (field == nullptr) {
+      const Problem problem = key_problem(section, key->str());
+      c.fail(key->source(), problem.message, problem.hint);
+    }
+    const std::string name = section.name.empty() ? std::string(key->str()) : cat(section.name, ".", key->str());
+    field->read(c, *node, name, target);
+  }
+  if (!section.required.empty() && !table.contains(section.required))
+    c.fail(table.source(), cat(section.title, " needs ", section.required), cat("add ", section.required, " = \"...\""));
+  if (section.finish != nullptr) section.finish(c, table, target);
+}
+
+// An array of tables, each read by `section`.
+template <typename Target>
+std::vector<Target> read_each(const Context& c, const toml::node& n, std::string_view key, const Section<Target>& section) {
+  std::vector<Target> out;
+  for (const toml::node& item : as_array(c, n, key)) read_fields(c, as_table(c, item, key), section, out.emplace_back());
+  return out;
+}
+
+// The sections, one file each.
+extern const Section<ClientGroup> client_section;  // scenario/section_clients.cpp
+extern const Section<Expectation> expect_section;  // scenario/section_expect.cpp
+extern const Section<Arm> arm_section;             // scenario/section_expect.cpp
+extern const Section<FaultSpec> fault_section;     // scenario/section_faults.cpp
+extern const Section<Scenario> kernel_section;     // scenario/section_kernel_loop.cpp
+extern const Section<Scenario> loop_section;       // scenario/section_kernel_loop.cpp
+extern const Section<Scenario> target_section;     // scenario/section_target.cpp
+extern const Section<PosterSpec> poster_section;   // scenario/section_actions.cpp
+extern const Section<ActionSpec> action_section;   // scenario/section_actions.cpp
+
+// The cross references, once every table has been read (scenario/cross_references.cpp).
+void check_references(C c, const toml::table& root, const Scenario& s);
+void check_target(C c, const toml::table& root);
+void check_builtin_signals(C c, const toml::table& root, Scenario& s);
+void check_totals(C c, const toml::table& root, const Scenario& s);
+void check_poster_times(C c, const toml::table& root, const Scenario& s);
 
 // ---- between the two halves ------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 // Scenario files: the DESIGN example loads unchanged; durations, bounds and overrides parse; and
 // every bad input is an error at file:line:column with a hint.
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cli/loopsim_process_for_tests.hpp"
-#include "sim/trace.hpp"
-#include "sim/units.hpp"
+#include "scenario/units.hpp"
+#include "trace/trace.hpp"
 
 namespace {
 

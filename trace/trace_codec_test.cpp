@@ -1,10 +1,11 @@
-#include "sim/trace_codec.hpp"
+#include "target/run.hpp"
+#include "trace/trace_codec.hpp"
 
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/world.hpp"
 
 using namespace loopsim;

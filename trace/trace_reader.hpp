@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "trace/trace.hpp"
 
 namespace loopsim::sim {
 

@@ -1,6 +1,6 @@
 // Writing the files a command names, for every command: only regular files, never through a
 // symbolic link, never into a FIFO or a device, never over one of the command's own inputs.
-// (What a command reads goes through open_input, sim/scenario.hpp: a regular file of bounded
+// (What a command reads goes through open_input, scenario/scenario.hpp: a regular file of bounded
 // size.)
 #pragma once
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loopsim::sim {
 
