@@ -86,6 +86,8 @@ void Explorer::note_worst(const Outcome& outcome) {
 }
 
 void Explorer::ended(const Stop& stop, std::size_t last) {
+  LOOPSIM_ASSERT(stop.kind == Stop::Kind::end);
+  LOOPSIM_ASSERT_OP(path_keys_.size(), ==, path_.size());  // a counterexample's every decision has its key
   // Only an end with nothing left to happen is a way out taken (into nothing); one at the
   // horizon leaves what comes after it unexplored.
   if (last != no_node) shape_nodes_[key_nodes_[last].shape].quiescent |= stop.quiescent;
@@ -168,8 +170,10 @@ void Explorer::push_frame(const Stop& stop, std::size_t node) {
   // The DFS stack: one frame a decision on the current path, deepest last.
   LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < path_.size());
   LOOPSIM_ASSERT_OP(node, <, key_nodes_.size());
+  LOOPSIM_ASSERT(stop.kind == Stop::Kind::decision && stop.options >= 1);  // a frame is a decision's
   Frame frame{node, stop.choice, stop.options, {}, path_.size(), nullptr, true, stop.accepted, stop.key};
   for (std::uint32_t alt = stop.options; alt-- > 1;) frame.todo.push_back(alt);
+  LOOPSIM_ASSERT_OP(frame.todo.size() + 1, ==, std::size_t(stop.options));  // every alternative but the first, once
   frame.saved = keep_snapshot();
   frames_.push_back(std::move(frame));
 }
@@ -345,8 +349,11 @@ void Explorer::dfs() {
     report_progress(false);
     Frame& frame = frames_.back();
     if (frame.todo.empty()) {
+      const std::size_t depth = frame.depth;
       decision_done(frame.node, frame.whole, std::move(frame.saved));
       frames_.pop_back();
+      // The frames below stand at shallower decisions of the same path.
+      LOOPSIM_ASSERT(frames_.empty() || frames_.back().depth < depth);
       continue;
     }
     if (result_.executions >= options_.max_executions) {
@@ -362,6 +369,7 @@ void Explorer::dfs() {
     frame.todo.pop_back();
     resume_at(frames_.size() - 1);
     const Frame& at = frames_.back();
+    LOOPSIM_ASSERT_OP(at.depth, <=, path_.size());  // the path reached this frame's decision
     path_.resize(at.depth);
     path_keys_.resize(at.depth);
     path_.push_back(model::Choice{at.kind, at.options, pick});

@@ -19,6 +19,7 @@ namespace loopsim::explore::detail {
 
 void Explorer::queue_branches(const Stop& stop, std::size_t node) {
   const std::uint32_t level = deviations_ + 1;
+  LOOPSIM_ASSERT(stop.kind == Stop::Kind::decision && stop.options >= 1);
   if (levels_.size() <= level) levels_.resize(level + 1);
   Waiting& waiting = waiting_[std::uint64_t(link_)];
   LOOPSIM_ASSERT_OP(waiting.left, ==, 0u);  // a path's next decision is queued once
@@ -51,6 +52,8 @@ void Explorer::resume_link(std::uint32_t link) {
   std::reverse(path_.begin(), path_.end());
   std::reverse(path_keys_.begin(), path_keys_.end());
   const std::size_t target = path_.size();
+  // A link is its decision: the path to it is as long as its depth says.
+  LOOPSIM_ASSERT(link == no_link || std::size_t(links_[link].depth) + 1 == target);
   // The nearest snapshot: the decision's own, or one taken at a decision above it.
   for (std::uint32_t key = link;; key = links_[key].parent) {
     auto it = waiting_.find(std::uint64_t(key));
@@ -95,6 +98,7 @@ void Explorer::by_deviations() {
         continue;
       }
       auto it = waiting_.find(std::uint64_t(b.at));
+      LOOPSIM_ASSERT(it != waiting_.end() && it->second.left > 0);  // every branch dealt waits on its decision
       it->second.whole = false;
       if (--it->second.left == 0) {
         if (it->second.saved) {
@@ -128,6 +132,7 @@ void Explorer::by_deviations() {
     }
     const Branch branch = levels_[level].back();
     levels_[level].pop_back();
+    LOOPSIM_ASSERT(level >= 1 && branch.pick >= 1 && branch.pick < branch.options);  // a branch deviates once more
     resume_link(branch.at);
     check_stands(std::nullopt, path_.size(), branch.kind, branch.options, branch.key, "a resumed branch");
     path_.push_back(model::Choice{branch.kind, branch.options, branch.pick});

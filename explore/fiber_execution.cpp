@@ -191,6 +191,8 @@ std::unique_ptr<Saved> FiberExecution::save() {
     saved.reset(static_cast<FiberSaved*>(spare_.back().release()));
     spare_.pop_back();
   }
+  // A snapshot is taken paused, at a stop: the fiber's context is what a restore resumes.
+  LOOPSIM_ASSERT(fiber_ != nullptr && !abandoned_);
   arena_->save(saved->image);
   saved->fiber = fiber_;
   saved->stop = stop_;
@@ -201,7 +203,9 @@ std::unique_ptr<Saved> FiberExecution::save() {
 
 void FiberExecution::restore(const Saved& saved) {
   const auto& from = dynamic_cast<const FiberSaved&>(saved);
-  LOOPSIM_ASSERT(arena_ != nullptr);
+  LOOPSIM_ASSERT(arena_ != nullptr && started_);
+  LOOPSIM_ASSERT(from.fiber != nullptr);  // a snapshot holds a paused fiber to go on with
+  LOOPSIM_ASSERT(from.paused_on != nullptr);  // and where its stack stood, for the stacks' record
   arena_->restore(from.image);
   fiber_ = from.fiber;
   stop_ = from.stop;

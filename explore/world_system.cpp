@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/assert.hpp"
 #include "checker/loop_properties.hpp"
 #include "checker/monitoring.hpp"
 #include "explore/explorer.hpp"
@@ -134,7 +135,10 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     stop.options = options;
     stop.key = key_of(stop, scenario_.horizon);
     probe(stop);
-    return pause(stop);
+    LOOPSIM_ASSERT(options >= 1);
+    const std::uint32_t pick = pause(stop);
+    LOOPSIM_ASSERT_OP(pick, <, options);  // the search answers within the question
+    return pick;
   }
   bool explores_windows() const override { return true; }
 
@@ -143,6 +147,7 @@ class WorldExecution final : public FiberExecution, private model::Chooser {
     stop.kind = kind;
     stop.shape = world_->horizon_digest(stop.beyond);
     stop.now = world_->now();
+    LOOPSIM_ASSERT(stop.now <= scenario_.horizon);  // no stop is past the run's end
     stop.backlog = world_->backlog() > 0;
     stop.accepted = world_->accepted();
     stop.key = key_of(stop, scenario_.horizon);

@@ -56,8 +56,10 @@ long engine_call(const char* call, F&& serve) noexcept {
 // this OS thread, and they may set it, so a call that succeeds leaves errno as it found it.
 template <typename F>
 long served(const char* call, F&& serve) noexcept {
+  LOOPSIM_ASSERT(current != nullptr);  // only an interposer that found the seam running calls in
   const int saved = errno;
   long rc = engine_call(call, serve);
+  LOOPSIM_ASSERT_OP(rc, >=, -4095L);  // a failure is -errno, as Linux's system calls return it
   // A signal that came meanwhile is delivered on the way back to the program (main thread).
   if (current->signals_pending() && this_thread() == nullptr && current->in_target()) current->deliver_signals();
   if (rc < 0) {

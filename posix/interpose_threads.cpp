@@ -64,6 +64,7 @@ int acquire(const char* call, const void* object, std::optional<Nanos> deadline,
     int rc = attempt();
     if (rc != EBUSY) return rc;
     if (wait_for(call, object, deadline) == -ETIMEDOUT) {
+      LOOPSIM_ASSERT(deadline.has_value());  // only a wait with a deadline times out
       rc = attempt();
       return rc == EBUSY ? ETIMEDOUT : rc;
     }
@@ -117,6 +118,8 @@ int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::opti
     current->wake_on(m, INT_MAX);
     return current->wait_on(c, deadline);
   });
+  // Woken, or timed out where a deadline was set: a condition variable's wait knows no other end.
+  LOOPSIM_ASSERT(waited == 0 || (waited == -ETIMEDOUT && deadline.has_value()));
   rc = lock_mutex(call, m, wait_forever);
   if (rc != 0) return rc;
   return waited == -ETIMEDOUT ? ETIMEDOUT : 0;

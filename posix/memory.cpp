@@ -18,6 +18,7 @@
 #include <iterator>
 #include <map>
 
+#include "base/assert.hpp"
 #include "posix/interpose.hpp"
 #include "target/target.hpp"
 
@@ -78,6 +79,7 @@ void forget(std::uintptr_t start, std::size_t length) {
       continue;
     }
     it = shared_regions.erase(it);
+    LOOPSIM_ASSERT(shared_bytes >= to - from);  // the count is the regions' sum
     shared_bytes -= to - from;
     if (from < start) {
       shared_regions[from] = start - from;
@@ -103,6 +105,7 @@ void* map_counted(void* address, std::size_t length, int prot, int flags, int fd
   forget(std::uintptr_t(made), length);  // MAP_FIXED may have replaced one
   s.regions[std::uintptr_t(made)] = page_rounded(length);
   s.bytes += page_rounded(length);
+  LOOPSIM_ASSERT(s.bytes <= std::size_t(loopsim::sim::target_data_max));  // checked before the mapping
   any_shared.store(true, std::memory_order_release);
   return made;
 }

@@ -19,11 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
 
+#include "base/assert.hpp"
 #include "posix/seam.hpp"
 
 namespace loopsim::posix {
@@ -106,6 +108,7 @@ long Seam::fork_process() {
 long Seam::await_child(pid_t pid, const char* call) {
   Inside inside(*this);
   const int report = child_report_;
+  LOOPSIM_ASSERT(pid > 0 && report >= 0);  // fork_process made the child and its report channel
   child_report_ = -1;
   int status = 0;
   const auto began = std::chrono::steady_clock::now();
@@ -124,6 +127,7 @@ long Seam::await_child(pid_t pid, const char* call) {
     }
     pause_briefly();
   }
+  LOOPSIM_ASSERT(WIFEXITED(status) || WIFSIGNALED(status));  // waitpid reported its end, not a stop
   // The child has ended: what it reported is all there, its descriptors in flight kept open.
   std::vector<std::pair<int, int>> buffers;  // simulated pipe end, real buffer
   int spawn_failure = 0;
@@ -174,6 +178,7 @@ long Seam::await_child(pid_t pid, const char* call) {
   const auto action = actions_.find(SIGCHLD);
   const bool reaped = action != actions_.end() &&
                       (action->second.sa_handler == SIG_IGN || (action->second.sa_flags & SA_NOCLDWAIT) != 0);
+  LOOPSIM_ASSERT(std::none_of(children_.begin(), children_.end(), [pid](const auto& c) { return c.first == pid; }));
   if (!reaped) children_.emplace_back(pid, status);
   const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   trace_->events.push_back(

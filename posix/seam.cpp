@@ -190,7 +190,7 @@ long Seam::set_descriptor_limits(std::uint64_t soft, std::uint64_t hard) {
 // What Linux's fstat says of each kind, less the numbers that name a machine's devices.
 long Seam::stat(int fd, struct stat* into) {
   Inside inside(*this);
-  const Fd& f = *simulated(fd);
+  const Fd& f = held(fd);
   *into = {};
   switch (f.kind) {
     case Kind::pipe_read:
@@ -263,6 +263,7 @@ int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
   f.nonblocking = nonblocking;
   f.cloexec = cloexec;
   known_as(sim, fd);
+  LOOPSIM_ASSERT(kind_of(fd) == kind && process_fd(sim) == fd);  // the table, both ways
   return fd;
 }
 
@@ -274,7 +275,8 @@ void Seam::forget(int fd, bool placeholder) {
     by_sim_[std::size_t(f.sim)] = -1;
   Kind kind = f.kind;
   f = Fd{};
-  if (kind == Kind::poller) std::erase(pollers_, fd);
+  LOOPSIM_ASSERT(kind_of(fd) == Kind::none);
+  if (kind == Kind::poller) LOOPSIM_ASSERT_OP(std::erase(pollers_, fd), ==, std::size_t(1));  // listed once
   if (kind != Kind::file && placeholder) LOOPSIM_REAL(close)(fd);
 }
 
@@ -347,7 +349,7 @@ void Seam::end_pass() {
 
 long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   bool nonblocking = f.nonblocking || nonblocking_now;
   if (peek && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
   for (;;) {
@@ -401,7 +403,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
 
 long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now, bool addressed) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   bool nonblocking = f.nonblocking || nonblocking_now;
   if (f.kind == Kind::eventfd) {
     std::uint64_t value = 0;
@@ -444,6 +446,7 @@ long Seam::close(int fd) {
 }
 
 long Seam::release(int fd, bool placeholder) {
+  LOOPSIM_ASSERT(kind_of(fd) != Kind::none);  // only a descriptor the table holds is released
   Fd& f = fds_[std::size_t(fd)];
   long rc = 0;
   if (f.kind == Kind::socket) {
@@ -467,13 +470,14 @@ long Seam::poller_create(int flags) {
   int sim = kernel_->poller_create();
   if (sim < 0) return failed(sim);
   int fd = adopt(Kind::poller, sim, false, (flags & EPOLL_CLOEXEC) != 0);
+  LOOPSIM_ASSERT(std::find(pollers_.begin(), pollers_.end(), fd) == pollers_.end());
   pollers_.push_back(fd);
   return fd;
 }
 
 long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) {
   Inside inside(*this);
-  Fd& p = *simulated(poller);
+  Fd& p = held(poller);
   if (p.kind != Kind::poller) return failed(-EINVAL);
   if (fd == poller) return failed(-EINVAL);
   if (fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind == Kind::file)
@@ -526,7 +530,7 @@ bool copy_out(void* to, const void* from, std::size_t size) {
 
 long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
   Inside inside(*this);
-  Fd& p = *simulated(poller);
+  Fd& p = held(poller);
   // Linux refuses more than INT_MAX / sizeof(epoll_event) events (EP_MAX_EVENTS), and never
   // allocates for the rest: a wait may return fewer than asked.
   constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
@@ -542,6 +546,7 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   for (;;) {
     const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
     n = kernel_->wait(p.sim, scratch, left);
+    LOOPSIM_ASSERT_OP(n, <=, int(scratch.size()));  // the kernel fills no more than it was given
     seen.t = now();
     // The first wait of the loop is the pass's: what came before it is the previous pass's work.
     if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
@@ -559,6 +564,7 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
     // it: a wait that may still block goes on waiting.
     if (out > 0 || n <= 0 || left == Nanos(0)) break;
   }
+  LOOPSIM_ASSERT(out <= max && std::size_t(out) == found.size());  // at most what the program has room for
   if (!copy_out(events, found.data(), found.size() * sizeof(epoll_event))) {
     // Linux's EFAULT: nothing was returned (an edge-triggered readiness taken is not put back).
     seen.fds.clear();
@@ -616,6 +622,7 @@ long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout)
   for (;;) {
     const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
     rc = kernel_->wait(poller, scratch, left);
+    LOOPSIM_ASSERT_OP(rc, <=, int(scratch.size()));
     seen.t = now();
     if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
     std::map<int, std::uint32_t> now_ready;
@@ -632,6 +639,7 @@ long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout)
     // Reported only what no entry asked for: Linux goes on waiting while it may.
     if (ready > 0 || rc < 0 || left == Nanos(0)) break;
   }
+  LOOPSIM_ASSERT_OP(std::size_t(ready), <=, n);  // poll counts entries, each at most once
   for (const auto& [sim, wanted] : interest) kernel_->unwatch(poller, sim);
   trace_->events.push_back(std::move(seen));
   return rc < 0 ? failed(rc) : ready;
@@ -759,7 +767,7 @@ std::string ioctl_name(unsigned long request) {
 
 long Seam::fcntl(int fd, int cmd, long arg) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   switch (cmd) {
     case F_GETFL: {
       int mode = f.kind == Kind::pipe_read ? O_RDONLY : f.kind == Kind::pipe_write ? O_WRONLY : O_RDWR;
@@ -788,7 +796,7 @@ long Seam::fcntl(int fd, int cmd, long arg) {
 
 long Seam::ioctl(int fd, unsigned long request, void* arg) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   switch (request) {
     case FIONBIO:
       if (arg == nullptr) return failed(-EFAULT);

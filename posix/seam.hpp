@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/assert.hpp"
 #include "model/scheduler.hpp"
 #include "model/sim_kernel.hpp"
 #include "posix/threads.hpp"
@@ -313,6 +314,11 @@ class Seam final : public sim::ForeignServer {
     return fd >= 0 && std::size_t(fd) < fds_.size() ? fds_[std::size_t(fd)].kind : Kind::none;
   }
   Fd* simulated(int fd) { return owns(fd) ? &fds_[std::size_t(fd)] : nullptr; }
+  // A descriptor the interposer found simulated (owned) before it called in: the table's entry.
+  Fd& held(int fd) {
+    LOOPSIM_ASSERT(owns(fd));
+    return fds_[std::size_t(fd)];
+  }
   // A placeholder descriptor for `sim`. The placeholder itself is always close-on-exec; `cloexec`
   // is what the program asked for, which F_GETFD reports and exec honours (posix/processes.cpp).
   int adopt(Kind kind, int sim, bool nonblocking, bool cloexec);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/assert.hpp"
 #include "posix/seam.hpp"
 #include "scenario/scenario.hpp"
 
@@ -49,6 +50,7 @@ bool Seam::ignored(int signal) const {
 // it; a blocked one stays pending. A wait of main()'s gives way to one it would deliver, or to
 // one of the set sigwait is waiting for.
 void Seam::post_signal(int signal) {
+  LOOPSIM_ASSERT(signal > 0 && signal < 64);  // the seam's signals fit its 64-bit sets
   if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
   pending_signals_ |= bit(signal);
   signals_changed();
@@ -82,6 +84,7 @@ void Seam::shutdown_begins(int signal) {
 // The lowest pending signal of `among` (which has one) leaves the pending set, and the
 // signalfds say so.
 int Seam::take_signal(std::uint64_t among) {
+  LOOPSIM_ASSERT((pending_signals_ & among) != 0);  // __builtin_ctzll of 0 is undefined
   const int signal = __builtin_ctzll(pending_signals_ & among);
   pending_signals_ &= ~bit(signal);
   signals_changed();
@@ -113,6 +116,7 @@ void Seam::deliver_signals() {
     const std::uint64_t saved = blocked_;
     if ((a.sa_flags & SA_NODEFER) == 0) blocked_ |= bit(signal);
     blocked_ |= simulated_bits(a.sa_mask);
+    LOOPSIM_ASSERT(a.sa_handler != SIG_IGN && a.sa_handler != SIG_DFL);  // a handler of the program's
     if (a.sa_flags & SA_SIGINFO) {
       siginfo_t info;
       std::memset(&info, 0, sizeof info);

@@ -82,7 +82,7 @@ long Seam::socket(int domain, int type) {
 
 long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind != Kind::unbound && f.kind != Kind::datagram) {
     return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   }
@@ -104,7 +104,7 @@ long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
 
 long Seam::listen(int fd, int backlog) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind == Kind::listener) return 0;  // Linux: a second listen changes only the backlog
   if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::unbound) return failed(f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
@@ -124,6 +124,7 @@ long Seam::listen(int fd, int backlog) {
   f.kind = Kind::listener;
   f.sim = sim;
   known_as(sim, fd);
+  LOOPSIM_ASSERT(kind_of(fd) == Kind::listener && process_fd(sim) == fd);
   ports_.push_back(port);
   if (reached && port == scenario_.target->port && !listened_) {
     listened_ = true;
@@ -135,7 +136,7 @@ long Seam::listen(int fd, int backlog) {
 
 long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::listener) return failed(f.kind == Kind::unbound || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   for (;;) {
@@ -150,6 +151,7 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
       return failed(sim);
     }
     const bool inet6 = f.inet6;
+    LOOPSIM_ASSERT(sim != f.sim);  // a connection's descriptor is its own, not the listener's
     int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
     fds_[std::size_t(conn)].inet6 = inet6;
     trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, conn, client_of(conn)});
@@ -160,7 +162,7 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
 
 long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -189,7 +191,7 @@ long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t 
 
 long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* length) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -215,7 +217,7 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
 
 long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -244,7 +246,7 @@ long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
 
 long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind != Kind::datagram) refuse("connect", fd, "outbound connections are not simulated yet");
   const socklen_t needed = f.inet6 ? socklen_t(sizeof(sockaddr_in6)) : socklen_t(sizeof(sockaddr_in));
   if (address == nullptr || length < socklen_t(sizeof(sa_family_t))) return failed(-EINVAL);
@@ -262,7 +264,7 @@ long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
 
 long Seam::shutdown(int fd, int how) {
   Inside inside(*this);
-  Fd& f = *simulated(fd);
+  Fd& f = held(fd);
   if (f.kind == Kind::unbound || (f.kind == Kind::datagram && !f.connected)) return failed(-ENOTCONN);
   if (f.kind == Kind::datagram) return how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR ? 0 : failed(-EINVAL);
   if (f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);

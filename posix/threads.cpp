@@ -195,7 +195,9 @@ bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
 // ---- the Seam's side ----
 
 void Seam::run_request(Request request) {
+  LOOPSIM_ASSERT(request.call != nullptr);
   if (TargetThread* t = this_thread()) {
+    LOOPSIM_ASSERT(!on_engine_thread());  // a target thread's OS thread is never the engine's
     LOOPSIM_ASSERT(t->request.call == nullptr);  // one request at a time: the thread waits for its answer
     LOOPSIM_ASSERT(!t->finished);
     t->request = request;
@@ -241,6 +243,7 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
   if (rc != 0) return rc;
   if (thread != nullptr) *thread = t->os;
   TargetThread* made = t.get();
+  LOOPSIM_ASSERT(made->index == int(threads_.size()) + 1);  // numbered in the order made, from 1
   threads_.push_back(std::move(t));
   made->fiber = scheduler_->spawn("thread " + std::to_string(made->index), [this, made] { run_thread(*made); },
                                   model::Scheduler::default_stack);
@@ -251,6 +254,8 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
 }
 
 void Seam::run_thread(TargetThread& t) {
+  // Its proxy: a fiber of the engine's, which hands the baton to the thread and takes it back.
+  LOOPSIM_ASSERT(on_engine_thread() && this_thread() == nullptr);
   std::int64_t spinning = 0;  // CPU time the thread has run since its last call (its slices)
   for (;;) {
     t.run.give();
@@ -316,6 +321,7 @@ long Seam::wait_on(const void* address, std::optional<Nanos> deadline) {
   const model::ThreadId me = scheduler_->current();
   LOOPSIM_ASSERT(me != model::no_thread);
   std::deque<model::ThreadId>& queue = waiting_[address];
+  LOOPSIM_ASSERT(std::find(queue.begin(), queue.end(), me) == queue.end());  // a thread waits once
   queue.push_back(me);
   const bool woken = scheduler_->block(deadline);
   if (woken) return 0;

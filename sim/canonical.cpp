@@ -1,5 +1,6 @@
 #include "sim/canonical.hpp"
 
+#include "base/assert.hpp"
 #include "sim/monitors.hpp"
 
 #include <algorithm>
@@ -61,9 +62,12 @@ void Canonical::refresh() {
   for (std::size_t k = 0; k < n; ++k) {
     client_to_[order[k]] = std::int64_t(k);
     client_from_[k] = std::int64_t(order[k]);
+    // A renaming stays within a group: the groups keep their places.
+    LOOPSIM_ASSERT(k == 0 || clients_.group_of(ClientIndex(order[k - 1])) <= clients_.group_of(ClientIndex(order[k])));
     model::ConnId conn = clients_.conn_of_client(ClientIndex(order[k]));
     if (conn == model::no_conn) continue;
     if (conn_to_.size() <= conn) conn_to_.resize(conn + 1, -1);
+    LOOPSIM_ASSERT(conn_to_[conn] == -1);  // a connection is one client's
     conn_to_[conn] = std::int64_t(conn_from_.size());
     conn_from_.push_back(std::int64_t(conn));
   }

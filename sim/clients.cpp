@@ -72,6 +72,15 @@ ClientIndex Clients::client_of_conn(model::ConnId conn) const {
   return conn < by_conn_.size() ? by_conn_[conn] : no_client;
 }
 
+// The client a connection the kernel reports on belongs to: every connection is a client's, for
+// only clients connect (Clients::open maps it before the kernel can say anything of it).
+ClientIndex Clients::owner(model::ConnId conn) const {
+  const ClientIndex client = client_of_conn(conn);
+  LOOPSIM_ASSERT(client != no_client);
+  LOOPSIM_ASSERT_OP(clients_[std::size_t(client)].conn, ==, conn);  // the mapping both ways agrees
+  return client;
+}
+
 ClientIndex Clients::client_of_tag(const model::Tag& tag) const {
   using model::Happening;
   switch (tag.what) {
@@ -205,7 +214,10 @@ void Clients::open(ClientIndex client) {
 }
 
 void Clients::request_due(ClientIndex client) {
-  ++clients_[std::size_t(client)].due;
+  Client& c = clients_[std::size_t(client)];
+  ++c.due;
+  // A script's requests are due one at a time, each once: never more than it has.
+  LOOPSIM_ASSERT(c.group->closed_loop() || c.due <= c.group->requests.size());
   send_due(client);
 }
 
@@ -225,6 +237,7 @@ void Clients::send_due(ClientIndex client) {
     up(client, Carried::send, [this, conn = c.conn, text = together] { kernel_.send(conn, text); }, together);
     together.clear();
   };
+  LOOPSIM_ASSERT(c.conn != model::no_conn);  // established: it has its connection
   while (c.next_request < c.due) {
     if (group.closed_loop() && !closed_sending(c)) {
       c.due = c.next_request;
@@ -233,6 +246,7 @@ void Clients::send_due(ClientIndex client) {
       close_when_done(client);
       return;
     }
+    LOOPSIM_ASSERT(group.closed_loop() || c.next_request < group.requests.size());
     const std::string& path = group.closed_loop() ? next_path(group, c.draws) : group.requests[c.next_request].path;
     bool last = counted && c.next_request + 1 == limit;
     std::string text = request_text(path, last && !group.keep_alive, group);
@@ -279,14 +293,14 @@ void Clients::close_when_done(ClientIndex client) {
 }
 
 void Clients::established(model::ConnId conn) {
-  ClientIndex client = client_of_conn(conn);
-  LOOPSIM_ASSERT(client != no_client);
+  ClientIndex client = owner(conn);
   down(client, Carried::established, [this, client] { arrive_established(client); });
 }
 
 void Clients::arrive_established(ClientIndex client) {
   trace_.add(ev::Established{scheduler_.now(), client});
   Client& c = clients_[std::size_t(client)];
+  LOOPSIM_ASSERT(!c.established && !c.held_back);  // a connection is established once
   c.established = true;
   if (const auto& gap = c.group->send_after_connect) {
     // Scheduled before the kernel wakes the loop for this handshake: the natural order (the
@@ -300,6 +314,7 @@ void Clients::arrive_established(ClientIndex client) {
 }
 
 void Clients::release(ClientIndex client) {
+  LOOPSIM_ASSERT(clients_[std::size_t(client)].held_back && clients_[std::size_t(client)].established);
   clients_[std::size_t(client)].held_back = false;
   send_due(client);
 }
@@ -309,7 +324,7 @@ void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
 }
 
 void Clients::refused(model::ConnId conn, int error) {
-  ClientIndex client = client_of_conn(conn);
+  ClientIndex client = owner(conn);
   down(client, Carried::refused, [this, client, error] {
     trace_.add(ev::Refused{scheduler_.now(), client, error});
     clients_[std::size_t(client)].done = true;
@@ -317,7 +332,7 @@ void Clients::refused(model::ConnId conn, int error) {
 }
 
 void Clients::received(model::ConnId conn, std::string_view bytes) {
-  ClientIndex client = client_of_conn(conn);
+  ClientIndex client = owner(conn);
   down(client, Carried::received, [this, client, text = std::string(bytes)] {
     read_answers(client, text);
   }, bytes);
@@ -372,7 +387,7 @@ void Clients::served(model::ConnId conn, bool write, std::size_t size, std::int6
 }
 
 void Clients::peer_closed(model::ConnId conn) {
-  ClientIndex client = client_of_conn(conn);
+  ClientIndex client = owner(conn);
   down(client, Carried::peer_closed, [this, client] {
     trace_.add(ev::PeerClosed{scheduler_.now(), client});
     finish(client);
@@ -380,7 +395,7 @@ void Clients::peer_closed(model::ConnId conn) {
 }
 
 void Clients::peer_reset(model::ConnId conn) {
-  ClientIndex client = client_of_conn(conn);
+  ClientIndex client = owner(conn);
   down(client, Carried::peer_reset, [this, client] {
     trace_.add(ev::Refused{scheduler_.now(), client, ECONNRESET});
     clients_[std::size_t(client)].done = true;
@@ -388,12 +403,13 @@ void Clients::peer_reset(model::ConnId conn) {
 }
 
 void Clients::read_waiting(model::ConnId conn) {
-  ClientIndex client = client_of_conn(conn);
+  ClientIndex client = owner(conn);
   Client& c = clients_[std::size_t(client)];
   if (c.read_tick || c.group->read_rate == 0) return;
   c.read_tick = true;
   scheduler_.at(scheduler_.now() + read_tick, [this, client] {
     Client& reader = clients_[std::size_t(client)];
+    LOOPSIM_ASSERT(reader.read_tick && reader.conn != model::no_conn);
     reader.read_tick = false;
     if (!reader.done) kernel_.set_client_read_budget(reader.conn, read_share(*reader.group));
   }, tag(model::Happening::client_read, client));
@@ -403,6 +419,7 @@ void Clients::read_waiting(model::ConnId conn) {
 void Clients::finish(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (c.done) return;
+  LOOPSIM_ASSERT(c.conn != model::no_conn);  // only a client that connected has one to close
   c.done = true;
   up(client, Carried::close, [this, conn = c.conn] { kernel_.client_close(conn); });
 }

@@ -124,6 +124,8 @@ class Clients final : public model::ClientSink {
   void read_answers(ClientIndex client, std::string_view bytes);
   void finish(ClientIndex client);
   ClientIndex client_of_conn(model::ConnId conn) const;
+  // client_of_conn for a connection that must be a client's (asserted).
+  ClientIndex owner(model::ConnId conn) const;
 
   model::Scheduler& scheduler_;
   model::SimKernel& kernel_;

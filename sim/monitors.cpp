@@ -1,5 +1,7 @@
 #include "sim/monitors.hpp"
 
+#include "base/assert.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <type_traits>
@@ -225,6 +227,7 @@ void Monitors::answer_event(const ev::Answer& a) const {
   std::deque<Nanos>& waiting = waiting_[std::size_t(a.client)];
   if (waiting.empty()) return;
   const std::int64_t took = (a.t - waiting.front()).count();
+  LOOPSIM_ASSERT_OP(took, >=, 0);  // an answer comes after the request it answers was sent
   waiting.pop_front();
   for (Latency& l : latency_) {
     if (l.group != group) continue;
@@ -242,6 +245,7 @@ void Monitors::catch_up() const {
     const std::string& group = trace_->group_of(client);
     return std::any_of(latency_.begin(), latency_.end(), [&](const Latency& l) { return l.group == group; });
   };
+  LOOPSIM_ASSERT_OP(read_, <=, events.size());  // a trace only grows while it is watched
   for (; read_ < events.size(); ++read_) {
     const TraceEvent& event = events[read_];
     if (batch_) batch_event(event);

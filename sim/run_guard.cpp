@@ -1,5 +1,7 @@
 #include "sim/run_guard.hpp"
 
+#include "base/assert.hpp"
+
 #include <cstdio>
 
 #include "model/sim_kernel.hpp"
@@ -20,6 +22,8 @@ RunGuard::RunGuard(const World& world, RunLimits limits) : limits_(limits), inst
 
 std::optional<Cut> RunGuard::check(const World& world) {
   ++asked_;
+  // One guard follows one run: its time only moves on.
+  LOOPSIM_ASSERT(asked_ == 1 || world.now() >= instant_);
   if (world.now() != instant_) instant_ = world.now(), at_instant_ = 0;
   const bool stalled = world.stalled();
   if (++at_instant_ > limits_.at_instant || stalled) {

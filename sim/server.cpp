@@ -127,6 +127,7 @@ class Process final : public Server {
                    "worker " + std::to_string(failed) + " could not open its poller and listener: " + errno_name(-rc));
     }
     acceptor_ = layout.acceptor;
+    LOOPSIM_ASSERT(acceptor_ >= 0 && std::size_t(acceptor_) < loops_.size());  // one of the loops listens
     if (scenario.loop.mode == HandlerMode::pool) {
       try {
         pool_ = std::make_unique<HandlerPool>(kernel, scenario.loop.pool_threads);
@@ -156,6 +157,7 @@ class Process final : public Server {
   // R6: the outside scheduler runs a pass when the loop's poller is readable, and on a 1 Hz tick.
   void drive_inverted(Loop& loop) {
     int outer = kernel_.poller_create();
+    LOOPSIM_ASSERT_OP(outer, >=, 0);  // the loop opened its own poller: the limit let one more in
     LOOPSIM_ASSERT_OP(kernel_.watch(outer, loop.poller(), io::readable, Trigger::level), ==, 0);
     PollEvent event[1];
     while (!loop.finished()) {
@@ -198,6 +200,8 @@ class Process final : public Server {
       open += std::int64_t(loop->connections());
       handoffs += std::int64_t(loop->handoffs_pending());
     }
+    // Every connection a loop holds is a descriptor the kernel has open.
+    LOOPSIM_ASSERT_OP(std::size_t(open), <=, kernel_.open_descriptors());
     return run_end(scheduler_, kernel_, listener(), open, handoffs);
   }
   std::uint64_t passes() const override {

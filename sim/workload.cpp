@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/assert.hpp"
 #include "model/choice.hpp"
 
 namespace loopsim::sim {
@@ -223,6 +224,11 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
     case ClientGroup::Framing::mqtt: step = next_mqtt(bytes, status); break;
     case ClientGroup::Framing::prefix32: step = next_prefixed(bytes, status); break;
   }
+  // A step only takes bytes, from the front: what is left is the tail of what came.
+  LOOPSIM_ASSERT(bytes.empty() || (bytes.size() <= before.size() && bytes.data() + bytes.size() == before.data() + before.size()));
+  // An answer takes at least a byte; a step that wants more took all it was given.
+  LOOPSIM_ASSERT(step != Step::answer || bytes.size() < before.size());
+  LOOPSIM_ASSERT(step != Step::more || bytes.empty());
   // What this call took: kept (the first bytes) while the answer is not whole.
   if (step == Step::answer) {
     seen_.clear();
@@ -252,6 +258,7 @@ AnswerStream::Step AnswerStream::next_http(std::string_view& bytes, int& status)
                               : frame_head(std::string_view(head_).substr(0, end), status_, &closes_next_, &chunked);
     head_.clear();
     if (!body) return broke(bytes);
+    LOOPSIM_ASSERT(!chunked || *body == 0);  // a chunked answer's length is its chunks'
     body_left_ = chunked ? 0 : *body;
     chunk_ = chunked ? Chunk::size : Chunk::none;
     in_body_ = true;

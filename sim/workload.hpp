@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/assert.hpp"
 #include "realloop/state.hpp"
 #include "scenario/scenario.hpp"
 
@@ -159,7 +160,9 @@ enum class Drawn : std::uint8_t { connect, request, fault, post, action };
 std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b = 0, std::int64_t c = 0);
 // The instant a run takes in `window` for the happening `salt` names, from the scenario's seed.
 inline Nanos drawn_instant(const Window& window, std::uint64_t seed, std::uint64_t salt) {
-  return model::draw_instant(window, seed, salt);
+  const Nanos at = model::draw_instant(window, seed, salt);
+  LOOPSIM_ASSERT(at >= window.lo && at <= window.hi);  // an instant of the window, its ends included
+  return at;
 }
 
 // The requests a client of `group` sends at most: its script's, or a closed loop's count

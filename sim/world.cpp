@@ -123,6 +123,7 @@ struct World::Impl {
     }
     state::visit([this](std::int64_t v) { digest.add(v); }, *this, scheduler.now(), names, nullptr, to, &flag);
     digest_taken = Taken{scheduler.epoch(), to, digest.value(), flag.any};
+    LOOPSIM_ASSERT(!flag.any || to >= Nanos{0});  // only a digest up to a horizon clamps anything
     beyond = flag.any;
     return digest_taken.value;
   }
@@ -152,8 +153,13 @@ World::~World() {
 }
 
 bool World::step() {
-  if (!impl_->scheduler.step(impl_->scenario.horizon)) return false;
-  ++impl_->steps;
+  Impl& w = *impl_;
+  LOOPSIM_ASSERT(!w.finished);  // a finished world's trace is gone; nothing steps it
+  const Nanos before = w.scheduler.now();
+  if (!w.scheduler.step(w.scenario.horizon)) return false;
+  // Time never goes back, and a step runs nothing at or past the horizon.
+  LOOPSIM_ASSERT(w.scheduler.now() >= before && w.scheduler.now() < w.scenario.horizon);
+  ++w.steps;
   return true;
 }
 
@@ -290,6 +296,7 @@ std::size_t World::trace_events() const { return impl_->result.trace.events.size
 
 RunResult World::stop_short(const std::string& why, bool stalled, bool liveness_watched, bool unwind) {
   Impl& w = *impl_;
+  LOOPSIM_ASSERT(!w.finished && !why.empty());  // a run cut short says why
   if (w.lasso) w.result.trace.add(*w.lasso);
   w.result.trace.cut = why;
   w.result.trace.stalled = stalled;
@@ -305,7 +312,9 @@ RunResult World::stop_short(const std::string& why, bool stalled, bool liveness_
 
 RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
+  LOOPSIM_ASSERT(!w.finished);
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
+  LOOPSIM_ASSERT_OP(w.scheduler.now().count(), ==, w.scenario.horizon.count());  // the run reached its end
   w.clients.report_unframed();
   w.clients.report_left();
   if (w.lasso) w.result.trace.add(*w.lasso);
