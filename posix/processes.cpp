@@ -173,12 +173,16 @@ long Seam::await_child(pid_t pid, const char* call) {
                  "buffer (F_SETPIPE_SZ raises it to 1 MiB)");
     }
   }
-  if (spawn_failure != 0) return -spawn_failure;  // no child, as far as the program knows
+  // No child, as far as the program knows; but one ran and ended (glibc's posix_spawn clones,
+  // and the clone's exec failed), and Linux signals its end as any other's.
+  if (spawn_failure != 0) {
+    post_signal(SIGCHLD);
+    return -spawn_failure;
+  }
   // SIG_IGN or SA_NOCLDWAIT: Linux reaps the child itself, and a wait finds none (ECHILD).
   const auto action = actions_.find(SIGCHLD);
   const bool reaped = action != actions_.end() &&
                       (action->second.sa_handler == SIG_IGN || (action->second.sa_flags & SA_NOCLDWAIT) != 0);
-  LOOPSIM_ASSERT(std::none_of(children_.begin(), children_.end(), [pid](const auto& c) { return c.first == pid; }));
   if (!reaped) children_.emplace_back(pid, status);
   const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   trace_->events.push_back(
@@ -241,6 +245,9 @@ long Seam::child_dup(int fd, int to, bool cloexec, bool lowest) {
     if (std::size_t(made) >= fds_.size()) fds_.resize(std::size_t(made) + 1);
     fds_[std::size_t(made)] = fds_[std::size_t(fd)];
     fds_[std::size_t(made)].cloexec = cloexec;
+    // A poller's copy is a poller too: listed, so that its close forgets it as one (and what
+    // it watches is forgotten with the descriptors closed).
+    if (fds_[std::size_t(made)].kind == Kind::poller) pollers_.push_back(made);
   }
   return made;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,22 @@ int children_mode(int alone) {
   printf("posix_spawn of nothing: %s\n", strerrorname_np(rc));
   waited = wait(&status);
   report_wait("no child left", waited, status);
+
+  /* A child that copies its parent's epoll descriptor, closes the copy, and puts another copy
+   * over a number of its own (a daemon's helper tidying what it inherited). */
+  const int poller = epoll_create1(EPOLL_CLOEXEC);
+  child = fork();
+  if (child == 0) {
+    const int copy = dup(poller);
+    close(copy);
+    const int spare = dup(STDERR_FILENO);
+    dup2(poller, spare);
+    close(spare);
+    _exit(0);
+  }
+  waited = waitpid(child, &status, 0);
+  report_wait("epoll copied in a child", waited, status);
+  close(poller);
 
   /* SIGCHLD ignored: Linux reaps the children itself. */
   signal(SIGCHLD, SIG_IGN);
