@@ -190,7 +190,9 @@ long Seam::set_descriptor_limits(std::uint64_t soft, std::uint64_t hard) {
 // What Linux's fstat says of each kind, less the numbers that name a machine's devices.
 long Seam::stat(int fd, struct stat* into) {
   Inside inside(*this);
-  const Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  const Fd& f = *entry;
   *into = {};
   switch (f.kind) {
     case Kind::pipe_read:
@@ -349,7 +351,9 @@ void Seam::end_pass() {
 
 long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   bool nonblocking = f.nonblocking || nonblocking_now;
   if (peek && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
   for (;;) {
@@ -403,7 +407,9 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
 
 long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now, bool addressed) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   bool nonblocking = f.nonblocking || nonblocking_now;
   if (f.kind == Kind::eventfd) {
     std::uint64_t value = 0;
@@ -477,7 +483,9 @@ long Seam::poller_create(int flags) {
 
 long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) {
   Inside inside(*this);
-  Fd& p = held(poller);
+  Fd* entry = simulated(poller);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& p = *entry;
   if (p.kind != Kind::poller) return failed(-EINVAL);
   if (fd == poller) return failed(-EINVAL);
   if (fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind == Kind::file)
@@ -530,7 +538,9 @@ bool copy_out(void* to, const void* from, std::size_t size) {
 
 long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
   Inside inside(*this);
-  Fd& p = held(poller);
+  Fd* entry = simulated(poller);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& p = *entry;
   // Linux refuses more than INT_MAX / sizeof(epoll_event) events (EP_MAX_EVENTS), and never
   // allocates for the rest: a wait may return fewer than asked.
   constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
@@ -767,7 +777,9 @@ std::string ioctl_name(unsigned long request) {
 
 long Seam::fcntl(int fd, int cmd, long arg) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   switch (cmd) {
     case F_GETFL: {
       int mode = f.kind == Kind::pipe_read ? O_RDONLY : f.kind == Kind::pipe_write ? O_WRONLY : O_RDWR;
@@ -796,7 +808,9 @@ long Seam::fcntl(int fd, int cmd, long arg) {
 
 long Seam::ioctl(int fd, unsigned long request, void* arg) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   switch (request) {
     case FIONBIO:
       if (arg == nullptr) return failed(-EFAULT);

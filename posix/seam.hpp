@@ -313,12 +313,11 @@ class Seam final : public sim::ForeignServer {
   Kind kind_of(int fd) const {
     return fd >= 0 && std::size_t(fd) < fds_.size() ? fds_[std::size_t(fd)].kind : Kind::none;
   }
+  // The table's entry for a simulated descriptor, or null. A call an interposer passed on because
+  // its descriptor was simulated may find it gone: another of the program's threads closed it in
+  // between (a preemption before the call reached the engine), and the call fails EBADF, as
+  // Linux's would.
   Fd* simulated(int fd) { return owns(fd) ? &fds_[std::size_t(fd)] : nullptr; }
-  // A descriptor the interposer found simulated (owned) before it called in: the table's entry.
-  Fd& held(int fd) {
-    LOOPSIM_ASSERT(owns(fd));
-    return fds_[std::size_t(fd)];
-  }
   // A placeholder descriptor for `sim`. The placeholder itself is always close-on-exec; `cloexec`
   // is what the program asked for, which F_GETFD reports and exec honours (posix/processes.cpp).
   int adopt(Kind kind, int sim, bool nonblocking, bool cloexec);

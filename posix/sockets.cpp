@@ -82,7 +82,9 @@ long Seam::socket(int domain, int type) {
 
 long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind != Kind::unbound && f.kind != Kind::datagram) {
     return failed(f.kind == Kind::listener || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   }
@@ -104,7 +106,9 @@ long Seam::bind(int fd, const sockaddr* address, socklen_t length) {
 
 long Seam::listen(int fd, int backlog) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind == Kind::listener) return 0;  // Linux: a second listen changes only the backlog
   if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::unbound) return failed(f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
@@ -136,7 +140,9 @@ long Seam::listen(int fd, int backlog) {
 
 long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind == Kind::datagram) return failed(-EOPNOTSUPP);
   if (f.kind != Kind::listener) return failed(f.kind == Kind::unbound || f.kind == Kind::socket ? -EINVAL : -ENOTSOCK);
   for (;;) {
@@ -162,7 +168,9 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
 
 long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -191,7 +199,9 @@ long Seam::setsockopt(int fd, int level, int name, const void* value, socklen_t 
 
 long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* length) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -217,7 +227,9 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
 
 long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind != Kind::unbound && f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair &&
       f.kind != Kind::datagram) {
     return failed(-ENOTSOCK);
@@ -246,7 +258,9 @@ long Seam::sockname(int fd, sockaddr* address, socklen_t* length, bool peer) {
 
 long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind != Kind::datagram) refuse("connect", fd, "outbound connections are not simulated yet");
   const socklen_t needed = f.inet6 ? socklen_t(sizeof(sockaddr_in6)) : socklen_t(sizeof(sockaddr_in));
   if (address == nullptr || length < socklen_t(sizeof(sa_family_t))) return failed(-EINVAL);
@@ -264,7 +278,9 @@ long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
 
 long Seam::shutdown(int fd, int how) {
   Inside inside(*this);
-  Fd& f = held(fd);
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
+  Fd& f = *entry;
   if (f.kind == Kind::unbound || (f.kind == Kind::datagram && !f.connected)) return failed(-ENOTCONN);
   if (f.kind == Kind::datagram) return how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR ? 0 : failed(-EINVAL);
   if (f.kind != Kind::listener && f.kind != Kind::socket && f.kind != Kind::pair) return failed(-ENOTSOCK);
