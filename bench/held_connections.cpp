@@ -309,7 +309,7 @@ EngineFigures engine_only(const sim::Scenario& s) {
 
 struct Held {
   std::int64_t open = -1, backlog = -1;
-  Nanos last_accept{0};
+  Instant last_accept{};
   std::size_t events = 0;
 };
 
@@ -441,17 +441,17 @@ int main(int argc, char** argv) {
   const double per_conn = double(peak) / n;
   const double trace_per_conn = double(retained) / n;
   std::printf("held connections: %d idle keep-alive clients, 1,000,000/s from 0 ms, horizon %.1f s\n",
-              connections, double(scenario.horizon.count()) / 1e9);
+              connections, double(loopsim::since_start(scenario.horizon).count()) / 1e9);
   std::printf("  all accepted and held: accepted %d, open at the end %lld, backlog 0, refused 0; "
               "last accept at %.3f ms virtual\n",
-              connections, (long long)held.open, double(held.last_accept.count()) / 1e6);
+              connections, (long long)held.open, double(since_start(held.last_accept).count()) / 1e6);
   std::printf("  run: %zu passes, %zu scheduler steps, %zu trace events (%.2f per connection), "
               "%zu heap allocations (%.1f per connection)\n",
               run_passes, run_steps, held.events, double(held.events) / n, allocations,
               double(allocations) / n);
   std::printf("%s\n\n", kinds.c_str());
   std::printf("wall of sim::run (whole run: set-up, %0.1f s virtual, teardown), %d runs\n",
-              double(scenario.horizon.count()) / 1e9, runs);
+              double(loopsim::since_start(scenario.horizon).count()) / 1e9, runs);
   std::printf("  median %.3f s, min %.3f s, max %.3f s   (all:", wall_median, wall_min, wall_max);
   for (double w : wall) std::printf(" %.3f", w);
   std::printf(")\n  the counted run before them (first run, cold heap, counting on): %.3f s\n",

@@ -25,8 +25,8 @@ T median(std::vector<T> values) {
 
 // The time of the last answer any client received (the part of the run with work in it), and
 // how many answers there were.
-loopsim::Nanos last_answer(const loopsim::sim::Trace& trace, std::size_t& answers) {
-  loopsim::Nanos last{0};
+loopsim::Instant last_answer(const loopsim::sim::Trace& trace, std::size_t& answers) {
+  loopsim::Instant last{};
   answers = 0;
   for (const auto& event : trace.events) {
     if (std::holds_alternative<loopsim::sim::ev::Answer>(event)) {
@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
     double wall_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
     events = result.trace.events.size();
     wall_ms.push_back(wall_ns / 1e6);
-    to_horizon.push_back(double(scenario.horizon.count()) / wall_ns);
-    to_last_answer.push_back(double(last_answer(result.trace, answers).count()) / wall_ns);
+    to_horizon.push_back(double(loopsim::since_start(scenario.horizon).count()) / wall_ns);
+    to_last_answer.push_back(double(loopsim::since_start(last_answer(result.trace, answers)).count()) / wall_ns);
     answers_per_s.push_back(double(answers) * 1e9 / wall_ns);
   }
   std::printf("scenario            %s (base arm, %zu trace events a run)\n", path.c_str(), events);
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
               *std::min_element(wall_ms.begin(), wall_ms.end()),
               *std::max_element(wall_ms.begin(), wall_ms.end()));
   std::printf("virtual / wall      %.0fx to the horizon (%.1f s virtual), median\n",
-              median(to_horizon), double(scenario.horizon.count()) / 1e9);
+              median(to_horizon), double(loopsim::since_start(scenario.horizon).count()) / 1e9);
   std::printf("                    %.0fx to the last answer, median\n", median(to_last_answer));
   std::printf("requests / wall s   %.0f (%zu answered a run, trace recorded), median\n",
               median(answers_per_s), answers);

@@ -155,8 +155,8 @@ struct SpinState {
   bool answered = false;
   std::size_t returned = 0;   // that wait's events
   std::uint64_t pass = 0;
-  std::optional<Nanos> began; // the pass's wait was called then, if the trace says
-  std::optional<Nanos> next;  // the next wait was called then
+  std::optional<Instant> began; // the pass's wait was called then, if the trace says
+  std::optional<Instant> next;  // the next wait was called then
   std::int64_t run = 0;       // idle passes in a row
   std::uint64_t run_from = 0; // the first pass of the run
   std::size_t run_from_event = 0;  // ...and its wait's events, for when the run began
@@ -211,18 +211,18 @@ void judge_end(const ev::RunEnd& end, std::size_t end_at, Verdict& v, Findings& 
 }
 
 // Judges what the scan saw, and run_end's state; with `max`, the drain's time too.
-void judge_shutdown(const sim::ShutdownScan& scan, const Trace& trace, std::optional<Nanos> max, Verdict& v) {
+void judge_shutdown(const sim::ShutdownScan& scan, const Trace& trace, std::optional<Duration> max, Verdict& v) {
   const sim::ShutdownScan::Breaches& breaches = scan.breaches();
   Findings found;
   if (breaches.first) breaks_at(v, *breaches.first);
   found.add(breaches.handlers_before_close, std::to_string(breaches.handlers_before_close) +
                                         " handler(s) begun after the shutdown was asked, before the listener closed");
   if (max && scan.asked()) {
-    const Nanos took = scan.drain_time();
-    if (took.count() < 0 || took > *max) {
+    const std::optional<Duration> took = scan.drain_time();
+    if (!took || *took > *max) {
       breaks_at(v, run_end_index(trace).value_or(trace.events.size() - 1));
-      found.add(1, took.count() < 0 ? "no worker exited after the shutdown was asked"
-                                    : "the drain took " + ms_text(took) + " from the shutdown's asking to the last exit");
+      found.add(1, !took ? "no worker exited after the shutdown was asked"
+                         : "the drain took " + ms_text(*took) + " from the shutdown's asking to the last exit");
     }
   }
   found.add(breaches.late_accepts, std::to_string(breaches.late_accepts) + " accept(s) on a closed listener");
@@ -343,7 +343,7 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
   std::map<std::int64_t, std::size_t> posted;  // id -> its post event, for the posts judged
   std::set<std::int64_t> ran;
   std::int64_t twice = 0;
-  std::optional<std::pair<std::int64_t, Nanos>> worst;  // id, latency
+  std::optional<std::pair<std::int64_t, Duration>> worst;  // id, latency
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
     auto* p = std::get_if<ev::Post>(&event);
@@ -356,7 +356,7 @@ Verdict post_latency(const Trace& trace, const sim::Expectation& expect, const C
       breaks_at(v, i);
       continue;
     }
-    Nanos latency = r->t - sim::time_of(trace.events[it->second]);
+    Duration latency = r->t - sim::time_of(trace.events[it->second]);
     if (!worst || latency > worst->second) worst.emplace(r->id, latency);
     if (latency.count() > v.bound) breaks_at(v, i);
   }
@@ -409,7 +409,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
         v.measured = s.failed_accepts;
         worst = "worker " + std::to_string(a->worker) + " made " + std::to_string(s.failed_accepts) +
                 " failing accepts in a row without a wait (from " + sim::errno_name(-a->result) + " at " +
-                std::to_string(sim::time_of(trace.events[s.failed_from]).count() / 1000) + " us)";
+                std::to_string(since_start(sim::time_of(trace.events[s.failed_from])).count() / 1000) + " us)";
       }
     }
     if (auto* b = std::get_if<ev::PassBegin>(&event)) {
@@ -453,7 +453,7 @@ Verdict no_spin(const Trace& trace, const sim::Expectation& expect) {
 
 Verdict shutdown_clean(const Trace& trace, const sim::Expectation& expect) {
   Verdict v = counted("shutdown_clean");
-  std::optional<Nanos> max;
+  std::optional<Duration> max;
   if (expect.max) {
     if (expect.max->unit != sim::Bound::Unit::time) {
       v.held = false;
@@ -461,7 +461,7 @@ Verdict shutdown_clean(const Trace& trace, const sim::Expectation& expect) {
                  expect.max->text + "\"";
       return v;
     }
-    max = Nanos(std::llround(expect.max->value));
+    max = Duration(std::llround(expect.max->value));
     v.bound_text = expect.max->text;
   }
   if (!any_shutdown(trace)) {

@@ -34,15 +34,15 @@ std::size_t add(Trace& t, TraceEvent event) {
 }
 
 std::size_t accept(Trace& t, int fd, ClientIndex client, int worker = 0, Door door = Door::listener) {
-  return add(t, ev::Accept{0ms, worker, door, fd, client});
+  return add(t, ev::Accept{Instant{0ms}, worker, door, fd, client});
 }
 
-std::size_t pass_begin(Trace& t, std::uint64_t pass, std::optional<Nanos> timeout, int worker = 0) {
-  return add(t, ev::PassBegin{0ms, worker, pass, timeout});
+std::size_t pass_begin(Trace& t, std::uint64_t pass, std::optional<Duration> timeout, int worker = 0) {
+  return add(t, ev::PassBegin{Instant{0ms}, worker, pass, timeout});
 }
 
 std::size_t pass_end(Trace& t, std::uint64_t pass, int worker = 0, bool accept_owed = false) {
-  return add(t, ev::PassEnd{0ms, worker, pass, accept_owed, false});
+  return add(t, ev::PassEnd{Instant{0ms}, worker, pass, accept_owed, false});
 }
 
 // One pass that accepts clients first .. first + n - 1 from the listener; their accepts' indices.
@@ -55,7 +55,7 @@ std::vector<std::size_t> accepting_pass(Trace& t, std::uint64_t pass, int first,
 }
 
 std::size_t run_end(Trace& t, std::int64_t open = 0, std::int64_t handoffs = 0) {
-  return add(t, ev::RunEnd{1s, 0, open, handoffs, 0});
+  return add(t, ev::RunEnd{Instant{1s}, 0, open, handoffs, 0});
 }
 
 Expectation count_bounds(std::optional<std::int64_t> min, std::optional<std::int64_t> max = {}) {
@@ -65,7 +65,7 @@ Expectation count_bounds(std::optional<std::int64_t> min, std::optional<std::int
   return e;
 }
 
-Expectation within(Nanos max, std::string of = "") {
+Expectation within(Duration max, std::string of = "") {
   Expectation e;
   e.of = std::move(of);
   e.max = Bound{Bound::Unit::time, double(max.count()), "max"};
@@ -79,8 +79,8 @@ Expectation within(Nanos max, std::string of = "") {
 TEST_CASE("capacity holds when the peak reaches min, and reports back-pressure apart from refusals") {
   Trace t = loop_trace(4, 16, 3);
   for (int c = 0; c < 3; ++c) accept(t, 5 + c, c);
-  add(t, ev::Backpressure{0ms, 0, 3});
-  add(t, ev::Close{1ms, 0, 5, 0});
+  add(t, ev::Backpressure{Instant{0ms}, 0, 3});
+  add(t, ev::Close{Instant{1ms}, 0, 5, 0});
   accept(t, 5, 3);
   run_end(t, 3);
   Verdict v = capacity(t, count_bounds(3));
@@ -97,8 +97,8 @@ TEST_CASE("capacity fails on a refusal while the loop held fewer than its ceilin
   accept(t, 5, 0);
   accept(t, 6, 1);
   accept(t, 7, 2);  // accepted, then reset: never held
-  std::size_t refuse = add(t, ev::Refuse{0ms, 0, 7, 2});
-  add(t, ev::Close{0ms, 0, 7, 2});
+  std::size_t refuse = add(t, ev::Refuse{Instant{0ms}, 0, 7, 2});
+  add(t, ev::Close{Instant{0ms}, 0, 7, 2});
   run_end(t, 2);
   Verdict v = capacity(t, count_bounds(2));
   CHECK_FALSE(v.held);
@@ -113,7 +113,7 @@ TEST_CASE("capacity lets a refusal at the ceiling pass, but not a peak short of 
   accept(t, 5, 0);
   accept(t, 6, 1);
   accept(t, 7, 2);
-  std::size_t refuse = add(t, ev::Refuse{0ms, 0, 7, 2});
+  std::size_t refuse = add(t, ev::Refuse{Instant{0ms}, 0, 7, 2});
   run_end(t, 2);
   CHECK(capacity(t, count_bounds(2)).held);
   Verdict short_of_min = capacity(t, count_bounds(3));
@@ -138,10 +138,10 @@ TEST_CASE("capacity fails when the peak passes max, at the accept that passed it
 TEST_CASE("capacity counts a handed-off connection once, on the worker that admits it") {
   Trace t = loop_trace(2);
   accept(t, 5, 0, 0);
-  add(t, ev::Handoff{0ms, 0, 1, 0});
+  add(t, ev::Handoff{Instant{0ms}, 0, 1, 0});
   accept(t, 5, 0, 1, Door::handoff);
   accept(t, 6, 1, 0);
-  add(t, ev::Close{0ms, 0, 5, 0});  // not worker 0's any more: it left with the hand-off
+  add(t, ev::Close{Instant{0ms}, 0, 5, 0});  // not worker 0's any more: it left with the hand-off
   run_end(t, 2);
   Verdict v = capacity(t, count_bounds(2));
   CHECK(v.held);
@@ -152,34 +152,34 @@ TEST_CASE("capacity counts a handed-off connection once, on the worker that admi
 
 TEST_CASE("post_latency holds when every post runs within max, and measures the worst") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{0ms, 1, "bg"});
-  add(t, ev::Post{1ms, 2, "bg"});
-  add(t, ev::PostRun{1ms, 0, 1});
-  add(t, ev::PostRun{3ms, 0, 2});
+  add(t, ev::Post{Instant{0ms}, 1, "bg"});
+  add(t, ev::Post{Instant{1ms}, 2, "bg"});
+  add(t, ev::PostRun{Instant{1ms}, 0, 1});
+  add(t, ev::PostRun{Instant{3ms}, 0, 2});
   Verdict v = post_latency(t, within(2ms), Costs{});
   CHECK(v.held);
-  CHECK(v.measured == Nanos(2ms).count());
+  CHECK(v.measured == Duration(2ms).count());
   CHECK(v.unit == Unit::ns);
 }
 
 TEST_CASE("post_latency fails on a post that waited behind a whole batch") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{0ms, 1, "bg"});
-  add(t, ev::PostRun{1ms, 0, 1});
-  add(t, ev::Post{10ms, 2, "bg"});
-  std::size_t late = add(t, ev::PostRun{51ms, 0, 2});
+  add(t, ev::Post{Instant{0ms}, 1, "bg"});
+  add(t, ev::PostRun{Instant{1ms}, 0, 1});
+  add(t, ev::Post{Instant{10ms}, 2, "bg"});
+  std::size_t late = add(t, ev::PostRun{Instant{51ms}, 0, 2});
   Verdict v = post_latency(t, within(2ms), Costs{});
   CHECK_FALSE(v.held);
-  CHECK(v.measured == Nanos(41ms).count());
+  CHECK(v.measured == Duration(41ms).count());
   CHECK(v.first_bad == late);
   CHECK(v.detail == "the slowest (id 2) ran 41.0 ms after it was posted");
 }
 
 TEST_CASE("post_latency fails with -1 on a post that never ran") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{0ms, 1, "bg"});
-  std::size_t lost = add(t, ev::Post{0ms, 2, "bg"});
-  add(t, ev::PostRun{1ms, 0, 1});
+  add(t, ev::Post{Instant{0ms}, 1, "bg"});
+  std::size_t lost = add(t, ev::Post{Instant{0ms}, 2, "bg"});
+  add(t, ev::PostRun{Instant{1ms}, 0, 1});
   Verdict v = post_latency(t, within(2ms), Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.measured == -1);
@@ -188,15 +188,15 @@ TEST_CASE("post_latency fails with -1 on a post that never ran") {
 
 TEST_CASE("post_latency with of judges only that poster's posts") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{0ms, 1, "bg"});
-  add(t, ev::Post{0ms, 2, "slow"});
-  add(t, ev::PostRun{1ms, 0, 1});
-  std::size_t slow_run = add(t, ev::PostRun{9ms, 0, 2});
+  add(t, ev::Post{Instant{0ms}, 1, "bg"});
+  add(t, ev::Post{Instant{0ms}, 2, "slow"});
+  add(t, ev::PostRun{Instant{1ms}, 0, 1});
+  std::size_t slow_run = add(t, ev::PostRun{Instant{9ms}, 0, 2});
   CHECK(post_latency(t, within(2ms, "bg"), Costs{}).held);
   Verdict v = post_latency(t, within(2ms, "slow"), Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.of == "slow");
-  CHECK(v.measured == Nanos(9ms).count());
+  CHECK(v.measured == Duration(9ms).count());
   CHECK(v.first_bad == slow_run);
   Verdict nobody = post_latency(t, within(2ms, "nobody"), Costs{});
   CHECK_FALSE(nobody.held);
@@ -206,9 +206,9 @@ TEST_CASE("post_latency with of judges only that poster's posts") {
 
 TEST_CASE("post_latency fails on a post callback that ran twice") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{0ms, 1, "bg"});
-  add(t, ev::PostRun{1ms, 0, 1});
-  std::size_t again = add(t, ev::PostRun{1ms, 0, 1});
+  add(t, ev::Post{Instant{0ms}, 1, "bg"});
+  add(t, ev::PostRun{Instant{1ms}, 0, 1});
+  std::size_t again = add(t, ev::PostRun{Instant{1ms}, 0, 1});
   Verdict v = post_latency(t, within(2ms), Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.first_bad == again);
@@ -222,24 +222,24 @@ namespace {
 // `fds` ready, and the kernel's count of calls that got something done since the previous wait.
 struct Passes {
   Trace t = loop_trace(1);
-  Nanos now{0};
+  Duration now{0};
   std::uint64_t pass = 0;
   // One pass; returns the index of its wait's return.
-  std::size_t wait(std::optional<Nanos> timeout, Nanos waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
+  std::size_t wait(std::optional<Duration> timeout, Duration waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
     ++pass;
-    add(t, ev::PassBegin{now, worker, pass, timeout});
+    add(t, ev::PassBegin{Instant{now}, worker, pass, timeout});
     now += waited;
-    return add(t, ev::Events{now, worker, pass, std::move(fds), work_before});
+    return add(t, ev::Events{Instant{now}, worker, pass, std::move(fds), work_before});
   }
   // `n` passes whose waits return the listener at once, each followed by a failing accept: the
   // level-triggered EMFILE spin, whatever the timeout asked.
   // `first_work`: the count the first of them brings for the pass before it.
-  std::size_t emfile_passes(int n, std::int64_t first_work = 0, Nanos timeout = 1s, int worker = 0) {
+  std::size_t emfile_passes(int n, std::int64_t first_work = 0, Duration timeout = 1s, int worker = 0) {
     std::size_t first = 0;
     for (int i = 0; i < n; ++i) {
       std::size_t at = wait(timeout, 0ns, i == 0 ? first_work : 0, {listener}, worker);
       if (i == 0) first = at;
-      add(t, ev::Accept{now, worker, Door::listener, -EMFILE, no_client});
+      add(t, ev::Accept{Instant{now}, worker, Door::listener, -EMFILE, no_client});
       now += 1us;  // a failing call's cost
     }
     return first;
@@ -269,7 +269,7 @@ TEST_CASE("no_spin: passes at once that each finish a request are work, though t
     p.wait(1s, 1s, 0);
     for (int i = 0; i < 6; ++i) {
       p.wait(0ns, 0ns, 0, {7});
-      if (answering) add(p.t, ev::RequestEnd{p.now, 0, 7, 0, 200});
+      if (answering) add(p.t, ev::RequestEnd{Instant{p.now}, 0, 7, 0, 200});
     }
     p.wait(1s, 0ns, 0);
     return no_spin(p.t, count_bounds({}, 3));
@@ -357,7 +357,7 @@ TEST_CASE("no_spin lets failed accepts be when a wait that blocks, a success or 
   Passes p;
   for (int i = 0; i < 10; ++i) {
     p.wait(1s, 100ms, 0, {listener});
-    add(p.t, ev::Accept{p.now, 0, Door::listener, -EMFILE, no_client});
+    add(p.t, ev::Accept{Instant{p.now}, 0, Door::listener, -EMFILE, no_client});
   }
   p.wait(1s, 100ms, 0, {listener});
   accept(p.t, -EMFILE, no_client);
@@ -391,14 +391,14 @@ TEST_CASE("no_spin reads an older trace without the kernel's counts by its progr
   Trace t = loop_trace(1);
   for (std::uint64_t n = 1; n <= 5; ++n) {
     pass_begin(t, n, 0ns);
-    add(t, ev::Events{0ms, 0, n, {listener}});  // work unknown
-    add(t, ev::Accept{0ms, 0, Door::listener, -EMFILE, no_client});
+    add(t, ev::Events{Instant{0ms}, 0, n, {listener}});  // work unknown
+    add(t, ev::Accept{Instant{0ms}, 0, Door::listener, -EMFILE, no_client});
   }
   CHECK_FALSE(no_spin(t, count_bounds({}, 3)).held);
   Trace busy = loop_trace(1);
   for (std::uint64_t n = 1; n <= 5; ++n) {
     pass_begin(busy, n, 0ns);
-    add(busy, ev::Events{0ms, 0, n, {listener}});
+    add(busy, ev::Events{Instant{0ms}, 0, n, {listener}});
     accept(busy, 5, 0);  // progress
   }
   CHECK(no_spin(busy, count_bounds({}, 3)).held);
@@ -415,13 +415,13 @@ Trace shut_down(bool owed_after_close) {
   accept(t, 5, 0);
   pass_end(t, 1);
   pass_begin(t, 2, 1s);
-  add(t, ev::ShutdownBegin{1ms, 0});
+  add(t, ev::ShutdownBegin{Instant{1ms}, 0});
   accept(t, 6, 1, 0, Door::handoff);  // R5: admits what a sibling handed over
-  add(t, ev::ListenerClosed{1ms, 0});
+  add(t, ev::ListenerClosed{Instant{1ms}, 0});
   if (owed_after_close) accept(t, 7, no_client);  // the owed batch drains a closed listener
-  add(t, ev::Close{2ms, 0, 5, 0});
-  add(t, ev::Close{2ms, 0, 6, 1});
-  add(t, ev::LoopExit{2ms, 0, 0});
+  add(t, ev::Close{Instant{2ms}, 0, 5, 0});
+  add(t, ev::Close{Instant{2ms}, 0, 6, 1});
+  add(t, ev::LoopExit{Instant{2ms}, 0, 0});
   pass_end(t, 2, 0, owed_after_close);
   run_end(t);
   return t;
@@ -444,9 +444,9 @@ TEST_CASE("shutdown_clean judges an exit holding connections by what their clien
     for (TraceEvent& e : t.events) {
       if (auto* x = std::get_if<ev::LoopExit>(&e)) x->open_connections = 2;
     }
-    if (owed) t.events.insert(t.events.begin() + 2, ev::Send{0ms, 0, "/"});  // before the exit
+    if (owed) t.events.insert(t.events.begin() + 2, ev::Send{Instant{0ms}, 0, "/"});  // before the exit
     // The answer written before the exit reaches its client after it.
-    if (answered_later) t.events.insert(t.events.end() - 1, ev::Answer{3ms, 0, "/", 200});
+    if (answered_later) t.events.insert(t.events.end() - 1, ev::Answer{Instant{3ms}, 0, "/", 200});
     return t;
   };
   Verdict idle = shutdown_clean(exits_holding(false, false));
@@ -473,7 +473,7 @@ TEST_CASE("shutdown_clean fails at an accept on the listener after it closed") {
 TEST_CASE("shutdown_clean fails when connections, hand-offs or a loop are left at the end") {
   Trace t = shut_down(false);
   std::erase_if(t.events, [](const TraceEvent& e) { return std::holds_alternative<ev::LoopExit>(e); });
-  t.events.back() = ev::RunEnd{1s, 0, 1, 2, 0};
+  t.events.back() = ev::RunEnd{Instant{1s}, 0, 1, 2, 0};
   Verdict v = shutdown_clean(t);
   CHECK_FALSE(v.held);
   CHECK(v.measured == 4);  // no exit, two hand-offs waiting, one connection open
@@ -486,10 +486,10 @@ TEST_CASE("shutdown_clean fails when connections, hand-offs or a loop are left a
 TEST_CASE("shutdown_clean fails at a handler begun after the asking and before the close, and at a drain past max") {
   Trace t = shut_down(false);
   // Asked at 0.5 ms; a handler begins at 0.8 ms, before the listener closes at 1 ms.
-  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{500us});
+  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{Instant{500us}});
   auto closed = std::find_if(t.events.begin(), t.events.end(),
                              [](const TraceEvent& e) { return std::holds_alternative<ev::ShutdownBegin>(e); });
-  t.events.insert(closed, ev::RequestBegin{800us, 0, 5, 0, "/slow"});
+  t.events.insert(closed, ev::RequestBegin{Instant{800us}, 0, 5, 0, "/slow"});
   Verdict v = shutdown_clean(t);
   CHECK_FALSE(v.held);
   CHECK(v.measured == 1);
@@ -509,9 +509,9 @@ TEST_CASE("shutdown_clean fails on a queued connection that the listener's close
   Trace t = shut_down(false);
   // Client 2 completed its handshake before the shutdown and was never accepted: the close of
   // the listener resets it. Client 3, refused after the close, never connected: no breach.
-  t.events.insert(t.events.begin() + 1, ev::Established{0ms, 2});
-  t.events.insert(t.events.end() - 1, ev::Refused{2ms, 2, ECONNRESET});
-  t.events.insert(t.events.end() - 1, ev::Refused{2ms, 3, ECONNREFUSED});
+  t.events.insert(t.events.begin() + 1, ev::Established{Instant{0ms}, 2});
+  t.events.insert(t.events.end() - 1, ev::Refused{Instant{2ms}, 2, ECONNRESET});
+  t.events.insert(t.events.end() - 1, ev::Refused{Instant{2ms}, 3, ECONNREFUSED});
   Verdict v = shutdown_clean(t);
   CHECK_FALSE(v.held);
   CHECK(v.measured == 1);
@@ -524,23 +524,23 @@ TEST_CASE("shutdown_clean: a client that hears of its handshake after its accept
   Trace t = shut_down(false);
   // Over a delaying network, client 0 learns it is connected after the loop accepted it; a
   // reset it meets later is the loop's close, not the listener's (answered judges that).
-  t.events.insert(t.events.begin() + 4, ev::Established{500us, 0});
-  t.events.insert(t.events.end() - 1, ev::Refused{3ms, 0, ECONNRESET});
+  t.events.insert(t.events.begin() + 4, ev::Established{Instant{500us}, 0});
+  t.events.insert(t.events.end() - 1, ev::Refused{Instant{3ms}, 0, ECONNRESET});
   Verdict v = shutdown_clean(t);
   CHECK(v.held);
   // The same client queued before its accept and reset by the listener's close still counts.
   Trace queued = shut_down(false);
-  queued.events.insert(queued.events.begin() + 1, ev::Established{0ms, 2});
-  queued.events.insert(queued.events.end() - 1, ev::Refused{2ms, 2, ECONNRESET});
+  queued.events.insert(queued.events.begin() + 1, ev::Established{Instant{0ms}, 2});
+  queued.events.insert(queued.events.end() - 1, ev::Refused{Instant{2ms}, 2, ECONNRESET});
   CHECK_FALSE(shutdown_clean(queued).held);
 }
 
 TEST_CASE("shutdown_clean fails on a hand-off that a shutdown dropped instead of admitting") {
   Trace t = shut_down(false);
-  t.events.insert(t.events.begin(), ev::Handoff{0ms, 1, 0, 1});  // worker 0 admits it at shutdown
+  t.events.insert(t.events.begin(), ev::Handoff{Instant{0ms}, 1, 0, 1});  // worker 0 admits it at shutdown
   CHECK(shutdown_clean(t).held);
   std::size_t dropped = t.events.size() - 1;  // just before run_end: nobody admits it
-  t.events.insert(t.events.begin() + std::ptrdiff_t(dropped), ev::Handoff{3ms, 1, 0, 0});
+  t.events.insert(t.events.begin() + std::ptrdiff_t(dropped), ev::Handoff{Instant{3ms}, 1, 0, 0});
   Verdict v = shutdown_clean(t);  // run_end counts nothing waiting: the connection was closed
   CHECK_FALSE(v.held);
   CHECK(v.measured == 1);
@@ -569,7 +569,7 @@ TEST_CASE("batch_bound holds when each door gives at most max a pass") {
   accept(t, 6, 1);
   accept(t, 7, 2, 0, Door::handoff);
   accept(t, 8, 3, 0, Door::handoff);
-  add(t, ev::Accept{0ms, 0, Door::listener, -EAGAIN, no_client});
+  add(t, ev::Accept{Instant{0ms}, 0, Door::listener, -EAGAIN, no_client});
   pass_end(t, 1, 0, true);
   pass_begin(t, 2, 0ns);
   accept(t, 9, 4);
@@ -624,7 +624,7 @@ TEST_CASE("batch_bound takes R1's default batch, not the batch of the run it jud
 TEST_CASE("batch_bound fails on a run that accepted nothing, or a max that is not a count") {
   Trace t = loop_trace(1);
   pass_begin(t, 1, 1s);
-  add(t, ev::Accept{0ms, 0, Door::listener, -EAGAIN, no_client});
+  add(t, ev::Accept{Instant{0ms}, 0, Door::listener, -EAGAIN, no_client});
   pass_end(t, 1);
   std::size_t end = run_end(t);
   Verdict none = batch_bound(t, Expectation{});
@@ -642,9 +642,9 @@ TEST_CASE("batch_bound fails on a run that accepted nothing, or a max that is no
 TEST_CASE("batch_bound leaves out the hand-offs a shutdown admits") {
   Trace t = loop_trace(3, 1);
   pass_begin(t, 1, 1s);
-  add(t, ev::ShutdownBegin{0ms, 0});
+  add(t, ev::ShutdownBegin{Instant{0ms}, 0});
   for (int c = 0; c < 3; ++c) accept(t, 5 + c, c, 0, Door::handoff);
-  add(t, ev::ListenerClosed{0ms, 0});
+  add(t, ev::ListenerClosed{Instant{0ms}, 0});
   pass_end(t, 1);
   CHECK(batch_bound(t, count_bounds({}, 1)).held);
 }
@@ -699,13 +699,13 @@ TEST_CASE("capacity's max at the peak holds, one below the peak fails, one above
 
 TEST_CASE("post_latency at its bound holds, one nanosecond over it fails, one under it holds") {
   Trace t = loop_trace(0);
-  add(t, ev::Post{1ms, 1, "bg"});
-  std::size_t ran = add(t, ev::PostRun{3ms, 0, 1});
+  add(t, ev::Post{Instant{1ms}, 1, "bg"});
+  std::size_t ran = add(t, ev::PostRun{Instant{3ms}, 0, 1});
   CHECK(post_latency(t, within(2ms), Costs{}).held);
   CHECK(post_latency(t, within(2ms + 1ns), Costs{}).held);
   Verdict over = post_latency(t, within(2ms - 1ns), Costs{});
   CHECK_FALSE(over.held);
-  CHECK(over.measured == Nanos(2ms).count());
+  CHECK(over.measured == Duration(2ms).count());
   CHECK(over.first_bad == ran);
 }
 
@@ -734,8 +734,8 @@ TEST_CASE("no_spin's failing accepts at its bound hold, one over it fails, one u
 
 TEST_CASE("shutdown_clean's drain at its max holds, one nanosecond over it fails, one under it holds") {
   Trace t = shut_down(false);
-  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{500us});  // the last exit is at 2 ms
-  auto max = [](Nanos drain) {
+  t.events.insert(t.events.begin() + 1, ev::ShutdownAsked{Instant{500us}});  // the last exit is at 2 ms
+  auto max = [](Duration drain) {
     sim::Expectation e;
     e.max = sim::Bound{sim::Bound::Unit::time, double(drain.count()), "drain"};
     return e;

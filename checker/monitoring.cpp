@@ -31,7 +31,7 @@ bool watch(sim::Monitors& monitors, const sim::Expectation& e, const Costs& cost
   else if (e.property == "no_stranded_backlog") monitors.watch_idle_wait(bound);
   else if (e.property == "batch_bound") monitors.watch_batch(batch_bound_of(e));
   else if (e.property == "no_spin") monitors.watch_spin(no_spin_bound_of(e));
-  else if (e.property == "shutdown_clean") monitors.watch_shutdown(e.max ? std::optional(Nanos(bound)) : std::nullopt);
+  else if (e.property == "shutdown_clean") monitors.watch_shutdown(e.max ? std::optional(Duration(bound)) : std::nullopt);
   else monitors.watch_posts(e.of, bound);
   return true;
 }

@@ -23,8 +23,8 @@ namespace ev = sim::ev;
 namespace {
 
 // The time and event index of each answer to a member of `group`, in trace order.
-std::vector<std::pair<Nanos, std::size_t>> answers_of(const Trace& trace, const std::string& group) {
-  std::vector<std::pair<Nanos, std::size_t>> out;
+std::vector<std::pair<Instant, std::size_t>> answers_of(const Trace& trace, const std::string& group) {
+  std::vector<std::pair<Instant, std::size_t>> out;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     auto* a = std::get_if<ev::Answer>(&trace.events[i]);
     if (a != nullptr && trace.group_of(a->client) == group) out.emplace_back(a->t, i);
@@ -115,13 +115,13 @@ Verdict left_unanswered(Verdict v, const std::string& group, const Unanswered& l
 
 // Each request of `group` to its answer; a client's answers come in the order of its sends.
 struct RequestTimes {
-  Nanos worst{0};
+  Duration worst{0};
   std::optional<std::size_t> first_over;  // the first answer later than the bound
   std::optional<std::size_t> unanswered;  // the first send never answered
 };
 
 RequestTimes request_times(const Trace& trace, const std::string& group, std::int64_t bound) {
-  std::map<sim::ClientIndex, std::deque<std::pair<Nanos, std::size_t>>> sent;  // per client
+  std::map<sim::ClientIndex, std::deque<std::pair<Instant, std::size_t>>> sent;  // per client
   RequestTimes out;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
@@ -129,7 +129,7 @@ RequestTimes request_times(const Trace& trace, const std::string& group, std::in
     if (s != nullptr && trace.group_of(s->client) == group) sent[s->client].emplace_back(s->t, i);
     auto* a = std::get_if<ev::Answer>(&event);
     if (a == nullptr || trace.group_of(a->client) != group || sent[a->client].empty()) continue;
-    Nanos took = a->t - sent[a->client].front().first;
+    Duration took = a->t - sent[a->client].front().first;
     sent[a->client].pop_front();
     out.worst = std::max(out.worst, took);
     if (took.count() > bound && !out.first_over) out.first_over = i;
@@ -168,8 +168,8 @@ class IdleClock {
  public:
   explicit IdleClock(std::int64_t workers)
       : blocked_(std::size_t(std::max<std::int64_t>(1, workers)), false) {}
-  Nanos at(Nanos t) const { return total_ + (since_ ? t - *since_ : Nanos(0)); }
-  void set_blocked(int worker, bool now_blocked, Nanos t) {
+  Duration at(Instant t) const { return total_ + (since_ ? t - *since_ : Duration(0)); }
+  void set_blocked(int worker, bool now_blocked, Instant t) {
     auto w = std::size_t(worker);
     if (w >= blocked_.size() || blocked_[w] == now_blocked) return;
     blocked_[w] = now_blocked;
@@ -182,34 +182,34 @@ class IdleClock {
  private:
   std::vector<bool> blocked_;
   std::size_t blocked_count_ = 0;
-  Nanos total_{0};
-  std::optional<Nanos> since_;
+  Duration total_{0};
+  std::optional<Instant> since_;
 };
 
 // The longest a connection waited at a door (R1: the listener's backlog, or the hand-off
 // channel a sibling passed it on) while the loop was idle, and the accept that ended the wait.
 struct DoorWait {
-  Nanos worst{0};
+  Duration worst{0};
   std::optional<std::size_t> at;
   Door door = Door::listener;
 };
 
 DoorWait longest_idle_wait(const Trace& trace) {
   IdleClock idle(trace.workers);
-  std::map<sim::ClientIndex, Nanos> reached;  // idle time when each connection reached its door
+  std::map<sim::ClientIndex, Duration> reached;  // idle time when each connection reached its door
   DoorWait out;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& event = trace.events[i];
-    Nanos t = sim::time_of(event);
+    Instant t = sim::time_of(event);
     if (auto* p = std::get_if<ev::PassBegin>(&event)) {
-      idle.set_blocked(p->worker, p->timeout != Nanos(0), t);
+      idle.set_blocked(p->worker, p->timeout != Duration(0), t);
     }
     if (auto* e = std::get_if<ev::Events>(&event)) idle.set_blocked(e->worker, false, t);
     if (auto* e = std::get_if<ev::Established>(&event)) reached[e->client] = idle.at(t);
     if (auto* h = std::get_if<ev::Handoff>(&event)) reached[h->client] = idle.at(t);
     auto* a = std::get_if<ev::Accept>(&event);
     if (a == nullptr || a->client == sim::no_client || !reached.count(a->client)) continue;
-    Nanos waited = idle.at(t) - reached[a->client];
+    Duration waited = idle.at(t) - reached[a->client];
     reached.erase(a->client);
     if (waited <= out.worst) continue;
     out = {waited, i, a->door};
@@ -219,9 +219,9 @@ DoorWait longest_idle_wait(const Trace& trace) {
 
 }  // namespace
 
-Nanos request_cost(const Trace& trace) {
-  std::map<int, Nanos> begun;  // fd -> begin time; requests on one descriptor are sequential
-  std::vector<Nanos> costs;
+Duration request_cost(const Trace& trace) {
+  std::map<int, Instant> begun;  // fd -> begin time; requests on one descriptor are sequential
+  std::vector<Duration> costs;
   for (const TraceEvent& event : trace.events) {
     if (auto* b = std::get_if<ev::RequestBegin>(&event)) begun[b->fd] = b->t;
     if (auto* e = std::get_if<ev::RequestEnd>(&event); e != nullptr && begun.count(e->fd)) {
@@ -229,7 +229,7 @@ Nanos request_cost(const Trace& trace) {
       begun.erase(e->fd);
     }
   }
-  if (costs.empty()) return Nanos(0);
+  if (costs.empty()) return Duration(0);
   std::nth_element(costs.begin(), costs.begin() + std::ptrdiff_t(costs.size() / 2), costs.end());
   return costs[costs.size() / 2];
 }
@@ -247,7 +247,7 @@ Verdict bounded_by_max(const std::string& property, const sim::Expectation& expe
   return v;
 }
 
-std::string ms_text(Nanos t) {
+std::string ms_text(Duration t) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f ms", double(t.count()) / 1e6);
   return buffer;
@@ -393,12 +393,12 @@ Verdict latency(const Trace& trace, const sim::Expectation& expect, const Costs&
   if (after_lost.count > 0) {
     return left_unanswered(std::move(v), expect.after, after_lost, ", so the clock never started");
   }
-  Nanos from = after.back().first;
+  Instant from = after.back().first;
   auto [answer_at, index] = answers.back();
-  Nanos gap = answer_at - from;
+  Duration gap = answer_at - from;
   v.measured = gap.count();  // negative when `of` was answered first: reported as it is
   v.held = v.measured <= v.bound;
-  if (gap < Nanos(0)) {
+  if (gap < Duration(0)) {
     v.detail = expect.of + " answered " + ms_text(-gap) + " before " + expect.after + "'s answer";
   }
   if (!v.held) {
@@ -427,13 +427,13 @@ Verdict max_gap(const Trace& trace, const sim::Expectation& expect, const Costs&
                            ", so the gap after its one answer never closed");
   }
   for (std::size_t i = 1; i < answers.size(); ++i) {
-    Nanos gap = answers[i].first - answers[i - 1].first;
+    Duration gap = answers[i].first - answers[i - 1].first;
     if (gap.count() <= v.measured) continue;
     v.measured = gap.count();
     if (gap.count() > v.bound && !v.first_bad) v.first_bad = answers[i].second;
   }
   v.held = v.measured <= v.bound;
-  if (!v.held) v.detail = "two answers to " + expect.of + " " + ms_text(Nanos(v.measured)) + " apart";
+  if (!v.held) v.detail = "two answers to " + expect.of + " " + ms_text(Duration(v.measured)) + " apart";
   return v;
 }
 
@@ -562,7 +562,7 @@ bool known_property(const std::string& name) { return sim::property_kind(name) !
 
 std::vector<Verdict> evaluate(const Trace& trace, const std::vector<sim::Expectation>& expect,
                               Costs costs) {
-  if (costs.request == Nanos(0)) costs.request = request_cost(trace);
+  if (costs.request == Duration(0)) costs.request = request_cost(trace);
   std::vector<Verdict> verdicts;
   for (const sim::Expectation& e : expect) verdicts.push_back(judge_of(e.property).evaluate(trace, e, costs));
   if (trace.cut.empty()) return verdicts;

@@ -33,19 +33,20 @@ struct Verdict {
 
 // What bounds written in "requests" and "batches" are measured in.
 struct Costs {
-  Nanos request{0};   // the measured cost of one request (see request_cost)
+  Duration request{0};   // the measured cost of one request (see request_cost)
   int batch = LoopConfig{}.accept_batch;  // accepts in one batch
 };
 
 // The median time the loop spent serving one request in this trace: what "1 request" means.
-Nanos request_cost(const sim::Trace& trace);
+Duration request_cost(const sim::Trace& trace);
 // A bound in nanoseconds or as a count.
 std::int64_t resolve(const sim::Bound& bound, const Costs& costs);
 // A verdict on `property` about `expect.of` with `expect.max` as its bound, not yet judged.
 Verdict bounded_by_max(const std::string& property, const sim::Expectation& expect,
                        const Costs& costs);
-// "41.2 ms", for detail lines.
-std::string ms_text(Nanos t);
+// "41.2 ms", for detail lines: a length, or an instant as its time since the run's start.
+std::string ms_text(Duration t);
+inline std::string ms_text(Instant t) { return ms_text(since_start(t)); }
 
 // Every request answered exactly once: none lost, none duplicated.
 // `of` (optional): only that group's requests count, as when a flood is shed by the kernel

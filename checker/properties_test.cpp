@@ -20,17 +20,17 @@ Trace two_groups() {
   t.groups = {"a", "b"};
   t.group_sizes = {1, 3};
   t.clients = {{0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {1, 2, 1}};
-  for (ClientIndex c = 0; c < 4; ++c) t.events.push_back(ev::Connect{0ms, c});
+  for (ClientIndex c = 0; c < 4; ++c) t.events.push_back(ev::Connect{Instant{0ms}, c});
   return t;
 }
 
-void answer(Trace& t, Nanos at, ClientIndex c) {
-  t.events.push_back(ev::Answer{at, c, "/x", 200});
+void answer(Trace& t, Duration at, ClientIndex c) {
+  t.events.push_back(ev::Answer{Instant{at}, c, "/x", 200});
 }
 
-void serve(Trace& t, Nanos begin, Nanos end, int fd) {
-  t.events.push_back(ev::RequestBegin{begin, 0, fd, no_client, "/x"});
-  t.events.push_back(ev::RequestEnd{end, 0, fd, no_client, 200});
+void serve(Trace& t, Duration begin, Duration end, int fd) {
+  t.events.push_back(ev::RequestBegin{Instant{begin}, 0, fd, no_client, "/x"});
+  t.events.push_back(ev::RequestEnd{Instant{end}, 0, fd, no_client, 200});
 }
 
 Expectation expect(std::string property, std::string of, Bound max, std::string after = "") {
@@ -88,7 +88,7 @@ TEST_CASE("answered fails on a request answered twice") {
 TEST_CASE("answered forgives a client that reset, not one answered twice") {
   Trace t = two_groups();
   for (ClientIndex c = 0; c < 3; ++c) answer(t, 10ms, c);
-  t.events.push_back(ev::Reset{15ms, 3});  // withdrew its request
+  t.events.push_back(ev::Reset{Instant{15ms}, 3});  // withdrew its request
   CHECK(answered(t).held);
   answer(t, 20ms, 3);
   answer(t, 20ms, 3);  // and yet two answers reached it: the second was someone else's
@@ -99,9 +99,9 @@ TEST_CASE("answered forgives a client that reset, not one answered twice") {
 
 TEST_CASE("no_stranded_backlog fails when connections are still queued at the end") {
   Trace t = two_groups();
-  t.events.push_back(ev::RunEnd{20s, 0, 0, 0, 0});
+  t.events.push_back(ev::RunEnd{Instant{20s}, 0, 0, 0, 0});
   CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).held);
-  t.events.back() = ev::RunEnd{20s, 89, 0, 0, 0};
+  t.events.back() = ev::RunEnd{Instant{20s}, 89, 0, 0, 0};
   Verdict v = no_stranded_backlog(t, Expectation{}, Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.measured == 89);
@@ -109,15 +109,15 @@ TEST_CASE("no_stranded_backlog fails when connections are still queued at the en
 
 TEST_CASE("no_stranded_backlog with max fails when a connection waited while the loop slept") {
   Trace t = two_groups();
-  t.events.push_back(ev::Established{0ms, 1});
-  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});  // a blocking wait...
-  t.events.push_back(ev::Events{1s, 0, 1, {}});        // ...that slept a whole second
-  t.events.push_back(ev::Accept{1s, 0, Door::listener, 5, 1});
-  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
+  t.events.push_back(ev::Established{Instant{0ms}, 1});
+  t.events.push_back(ev::PassBegin{Instant{0ms}, 0, 1, 1s});  // a blocking wait...
+  t.events.push_back(ev::Events{Instant{1s}, 0, 1, {}});        // ...that slept a whole second
+  t.events.push_back(ev::Accept{Instant{1s}, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::RunEnd{Instant{2s}, 0, 0, 0, 0});
   Expectation e = expect("no_stranded_backlog", "", ms(500));
   Verdict v = no_stranded_backlog(t, e, Costs{});
   CHECK_FALSE(v.held);
-  CHECK(v.measured == Nanos(1s).count());
+  CHECK(v.measured == Duration(1s).count());
   e.max = ms(1500);
   CHECK(no_stranded_backlog(t, e, Costs{}).held);
 }
@@ -127,15 +127,15 @@ TEST_CASE("no_stranded_backlog counts hand-offs nobody admitted, and a trace wit
   // channel. The listener's backlog is empty; the hand-off door is not.
   Trace t = two_groups();
   t.workers = 2;
-  t.events.push_back(ev::RunEnd{20s, 0, 0, 0, 0});
+  t.events.push_back(ev::RunEnd{Instant{20s}, 0, 0, 0, 0});
   CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).held);
-  t.events.back() = ev::RunEnd{20s, 0, 0, 3, 0};
+  t.events.back() = ev::RunEnd{Instant{20s}, 0, 0, 3, 0};
   Verdict v = no_stranded_backlog(t, Expectation{}, Costs{});
   CHECK_FALSE(v.held);
   CHECK(v.measured == 3);
   CHECK(v.first_bad == t.events.size() - 1);
   CHECK(v.detail == "0 connection(s) still queued and 3 handed over but not admitted at the end of the run");
-  t.events.back() = ev::RunEnd{20s, 2, 0, 3, 0};
+  t.events.back() = ev::RunEnd{Instant{20s}, 2, 0, 3, 0};
   CHECK(no_stranded_backlog(t, Expectation{}, Costs{}).measured == 5);
   t.events.pop_back();
   Verdict unknown = no_stranded_backlog(t, Expectation{}, Costs{});
@@ -146,19 +146,19 @@ TEST_CASE("no_stranded_backlog counts hand-offs nobody admitted, and a trace wit
 TEST_CASE("no_stranded_backlog with max fails on a hand-off that waited while both loops slept") {
   Trace t = two_groups();
   t.workers = 2;
-  t.events.push_back(ev::Established{0ms, 1});
-  t.events.push_back(ev::Accept{0ms, 0, Door::listener, 5, 1});
-  t.events.push_back(ev::Handoff{0ms, 0, 1, 1});
-  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});  // both loops block...
-  t.events.push_back(ev::PassBegin{0ms, 1, 1, 1s});
-  t.events.push_back(ev::Events{1s, 1, 1, {}});       // ...and the sibling wakes a second later
+  t.events.push_back(ev::Established{Instant{0ms}, 1});
+  t.events.push_back(ev::Accept{Instant{0ms}, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::Handoff{Instant{0ms}, 0, 1, 1});
+  t.events.push_back(ev::PassBegin{Instant{0ms}, 0, 1, 1s});  // both loops block...
+  t.events.push_back(ev::PassBegin{Instant{0ms}, 1, 1, 1s});
+  t.events.push_back(ev::Events{Instant{1s}, 1, 1, {}});       // ...and the sibling wakes a second later
   std::size_t admitted = t.events.size();
-  t.events.push_back(ev::Accept{1s, 1, Door::handoff, 5, 1});
-  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
+  t.events.push_back(ev::Accept{Instant{1s}, 1, Door::handoff, 5, 1});
+  t.events.push_back(ev::RunEnd{Instant{2s}, 0, 0, 0, 0});
   Expectation e = expect("no_stranded_backlog", "", ms(500));
   Verdict v = no_stranded_backlog(t, e, Costs{});
   CHECK_FALSE(v.held);
-  CHECK(v.measured == Nanos(1s).count());
+  CHECK(v.measured == Duration(1s).count());
   CHECK(v.first_bad == admitted);
   CHECK(v.detail == "a connection waited 1000.0 ms at the handoff door while the loop was idle");
   e.max = ms(1500);
@@ -173,12 +173,12 @@ TEST_CASE("latency fails when one answer comes too long after another") {
   answer(t, 800ms, 3);
   CHECK(latency(t, expect("latency", "a", ms(100), "b"), Costs{}).held);
   Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
-  CHECK(v.measured == Nanos(-50ms).count());  // b's last answer came after a's
+  CHECK(v.measured == Duration(-50ms).count());  // b's last answer came after a's
   Verdict tight = latency(t, expect("latency", "b", ms(100), "a"), Costs{});
   CHECK(tight.held);
   Verdict late = latency(t, expect("latency", "b", ms(10), "a"), Costs{});
   CHECK_FALSE(late.held);
-  CHECK(late.measured == Nanos(50ms).count());
+  CHECK(late.measured == Duration(50ms).count());
 }
 
 TEST_CASE("latency after another group reports a negative gap as it is, and still bounds it") {
@@ -189,11 +189,11 @@ TEST_CASE("latency after another group reports a negative gap as it is, and stil
   answer(t, 700ms, 3);
   Verdict v = latency(t, expect("latency", "a", ms(10), "b"), Costs{});
   CHECK(v.held);  // answered first: not stuck behind b
-  CHECK(v.measured == Nanos(-600ms).count());
+  CHECK(v.measured == Duration(-600ms).count());
   CHECK(v.detail == "a answered 600.0 ms before b's answer");
   Verdict reverse = latency(t, expect("latency", "b", ms(10), "a"), Costs{});
   CHECK_FALSE(reverse.held);
-  CHECK(reverse.measured == Nanos(600ms).count());
+  CHECK(reverse.measured == Duration(600ms).count());
   CHECK(reverse.first_bad == t.events.size() - 1);
 }
 
@@ -202,10 +202,10 @@ TEST_CASE("latency after another group fails when a request of either was never 
   // answer that was measured is not the one that was late.
   Trace t = two_groups();
   t.clients[0].requests = 2;
-  t.events.push_back(ev::Send{50ms, 0, "/x"});
+  t.events.push_back(ev::Send{Instant{50ms}, 0, "/x"});
   answer(t, 100ms, 0);
   std::size_t second = t.events.size();
-  t.events.push_back(ev::Send{200ms, 0, "/x"});
+  t.events.push_back(ev::Send{Instant{200ms}, 0, "/x"});
   for (ClientIndex c = 1; c < 4; ++c) answer(t, 600ms, c);
   Verdict v = latency(t, expect("latency", "a", ms(100), "b"), Costs{});
   CHECK_FALSE(v.held);
@@ -250,7 +250,7 @@ TEST_CASE("latency measures bounds in batches of the measured request cost") {
   CHECK(costs.request == 10ms);
   Bound b{Bound::Unit::batches, 1.5, "1.5 batches"};
   Verdict v = latency(t, expect("latency", "a", b, "b"), costs);
-  CHECK(v.bound == Nanos(240ms).count());
+  CHECK(v.bound == Duration(240ms).count());
   CHECK_FALSE(v.held);  // 280 ms > 240 ms
 }
 
@@ -258,18 +258,18 @@ TEST_CASE("latency without after measures each request to its own answer") {
   // The flood's probe: a held client asks again and again; each answer counts from its send.
   Trace t = two_groups();
   t.clients[0].requests = 3;
-  for (Nanos at : {100ms, 200ms, 300ms}) {
-    t.events.push_back(ev::Send{at, 0, "/fast"});
+  for (Duration at : {100ms, 200ms, 300ms}) {
+    t.events.push_back(ev::Send{Instant{at}, 0, "/fast"});
     answer(t, at + (at == 200ms ? 30ms : 1ms), 0);
   }
   Verdict v = latency(t, expect("latency", "a", ms(50)), Costs{});
   CHECK(v.held);
-  CHECK(v.measured == Nanos(30ms).count());
+  CHECK(v.measured == Duration(30ms).count());
   Verdict slow = latency(t, expect("latency", "a", ms(10)), Costs{});
   CHECK_FALSE(slow.held);
-  CHECK(slow.measured == Nanos(30ms).count());
+  CHECK(slow.measured == Duration(30ms).count());
   CHECK(slow.first_bad == 4 + 3);  // after the connects: send, answer, send, answer (230 ms)
-  t.events.push_back(ev::Send{400ms, 0, "/fast"});
+  t.events.push_back(ev::Send{Instant{400ms}, 0, "/fast"});
   Verdict lost = latency(t, expect("latency", "a", ms(50)), Costs{});
   CHECK_FALSE(lost.held);
   CHECK(lost.measured == -1);
@@ -291,7 +291,7 @@ TEST_CASE("max_gap fails on the widest gap between answers of a group") {
   answer(t, 1030ms, 3);
   Verdict v = max_gap(t, expect("max_gap", "b", ms(500)), Costs{});
   CHECK_FALSE(v.held);
-  CHECK(v.measured == Nanos(1010ms).count());
+  CHECK(v.measured == Duration(1010ms).count());
   CHECK(v.first_bad == t.events.size() - 1);
   CHECK(max_gap(t, expect("max_gap", "b", ms(1500)), Costs{}).held);
 }
@@ -345,14 +345,14 @@ TEST_CASE("an arm holds only when exactly the properties it names were violated"
 
 TEST_CASE("liveness fails on a run that came back to a waiting state, or ended with nothing to do") {
   Trace t = two_groups();
-  t.events.push_back(ev::RunEnd{20s, 1, 0, 0, 0});
+  t.events.push_back(ev::RunEnd{Instant{20s}, 1, 0, 0, 0});
   CHECK(liveness(t).held);  // the backlog is no_stranded_backlog's: no cycle was seen
-  t.events.insert(t.events.end() - 1, ev::Lasso{2070ms, 1070ms, 1, false});
+  t.events.insert(t.events.end() - 1, ev::Lasso{Instant{2070ms}, Instant{1070ms}, 1, false});
   Verdict cycle = liveness(t);
   CHECK_FALSE(cycle.held);
   CHECK(cycle.measured == 1);
   CHECK(cycle.first_bad == t.events.size() - 2);
-  t.events[t.events.size() - 2] = ev::Lasso{3s, 3s, 2, true};
+  t.events[t.events.size() - 2] = ev::Lasso{Instant{3s}, Instant{3s}, 2, true};
   Verdict dead = liveness(t);
   CHECK_FALSE(dead.held);
   CHECK(dead.detail.find("nothing is left to happen") != std::string::npos);
@@ -379,7 +379,7 @@ TEST_CASE("liveness is judged only on a trace whose run watched for a lasso, oth
   Verdict quiet = liveness(watched);
   CHECK(quiet.decided);
   CHECK(quiet.held);
-  watched.events.push_back(ev::Lasso{5ms, 2ms, 3, false});
+  watched.events.push_back(ev::Lasso{Instant{5ms}, Instant{2ms}, 3, false});
   Verdict lasso = liveness(watched);
   CHECK_FALSE(lasso.held);
   CHECK(lasso.measured == 3);
@@ -404,10 +404,10 @@ Bound nanos(std::int64_t ns) { return Bound{Bound::Unit::time, double(ns), std::
 
 TEST_CASE("latency at its bound holds, one nanosecond over it fails, one under it holds") {
   Trace t = two_groups();
-  t.events.push_back(ev::Send{100ms, 0, "/x"});
+  t.events.push_back(ev::Send{Instant{100ms}, 0, "/x"});
   std::size_t answered_at = t.events.size();
   answer(t, 130ms, 0);
-  const std::int64_t took = Nanos(30ms).count();
+  const std::int64_t took = Duration(30ms).count();
   Verdict at = latency(t, expect("latency", "a", nanos(took)), Costs{});
   CHECK(at.held);
   CHECK(at.measured == took);
@@ -422,7 +422,7 @@ TEST_CASE("latency after another group at its bound holds, one nanosecond over i
   Trace t = two_groups();
   for (ClientIndex c = 1; c < 4; ++c) answer(t, 600ms, c);
   answer(t, 650ms, 0);
-  const std::int64_t gap = Nanos(50ms).count();
+  const std::int64_t gap = Duration(50ms).count();
   Verdict at = latency(t, expect("latency", "a", nanos(gap), "b"), Costs{});
   CHECK(at.held);
   CHECK(at.measured == gap);
@@ -437,7 +437,7 @@ TEST_CASE("max_gap at its bound holds, one nanosecond over it fails, one under i
   answer(t, 10ms, 1);
   answer(t, 20ms, 2);
   answer(t, 1030ms, 3);
-  const std::int64_t gap = Nanos(1010ms).count();
+  const std::int64_t gap = Duration(1010ms).count();
   Verdict at = max_gap(t, expect("max_gap", "b", nanos(gap)), Costs{});
   CHECK(at.held);
   CHECK(at.measured == gap);
@@ -450,12 +450,12 @@ TEST_CASE("max_gap at its bound holds, one nanosecond over it fails, one under i
 
 TEST_CASE("no_stranded_backlog's idle wait at its bound holds, one nanosecond over it fails, one under it holds") {
   Trace t = two_groups();
-  t.events.push_back(ev::Established{0ms, 1});
-  t.events.push_back(ev::PassBegin{0ms, 0, 1, 1s});
-  t.events.push_back(ev::Events{1s, 0, 1, {}});
-  t.events.push_back(ev::Accept{1s, 0, Door::listener, 5, 1});
-  t.events.push_back(ev::RunEnd{2s, 0, 0, 0, 0});
-  const std::int64_t waited = Nanos(1s).count();
+  t.events.push_back(ev::Established{Instant{0ms}, 1});
+  t.events.push_back(ev::PassBegin{Instant{0ms}, 0, 1, 1s});
+  t.events.push_back(ev::Events{Instant{1s}, 0, 1, {}});
+  t.events.push_back(ev::Accept{Instant{1s}, 0, Door::listener, 5, 1});
+  t.events.push_back(ev::RunEnd{Instant{2s}, 0, 0, 0, 0});
+  const std::int64_t waited = Duration(1s).count();
   Verdict at = no_stranded_backlog(t, expect("no_stranded_backlog", "", nanos(waited)), Costs{});
   CHECK(at.held);
   CHECK(at.measured == waited);

@@ -26,11 +26,13 @@ constexpr std::size_t choices_told = 10;
 constexpr std::size_t clients_told = 8;
 constexpr std::size_t clients_told_well = 3;
 
-std::string at(Nanos t) {
+// "12.500 ms": a length, or (at) an instant as its time since the run's start.
+std::string length(Duration t) {
   char buffer[40];
   std::snprintf(buffer, sizeof buffer, "%.3f ms", double(t.count()) / 1e6);
   return buffer;
 }
+std::string at(Instant t) { return length(since_start(t)); }
 
 std::string count_of(std::int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -94,12 +96,12 @@ struct Told {
   // the first few of them, found in a second pass over the sends.
   std::vector<std::string> unanswered_paths;
   bool established = false, refused = false, reset = false, closed_by_server = false;
-  std::optional<Nanos> accepted;
+  std::optional<Instant> accepted;
   std::int64_t read = 0, reads = 0, empty_reads = 0, ends_read = 0, read_errors = 0;
   std::int64_t wrote = 0, writes = 0, short_writes = 0, full_writes = 0, write_errors = 0;
   std::int64_t unread = 0, unsent = 0;
   std::string refusal;     // "ECONNRESET"
-  Nanos refused_at{0};
+  Instant refused_at{};
 
   std::int64_t unanswered() const { return sent - answered; }
   std::int64_t never_sent() const { return meant > sent ? meant - sent : 0; }
@@ -121,9 +123,9 @@ std::string choice_meaning(const ev::Choice& c) {
 // Instants, summed up: how many, the first and the last, and up to three of them.
 struct Instants {
   std::int64_t count = 0;
-  Nanos low{0}, high{0};
-  std::vector<Nanos> first;
-  void add(Nanos t) {
+  Instant low{}, high{};
+  std::vector<Instant> first;
+  void add(Instant t) {
     low = count == 0 ? t : std::min(low, t);
     high = count == 0 ? t : std::max(high, t);
     if (first.size() < 3) first.push_back(t);
@@ -351,7 +353,7 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
     if (last_wait != nullptr) {
       line += "; its last wait began at " + at(last_wait->t) + " with " +
               (!last_wait->timeout ? std::string("no timeout (until something happens)")
-                                   : "a timeout of " + at(*last_wait->timeout));
+                                   : "a timeout of " + length(*last_wait->timeout));
     }
     if (end != nullptr && end->backlog > 0)
       line += "; at the end " + count_of(end->backlog, "connection was", "connections were") + " still queued on its listener";
@@ -491,9 +493,9 @@ std::string decision_graph(const Trace& trace, const std::vector<Verdict>& verdi
   struct Node {
     std::vector<std::string> label;
     std::string style;
-    Nanos t;
+    Instant t;
   };
-  std::vector<Node> nodes = {{{"the run begins at 0 ms"}, "", Nanos(0)}};
+  std::vector<Node> nodes = {{{"the run begins at 0 ms"}, "", Instant{}}};
   std::ostringstream edges;
   std::size_t previous = 0;
   Between between;
@@ -503,14 +505,14 @@ std::string decision_graph(const Trace& trace, const std::vector<Verdict>& verdi
     between = Between{};
     previous = to;
   };
-  auto add_node = [&](std::vector<std::string> label, std::string style, Nanos t) {
+  auto add_node = [&](std::vector<std::string> label, std::string style, Instant t) {
     nodes.push_back({std::move(label), std::move(style), t});
     edge_to(nodes.size() - 1);
   };
   // Natural choices in a row are one node, its label made when the row ends; what happens among
   // them goes on the edge out of it.
   std::int64_t natural = 0, folded = 0;
-  Nanos natural_low{0}, natural_high{0}, last{0};
+  Instant natural_low{}, natural_high{}, last{};
   auto end_natural = [&] {
     if (natural == 0) return;
     nodes[previous].label = {count_of(natural, "choice", "choices") + " took the natural option",

@@ -61,14 +61,14 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
   trace.groups = {"c"};
   trace.group_sizes = {2};
   trace.clients = {{0, 0, 1}, {0, 1, 1}};
-  trace.add(sim::ev::Choice{Nanos(5'000'000), std::uint8_t(model::ChoiceKind::land), 3, 2});
-  trace.add(sim::ev::Connect{Nanos(5'000'000), 1});
-  trace.add(sim::ev::Choice{Nanos(6'000'000), std::uint8_t(model::ChoiceKind::order), 2, 0});
-  trace.add(sim::ev::Accept{Nanos(7'000'000), 0, Door::listener, 6, 1});
-  trace.add(sim::ev::Read{Nanos(7'000'000), 1, 512, 512});
-  trace.add(sim::ev::Read{Nanos(7'000'000), 1, 512, -EAGAIN});
-  trace.add(sim::ev::Wrote{Nanos(7'000'000), 1, 70000, 16384});
-  trace.add(sim::ev::Left{Nanos(9'000'000), 1, 100, 53616});
+  trace.add(sim::ev::Choice{Instant{Duration(5'000'000)}, std::uint8_t(model::ChoiceKind::land), 3, 2});
+  trace.add(sim::ev::Connect{Instant{Duration(5'000'000)}, 1});
+  trace.add(sim::ev::Choice{Instant{Duration(6'000'000)}, std::uint8_t(model::ChoiceKind::order), 2, 0});
+  trace.add(sim::ev::Accept{Instant{Duration(7'000'000)}, 0, Door::listener, 6, 1});
+  trace.add(sim::ev::Read{Instant{Duration(7'000'000)}, 1, 512, 512});
+  trace.add(sim::ev::Read{Instant{Duration(7'000'000)}, 1, 512, -EAGAIN});
+  trace.add(sim::ev::Wrote{Instant{Duration(7'000'000)}, 1, 70000, 16384});
+  trace.add(sim::ev::Left{Instant{Duration(9'000'000)}, 1, 100, 53616});
   const std::string told = joined(checker::story(trace, {}));
   INFO(told);
   CHECK(told.find("1 choice took another than the natural option:\nat 5.000 ms, land 2 of 3: a windowed happening "
@@ -77,9 +77,9 @@ TEST_CASE("story: each choice off the natural path is told with what came of it"
   CHECK(told.find("100 bytes it sent were never read; 53616 bytes the server wrote never reached it") != std::string::npos);
   CHECK(told.find("c#0: never connected; 0 of 0 answered; 1 request it meant to send never went out.") != std::string::npos);
   // A connection queued and then reset is told as both, with what it lost.
-  trace.add(sim::ev::Established{Nanos(1), 0});
-  trace.add(sim::ev::Send{Nanos(1), 0, "/q"});
-  trace.add(sim::ev::Refused{Nanos(8'000'000), 0, ECONNRESET});
+  trace.add(sim::ev::Established{Instant{Duration(1)}, 0});
+  trace.add(sim::ev::Send{Instant{Duration(1)}, 0, "/q"});
+  trace.add(sim::ev::Refused{Instant{Duration(8'000'000)}, 0, ECONNRESET});
   CHECK(joined(checker::story(trace, {})).find("c#0: its handshake completed, and the server never accepted it; then it "
                                                 "was reset (ECONNRESET at 8.000 ms); 0 of 1 answered (never answered: \"/q\")") !=
         std::string::npos);
@@ -94,15 +94,15 @@ TEST_CASE("decision graph: each choice off the natural path a red node, natural 
   trace.groups = {"c"};
   trace.group_sizes = {1};
   trace.clients = {{0, 0, 1}};
-  trace.add(sim::ev::Choice{Nanos(1'000'000), std::uint8_t(model::ChoiceKind::order), 2, 0});
-  trace.add(sim::ev::Choice{Nanos(2'000'000), std::uint8_t(model::ChoiceKind::order), 2, 0});
-  trace.add(sim::ev::Connect{Nanos(2'000'000), 0});
-  trace.add(sim::ev::Choice{Nanos(5'000'000), std::uint8_t(model::ChoiceKind::land), 3, 2});
-  trace.add(sim::ev::Send{Nanos(5'000'000), 0, "/q"});
-  trace.add(sim::ev::Accept{Nanos(7'000'000), 0, Door::listener, 6, 0});
-  trace.add(sim::ev::Read{Nanos(7'000'000), 0, 512, 34});
-  trace.add(sim::ev::Wrote{Nanos(7'000'000), 0, 100, 60});
-  trace.add(sim::ev::Lasso{Nanos(9'000'000), Nanos(6'000'000), 1, false});
+  trace.add(sim::ev::Choice{Instant{Duration(1'000'000)}, std::uint8_t(model::ChoiceKind::order), 2, 0});
+  trace.add(sim::ev::Choice{Instant{Duration(2'000'000)}, std::uint8_t(model::ChoiceKind::order), 2, 0});
+  trace.add(sim::ev::Connect{Instant{Duration(2'000'000)}, 0});
+  trace.add(sim::ev::Choice{Instant{Duration(5'000'000)}, std::uint8_t(model::ChoiceKind::land), 3, 2});
+  trace.add(sim::ev::Send{Instant{Duration(5'000'000)}, 0, "/q"});
+  trace.add(sim::ev::Accept{Instant{Duration(7'000'000)}, 0, Door::listener, 6, 0});
+  trace.add(sim::ev::Read{Instant{Duration(7'000'000)}, 0, 512, 34});
+  trace.add(sim::ev::Wrote{Instant{Duration(7'000'000)}, 0, 100, 60});
+  trace.add(sim::ev::Lasso{Instant{Duration(9'000'000)}, Instant{Duration(6'000'000)}, 1, false});
   checker::Verdict bad;
   bad.property = "answered";
   bad.held = false;

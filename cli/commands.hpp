@@ -78,7 +78,7 @@ inline CLI::Validator whole_number(std::uint64_t min) {
 }
 
 // A duration given as option `name` ("--time-limit"), or a ScenarioError at that option.
-inline Nanos option_duration(const std::string& name, const std::string& text) {
+inline Duration option_duration(const std::string& name, const std::string& text) {
   try {
     return sim::parse_duration(text);
   } catch (const std::invalid_argument& e) {

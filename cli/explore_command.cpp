@@ -56,7 +56,7 @@ std::string file_stem(const sim::Scenario& scenario, const sim::Arm& arm) {
 std::string with_fault_budget(const std::string& text, const sim::Scenario& scenario, const ExploreArgs& args) {
   return text + "\n# added by explore --faults " + std::to_string(args.faults) +
          "\n[[faults]]\nkind = \"accept_error\"\nerrno = \"" + args.fault_errno +
-         "\"\nat = \"0ns\"\nuntil = \"" + std::to_string(scenario.horizon.count()) +
+         "\"\nat = \"0ns\"\nuntil = \"" + std::to_string(since_start(scenario.horizon).count()) +
          "ns\"\ncount = " + std::to_string(args.faults) + "\n";
 }
 
@@ -303,7 +303,7 @@ int explore_file(const ExploreArgs& args) {
     doc["maximize"] = args.maximize;
     doc["worst"] = result.worst->measured;
     doc["worst_text"] = result.worst->verdict.unit == checker::Unit::ns
-                            ? checker::ms_text(Nanos(result.worst->measured))
+                            ? checker::ms_text(Duration(result.worst->measured))
                             : std::to_string(result.worst->measured);
     doc["worst_execution"] = result.worst->execution;
     doc["judged"] = result.judged;

@@ -24,7 +24,7 @@ namespace loopsim::cli {
 namespace {
 
 constexpr double agree_within = 0.10;  // live and simulated figures within 10 % agree
-constexpr Nanos agree_floor = std::chrono::milliseconds(1);
+constexpr Duration agree_floor = std::chrono::milliseconds(1);
 
 struct ProbeArgs {
   std::string file;
@@ -54,12 +54,18 @@ void parse_live(const std::string& live, probe::LiveOptions& options) {
   options.port = std::uint16_t(std::stoi(port));
 }
 
-std::string time_text(Nanos t) {
-  if (t < Nanos{0}) return "never";
+std::string time_text(Duration t) {
+  if (t < Duration{0}) return "never";
   std::ostringstream out;
   out << std::fixed << std::setprecision(t < std::chrono::milliseconds(10) ? 2 : 1) << double(t.count()) / 1e6 << " ms";
   return out.str();
 }
+
+std::string time_text(std::optional<Duration> t) { return t ? time_text(*t) : "never"; }
+// An instant as time_text writes its time since the start; none: "never".
+std::string time_text(std::optional<Instant> t) { return t ? time_text(since_start(*t)) : "never"; }
+// The same as nanoseconds for ratio_text and agrees, which read -1 as never.
+std::int64_t ns_or_never(std::optional<Instant> t) { return t ? since_start(*t).count() : -1; }
 
 std::string ratio_text(std::int64_t simulated, std::int64_t live) {
   auto r = probe::ratio(simulated, live);
@@ -78,7 +84,7 @@ bool agrees(std::int64_t simulated, std::int64_t live, bool time) {
 }
 
 std::string measured_text(const checker::Verdict& v) {
-  if (v.unit == checker::Unit::ns) return time_text(Nanos(v.measured));
+  if (v.unit == checker::Unit::ns) return time_text(Duration(v.measured));
   return std::to_string(v.measured);
 }
 
@@ -133,7 +139,7 @@ int probe_scenario(const ProbeArgs& args) {
     server_text = "loopsim live --config " + args.file;
   }
   std::cerr << "probe: simulated; now live against " << options.address << ":" << options.port << " for at most "
-            << time_text(std::min(scenario.horizon, options.time_limit)) << "\n";
+            << time_text(std::min(since_start(scenario.horizon), options.time_limit)) << "\n";
   const probe::LiveRun live = probe::drive_live(scenario, options);
   const int server_status = args.live == "self" ? server.stop() : 0;
   if (!live.error.empty()) {
@@ -174,7 +180,7 @@ int probe_scenario(const ProbeArgs& args) {
   // Connections the server refused, or that found nothing listening: said as such, not only as
   // requests never answered.
   std::int64_t refused = 0, answers_before = 0;
-  std::optional<Nanos> first_refused;
+  std::optional<Instant> first_refused;
   for (const sim::TraceEvent& event : live.trace.events) {
     if (std::holds_alternative<sim::ev::Answer>(event) && !first_refused) ++answers_before;
     const auto* r = std::get_if<sim::ev::Refused>(&event);
@@ -186,7 +192,7 @@ int probe_scenario(const ProbeArgs& args) {
     out << "live: " << refused << " connection(s) refused (ECONNREFUSED): nothing listened on " << options.address << ":"
         << options.port;
     if (answers_before > 0)
-      out << " from " << time_text(*first_refused) << ", after " << answers_before << " answer(s): the server had stopped listening (it died, or closed its listener)";
+      out << " from " << time_text(since_start(*first_refused)) << ", after " << answers_before << " answer(s): the server had stopped listening (it died, or closed its listener)";
     else
       out << ": the server was not running there, or had not listened yet";
     out << "\n";
@@ -204,9 +210,9 @@ int probe_scenario(const ProbeArgs& args) {
     out << std::setw(12) << group << std::setw(18) << (std::to_string(s.answered) + "/" + std::to_string(l.answered))
         << std::setw(11) << time_text(s.p50) << std::setw(11) << time_text(l.p50) << std::setw(11) << time_text(s.p99)
         << std::setw(11) << time_text(l.p99) << std::setw(12) << time_text(s.last_answer) << std::setw(12)
-        << time_text(l.last_answer) << ratio_text(s.last_answer.count(), l.last_answer.count()) << "\n";
+        << time_text(l.last_answer) << ratio_text(ns_or_never(s.last_answer), ns_or_never(l.last_answer)) << "\n";
     if (!agrees(s.answered, l.answered, false)) differ.push_back("the answers of " + group);
-    if (!agrees(s.last_answer.count(), l.last_answer.count(), true)) differ.push_back("the last answer of " + group);
+    if (!agrees(ns_or_never(s.last_answer), ns_or_never(l.last_answer), true)) differ.push_back("the last answer of " + group);
   }
   out << "\n"
       << std::setw(21) << "property" << std::setw(20) << "of" << std::setw(12) << "simulated" << std::setw(12) << "live"

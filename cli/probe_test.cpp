@@ -202,14 +202,14 @@ TEST_CASE("the probe's figures: percentiles, the widest gap, and ratios that mea
   t.groups = {"g"};
   t.group_sizes = {1};
   t.clients = {{0, 0, 3}};
-  t.events = {sim::ev::Send{0ms, 0, "/"}, sim::ev::Answer{10ms, 0, "/", 200}, sim::ev::Send{10ms, 0, "/"},
-              sim::ev::Answer{40ms, 0, "/", 200}, sim::ev::Send{40ms, 0, "/"}};
+  t.events = {sim::ev::Send{Instant{0ms}, 0, "/"}, sim::ev::Answer{Instant{10ms}, 0, "/", 200}, sim::ev::Send{Instant{10ms}, 0, "/"},
+              sim::ev::Answer{Instant{40ms}, 0, "/", 200}, sim::ev::Send{Instant{40ms}, 0, "/"}};
   auto f = probe::group_figures(t, "g");
   CHECK(f.asked == 3);
   CHECK(f.answered == 2);
   CHECK(f.p50 == 30ms);
   CHECK(f.max == 30ms);
-  CHECK(f.last_answer == 40ms);
+  CHECK(f.last_answer == Instant{40ms});
   CHECK(f.widest_gap == 30ms);
   CHECK(probe::ratio(10, 11) == Approx(1.1));
   CHECK_FALSE(probe::ratio(-1, 5));

@@ -65,7 +65,7 @@ class LiveRuns {
     probe::SelfServer server;
     probe::LiveOptions options;
     options.port = server.start(ask.scenario, set);
-    options.time_limit = r.scenario.horizon;
+    options.time_limit = since_start(r.scenario.horizon);
     r.live = probe::drive_live(r.scenario, options);
     server.stop();
     r.error = r.live.error;

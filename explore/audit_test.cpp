@@ -47,7 +47,7 @@ struct Filter final : state::Sink, state::Trail {
   }
   const state::Names* names() const override { return to.names(); }
   Trail* trail() const override { return const_cast<Filter*>(this); }
-  Nanos horizon() const override { return to.horizon(); }
+  std::optional<Instant> horizon() const override { return to.horizon(); }
   void clamped(std::int64_t exact) override { to.clamped(exact); }
   void enter(std::string_view name) override {
     depth.push_back(name == forget);
@@ -84,11 +84,11 @@ class Declared final : public sim::OwnLoop {
   std::size_t connections() const override { return loop_.connections(); }
   std::uint64_t passes() const override { return loop_.passes(); }
   bool declares_state() const override { return true; }
-  void digest_state(state::Sink& sink, Nanos now) const override {
+  void digest_state(state::Sink& sink, Instant now) const override {
     Filter filter(sink, forget_);
     state::visit_into(filter, loop_, now);
   }
-  std::uint64_t shared_inputs(Nanos now) const override {
+  std::uint64_t shared_inputs(Instant now) const override {
     std::uint64_t value = 0;
     loop_.visit_shared([&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); }, now);
     return value;

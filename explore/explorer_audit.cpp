@@ -53,8 +53,8 @@ void Explorer::audit(const Stop& stop, std::size_t shape, bool new_shape, std::s
   if (then.shape != shape) {
     audit_failed(key, "two states of one key have different shapes");
   } else if (then.now != stop.now) {
-    audit_failed(key, "two states of one key stand at different times (" + std::to_string(then.now.count()) +
-                          " ns, then " + std::to_string(stop.now.count()) + " ns): different times left to the horizon");
+    audit_failed(key, "two states of one key stand at different times (" + std::to_string(since_start(then.now).count()) +
+                          " ns, then " + std::to_string(since_start(stop.now).count()) + " ns): different times left to the horizon");
   } else if (then.kind != stop.kind || then.choice != stop.choice || then.options != stop.options) {
     audit_failed(key, "two states of one key ask different things");
   }

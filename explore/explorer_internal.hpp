@@ -192,7 +192,7 @@ class Explorer {
   // The audit's records: each shape's transcript, and what each key stands for beyond it.
   struct AuditKey {
     std::size_t shape;
-    Nanos now;
+    Instant now;
     Stop::Kind kind;
     model::ChoiceKind choice;
     std::uint32_t options;

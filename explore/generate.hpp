@@ -191,7 +191,7 @@ struct Judged {
   std::vector<std::string> violated;  // property names; "livelock" for a livelock
   std::string detail;                 // the first violation's, or the livelock's
   std::uint64_t steps = 0;
-  Nanos virtual_time{0};
+  Duration virtual_time{0};
   std::optional<sim::Trace> livelock_trace;  // the trace so far, for a livelock
   bool failed() const { return verdict == Verdict::violated || verdict == Verdict::livelock; }
 };

@@ -242,8 +242,8 @@ expect_violated = []
     CHECK(g.raw);
     REQUIRE(g.requests.size() == 2);
     CHECK(g.requests[0].path == "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
-    CHECK(g.connect_at.lo >= 20ms);                                   // never earlier than written
-    CHECK(g.connect_at.lo < 320ms);
+    CHECK(g.connect_at.lo >= Instant{20ms});                                   // never earlier than written
+    CHECK(g.connect_at.lo < Instant{320ms});
     CHECK(g.requests[1].at.lo - g.requests[0].at.lo == 10ms);         // the workload keeps its shape
     CHECK(s.arms.empty());                                            // a run is the base
     CHECK(s.faults.size() <= 1);
@@ -290,20 +290,20 @@ until = "150ms"
   for (std::uint64_t run = 0; run < 20; ++run) {
     INFO(run);
     const sim::Scenario v = sim::parse_scenario(explore::shaped_text(shape, "shape.toml", 1, run), "varied.toml");
-    const Nanos moved = v.clients[0].connect_at.lo - Nanos(10'000'000);
-    CHECK(moved >= Nanos(0));
-    CHECK(v.clients[0].requests[0].at.lo == Nanos(10'000'000) + moved);  // with its connection
-    CHECK(v.clients[0].requests[0].at.hi == Nanos(20'000'000) + moved);
-    CHECK(v.clients[0].requests[1].at.lo == Nanos(30'000'000) + moved);
+    const Duration moved = v.clients[0].connect_at.lo - Instant{Duration(10'000'000)};
+    CHECK(moved >= Duration(0));
+    CHECK(v.clients[0].requests[0].at.lo == Instant{Duration(10'000'000) + moved});  // with its connection
+    CHECK(v.clients[0].requests[0].at.hi == Instant{Duration(20'000'000) + moved});
+    CHECK(v.clients[0].requests[1].at.lo == Instant{Duration(30'000'000) + moved});
     // A windowed connection stays as written, and its windowed request with it.
-    CHECK(v.clients[1].connect_at == model::Window{Nanos(40'000'000), Nanos(50'000'000)});
-    CHECK(v.clients[1].requests[0].at == model::Window{Nanos(60'000'000), Nanos(70'000'000)});
+    CHECK(v.clients[1].connect_at == model::Window{Instant{Duration(40'000'000)}, Instant{Duration(50'000'000)}});
+    CHECK(v.clients[1].requests[0].at == model::Window{Instant{Duration(60'000'000)}, Instant{Duration(70'000'000)}});
     for (const sim::FaultSpec& f : v.faults) {  // a fault may be left out of a run
       fault_seen = true;
-      CHECK(f.at.hi - f.at.lo == Nanos(10'000'000));
-      CHECK(f.until - f.at.hi == Nanos(40'000'000));
-      CHECK(f.at.lo >= Nanos(100'000'000));
-      fault_moved = fault_moved || f.at.lo > Nanos(100'000'000);
+      CHECK(f.at.hi - f.at.lo == Duration(10'000'000));
+      CHECK(f.until - f.at.hi == Duration(40'000'000));
+      CHECK(f.at.lo >= Instant{Duration(100'000'000)});
+      fault_moved = fault_moved || f.at.lo > Instant(Duration(100'000'000));
     }
   }
   CHECK(fault_seen);
@@ -342,14 +342,14 @@ requests = [{ at = "999999.9s", path = "/" }]
     const sim::Scenario m = sim::parse_scenario(explore::shaped_text(many, "shape.toml", 1, run), "varied.toml");
     CHECK(std::int64_t(m.clients[0].count) * m.clients[0].closed_requests <= sim::total_requests_max);
     const sim::Scenario r = sim::parse_scenario(explore::shaped_text(rated, "shape.toml", 1, run), "varied.toml");
-    CHECK(r.clients[0].connect_at.lo >= Nanos{999'999'990'000'000});  // never earlier than written
+    CHECK(r.clients[0].connect_at.lo >= Instant{Duration{999'999'990'000'000}});  // never earlier than written
     const sim::Scenario n = sim::parse_scenario(explore::shaped_text(narrow, "shape.toml", 1, run), "varied.toml");
-    for (const sim::FaultSpec& f : n.faults) CHECK(f.until - f.at.lo == Nanos{400});
+    for (const sim::FaultSpec& f : n.faults) CHECK(f.until - f.at.lo == Duration{400});
     const sim::Scenario l = sim::parse_scenario(explore::shaped_text(late, "shape.toml", 1, run), "varied.toml");
     REQUIRE(l.clients.size() == 1);
-    CHECK(l.clients[0].connect_at.lo <= sim::duration_max);
-    CHECK(l.clients[0].requests[0].at.lo >= Nanos{999'999'900'000'000});
-    CHECK(l.clients[0].requests[0].at.lo <= sim::duration_max);
+    CHECK(l.clients[0].connect_at.lo <= Instant{sim::duration_max});
+    CHECK(l.clients[0].requests[0].at.lo >= Instant{Duration{999'999'900'000'000}});
+    CHECK(l.clients[0].requests[0].at.lo <= Instant{sim::duration_max});
   }
 }
 

@@ -25,7 +25,7 @@ struct Held {
 
 // The verdicts of a whole run: the properties violated, the first one's detail.
 void judge_trace(Judged& j, const sim::Trace& trace, const sim::Scenario& scenario, const checker::Costs& costs) {
-  j.virtual_time = trace.horizon;
+  j.virtual_time = since_start(trace.horizon);
   for (const checker::Verdict& v : checker::evaluate(trace, scenario.expect, costs)) {
     if (v.held) continue;
     if (j.violated.empty()) j.detail = v.property + ": " + v.detail;
@@ -71,7 +71,7 @@ Judged judge_text(const std::string& text, const std::string& name, const StepBu
     }
     std::optional<sim::Cut> limit = guard.check(world);
     if (!limit) continue;
-    j.virtual_time = world.now();
+    j.virtual_time = since_start(world.now());
     if (limit->stalled()) {
       j.verdict = Judged::Verdict::livelock;
       j.violated = {"livelock"};

@@ -21,7 +21,8 @@ namespace {
 
 constexpr std::int64_t unbounded = std::numeric_limits<std::int64_t>::max();
 
-std::int64_t to_ms(Nanos t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t).count(); }
+std::int64_t to_ms(Duration t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t).count(); }
+std::int64_t to_ms(Instant t) { return to_ms(since_start(t)); }
 
 }  // namespace
 
@@ -50,7 +51,7 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
     last = std::max(last, to_ms(g.connect_at.hi) + spread_ms + 1);
     // A round trip for the handshake, and each way of every request, with its jitter.
     const std::int64_t trip_ms = to_ms(g.rtt) + 2 * to_ms(g.jitter) + 1;
-    last += g.rtt > Nanos{0} || g.jitter > Nanos{0} ? trip_ms * std::int64_t(g.requests.size() + 1) : 0;
+    last += g.rtt > Duration{0} || g.jitter > Duration{0} ? trip_ms * std::int64_t(g.requests.size() + 1) : 0;
     for (const sim::RequestSpec& r : g.requests) {
       last = std::max(last, to_ms(r.at.hi));
       std::int64_t cost_us = 1000;  // the handler's own work, generously
@@ -74,7 +75,7 @@ std::int64_t horizon_needed_ms(const sim::Scenario& s) {
     work_us += (std::chrono::duration_cast<std::chrono::microseconds>(p.cost).count() + 1) * p.count;
   }
   for (const sim::ActionSpec& a : s.actions) last = std::max(last, to_ms(a.at.hi));
-  return last + work_us / 1000 + retries * retry_ms + 2 * to_ms(s.loop.idle_timeout.value_or(Nanos(0))) + 2000;
+  return last + work_us / 1000 + retries * retry_ms + 2 * to_ms(s.loop.idle_timeout.value_or(Duration(0))) + 2000;
 }
 
 namespace {
@@ -84,7 +85,7 @@ namespace {
 // the file's.
 int final_rlimit(const sim::Scenario& s) {
   int value = s.kernel.rlimit_nofile;
-  std::optional<Nanos> latest_start;
+  std::optional<Instant> latest_start;
   for (const sim::FaultSpec& f : s.faults) {
     if (f.kind == sim::FaultSpec::Kind::rlimit && (!latest_start || f.at.lo > *latest_start)) latest_start = f.at.lo;
   }
@@ -150,7 +151,7 @@ std::int64_t unreset_clients(const sim::Scenario& s) {
 bool accept_certain(const sim::Scenario& s, const Allowance& a) {
   if (a.clients == 0 || a.short_horizon) return false;
   if (a.shutdown) {
-    Nanos shutdown = s.actions.front().at.lo;
+    Instant shutdown = s.actions.front().at.lo;
     for (const sim::ActionSpec& action : s.actions) shutdown = std::min(shutdown, action.at.lo);
     bool early = std::any_of(s.clients.begin(), s.clients.end(), [&](const sim::ClientGroup& g) {
       return g.connect_at.hi + std::chrono::milliseconds(20) <= shutdown;

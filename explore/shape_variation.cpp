@@ -23,7 +23,7 @@ constexpr std::int64_t time_max = sim::duration_max.count();
 
 // A time as the file writes it: exact to the nanosecond, as the file gave it, and never past
 // what a file may hold (the workload moves later, and a time at the limit stays there).
-std::string time_text(std::int64_t ns) { return sim::duration_text(Nanos(std::clamp<std::int64_t>(ns, 0, time_max))); }
+std::string time_text(std::int64_t ns) { return sim::duration_text(Duration(std::clamp<std::int64_t>(ns, 0, time_max))); }
 
 struct Draws {
   std::uint64_t state;
@@ -40,7 +40,7 @@ std::int64_t duration_ns(const toml::table& table, const char* key) {
 // A window "A..B" moved by `by`, as a whole: its width kept, and within what a file may hold.
 std::string moved_window(const model::Window& w, std::int64_t by) {
   const std::int64_t width = (w.hi - w.lo).count();
-  const std::int64_t lo = std::clamp<std::int64_t>(w.lo.count() + by, 0, time_max - width);
+  const std::int64_t lo = std::clamp<std::int64_t>(since_start(w.lo).count() + by, 0, time_max - width);
   return time_text(lo) + ".." + time_text(lo + width);
 }
 
@@ -61,8 +61,8 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
     if (at == nullptr) continue;
     if (at->get().find("..") != std::string::npos) {
       const model::Window w = sim::parse_window(at->get());
-      const std::int64_t until = t->contains("until") ? duration_ns(*t, "until") : w.hi.count();
-      const std::int64_t by = std::clamp<std::int64_t>(shift, -w.lo.count(), time_max - std::max(until, w.hi.count()));
+      const std::int64_t until = t->contains("until") ? duration_ns(*t, "until") : since_start(w.hi).count();
+      const std::int64_t by = std::clamp<std::int64_t>(shift, -since_start(w.lo).count(), time_max - std::max(until, since_start(w.hi).count()));
       t->insert_or_assign("at", moved_window(w, by));
       if (t->contains("until")) t->insert_or_assign("until", time_text(until + by));
       continue;
@@ -107,17 +107,17 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
       std::int64_t count =
           std::min<std::int64_t>(std::max<std::int64_t>(left, 1), 1 + std::int64_t(draws.below(std::uint64_t(2 * was.count))));
       count = std::min(count, 1 + std::max<std::int64_t>(spare_requests, 0) / requests_of(was));
-      const std::int64_t connect_was = was.connect_at.lo.count();
+      const std::int64_t connect_was = since_start(was.connect_at.lo).count();
       const bool fixed = was.connect_at.lo == was.connect_at.hi;
       std::int64_t rate = 0;  // a second; 0: as the file says
       if (was.rate_milli > 0 || draws.below(4) == 0) rate = std::int64_t(50 + draws.below(950));
       // The last member connects (count - 1) / rate after the first: within a file's times too.
-      const std::int64_t first_latest = fixed ? std::min(connect_was + shift, time_max) : was.connect_at.hi.count();
+      const std::int64_t first_latest = fixed ? std::min(connect_was + shift, time_max) : since_start(was.connect_at.hi).count();
       // Rounded up: the file's own check is exact.
       const std::int64_t per_ns = rate > 0                ? (1'000'000'000 + rate - 1) / rate
                                   : was.rate_milli > 0 ? (1'000'000'000'000 + was.rate_milli - 1) / was.rate_milli
                                                        : 0;
-      const std::int64_t room = time_max - (fixed ? connect_was : was.connect_at.hi.count());
+      const std::int64_t room = time_max - (fixed ? connect_was : since_start(was.connect_at.hi).count());
       if (per_ns > 0) count = std::min(count, 1 + std::max<std::int64_t>(room, 0) / per_ns);
       count = std::max<std::int64_t>(count, 1);
       left -= count;
@@ -136,7 +136,7 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
             continue;
           }
           requests->get(r)->as_table()->insert_or_assign(
-              "at", time_text(connect + std::max<std::int64_t>(0, spec.at.lo.count() - connect_was)));
+              "at", time_text(connect + std::max<std::int64_t>(0, since_start(spec.at.lo).count() - connect_was)));
         }
       }
     }

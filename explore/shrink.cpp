@@ -29,7 +29,7 @@ bool program_quits(const sim::Scenario& scenario, const std::vector<model::Choic
 }
 
 std::string window_text(const model::Window& w) {
-  return w.fixed() ? sim::duration_text(w.lo) : sim::duration_text(w.lo) + ".." + sim::duration_text(w.hi);
+  return w.fixed() ? sim::instant_text(w.lo) : sim::instant_text(w.lo) + ".." + sim::instant_text(w.hi);
 }
 
 }  // namespace
@@ -147,9 +147,9 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
     }
   }
   // A window narrowed to one instant is a choice fewer: its first instant, else its last.
-  auto narrow = [&](const model::Window& window, const std::function<void(sim::Shrinks&, Nanos)>& set) {
+  auto narrow = [&](const model::Window& window, const std::function<void(sim::Shrinks&, Instant)>& set) {
     if (window.fixed()) return;
-    for (Nanos t : {window.lo, window.hi}) {
+    for (Instant t : {window.lo, window.hi}) {
       auto trial = kept;
       set(trial, t);
       if (fails(trial)) return take(trial);
@@ -157,11 +157,11 @@ sim::Shrinks shrink(const sim::Scenario& scenario, const checker::Costs& costs, 
   };
   for (const auto& group : scenario.clients) {
     if (auto it = kept.clients.find(group.name); it != kept.clients.end() && it->second == 0) continue;
-    narrow(group.connect_at, [&](sim::Shrinks& s, Nanos t) { s.connect_at[group.name] = t; });
+    narrow(group.connect_at, [&](sim::Shrinks& s, Instant t) { s.connect_at[group.name] = t; });
     const auto script = kept.script.find(group.name);
     for (std::size_t k = 0; k < group.requests.size(); ++k) {
       if (script != kept.script.end() && std::find(script->second.begin(), script->second.end(), k) == script->second.end()) continue;
-      narrow(group.requests[k].at, [&](sim::Shrinks& s, Nanos t) { s.request_at[group.name][k] = t; });
+      narrow(group.requests[k].at, [&](sim::Shrinks& s, Instant t) { s.request_at[group.name][k] = t; });
     }
   }
   // A target's arguments, from the last: a flag with its value, else the one alone, where it
@@ -213,12 +213,12 @@ std::string describe(const sim::Scenario& scenario, const sim::Shrinks& shrinks)
     if (auto it = shrinks.body.find(group.name); it != shrinks.body.end())
       add(group.name + ": body " + std::to_string(group.body) + " -> " + std::to_string(it->second) + " bytes");
     if (auto it = shrinks.connect_at.find(group.name); it != shrinks.connect_at.end())
-      add(group.name + ": connect_at " + window_text(group.connect_at) + " -> " + sim::duration_text(it->second));
+      add(group.name + ": connect_at " + window_text(group.connect_at) + " -> " + sim::instant_text(it->second));
     if (auto it = shrinks.request_at.find(group.name); it != shrinks.request_at.end()) {
       for (const auto& [k, t] : it->second)
         if (k < group.requests.size())
           add(group.name + ": request " + std::to_string(k + 1) + " at " + window_text(group.requests[k].at) + " -> " +
-              sim::duration_text(t));
+              sim::instant_text(t));
     }
   }
   if (shrinks.arguments && scenario.target) {

@@ -147,7 +147,7 @@ property = "no_stranded_backlog"
   REQUIRE(found);
   sim::Scenario small = sim::with_shrinks(scenario, shrinks);
   CHECK(small.faults.empty());
-  CHECK(small.clients.front().connect_at == model::at_instant(std::chrono::milliseconds(5)));
+  CHECK(small.clients.front().connect_at == model::at_instant(Instant{std::chrono::milliseconds(5)}));
   CHECK_FALSE(judge_choices(small, Costs{}, found->choices).violated.empty());
   // The file written says the same, and reads back as the search judged it.
   const std::string pinned = sim::pinned_scenario(windowed, "windows.toml", sim::Arm{"base", {}, {}}, {}, found->choices, shrinks);

@@ -49,7 +49,7 @@ struct Stop {
   bool beyond = false;
   bool backlog = false;       // connections wait in an accept queue or a hand-off channel
   std::uint64_t accepted = 0;  // connections accepted so far (never decreases)
-  Nanos now{0};
+  Instant now{};
   bool quiescent = false;  // at the end: nothing at all was left to happen
 };
 

@@ -44,7 +44,7 @@ Outcome died(const std::string& how) {
 
 // The key a search merges on: the shape, the time left to the horizon (a state nearer the end
 // has fewer futures), and at a decision what it asks.
-std::uint64_t key_of(const Stop& stop, Nanos horizon) {
+std::uint64_t key_of(const Stop& stop, Instant horizon) {
   std::uint64_t key = fold(fold(stop.shape, std::uint64_t((horizon - stop.now).count())), std::uint64_t(stop.kind));
   if (stop.kind == Stop::Kind::decision) key = fold(fold(key, std::uint64_t(stop.choice)), stop.options);
   return key;
@@ -237,7 +237,7 @@ class TargetExecution final : public FiberExecution, private model::Chooser {
     Stop stop;
     stop.kind = kind;
     stop.shape = fold(report_.digest, path_);
-    stop.now = Nanos(report_.now);
+    stop.now = Instant{Duration(report_.now)};
     stop.backlog = report_.backlog != 0;
     stop.accepted = report_.accepted;
     stop.key = key_of(stop, scenario_.horizon);

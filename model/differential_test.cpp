@@ -65,7 +65,7 @@
 using namespace std::chrono_literals;
 using loopsim::Kernel;
 using loopsim::Instant;
-using loopsim::Nanos;
+using loopsim::Duration;
 using loopsim::PollEvent;
 using loopsim::Trigger;
 namespace io = loopsim::io;
@@ -861,7 +861,7 @@ std::vector<std::string> run(Driver& driver, const Script& script) {
           break;
         case Op::wait: {
           std::vector<PollEvent> events(step.count);
-          int n = kernel.wait(poller, events, Nanos(0));
+          int n = kernel.wait(poller, events, Duration(0));
           std::string line = "wait (" + std::to_string(step.count) + ") -> ";
           if (n < 0) {
             out.push_back(line + result(n));
@@ -992,8 +992,8 @@ std::vector<std::string> run_linux_in_child(const Script& script) {
   loopsim::live::LinuxKernel clock;
   const Instant deadline = clock.now() + 5s;
   for (;;) {
-    Nanos left = deadline - clock.now();
-    if (left <= Nanos(0)) {
+    Duration left = deadline - clock.now();
+    if (left <= Duration(0)) {
       timed_out = true;
       break;
     }

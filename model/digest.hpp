@@ -25,7 +25,7 @@ class Digest {
     values_.push_back(value);
     return *this;
   }
-  Digest& add(Nanos value) { return add(std::int64_t(value.count())); }
+  Digest& add(Duration value) { return add(std::int64_t(value.count())); }
   Digest& add(std::string_view bytes) {
     add(std::int64_t(bytes.size()));
     for (std::size_t at = 0; at < bytes.size(); at += 8) {

@@ -34,10 +34,10 @@ std::vector<std::optional<Duration>> waits(LoopConfig config, int limit, int cli
   Loop loop(kernel, config, observer, 0);
   REQUIRE(loop.open(ListenSpec{"127.0.0.1", 80, 128}) >= 0);
   scheduler.spawn("worker-0", [&] { loop.run(); });
-  for (int i = 0; i < clients; ++i) scheduler.at(1ms, [&] { kernel.connect(80); }, model::Tag{model::Happening::scripted, 0});
-  scheduler.run_until(until);
+  for (int i = 0; i < clients; ++i) scheduler.at(Instant{1ms}, [&] { kernel.connect(80); }, model::Tag{model::Happening::scripted, 0});
+  scheduler.run_until(Instant{until});
   loop.stop();
-  scheduler.run_until(until + 1ms);
+  scheduler.run_until(Instant{until + 1ms});
   scheduler.unwind();
   return observer.timeouts;
 }

@@ -120,8 +120,8 @@ void Scheduler::leave_rest() {
   threads_[std::size_t(current_)]->rest_at = now_;
 }
 
-Nanos Scheduler::since_rest() const {
-  if (current_ == no_thread) return Nanos(0);
+Duration Scheduler::since_rest() const {
+  if (current_ == no_thread) return Duration(0);
   return now_ - threads_[std::size_t(current_)]->rest_at;
 }
 
@@ -211,10 +211,10 @@ Scheduler::Entry Scheduler::take_from_batch(std::uint32_t at) {
 
 // Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
 // dropped), and the clock to it. False when nothing is due before `until`.
-bool Scheduler::load_next_instant(Nanos until) {
+bool Scheduler::load_next_instant(Instant until) {
   while (now_batch_.empty()) {
     if (queue_.empty() || queue_.front().when >= until) return false;
-    LOOPSIM_ASSERT_OP(queue_.front().when.count(), >=, now_.count());
+    LOOPSIM_ASSERT_OP(since_start(queue_.front().when).count(), >=, since_start(now_).count());
     now_ = queue_.front().when;
     while (!queue_.empty() && queue_.front().when == now_) {
       std::pop_heap(queue_.begin(), queue_.end(), Later{});
@@ -472,14 +472,14 @@ void Scheduler::land_inside(std::size_t index) {
   current_ = caller;
 }
 
-void Scheduler::at(Nanos when, std::function<void()> callback, Tag tag) {
+void Scheduler::at(Instant when, std::function<void()> callback, Tag tag) {
   LOOPSIM_ASSERT(callback != nullptr);
   push(Entry{std::max(when, now_), seq_++, Kind::callback, no_thread, 0, std::move(callback), tag});
 }
 
-void Scheduler::at(const Window& window, Nanos drawn, std::function<void()> callback, Tag tag) {
+void Scheduler::at(const Window& window, Instant drawn, std::function<void()> callback, Tag tag) {
   LOOPSIM_ASSERT(callback != nullptr);
-  LOOPSIM_ASSERT_OP(window.lo.count(), <=, window.hi.count());
+  LOOPSIM_ASSERT_OP(since_start(window.lo).count(), <=, since_start(window.hi).count());
   if (!explore_windows_ || window.fixed() || window.hi <= now_) {
     return at(window.fixed() ? window.lo : drawn, std::move(callback), tag);
   }
@@ -534,7 +534,7 @@ void Scheduler::yield(Thread& thread) {
   if (thread.cancelled) throw Cancelled{};
 }
 
-void Scheduler::sleep_until(Nanos when) {
+void Scheduler::sleep_until(Instant when) {
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::sleeping;
@@ -543,7 +543,7 @@ void Scheduler::sleep_until(Nanos when) {
   yield(thread);
 }
 
-bool Scheduler::block(std::optional<Nanos> deadline) {
+bool Scheduler::block(std::optional<Instant> deadline) {
   LOOPSIM_ASSERT(current_ != no_thread);
   Thread& thread = *threads_[std::size_t(current_)];
   thread.state = Thread::State::blocked;
@@ -579,7 +579,7 @@ void Scheduler::resume(ThreadId id) {
   current_ = no_thread;
 }
 
-bool Scheduler::step(Nanos until) {
+bool Scheduler::step(Instant until) {
   LOOPSIM_ASSERT(current_ == no_thread);
   ++epoch_;  // the world leaves the pause between steps
   // Open windows may land before anything else: before time moves on, and at each instant
@@ -607,7 +607,7 @@ bool Scheduler::step(Nanos until) {
   return true;
 }
 
-std::uint64_t Scheduler::run_until(Nanos until) {
+std::uint64_t Scheduler::run_until(Instant until) {
   std::uint64_t steps = 0;
   while (step(until)) ++steps;
   now_ = std::max(now_, until);
@@ -635,7 +635,7 @@ std::optional<loopsim::state::Name> subject_name(Happening what) {
 }  // namespace
 
 std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Names* names, loopsim::state::Sink* clamp) const {
-  const Nanos horizon = clamp != nullptr ? clamp->horizon() : Nanos(-1);
+  const std::optional<Instant> horizon = clamp != nullptr ? clamp->horizon() : std::nullopt;
   using loopsim::state::fold;
   std::uint64_t v = fold(std::uint64_t(e.kind), std::uint64_t(e.thread));
   std::int64_t subject = e.tag.subject;
@@ -645,7 +645,7 @@ std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Name
   v = fold(fold(v, std::uint64_t(e.tag.what)), std::uint64_t(subject));
   std::int64_t end = e.window != 0 ? (e.window_end - now_).count() : -1;
   // A window ending at or past the horizon need not land: where past it is no matter.
-  if (end >= 0 && horizon.count() >= 0 && end >= (horizon - now_).count()) {
+  if (end >= 0 && horizon && end >= (*horizon - now_).count()) {
     clamp->clamped(end);
     end = loopsim::state::beyond;
   }
@@ -654,8 +654,8 @@ std::uint64_t Scheduler::entry_digest(const Entry& e, const loopsim::state::Name
 
 std::uint64_t Scheduler::pending_part(const Entry& e) {
   using loopsim::state::fold;
-  std::uint64_t v = fold(fold(std::uint64_t(e.tag.what), e.tag.detail), std::uint64_t(e.when.count()));
-  return fold(v, std::uint64_t(e.window != 0 ? e.window_end.count() : -1));
+  std::uint64_t v = fold(fold(std::uint64_t(e.tag.what), e.tag.detail), std::uint64_t(since_start(e.when).count()));
+  return fold(v, std::uint64_t(e.window != 0 ? since_start(e.window_end).count() : -1));
 }
 
 namespace {
@@ -698,7 +698,7 @@ constexpr loopsim::state::Field in_hand_part = f::part("scheduler.in_hand");
 constexpr loopsim::state::Field threads_part = f::part("scheduler.threads");
 }  // namespace
 
-void Scheduler::digest_state(loopsim::state::Sink& d, Nanos) const {
+void Scheduler::digest_state(loopsim::state::Sink& d, Instant) const {
   const loopsim::state::Names* names = d.names();
   // What is due now, wherever it waits (the instant's batch, or the heap when the batch was
   // empty as it came), then what is due later. A window's end and a later entry at or past the

@@ -118,7 +118,7 @@ class Scheduler {
   // Threads still blocked are unwound (their stacks' destructors run).
   ~Scheduler();
 
-  Nanos now() const { return now_; }
+  Instant now() const { return now_; }
   // The world changes only inside a step (callbacks and threads run nowhere else), and a
   // decision is a pause inside one. So the epoch moves on where the world leaves a pause, and
   // nowhere else: as a step begins, and as a decision returns (run_until moves the clock only
@@ -130,10 +130,10 @@ class Scheduler {
   // Runs `callback` on the scheduler's own stack at `when` (never earlier than now). Callbacks
   // must not block.
   // `tag` says what the callback does and to what.
-  void at(Nanos when, std::function<void()> callback, Tag tag);
+  void at(Instant when, std::function<void()> callback, Tag tag);
   // A windowed happening: at `drawn` (an instant of `window`) unless windows are explored, in
   // which case it is offered every placement in the window (see the top of this file).
-  void at(const Window& window, Nanos drawn, std::function<void()> callback, Tag tag);
+  void at(const Window& window, Instant drawn, std::function<void()> callback, Tag tag);
   // Whether windowed happenings are explored (choices of kind `land`) rather than drawn. Set
   // before anything is scheduled.
   void explore_windows(bool on) { explore_windows_ = on; }
@@ -160,10 +160,10 @@ class Scheduler {
   ThreadId current() const { return current_; }
 
   // From a simulated thread: resumes at `when`. The thread counts as busy until then.
-  void sleep_until(Nanos when);
+  void sleep_until(Instant when);
   // From a simulated thread: blocks until wake() or `deadline` (none, wait_forever: until
   // woken). Returns true when woken, false on the deadline.
-  bool block(std::optional<Nanos> deadline);
+  bool block(std::optional<Instant> deadline);
   // Resumes a blocked thread now. A thread that is not blocked is left alone.
   void wake(ThreadId thread);
 
@@ -187,7 +187,7 @@ class Scheduler {
   // Virtual time since the running thread last left its rest point: how a thread learns the
   // time. (Since it left it, not since it came: the time it waited there is nowhere on its
   // stack, so two threads woken at one instant know the same, however long each waited.)
-  Nanos since_rest() const;
+  Duration since_rest() const;
   // What the threads may read without a kernel call that others (threads, callbacks) write: a
   // loop's mailbox, its shutdown flag. Digested into the context at every call's return.
   void set_shared_inputs(std::function<std::uint64_t()> shared) { shared_ = std::move(shared); }
@@ -202,13 +202,13 @@ class Scheduler {
 
   // Runs everything scheduled before `until` in time order, then sets the clock to `until`.
   // Returns the number of steps taken.
-  std::uint64_t run_until(Nanos until);
+  std::uint64_t run_until(Instant until);
   // Runs the next thing scheduled before `until`; false when there is none.
-  bool step(Nanos until);
+  bool step(Instant until);
   // Pending work, times relative to now, and each thread's state. With canonical names, a
   // happening about a client or a connection is digested under that one's canonical name.
   void digest(class Digest& digest) const;
-  void digest_state(loopsim::state::Sink& sink, Nanos now) const;
+  void digest_state(loopsim::state::Sink& sink, Instant now) const;
   // True when nothing is scheduled.
   bool idle() const { return queue_.empty() && now_batch_.empty() && open_.empty(); }
   // A choice point: one of `options` alternatives, 0 being the natural one. Asks the chooser
@@ -233,7 +233,7 @@ class Scheduler {
  private:
   enum class Kind : std::uint8_t { callback, resume, deadline };
   struct Entry {
-    Nanos when;
+    Instant when;
     std::uint64_t seq;
     Kind kind;
     ThreadId thread;
@@ -242,7 +242,7 @@ class Scheduler {
     Tag tag{Happening::scripted, 0};
     // A windowed happening (0: none): its number, and its window's end.
     std::uint64_t window = 0;
-    Nanos window_end{0};
+    Instant window_end{};
     // Its twin key, kept while the key epoch is `key_epoch` (0: none kept). Derived from the
     // world, never digested: a kept key is the key a fresh one would be.
     mutable std::uint64_t key = 0;
@@ -260,7 +260,7 @@ class Scheduler {
   };
 
   void push(Entry entry);
-  bool load_next_instant(Nanos until);
+  bool load_next_instant(Instant until);
   Entry take_next();
   bool stale(const Entry& entry) const;
   void drop_stale_heads();
@@ -294,7 +294,7 @@ class Scheduler {
   void came(const Entry& e);
   void went(const Entry& e);
 
-  Nanos now_{0};
+  Instant now_{};
   std::uint64_t epoch_ = 0;
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;

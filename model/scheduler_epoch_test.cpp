@@ -30,9 +30,9 @@ struct Noting final : Chooser {
 TEST_CASE("epoch: a step that runs a callback leaves the epoch its digest was taken at") {
   Scheduler scheduler;
   int ran = 0;
-  scheduler.at(Nanos(1ms), [&ran] { ++ran; }, Tag{Happening::scripted});
+  scheduler.at(Instant{Duration(1ms)}, [&ran] { ++ran; }, Tag{Happening::scripted});
   const std::uint64_t before = scheduler.epoch();
-  REQUIRE(scheduler.step(Nanos(1s)));
+  REQUIRE(scheduler.step(Instant{Duration(1s)}));
   CHECK(ran == 1);
   CHECK(scheduler.epoch() != before);
 }
@@ -43,9 +43,9 @@ TEST_CASE("epoch: what runs after a decision runs at a new epoch, not the one th
   chooser.scheduler = &scheduler;
   std::vector<std::uint64_t> ran_at;
   for (std::uint32_t subject = 0; subject < 2; ++subject) {
-    scheduler.at(Nanos(1ms), [&] { ran_at.push_back(scheduler.epoch()); }, Tag{Happening::scripted, subject, subject});
+    scheduler.at(Instant{Duration(1ms)}, [&] { ran_at.push_back(scheduler.epoch()); }, Tag{Happening::scripted, subject, subject});
   }
-  REQUIRE(scheduler.step(Nanos(1s)));
+  REQUIRE(scheduler.step(Instant{Duration(1s)}));
   REQUIRE(chooser.asked_at.size() == 1);  // which of the two runs first
   REQUIRE(ran_at.size() == 1);
   CHECK(ran_at[0] != chooser.asked_at[0]);

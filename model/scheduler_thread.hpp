@@ -36,8 +36,8 @@ struct Scheduler::Thread {
   // What it learnt since its last rest point (Scheduler::rest), and whether it is at one now.
   std::uint64_t context = 0;
   bool resting = false;
-  Nanos rest_at{0};
-  Nanos resume_at{0};  // sleeping: until when
+  Instant rest_at{};
+  Instant resume_at{};  // sleeping: until when
   // Decisions taken inside the kernel call it is making (a fault's, a slack's), so that two in
   // one call are two states.
   std::uint32_t in_call = 0;

@@ -41,9 +41,9 @@ Run first_choice(const TwinKey& key) {
       },
       key);
   for (std::uint32_t subject = 0; subject < 6; ++subject) {
-    scheduler.at(Nanos(5), [] {}, tag(Happening::client_read, subject));
+    scheduler.at(Instant{Duration(5)}, [] {}, tag(Happening::client_read, subject));
   }
-  scheduler.run_until(Nanos(6));  // until is exclusive: what is due at 5 runs
+  scheduler.run_until(Instant{Duration(6)});  // until is exclusive: what is due at 5 runs
   REQUIRE(!chooser.options.empty());
   run.options = {chooser.options.front()};
   run.classes_computed = chooser.classes_at_first;
@@ -89,9 +89,9 @@ int keys_taken(bool keep, bool lasting, int moves_at) {
                       },
                       keep ? TwinKeyEpoch([&epoch] { return epoch; }) : TwinKeyEpoch{});
   for (std::uint32_t subject = 0; subject < 6; ++subject) {
-    scheduler.at(Nanos(5), [&] { if (++steps == moves_at) ++epoch; }, tag(Happening::client_read, subject));
+    scheduler.at(Instant{Duration(5)}, [&] { if (++steps == moves_at) ++epoch; }, tag(Happening::client_read, subject));
   }
-  scheduler.run_until(Nanos(6));
+  scheduler.run_until(Instant{Duration(6)});
   return taken;
 }
 

@@ -25,14 +25,14 @@ SimKernel::SimKernel(Scheduler& scheduler, SimKernelConfig config)
 }
 
 
-Nanos SimKernel::slack() {
+Duration SimKernel::slack() {
   const auto& set = config_.timer_slack;
-  if (set.empty()) return Nanos(0);
+  if (set.empty()) return Duration(0);
   return set[scheduler_.choose(ChoiceKind::slack, std::uint32_t(set.size()))];
 }
 
 // K1: the thread is busy; others run; the clock moves only through the scheduler.
-void SimKernel::spend_now(Nanos duration) {
+void SimKernel::spend_now(Duration duration) {
   LOOPSIM_ASSERT_OP(duration.count(), >=, 0);
   scheduler_.sleep_until(scheduler_.now() + with_slack(duration));
 }
@@ -130,7 +130,7 @@ bool SimKernel::interrupt(ThreadId thread) {
 
 void SimKernel::count_call() {
   if (scheduler_.current() == no_thread) return;
-  Nanos now = scheduler_.now();
+  Instant now = scheduler_.now();
   if (now != calls_instant_) {
     calls_instant_ = now;
     calls_at_instant_ = 0;
@@ -154,23 +154,23 @@ Instant SimKernel::now() {
   return Instant(scheduler_.now());
 }
 
-void SimKernel::spend(Nanos duration) {
+void SimKernel::spend(Duration duration) {
   scheduler_.call_point(Call{Call::Kind::spend, -1});
-  worked(0, duration > Nanos(0));
+  worked(0, duration > Duration(0));
   spend_now(duration);
   scheduler_.learn(Learnt(op_spend).value());
 }
 
-Nanos SimKernel::spend_interruptibly(Nanos duration) {
+Duration SimKernel::spend_interruptibly(Duration duration) {
   scheduler_.call_point(Call{Call::Kind::spend, -1});
-  worked(0, duration > Nanos(0));
-  const Nanos until = scheduler_.now() + with_slack(std::max(duration, Nanos(0)));
+  worked(0, duration > Duration(0));
+  const Instant until = scheduler_.now() + with_slack(std::max(duration, Duration(0)));
   LOOPSIM_ASSERT(sleeper_ == no_thread);
   sleeper_ = scheduler_.current();
   const bool woken = scheduler_.block(until);
   sleeper_ = no_thread;
   scheduler_.learn(Learnt(op_spend).value());
-  return woken ? std::max(until - scheduler_.now(), Nanos(0)) : Nanos(0);
+  return woken ? std::max(until - scheduler_.now(), Duration(0)) : Duration(0);
 }
 
 using K = Call::Kind;

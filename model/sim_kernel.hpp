@@ -32,11 +32,11 @@ struct SimKernelConfig {
   bool abort_on_overflow = false;  // K9: a full queue resets the client instead of dropping
   // K1: added to every sleep, spend and wait timeout. With several, each sleep's is a choice
   // point (kind `slack`), index 0 being the first.
-  std::vector<Nanos> timer_slack{Nanos(0)};
+  std::vector<Duration> timer_slack{Duration(0)};
   // K1: a non-blocking wait that finds nothing, repeated on the same poller at the same instant,
   // costs this much of the caller's time (a syscall's), so that a spinning loop moves the clock
   // instead of stopping it. The first such wait at an instant is free.
-  Nanos empty_wait_cost = std::chrono::microseconds(1);
+  Duration empty_wait_cost = std::chrono::microseconds(1);
   // K11: bytes a socket buffers in each direction. A server write beyond the send buffer is
   // short (or EAGAIN); a client's bytes beyond the receive buffer wait on the client's side.
   std::size_t send_buffer = 16384;
@@ -48,7 +48,7 @@ struct SimKernelConfig {
   // megabyte), or the buffer as it is (index 1: a path whose acknowledgements have not grown it
   // yet). 0: the buffer never grows.
   std::size_t send_buffer_max = 0;
-  Nanos syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
+  Duration syn_rto{std::chrono::seconds(1)};  // K9: the client's first SYN retransmission
   int syn_retries = 6;                     // K9: as Linux's tcp_syn_retries
 
   // Only rlimit_nofile changes at run time (a fault lowers it; a target calls setrlimit). The
@@ -68,8 +68,8 @@ struct SimKernelConfig {
 struct AcceptFault {
   int error = EMFILE;
   std::uint64_t nth = 0;  // the nth accept call (from 1) fails; 0: use the window instead
-  Nanos from{0};          // accepts in [from, until) may fail...
-  Nanos until{0};
+  Instant from{};            // accepts in [from, until) may fail...
+  Instant until{};
   std::uint32_t budget = 0;  // ...this many of them; 0: all. Which ones is a choice point.
 
   static constexpr auto state_fields = state::fields(
@@ -83,7 +83,7 @@ class ClientSink {
  public:
   virtual ~ClientSink() = default;
   virtual void established(ConnId) {}      // on the accept queue; data may be sent
-  virtual void syn_dropped(ConnId, Nanos /*retry_at*/) {}
+  virtual void syn_dropped(ConnId, Instant /*retry_at*/) {}
   virtual void refused(ConnId, int /*error*/) {}  // reset by overflow, or gave up (ETIMEDOUT)
   virtual void received(ConnId, std::string_view /*bytes*/) {}
   virtual void peer_closed(ConnId) {}  // the server closed its end
@@ -102,7 +102,7 @@ class SimKernel final : public Kernel {
 
   // Kernel
   Instant now() override;
-  void spend(Nanos duration) override;
+  void spend(Duration duration) override;
   int listen(const ListenSpec& spec) override;
   int local_port(int listener) override;
   int accept(int listener) override;
@@ -139,7 +139,7 @@ class SimKernel final : public Kernel {
   // A sleep a signal may cut short (a target's nanosleep and its kin): spends `duration`, with
   // its slack, as spend does, unless interrupt(the sleeping thread) comes first; then what was
   // left of it, else 0. One thread at a time sleeps so (signals go to a target's main thread).
-  Nanos spend_interruptibly(Nanos duration);
+  Duration spend_interruptibly(Duration duration);
   // recv(MSG_PEEK) (K11): what read would return, leaving the bytes (and the readiness they
   // make) where they are; an error pending is taken as read takes it. On a pipe -ENOTSOCK.
   std::int64_t peek(int fd, std::span<char> into);
@@ -305,7 +305,7 @@ class SimKernel final : public Kernel {
     std::map<int, Interest> items;
     std::deque<int> ready;
     ThreadId waiter = no_thread;
-    Nanos last_empty_poll{-1};  // when a non-blocking wait last found nothing
+    std::optional<Instant> last_empty_poll;  // when a non-blocking wait last found nothing
     bool interrupted = false;   // a signal came for its waiter: the wait returns EINTR
     // The last empty poll matters only while it is now (the next one costs time).
     static constexpr auto state_fields = state::fields(
@@ -360,7 +360,7 @@ class SimKernel final : public Kernel {
   // The calls' bodies, without the call point and what the caller learns (sim_kernel.cpp).
   template <class Body>
   auto call(int op, const Call& what, Body body);
-  void spend_now(Nanos duration);
+  void spend_now(Duration duration);
   int listen_now(const ListenSpec& spec);
   int accept_now(int listener);
   std::int64_t read_now(int fd, std::span<char> into, bool consume = true);
@@ -400,8 +400,8 @@ class SimKernel final : public Kernel {
   void receive_reset(ConnId conn, int error);
   void pump(ConnId conn);
   int injected_accept_error(std::size_t queued);
-  Nanos slack();
-  Nanos with_slack(Nanos duration) { return duration + slack(); }
+  Duration slack();
+  Duration with_slack(Duration duration) { return duration + slack(); }
 
   Scheduler& scheduler_;
   SimKernelConfig config_;
@@ -427,7 +427,7 @@ class SimKernel final : public Kernel {
     std::map<std::uint32_t, std::uint64_t> at_wait;  // poller index -> total at its last wait
   };
   std::vector<Work> work_;  // by thread + 1 (0: outside any thread)
-  Nanos calls_instant_{-1};
+  std::optional<Instant> calls_instant_;
   std::uint64_t calls_at_instant_ = 0;
   bool stalled_ = false;
   ThreadId sleeper_ = no_thread;  // in spend_interruptibly

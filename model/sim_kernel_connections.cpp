@@ -81,7 +81,7 @@ int SimKernel::accept_now(int listener_fd) {
 // Whether this accept call fails by injection. A windowed fault with a budget lands where the
 // chooser says (a choice point of kind `fault`: 1 lands, 0 lets this accept through).
 int SimKernel::injected_accept_error(std::size_t queued) {
-  Nanos now = scheduler_.now();
+  Instant now = scheduler_.now();
   for (FaultState& state : accept_faults_) {
     const AcceptFault& f = state.fault;
     if (state.spent) continue;
@@ -158,7 +158,7 @@ void SimKernel::try_handshake(ConnId id) {
     if (sink_ != nullptr) sink_->refused(id, error);
     return;
   }
-  Nanos retry_at = scheduler_.now() + config_.syn_rto * (std::int64_t(1) << conn.syn_attempts);
+  Instant retry_at = scheduler_.now() + config_.syn_rto * (std::int64_t(1) << conn.syn_attempts);
   ++conn.syn_attempts;
   if (sink_ != nullptr) sink_->syn_dropped(id, retry_at);
   scheduler_.at(retry_at, [this, id] { try_handshake(id); }, tag(Happening::handshake, id));

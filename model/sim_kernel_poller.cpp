@@ -189,11 +189,11 @@ int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
 
 // K1: a spinning loop's repeated empty polls cost time, as their syscalls would.
 int SimKernel::empty_poll(std::uint32_t index) {
-  Nanos now = scheduler_.now();
+  Instant now = scheduler_.now();
   bool again = pollers_[index].last_empty_poll == now;
   pollers_[index].last_empty_poll = now;
   bool in_thread = scheduler_.current() != no_thread;  // tests poll from outside any thread
-  if (again && in_thread && config_.empty_wait_cost > Nanos(0)) {
+  if (again && in_thread && config_.empty_wait_cost > Duration(0)) {
     scheduler_.sleep_until(now + config_.empty_wait_cost);
   }
   return 0;
@@ -205,8 +205,8 @@ int SimKernel::wait_now(int poller_fd, std::span<PollEvent> into, std::optional<
   if (into.empty()) return -EINVAL;
   std::uint32_t index = p->object;
   LOOPSIM_ASSERT(!timeout || timeout->count() >= 0);
-  const std::optional<Nanos> deadline =
-      timeout ? std::optional<Nanos>(scheduler_.now() + with_slack(*timeout)) : std::nullopt;
+  const std::optional<Instant> deadline =
+      timeout ? std::optional<Instant>(scheduler_.now() + with_slack(*timeout)) : std::nullopt;
   const bool polls = timeout == Duration(0);
   for (;;) {
     int n = harvest(pollers_[index], into);

@@ -238,7 +238,7 @@ struct Wait : Command {
       if (c.buffered > 0 || c.closed) expected.insert(fd);
     }
     std::vector<PollEvent> events(events_max);
-    int n = s.kernel.wait(s.poller, events, Nanos(0));
+    int n = s.kernel.wait(s.poller, events, Duration(0));
     std::set<int> got;
     for (int i = 0; i < n; ++i) RC_ASSERT(got.insert(events[std::size_t(i)].fd).second);
     RC_ASSERT(got == expected);

@@ -20,8 +20,8 @@ struct Recorder : ClientSink {
   std::vector<std::string> log;
   std::string received_bytes;
   void established(ConnId c) override { log.push_back("established " + std::to_string(c)); }
-  void syn_dropped(ConnId c, Nanos retry_at) override {
-    log.push_back("dropped " + std::to_string(c) + " retry " + std::to_string(retry_at.count()));
+  void syn_dropped(ConnId c, Instant retry_at) override {
+    log.push_back("dropped " + std::to_string(c) + " retry " + std::to_string(since_start(retry_at).count()));
   }
   void refused(ConnId c, int error) override {
     log.push_back("refused " + std::to_string(c) + " " + std::to_string(error));
@@ -44,7 +44,7 @@ struct Fixture {
   }
   std::vector<PollEvent> poll(int poller, std::size_t max = 16) {
     std::vector<PollEvent> events(max);
-    int n = kernel.wait(poller, events, Nanos(0));
+    int n = kernel.wait(poller, events, Duration(0));
     REQUIRE(n >= 0);
     events.resize(std::size_t(n));
     return events;
@@ -73,7 +73,7 @@ std::vector<int> fds_of(const std::vector<PollEvent>& events) {
 
 TEST_CASE("K1 virtual time moves only when every simulated thread is blocked or spending") {
   Fixture f;
-  std::vector<std::pair<std::string, Nanos>> seen;
+  std::vector<std::pair<std::string, Duration>> seen;
   f.scheduler.spawn("a", [&] {
     seen.emplace_back("a starts", f.kernel.now().time_since_epoch());
     f.kernel.spend(10ms);
@@ -84,8 +84,8 @@ TEST_CASE("K1 virtual time moves only when every simulated thread is blocked or 
     f.kernel.spend(3ms);
     seen.emplace_back("b spent", f.kernel.now().time_since_epoch());
   });
-  f.scheduler.run_until(1s);
-  REQUIRE(seen == std::vector<std::pair<std::string, Nanos>>{
+  f.scheduler.run_until(Instant{1s});
+  REQUIRE(seen == std::vector<std::pair<std::string, Duration>>{
                       {"a starts", 0ms}, {"b starts", 0ms}, {"b spent", 3ms}, {"a spent", 10ms}});
   CHECK(f.kernel.now().time_since_epoch() == 1s);
 }
@@ -95,7 +95,7 @@ TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
   config.timer_slack = {2ms};
   Fixture f(config);
   int poller = f.kernel.poller_create();
-  Nanos spent{}, waited{};
+  Duration spent{}, waited{};
   f.scheduler.spawn("t", [&] {
     f.kernel.spend(10ms);
     spent = f.kernel.now().time_since_epoch();
@@ -103,7 +103,7 @@ TEST_CASE("K1 timer slack makes every spend and timed wait oversleep") {
     CHECK(f.kernel.wait(poller, events, 5ms) == 0);
     waited = f.kernel.now().time_since_epoch() - spent;
   });
-  f.scheduler.run_until(1s);
+  f.scheduler.run_until(Instant{1s});
   CHECK(spent == 12ms);
   CHECK(waited == 7ms);
 }
@@ -112,7 +112,7 @@ TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR, 
   Fixture f;
   int poller = f.kernel.poller_create();
   int rc = 1;
-  Nanos ended{};
+  Duration ended{};
   model::ThreadId waiter = f.scheduler.spawn("t", [&] {
     std::vector<PollEvent> events(4);
     rc = f.kernel.wait(poller, events, wait_forever);
@@ -120,11 +120,11 @@ TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR, 
   });
   model::ThreadId idle = f.scheduler.spawn("idle", [&] { f.kernel.spend(1s); });
   bool waiting = false, idle_waiting = true;
-  f.scheduler.at(30ms, [&] {
+  f.scheduler.at(Instant{30ms}, [&] {
     waiting = f.kernel.interrupt(waiter);
     idle_waiting = f.kernel.interrupt(idle);
   }, model::Tag{model::Happening::scripted, 0});
-  f.scheduler.run_until(2s);
+  f.scheduler.run_until(Instant{2s});
   CHECK(waiting);
   CHECK_FALSE(idle_waiting);
   CHECK(rc == -EINTR);
@@ -132,7 +132,7 @@ TEST_CASE("K3 a signal for a thread blocked in a wait ends the wait with EINTR, 
   // The flag was taken: the next wait blocks again, to its timeout.
   std::vector<PollEvent> events(4);
   f.scheduler.spawn("again", [&] { rc = f.kernel.wait(poller, events, 5ms); });
-  f.scheduler.run_until(3s);
+  f.scheduler.run_until(Instant{3s});
   CHECK(rc == 0);
 }
 
@@ -317,10 +317,10 @@ TEST_CASE("K9 the accept queue holds min(backlog, somaxconn) + 1, then SYNs are 
   CHECK(f.kernel.backlog(l) == 5);
   REQUIRE(f.sink.log.back() == "dropped 5 retry 1000000000");
   // The client retransmits after 1 s, then 2 s: once there is room, it gets in.
-  f.scheduler.run_until(1s + 1ns);
+  f.scheduler.run_until(Instant{1s + 1ns});
   CHECK(f.sink.log.back() == "dropped 5 retry 3000000000");
   REQUIRE(f.kernel.accept(l) >= 0);
-  f.scheduler.run_until(3s + 1ns);
+  f.scheduler.run_until(Instant{3s + 1ns});
   CHECK(f.sink.log.back() == "established 5");
   CHECK(f.kernel.backlog(l) == 5);
 }
@@ -412,7 +412,7 @@ TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
   int l = f.listener();
   int p = f.kernel.poller_create();
   REQUIRE(f.kernel.watch(p, l, io::readable, Trigger::edge) == 0);
-  std::vector<std::pair<int, Nanos>> returns;
+  std::vector<std::pair<int, Duration>> returns;
   f.scheduler.spawn("loop", [&] {
     std::vector<PollEvent> events(4);
     for (int i = 0; i < 2; ++i) {
@@ -420,8 +420,8 @@ TEST_CASE("a wait blocks until an arrival wakes it, and times out otherwise") {
       returns.emplace_back(n, f.kernel.now().time_since_epoch());
     }
   });
-  f.scheduler.at(250ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
-  f.scheduler.run_until(10s);
+  f.scheduler.at(Instant{250ms}, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
+  f.scheduler.run_until(Instant{10s});
   REQUIRE(returns.size() == 2);
   CHECK(returns[0].first == 1);
   CHECK(returns[0].second == 250ms);
@@ -437,7 +437,7 @@ TEST_CASE("K7 an exclusive arrival wakes one blocked waiter, the earliest regist
     pollers.push_back(f.kernel.poller_create());
     REQUIRE(f.kernel.watch(pollers.back(), l, io::readable | io::exclusive, Trigger::edge) == 0);
   }
-  std::vector<std::pair<int, Nanos>> woke;  // which poller's waiter returned, and when
+  std::vector<std::pair<int, Duration>> woke;  // which poller's waiter returned, and when
   for (int i : {1, 2}) {  // poller 0's thread is busy; 1 and 2 block in their waits
     f.scheduler.spawn("w", [&, i] {
       std::vector<PollEvent> events(4);
@@ -445,8 +445,8 @@ TEST_CASE("K7 an exclusive arrival wakes one blocked waiter, the earliest regist
       if (n > 0) woke.emplace_back(i, f.kernel.now().time_since_epoch());
     });
   }
-  f.scheduler.at(100ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
-  f.scheduler.run_until(2s);
+  f.scheduler.at(Instant{100ms}, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
+  f.scheduler.run_until(Instant{2s});
   REQUIRE(woke.size() == 1);
   CHECK(woke[0].first == 1);
   CHECK(woke[0].second == 100ms);
@@ -467,8 +467,8 @@ TEST_CASE("K7 without EPOLLEXCLUSIVE every waiter wakes") {
       woke += f.kernel.wait(p, events, 1s);
     });
   }
-  f.scheduler.at(100ms, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
-  f.scheduler.run_until(2s);
+  f.scheduler.at(Instant{100ms}, [&] { f.kernel.connect(port); }, {model::Happening::scripted});
+  f.scheduler.run_until(Instant{2s});
   CHECK(woke == 2);
 }
 
@@ -522,14 +522,14 @@ TEST_CASE("K10 accepts in a fault window fail, within the budget") {
   INFO("flavour: " << name_of(flavour));
   Fixture f(flavoured(flavour));
   int l = f.listener();
-  f.kernel.add_accept_fault(AcceptFault{EMFILE, 0, 1s, 2s, 0});
+  f.kernel.add_accept_fault(AcceptFault{EMFILE, 0, Instant{1s}, Instant{2s}, 0});
   f.connect();
   CHECK(f.kernel.accept(l) >= 0);  // before the window
   f.connect();
-  f.scheduler.run_until(1500ms);
+  f.scheduler.run_until(Instant{1500ms});
   CHECK(f.kernel.accept(l) == -EMFILE);
   CHECK(f.kernel.accept(l) == -EMFILE);
-  f.scheduler.run_until(2s);
+  f.scheduler.run_until(Instant{2s});
   CHECK(f.kernel.accept(l) >= 0);  // the window is closed at `until`
 }
 
@@ -657,14 +657,14 @@ TEST_CASE("K1 with several timer slacks, each sleep's is a recorded choice") {
   } chooser;
   Scheduler scheduler(&chooser);
   SimKernelConfig config;
-  config.timer_slack = {Nanos(0), 50us};
+  config.timer_slack = {Duration(0), 50us};
   SimKernel kernel(scheduler, config);
-  Nanos woke{};
+  Duration woke{};
   scheduler.spawn("t", [&] {
     kernel.spend(1ms);
     woke = kernel.now().time_since_epoch();
   });
-  scheduler.run_until(1s);
+  scheduler.run_until(Instant{1s});
   CHECK(woke == 1050us);
   REQUIRE(chooser.seen.size() == 1);
   CHECK(chooser.seen[0].kind == ChoiceKind::slack);

@@ -10,17 +10,17 @@
 namespace loopsim::model {
 
 struct Window {
-  Nanos lo{0};
-  Nanos hi{0};
+  Instant lo{};
+  Instant hi{};
   bool fixed() const { return lo == hi; }
-  Window shifted(Nanos by) const { return Window{lo + by, hi + by}; }
+  Window shifted(Duration by) const { return Window{lo + by, hi + by}; }
   friend bool operator==(const Window&, const Window&) = default;
 };
 
-inline Window at_instant(Nanos t) { return Window{t, t}; }
+inline Window at_instant(Instant t) { return Window{t, t}; }
 
 // One instant of `window`, drawn uniformly from `seed` and `salt` (which names the happening, so
 // that every happening has a stream of its own): integer arithmetic only, the same everywhere.
-Nanos draw_instant(const Window& window, std::uint64_t seed, std::uint64_t salt);
+Instant draw_instant(const Window& window, std::uint64_t seed, std::uint64_t salt);
 
 }  // namespace loopsim::model

@@ -83,7 +83,7 @@ void check_listened(int host, const Seam* seam, const sim::Scenario& scenario) {
   std::string why = "the target never listened on port " + std::to_string(scenario.target->port);
   if (seam != nullptr && seam->ended()) {
     char at[48];
-    std::snprintf(at, sizeof at, "%.1f ms", double(seam->ended_at().count()) / 1e6);
+    std::snprintf(at, sizeof at, "%.1f ms", double(since_start(seam->ended_at()).count()) / 1e6);
     why = "the target exited with status " + std::to_string(seam->exit_status()) + " at " + at +
           " of virtual time, before it listened on port " + std::to_string(scenario.target->port);
   }
@@ -100,7 +100,7 @@ wire::Report report_of(const sim::World& world, bool stepped) {
   r.quiescent = world.quiescent();
   r.digest = world.digest();
   r.accepted = world.accepted();
-  r.now = world.now().count();
+  r.now = since_start(world.now()).count();
   return r;
 }
 

@@ -34,7 +34,7 @@
 // libc declares some pointers nonnull; a program may still pass null, and the seam checks.
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 
-using loopsim::Nanos;
+using loopsim::Duration;
 using loopsim::posix::current;
 using loopsim::posix::real;
 using namespace loopsim::posix::calls;
@@ -569,23 +569,23 @@ bool invalid(const timespec* t) { return t != nullptr && (t->tv_sec < 0 || t->tv
 bool invalid(const timeval* t) { return t != nullptr && (t->tv_sec < 0 || t->tv_usec < 0); }
 
 // A wait's timeout; none waits until something is ready.
-std::optional<Nanos> poll_timeout(int ms) {
+std::optional<Duration> poll_timeout(int ms) {
   if (ms < 0) return std::nullopt;
-  return Nanos(std::int64_t(ms) * 1'000'000);
+  return Duration(std::int64_t(ms) * 1'000'000);
 }
-std::optional<Nanos> poll_timeout(const timespec* t) {
+std::optional<Duration> poll_timeout(const timespec* t) {
   if (t == nullptr) return std::nullopt;
   return from_timespec(*t);
 }
-std::optional<Nanos> poll_timeout(const timeval* t) {
+std::optional<Duration> poll_timeout(const timeval* t) {
   if (t == nullptr) return std::nullopt;
-  return Nanos(std::int64_t(t->tv_sec) * 1'000'000'000 + std::int64_t(t->tv_usec) * 1000);
+  return Duration(std::int64_t(t->tv_sec) * 1'000'000'000 + std::int64_t(t->tv_usec) * 1000);
 }
 
 // select(2) as poll(2) over the descriptors its sets name; the sets are rewritten with what is
 // ready. Linux's mapping: readable (and hung up, or in error) counts as readable, writable (or
 // in error) as writable, and nothing is exceptional on a stream socket.
-long select_as_poll(const char* call, int n, fd_set* r, fd_set* w, fd_set* e, std::optional<Nanos> timeout) {
+long select_as_poll(const char* call, int n, fd_set* r, fd_set* w, fd_set* e, std::optional<Duration> timeout) {
   if (n < 0 || n > FD_SETSIZE) return result(-EINVAL);
   std::vector<pollfd> entries;
   for (int fd = 0; fd < n; ++fd) {
@@ -772,10 +772,10 @@ SEAM_EXPORT time_t time(time_t* out) noexcept {
 namespace {
 
 // A sleep of `wanted` on the seam: 0, or -EINTR with what was left in `left` (Seam::sleep).
-long sleep_for(const char* call, Nanos wanted, Nanos& left) {
+long sleep_for(const char* call, Duration wanted, Duration& left) {
   return served(call, [&] {
     left = current->sleep(wanted);
-    return left > Nanos(0) ? long(-EINTR) : 0L;
+    return left > Duration(0) ? long(-EINTR) : 0L;
   });
 }
 
@@ -793,7 +793,7 @@ SEAM_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
   if (making()) {
     timespec wanted{};
     if (const long bad = sleep_request(request, wanted); bad < 0) return int(result(bad));
-    Nanos left{0};
+    Duration left{0};
     const long rc = sleep_for(__func__, from_timespec(wanted), left);
     if (rc < 0 && remaining != nullptr) *remaining = to_timespec(left.count());
     return int(rc);
@@ -807,9 +807,9 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
   if (making()) {
     timespec asked{};
     if (const long bad = sleep_request(request, asked); bad < 0) return int(-bad);
-    Nanos wanted = from_timespec(asked);
-    if (flags & TIMER_ABSTIME) wanted = Nanos(wanted.count() - virtual_ns(clock));  // until then
-    Nanos left{0};
+    Duration wanted = from_timespec(asked);
+    if (flags & TIMER_ABSTIME) wanted = Duration(wanted.count() - virtual_ns(clock));  // until then
+    Duration left{0};
     const int saved = errno;
     const long rc = sleep_for(__func__, wanted, left);
     errno = saved;
@@ -821,8 +821,8 @@ SEAM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* requ
 
 SEAM_EXPORT int usleep(useconds_t us) {
   if (making()) {
-    Nanos left{0};
-    return int(sleep_for(__func__, Nanos(std::int64_t(us) * 1000), left));
+    Duration left{0};
+    return int(sleep_for(__func__, Duration(std::int64_t(us) * 1000), left));
   }
   return LOOPSIM_REAL(usleep)(us);
 }
@@ -831,9 +831,9 @@ SEAM_EXPORT int usleep(useconds_t us) {
 // left (0.98 s left is 0, as posix/signals_test.cpp shows Linux's to be).
 SEAM_EXPORT unsigned int sleep(unsigned int seconds) {
   if (making()) {
-    Nanos left{0};
+    Duration left{0};
     const int saved = errno;
-    sleep_for(__func__, Nanos(std::int64_t(seconds) * 1'000'000'000), left);
+    sleep_for(__func__, Duration(std::int64_t(seconds) * 1'000'000'000), left);
     errno = saved;
     return unsigned(to_timespec(left.count()).tv_sec);
   }

@@ -95,7 +95,7 @@ inline void unserved(const char* call, int fd) {
 }
 
 inline std::int64_t virtual_ns(clockid_t clock) {
-  std::int64_t t = current->now().count();
+  std::int64_t t = since_start(current->now()).count();
   switch (clock) {
     case CLOCK_REALTIME:
     case CLOCK_REALTIME_COARSE:
@@ -107,12 +107,12 @@ inline std::int64_t virtual_ns(clockid_t clock) {
 }
 
 inline timespec to_timespec(std::int64_t ns) { return timespec{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)}; }
-inline Nanos from_timespec(const timespec& t) { return Nanos(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
+inline Duration from_timespec(const timespec& t) { return Duration(std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec); }
 
 // The virtual instant a deadline on `clock` (an absolute time, as pthread's timed waits take)
 // stands for.
-inline Nanos deadline_of(clockid_t clock, const timespec& at) {
-  return current->now() + (from_timespec(at) - Nanos(virtual_ns(clock)));
+inline Instant deadline_of(clockid_t clock, const timespec& at) {
+  return current->now() + (from_timespec(at) - Duration(virtual_ns(clock)));
 }
 
 // syscall(SYS_futex, ...) from a target's thread: its waits and wakes in virtual time

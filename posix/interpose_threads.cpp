@@ -32,7 +32,8 @@
 // libc declares some pointers nonnull; a program may still pass null, and the seam checks.
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 
-using loopsim::Nanos;
+using loopsim::Duration;
+using loopsim::Instant;
 using loopsim::wait_forever;
 using loopsim::posix::current;
 using loopsim::posix::real;
@@ -43,7 +44,7 @@ namespace {
 
 // The waits below go through the engine only when they must: an object taken at the first try
 // costs no switch.
-long wait_for(const char* call, const void* object, std::optional<Nanos> deadline) {
+long wait_for(const char* call, const void* object, std::optional<Instant> deadline) {
   return engine_call(call, [&] { return current->wait_on(object, deadline); });
 }
 
@@ -59,7 +60,7 @@ void released(const char* call, const void* object) {
 
 // A lock taken by trying: `attempt` returns 0, EBUSY (held: wait for a release) or an error.
 template <typename Try>
-int acquire(const char* call, const void* object, std::optional<Nanos> deadline, Try attempt) {
+int acquire(const char* call, const void* object, std::optional<Instant> deadline, Try attempt) {
   for (;;) {
     int rc = attempt();
     if (rc != EBUSY) return rc;
@@ -74,7 +75,7 @@ int acquire(const char* call, const void* object, std::optional<Nanos> deadline,
 int try_mutex(pthread_mutex_t* m) { return LOOPSIM_REAL(pthread_mutex_trylock)(m); }
 int unlock_mutex(pthread_mutex_t* m) { return LOOPSIM_REAL(pthread_mutex_unlock)(m); }
 
-int lock_mutex(const char* call, pthread_mutex_t* m, std::optional<Nanos> deadline) {
+int lock_mutex(const char* call, pthread_mutex_t* m, std::optional<Instant> deadline) {
   return acquire(call, m, deadline, [&] { return try_mutex(m); });
 }
 
@@ -110,7 +111,7 @@ clockid_t clock_of(const pthread_cond_t* c) {
   });
 }
 
-int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::optional<Nanos> deadline) {
+int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::optional<Instant> deadline) {
   int rc = unlock_mutex(m);
   if (rc != 0) return rc;
   // Released and waiting in one step of the engine: no signal can fall between the two.
@@ -126,7 +127,7 @@ int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::opti
 }
 
 // sem_* report errors through errno; a wait that succeeds leaves errno as it found it.
-int sem_acquire(const char* call, sem_t* s, std::optional<Nanos> deadline) {
+int sem_acquire(const char* call, sem_t* s, std::optional<Instant> deadline) {
   const int saved = errno;
   int rc = acquire(call, s, deadline, [&] {
     if (LOOPSIM_REAL(sem_trywait)(s) == 0) return 0;
@@ -400,7 +401,7 @@ long loopsim::posix::calls::futex_call(const long* a) {
       int value = 0;
       if (!copy_in(&value, word, sizeof value)) return result(-EFAULT);
       if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
-      std::optional<Nanos> deadline;
+      std::optional<Instant> deadline;
       if (timeout != nullptr) {
         timespec limit{};
         if (!copy_in(&limit, timeout, sizeof limit)) return result(-EFAULT);
@@ -532,10 +533,10 @@ SEAM_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
 SEAM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
   if (making()) {
     if (set == nullptr) return int(result(-EFAULT));
-    std::optional<Nanos> limit;
+    std::optional<Duration> limit;
     if (timeout != nullptr) {
       if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1'000'000'000) return int(result(-EINVAL));
-      limit = Nanos(std::chrono::seconds(timeout->tv_sec)) + Nanos(timeout->tv_nsec);
+      limit = Duration(std::chrono::seconds(timeout->tv_sec)) + Duration(timeout->tv_nsec);
     }
     const long signal = served(__func__, [&] { return current->wait_signal("sigtimedwait", *set, limit); });
     if (signal > 0 && info != nullptr) {
@@ -631,11 +632,11 @@ SEAM_EXPORT int timer_delete(timer_t timer) noexcept {
 // signal does. The CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF) are refused by name once set:
 // a target's CPU time is the host's, not the simulation's.
 namespace {
-timeval as_timeval(Nanos t) {
+timeval as_timeval(Duration t) {
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t).count();
   return timeval{time_t(us / 1'000'000), suseconds_t(us % 1'000'000)};
 }
-Nanos of_timeval(const timeval& t) { return Nanos(std::chrono::seconds(t.tv_sec)) + Nanos(std::chrono::microseconds(t.tv_usec)); }
+Duration of_timeval(const timeval& t) { return Duration(std::chrono::seconds(t.tv_sec)) + Duration(std::chrono::microseconds(t.tv_usec)); }
 bool valid(const timeval& t) { return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_usec < 1'000'000; }
 }  // namespace
 
@@ -650,7 +651,7 @@ SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimer
   itimerval wanted{};
   if (value != nullptr && !copy_in(&wanted, value, sizeof wanted)) return int(result(-EFAULT));
   if (value != nullptr && (!valid(wanted.it_value) || !valid(wanted.it_interval))) return int(result(-EINVAL));
-  Nanos left{0}, every{0};
+  Duration left{0}, every{0};
   served(__func__, [&] {
     // Linux takes a null value as a zero one: the timer is disarmed.
     current->set_real_timer(of_timeval(wanted.it_value), of_timeval(wanted.it_interval), left, every);
@@ -663,7 +664,7 @@ SEAM_EXPORT int setitimer(__itimer_which_t which, const itimerval* value, itimer
 SEAM_EXPORT int getitimer(__itimer_which_t which, itimerval* value) noexcept {
   if (!making() || which != ITIMER_REAL) return LOOPSIM_REAL(getitimer)(which, value);
   if (value == nullptr) return int(result(-EFAULT));
-  Nanos left{0}, every{0};
+  Duration left{0}, every{0};
   served(__func__, [&] {
     current->real_timer(left, every);
     return 0L;
@@ -676,9 +677,9 @@ SEAM_EXPORT int getitimer(__itimer_which_t which, itimerval* value) noexcept {
 // half a second, and never 0 while one is set).
 SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
   if (!making()) return LOOPSIM_REAL(alarm)(seconds);
-  Nanos left{0}, every{0};
+  Duration left{0}, every{0};
   served(__func__, [&] {
-    current->set_real_timer(Nanos(std::chrono::seconds(seconds)), Nanos(0), left, every);
+    current->set_real_timer(Duration(std::chrono::seconds(seconds)), Duration(0), left, every);
     return 0L;
   });
   const timeval was = as_timeval(left);

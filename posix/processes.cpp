@@ -112,7 +112,7 @@ long Seam::await_child(pid_t pid, const char* call) {
   child_report_ = -1;
   int status = 0;
   const auto began = std::chrono::steady_clock::now();
-  const Nanos limit = scenario_.target->spin_limit;
+  const Duration limit = scenario_.target->spin_limit;
   for (;;) {
     const pid_t ended = LOOPSIM_REAL(waitpid)(pid, &status, WNOHANG);
     if (ended == pid) break;
@@ -194,7 +194,7 @@ long Seam::await_child(pid_t pid, const char* call) {
 // A wrapper's helpers (its children, run to their end) leave the simulation as it was; their
 // trace events go with the wrapper, as the new program starts the run again.
 bool Seam::pristine() const {
-  if (now() != Nanos(0) || !threads_.empty()) return false;
+  if (now() != Instant{} || !threads_.empty()) return false;
   for (const sim::TraceEvent& event : trace_->events) {
     if (!std::holds_alternative<sim::ev::Child>(event)) return false;
   }

@@ -29,7 +29,7 @@ sim::MainWatch* main_watch = nullptr;
 void Seam::main_running(bool yes) {
   if (main_watch == nullptr || scheduler_->current() != thread_) return;
   if (main_watch->runs.load(std::memory_order_relaxed) % 2 == std::uint64_t(yes)) return;
-  if (yes) main_watch->since_virtual_ns.store(now().count(), std::memory_order_relaxed);
+  if (yes) main_watch->since_virtual_ns.store(since_start(now()).count(), std::memory_order_relaxed);
   main_watch->runs.fetch_add(1, std::memory_order_release);
 }
 
@@ -95,10 +95,10 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
     main_running(true);
     exited(main_(argc_, argv_, envp_));
   }, target_stack);
-  if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), std::chrono::milliseconds(1));
+  if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), Instant{std::chrono::milliseconds(1)});
 }
 
-void Seam::scribble_errno(int value, Nanos at) {
+void Seam::scribble_errno(int value, Instant at) {
   if (at > scenario_.horizon) return;
   scheduler_->at(
       at,
@@ -142,18 +142,18 @@ std::string Seam::listened_on() const {
   return out.empty() ? "none" : out;
 }
 
-Nanos Seam::now() const { return scheduler_->now(); }
+Instant Seam::now() const { return scheduler_->now(); }
 
-Nanos Seam::sleep(Nanos duration) {
+Duration Seam::sleep(Duration duration) {
   Inside inside(*this);
-  duration = std::max(duration, Nanos(0));
+  duration = std::max(duration, Duration(0));
   if (scheduler_->current() != thread_) {  // signals go to main(): another thread's sleep is whole
     kernel_->spend(duration);
-    return Nanos(0);
+    return Duration(0);
   }
   for (;;) {
-    const Nanos left = kernel_->spend_interruptibly(duration);
-    if (left == Nanos(0) || deliverable() != 0) return left;
+    const Duration left = kernel_->spend_interruptibly(duration);
+    if (left == Duration(0) || deliverable() != 0) return left;
     duration = left;
   }
 }
@@ -224,7 +224,7 @@ void Seam::stop_run(const std::string& message) {
 
 std::string Seam::where(int fd) const {
   std::string text = fd >= 0 ? " on simulated descriptor " + std::to_string(fd) : "";
-  double ms = double(now().count()) / 1e6;
+  double ms = double(since_start(now()).count()) / 1e6;
   char at[64];
   std::snprintf(at, sizeof at, " at %.3f ms of virtual time", ms);
   return text + at;
@@ -307,7 +307,7 @@ sim::ClientIndex Seam::client_of(int fd) const {
 }
 
 long Seam::failed(long error) {
-  if (scenario_.target->call_cost > Nanos(0)) scheduler_->sleep_until(now() + scenario_.target->call_cost);
+  if (scenario_.target->call_cost > Duration(0)) scheduler_->sleep_until(now() + scenario_.target->call_cost);
   return error;
 }
 
@@ -329,7 +329,7 @@ bool Seam::block_until(int sim, std::uint32_t ready) {
   return true;
 }
 
-std::uint64_t Seam::begin_pass(std::optional<Nanos> timeout) {
+std::uint64_t Seam::begin_pass(std::optional<Duration> timeout) {
   end_pass();
   PerThread& t = here();
   t.in_pass = true;
@@ -545,16 +545,16 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
   // allocates for the rest: a wait may return fewer than asked.
   constexpr long ep_max_events = INT_MAX / long(sizeof(epoll_event));
   if (p.kind != Kind::poller || max <= 0 || max > ep_max_events) return failed(-EINVAL);
-  const std::optional<Nanos> timeout =
-      timeout_ms < 0 ? std::nullopt : std::optional<Nanos>(Nanos(std::int64_t(timeout_ms) * 1'000'000));
+  const std::optional<Duration> timeout =
+      timeout_ms < 0 ? std::nullopt : std::optional<Duration>(Duration(std::int64_t(timeout_ms) * 1'000'000));
   const std::uint64_t pass = begin_pass(timeout);
   std::vector<PollEvent> scratch(static_cast<std::size_t>(std::min(max, 4096)));  // this thread's
-  const std::optional<Nanos> deadline = timeout ? std::optional<Nanos>(now() + *timeout) : std::nullopt;
+  const std::optional<Instant> deadline = timeout ? std::optional<Instant>(now() + *timeout) : std::nullopt;
   int n = 0, out = 0;
   std::vector<epoll_event> found;  // copied to `events` as Linux copies them, a bad pointer EFAULT
   sim::ev::Events seen{now(), worker(), pass, {}, -1};
   for (;;) {
-    const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
+    const std::optional<Duration> left = deadline ? std::optional<Duration>(std::max(*deadline - now(), Duration(0))) : std::nullopt;
     n = kernel_->wait(p.sim, scratch, left);
     LOOPSIM_ASSERT_OP(n, <=, int(scratch.size()));  // the kernel fills no more than it was given
     seen.t = now();
@@ -572,7 +572,7 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
     }
     // Linux reports nothing a registration did not ask for, and does not wake the waiter for
     // it: a wait that may still block goes on waiting.
-    if (out > 0 || n <= 0 || left == Nanos(0)) break;
+    if (out > 0 || n <= 0 || left == Duration(0)) break;
   }
   LOOPSIM_ASSERT(out <= max && std::size_t(out) == found.size());  // at most what the program has room for
   if (!copy_out(events, found.data(), found.size() * sizeof(epoll_event))) {
@@ -608,7 +608,7 @@ short poll_reported(std::uint32_t ready, short events) {
 
 }  // namespace
 
-long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout) {
+long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Duration> timeout) {
   Inside inside(*this);
   const int poller = blocker();
   if (poller < 0) return failed(poller);
@@ -626,11 +626,11 @@ long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout)
   const std::uint64_t pass = begin_pass(timeout);
   sim::ev::Events seen{now(), worker(), pass, {}, -1};
   std::vector<PollEvent> scratch(std::max<std::size_t>(interest.size(), 1));
-  const std::optional<Nanos> deadline = timeout ? std::optional<Nanos>(now() + *timeout) : std::nullopt;
+  const std::optional<Instant> deadline = timeout ? std::optional<Instant>(now() + *timeout) : std::nullopt;
   long ready = 0;
   int rc = 0;
   for (;;) {
-    const std::optional<Nanos> left = deadline ? std::optional<Nanos>(std::max(*deadline - now(), Nanos(0))) : std::nullopt;
+    const std::optional<Duration> left = deadline ? std::optional<Duration>(std::max(*deadline - now(), Duration(0))) : std::nullopt;
     rc = kernel_->wait(poller, scratch, left);
     LOOPSIM_ASSERT_OP(rc, <=, int(scratch.size()));
     seen.t = now();
@@ -647,7 +647,7 @@ long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout)
       }
     }
     // Reported only what no entry asked for: Linux goes on waiting while it may.
-    if (ready > 0 || rc < 0 || left == Nanos(0)) break;
+    if (ready > 0 || rc < 0 || left == Duration(0)) break;
   }
   LOOPSIM_ASSERT_OP(std::size_t(ready), <=, n);  // poll counts entries, each at most once
   for (const auto& [sim, wanted] : interest) kernel_->unwatch(poller, sim);

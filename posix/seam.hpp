@@ -86,7 +86,7 @@ class Seam final : public sim::ForeignServer {
   // Whether the program ended (exit, or a return from main), with what status, and when.
   bool ended() const { return ended_; }
   int exit_status() const { return exit_status_; }
-  Nanos ended_at() const { return ended_at_; }
+  Instant ended_at() const { return ended_at_; }
   std::string listened_on() const;  // the ports it did listen on, for that error
 
   // Routing.
@@ -119,7 +119,7 @@ class Seam final : public sim::ForeignServer {
   long poller_wait(int poller, epoll_event* events, int max, int timeout_ms);
   // poll(2) on descriptors of which at least one is simulated (a mix with real ones is refused):
   // level-triggered, as Linux's, one pass of the trace. Negative descriptors are skipped.
-  long poll(struct pollfd* fds, std::size_t n, std::optional<Nanos> timeout);  // none: until ready
+  long poll(struct pollfd* fds, std::size_t n, std::optional<Duration> timeout);  // none: until ready
   long eventfd(unsigned int value, int flags);
   long pipe(int ends[2], int flags);
   long socketpair(int domain, int type, int ends[2]);  // K15: AF_UNIX, SOCK_STREAM
@@ -129,10 +129,10 @@ class Seam final : public sim::ForeignServer {
   void file_opened(int fd, int slot);  // ...and is then known under its real one
   void file_failed(int slot);
   void file_closed(int fd);  // before the real close
-  Nanos now() const;
+  Instant now() const;
   // A sleep (nanosleep and its kin). On main() a signal that is delivered cuts it short, as
   // Linux's (signal(7): a sleep is never restarted): what was left of it; otherwise 0.
-  Nanos sleep(Nanos duration);
+  Duration sleep(Duration duration);
   int descriptor_limit() const;
   // getrlimit and setrlimit(RLIMIT_NOFILE) as Linux does them for an unprivileged process: the
   // soft limit anywhere up to the hard one, the hard one lowered only. -errno on refusal.
@@ -182,7 +182,7 @@ class Seam final : public sim::ForeignServer {
   long join(TargetThread& thread, void** value);
   // The running simulated thread waits on `address` (a mutex's, a condition's, a futex word's)
   // until woken or `deadline` (none: until woken): 0, or -ETIMEDOUT.
-  long wait_on(const void* address, std::optional<Nanos> deadline);
+  long wait_on(const void* address, std::optional<Instant> deadline);
   // Wakes up to `most` of the threads waiting on `address`, first come first woken; how many.
   int wake_on(const void* address, int most);
   bool awaited(const void* address) const;
@@ -226,12 +226,12 @@ class Seam final : public sim::ForeignServer {
   // its handler not run; its number. On main(), a signal outside `set` that main() does not
   // block cuts the wait short (-EINTR; its handler runs as the call returns); the end of
   // `timeout` does (-EAGAIN; none: no end).
-  long wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout = std::nullopt);
+  long wait_signal(const char* call, const sigset_t& set, std::optional<Duration> timeout = std::nullopt);
   // ITIMER_REAL in virtual time (setitimer, getitimer, alarm): SIGALRM when its value runs out,
   // then again every `interval` if that is above zero. Zero disarms it. Sets `left` and
   // `every` to what it had: the time left (zero: disarmed) and its interval.
-  void set_real_timer(Nanos value, Nanos interval, Nanos& left, Nanos& every);
-  void real_timer(Nanos& left, Nanos& every) const;
+  void set_real_timer(Duration value, Duration interval, Duration& left, Duration& every);
+  void real_timer(Duration& left, Duration& every) const;
   // signalfd(2): a descriptor readable while a signal of `mask` is pending, whose read takes
   // them (struct signalfd_siginfo each). `fd` -1 makes one; a signalfd's own number sets its mask.
   long signalfd(int fd, const sigset_t& mask, int flags);
@@ -290,7 +290,7 @@ class Seam final : public sim::ForeignServer {
   static constexpr const char* test_errno_variable = "LOOPSIM_SEAM_TEST_ERRNO";
 
  private:
-  void scribble_errno(int value, Nanos at);
+  void scribble_errno(int value, Instant at);
 
   struct Fd {
     Kind kind = Kind::none;
@@ -338,8 +338,8 @@ class Seam final : public sim::ForeignServer {
   static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
   // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`, or until
   // `deadline` if given.
-  void await_signal(const char* call, std::optional<Nanos> deadline = std::nullopt);
-  void arm_real_timer(Nanos due);
+  void await_signal(const char* call, std::optional<Instant> deadline = std::nullopt);
+  void arm_real_timer(Instant due);
   // The signalfds' readiness, after what is pending changed.
   void signals_changed();
   int take_signal(std::uint64_t among);  // the lowest pending one of `among` (one is), taken
@@ -358,13 +358,13 @@ class Seam final : public sim::ForeignServer {
   void run_request(Request request);
   void stop_if_ended();
   void run_thread(TargetThread& thread);  // a proxy's body
-  [[noreturn]] void spun(const std::string& who, Nanos limit);
+  [[noreturn]] void spun(const std::string& who, Duration limit);
   // main() runs the program's code (`yes`: a call returns to it) or the seam's: counted in the
   // page loopsim watches (sim::MainWatch), when main()'s simulated thread is the one running.
   void main_running(bool yes);
   long failed(long error);  // charges a failing call its cost
   sim::ClientIndex client_of(int fd) const;
-  std::uint64_t begin_pass(std::optional<Nanos> timeout);  // a wait begins the thread's next pass: its number
+  std::uint64_t begin_pass(std::optional<Duration> timeout);  // a wait begins the thread's next pass: its number
   void end_pass();
   std::string where(int fd) const;
 
@@ -403,8 +403,8 @@ class Seam final : public sim::ForeignServer {
   // ITIMER_REAL: when it runs out next (-1: disarmed), and its interval. Each arming counts
   // one more, so that a happening scheduled for an earlier arming does nothing.
   std::uint64_t random_state_ = 0;  // splitmix64's; 0 until first used
-  Nanos timer_due_{-1};
-  Nanos timer_interval_{0};
+  std::optional<Instant> timer_due_;  // none: the real timer is not armed
+  Duration timer_interval_{0};
   std::uint64_t timer_armings_ = 0;
   // By the program's descriptor number. A deque: a thread blocked in a call holds its entry
   // while another thread's new descriptor grows the table, which must not move it.
@@ -419,7 +419,7 @@ class Seam final : public sim::ForeignServer {
   std::uint64_t hard_limit_ = 0;  // RLIMIT_NOFILE's hard limit: the scenario's, or lowered since
   bool ended_ = false;  // main() returned, or the program called exit
   int exit_status_ = 0;  // ...with this status
-  Nanos ended_at_{0};
+  Instant ended_at_{};
 };
 
 // For a target replaced by exec before it did anything the simulation saw: the environment the

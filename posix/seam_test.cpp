@@ -437,7 +437,7 @@ TEST_CASE("seam: a target that exits mid-run is an event, in the stats, the tabl
   sim::RunResult r = sim::run(probe("dies"));
   REQUIRE(r.stats.exit_status);
   CHECK(*r.stats.exit_status == 3);
-  CHECK(r.stats.exited_at == Nanos(10'000'000));
+  CHECK(r.stats.exited_at == Instant{Duration(10'000'000)});
   CHECK(r.stats.last_stderr == "seam_probe: giving up after one connection");
   CHECK(jsonl(r.trace).find("{\"t\":10000000,\"ev\":\"process_exit\",\"status\":3}") != std::string::npos);
   std::string dir = loopsim::testing::temp_path("seam-dies");

@@ -144,18 +144,18 @@ void Seam::mask_changed(const sigset_t& now_blocked) {
   if (deliverable() != 0) deliver_signals();
 }
 
-void Seam::await_signal(const char* call, std::optional<Nanos> deadline) {
+void Seam::await_signal(const char* call, std::optional<Instant> deadline) {
   // On the engine, whose OS thread serves every simulated thread: main() is the scheduler's.
   const bool main = scheduler_->current() == thread_;
   if (deadline && main) {
-    kernel_->spend_interruptibly(std::max(*deadline - now(), Nanos(0)));
+    kernel_->spend_interruptibly(std::max(*deadline - now(), Duration(0)));
     return;
   }
   const int poller = blocker();
   if (poller < 0) refuse(call, -1, "no descriptor is left for the seam to wait with");
   PollEvent none[1];
   if (deadline) {
-    kernel_->wait(poller, none, std::max(*deadline - now(), Nanos(0)));
+    kernel_->wait(poller, none, std::max(*deadline - now(), Duration(0)));
   } else {
     kernel_->wait(poller, none, wait_forever);
   }
@@ -186,11 +186,11 @@ void Seam::add_pending(sigset_t& into) const {
 
 // Any thread may wait so (a thread of its own for signals, the others blocking them all, is a
 // common design); what it waits for is its own, and a signal that comes wakes it.
-long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nanos> timeout) {
+long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Duration> timeout) {
   Inside inside(*this);
   const model::ThreadId me = scheduler_->current();
   const bool main = me == thread_;
-  std::optional<Nanos> deadline;
+  std::optional<Instant> deadline;
   if (timeout) deadline = now() + *timeout;
   std::uint64_t& awaited = awaiting_[me];
   awaited = simulated_bits(set);
@@ -211,30 +211,30 @@ long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Nano
 }
 
 // Linux's ITIMER_REAL is a process's, and its SIGALRM the process's: here main()'s.
-void Seam::real_timer(Nanos& left, Nanos& every) const {
-  left = timer_due_ < Nanos(0) ? Nanos(0) : std::max(timer_due_ - now(), Nanos(1000));  // armed: never 0
+void Seam::real_timer(Duration& left, Duration& every) const {
+  left = !timer_due_ ? Duration(0) : std::max(*timer_due_ - now(), Duration(1000));  // armed: never 0
   every = timer_interval_;
 }
 
-void Seam::set_real_timer(Nanos value, Nanos interval, Nanos& left, Nanos& every) {
+void Seam::set_real_timer(Duration value, Duration interval, Duration& left, Duration& every) {
   real_timer(left, every);
   ++timer_armings_;
-  timer_due_ = Nanos(-1);
-  timer_interval_ = value > Nanos(0) ? interval : Nanos(0);
-  if (value > Nanos(0)) arm_real_timer(now() + value);
+  timer_due_.reset();
+  timer_interval_ = value > Duration(0) ? interval : Duration(0);
+  if (value > Duration(0)) arm_real_timer(now() + value);
 }
 
-void Seam::arm_real_timer(Nanos due) {
+void Seam::arm_real_timer(Instant due) {
   timer_due_ = due;
   scheduler_->at(
       due,
       [this, arming = timer_armings_] {
         if (arming != timer_armings_) return;  // disarmed or set again since
-        if (timer_interval_ > Nanos(0)) {
+        if (timer_interval_ > Duration(0)) {
           ++timer_armings_;
-          arm_real_timer(timer_due_ + timer_interval_);
+          arm_real_timer(*timer_due_ + timer_interval_);
         } else {
-          timer_due_ = Nanos(-1);
+          timer_due_.reset();
         }
         post_signal(SIGALRM);
       },

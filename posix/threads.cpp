@@ -263,7 +263,7 @@ void Seam::run_thread(TargetThread& t) {
     // idle one does. Each slice of it without a call, the thread is asked to give way, as
     // Linux preempts a thread that spins on a lock another holds; past spin_limit it is a spin
     // that nothing ends.
-    const Nanos limit = scenario_.target->spin_limit;
+    const Duration limit = scenario_.target->spin_limit;
     clockid_t cpu = CLOCK_MONOTONIC;
     if (pthread_getcpuclockid(t.os, &cpu) != 0) cpu = CLOCK_MONOTONIC;
     for (;;) {
@@ -288,7 +288,7 @@ void Seam::run_thread(TargetThread& t) {
   wake_on(&t, INT32_MAX);
 }
 
-void Seam::spun(const std::string& who, Nanos limit) {
+void Seam::spun(const std::string& who, Duration limit) {
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.0f ms", double(limit.count()) / 1e6);
   sim::wire::send_failure(host_, sim::wire::Failure::bad_input,
@@ -317,7 +317,7 @@ long Seam::join(TargetThread& t, void** value) {
   return 0;
 }
 
-long Seam::wait_on(const void* address, std::optional<Nanos> deadline) {
+long Seam::wait_on(const void* address, std::optional<Instant> deadline) {
   const model::ThreadId me = scheduler_->current();
   LOOPSIM_ASSERT(me != model::no_thread);
   std::deque<model::ThreadId>& queue = waiting_[address];

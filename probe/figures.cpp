@@ -12,14 +12,14 @@ GroupFigures group_figures(const sim::Trace& trace, const std::string& group) {
   for (std::size_t c = 0; c < trace.clients.size(); ++c) {
     if (trace.group_of(sim::ClientIndex(c)) == group) f.asked += trace.clients[c].requests;
   }
-  std::map<sim::ClientIndex, std::deque<Nanos>> sent;
-  std::vector<Nanos> latencies;
+  std::map<sim::ClientIndex, std::deque<Instant>> sent;
+  std::vector<Duration> latencies;
   for (const sim::TraceEvent& event : trace.events) {
     if (const auto* s = std::get_if<sim::ev::Send>(&event); s && trace.group_of(s->client) == group) {
       sent[s->client].push_back(s->t);
     } else if (const auto* a = std::get_if<sim::ev::Answer>(&event); a && trace.group_of(a->client) == group) {
       ++f.answered;
-      if (f.last_answer >= Nanos{0}) f.widest_gap = std::max(f.widest_gap, a->t - f.last_answer);
+      if (f.last_answer) f.widest_gap = std::max(f.widest_gap.value_or(Duration(0)), a->t - *f.last_answer);
       f.last_answer = a->t;
       auto& waiting = sent[a->client];
       if (waiting.empty()) continue;

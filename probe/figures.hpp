@@ -17,10 +17,10 @@ struct GroupFigures {
   std::string group;
   std::int64_t asked = 0;     // requests the group meant to send
   std::int64_t answered = 0;  // answers it got
-  // Send to answer, over the answered requests; -1 when none was.
-  Nanos p50{-1}, p99{-1}, max{-1};
-  Nanos last_answer{-1};  // the time of its last answer
-  Nanos widest_gap{-1};   // between two consecutive answers; -1 with fewer than two
+  // Send to answer, over the answered requests; none when none was.
+  std::optional<Duration> p50, p99, max;
+  std::optional<Instant> last_answer;  // the time of its last answer, if one came
+  std::optional<Duration> widest_gap;  // between two consecutive answers; none with fewer than two
 };
 
 GroupFigures group_figures(const sim::Trace& trace, const std::string& group);

@@ -35,7 +35,7 @@ struct Client {
   sim::PathQueue unanswered;
   sim::AnswerStream input;  // a head at most, never a body: a live server's answers may be endless
   std::string output;  // bytes not yet taken by the socket
-  Nanos deadline{0};
+  std::optional<Instant> deadline;  // a time-bound closed loop's
   std::uint64_t draws = 0;
   bool held_back = false;  // waiting out send_after_connect
   bool shut = false;       // half-closed
@@ -47,7 +47,7 @@ constexpr int reads_per_event = 16;  // of 64 KiB each
 enum class Todo : std::uint8_t { connect, request_due, release, read_grant, reset };
 
 struct Pending {
-  Nanos at;
+  Instant at;
   std::uint64_t seq;
   Todo what;
   std::int64_t subject;  // a client, or a fault's index
@@ -62,10 +62,10 @@ class Driver {
   void go() {
     if (!prepare()) return;
     start_ = std::chrono::steady_clock::now();
-    const Nanos stop = std::min(scenario_.horizon, options_.time_limit);
+    const Instant stop = std::min(scenario_.horizon, Instant{options_.time_limit});
     std::vector<epoll_event> ready(256);
     for (;;) {
-      Nanos t = now();
+      Instant t = now();
       if (t >= stop) {
         run_.end = stop < scenario_.horizon ? LiveRun::End::time_limit : LiveRun::End::horizon;
         if (run_.end == LiveRun::End::time_limit && quiet()) run_.end = LiveRun::End::quiet;
@@ -80,12 +80,12 @@ class Driver {
         run_.end = LiveRun::End::quiet;
         break;
       }
-      Nanos next = pending_.empty() ? stop : std::min(stop, pending_.top().at);
+      Instant next = pending_.empty() ? stop : std::min(stop, pending_.top().at);
       auto wait_ms = std::max<std::int64_t>(0, (next - now()).count() / 1'000'000);
       int n = ::epoll_wait(epoll_, ready.data(), int(ready.size()), int(std::min<std::int64_t>(wait_ms, 100)));
       for (int i = 0; i < n; ++i) handle(ClientIndex(ready[std::size_t(i)].data.u32), ready[std::size_t(i)].events);
     }
-    run_.ran = now();
+    run_.ran = since_start(now());
     for (Client& c : clients_) {
       if (c.fd >= 0) ::close(c.fd);
     }
@@ -93,7 +93,8 @@ class Driver {
   }
 
  private:
-  Nanos now() const { return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now() - start_); }
+  // The scenario's clock, live: the wall time since the clients started.
+  Instant now() const { return Instant{std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - start_)}; }
 
   bool prepare() {
     std::int64_t total = 0;
@@ -139,7 +140,7 @@ class Driver {
     }
     if (!scenario_.actions.empty()) run_.not_applied.push_back("[[actions]] (the server's shutdown)");
     for (const ClientGroup& g : scenario_.clients) {
-      if (g.rtt > Nanos{0} || g.jitter > Nanos{0}) {
+      if (g.rtt > Duration{0} || g.jitter > Duration{0}) {
         run_.not_applied.push_back("rtt and jitter (of \"" + g.name + "\": loopback adds no delay of its own)");
       }
     }
@@ -162,22 +163,22 @@ class Driver {
       trace_.groups.push_back(group.name);
       trace_.group_sizes.push_back(group.count);
       sim::Arrivals arrivals(group, scenario_.seed, group_index);
-      const std::size_t meant = group.duration > Nanos{0} ? 0 : sim::request_limit(group);
+      const std::size_t meant = group.duration > Duration{0} ? 0 : sim::request_limit(group);
       for (int member = 0; member < group.count; ++member) {
         auto client = ClientIndex(clients_.size());
         // The instants a simulated run draws (sim/clients.cpp), window by window.
-        Nanos connect_at = sim::drawn_instant(arrivals.next(member), scenario_.seed,
+        Instant connect_at = sim::drawn_instant(arrivals.next(member), scenario_.seed,
                                               sim::draw_salt(sim::Drawn::connect, group_index, member));
         Client c;
         c.group = &group;
         c.input = sim::AnswerStream(group);
         if (group.closed_loop()) {
           c.due = std::min(std::size_t(group.pipeline), sim::request_limit(group));
-          if (group.duration > Nanos{0}) c.deadline = connect_at + group.duration;
+          if (group.duration > Duration{0}) c.deadline = connect_at + group.duration;
           c.draws = sim::path_draws(group, scenario_.seed, client);
         }
         for (std::size_t r = 0; r < group.requests.size(); ++r) {
-          Nanos request_at = sim::drawn_instant(group.requests[r].at, scenario_.seed,
+          Instant request_at = sim::drawn_instant(group.requests[r].at, scenario_.seed,
                                                 sim::draw_salt(sim::Drawn::request, group_index, member, std::int64_t(r)));
           if (request_at <= connect_at) {
             ++c.due;
@@ -192,7 +193,7 @@ class Driver {
     }
   }
 
-  void push(Nanos at, Todo what, std::int64_t subject) { pending_.push(Pending{at, seq_++, what, subject}); }
+  void push(Instant at, Todo what, std::int64_t subject) { pending_.push(Pending{at, seq_++, what, subject}); }
 
   // Nothing is due and nothing is on its way: every client is done, or idle with every answer in.
   bool quiet() const {
@@ -270,7 +271,7 @@ class Driver {
       c.established = true;
       trace_.events.push_back(ev::Established{now(), client});
       // A gap of 0 is what a real client does, and the race it opens is the real one.
-      if (c.group->send_after_connect && *c.group->send_after_connect > Nanos{0}) {
+      if (c.group->send_after_connect && *c.group->send_after_connect > Duration{0}) {
         c.held_back = true;
         push(now() + *c.group->send_after_connect, Todo::release, client);
       }
@@ -359,7 +360,7 @@ class Driver {
     if (!c.established || c.done || c.held_back) return;
     const ClientGroup& group = *c.group;
     const std::size_t limit = sim::request_limit(group);
-    const bool counted = group.duration == Nanos{0};
+    const bool counted = group.duration == Duration{0};
     bool sent = false;
     while (c.next_request < c.due) {
       if (group.closed_loop() && !closed_sending(c)) {
@@ -392,14 +393,14 @@ class Driver {
   void answered_closed(ClientIndex client) {
     Client& c = clients_[std::size_t(client)];
     if (!closed_sending(c)) return close_when_done(client);
-    if (c.group->think == Nanos{0}) return request_due(client);
+    if (c.group->think == Duration{0}) return request_due(client);
     push(now() + c.group->think, Todo::request_due, client);
   }
 
   void close_when_done(ClientIndex client) {
     half_close_when_sent(client);
     Client& c = clients_[std::size_t(client)];
-    if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) close_client(c);
+    if (c.unanswered.empty() && c.group->duration > Duration{0} && !c.group->keep_alive) close_client(c);
   }
 
   // An abortive close (SO_LINGER 0), as the simulation's reset fault.

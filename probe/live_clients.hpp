@@ -21,12 +21,12 @@ inline constexpr std::int64_t live_clients_max = 20'000;
 struct LiveOptions {
   std::string address = "127.0.0.1";  // loopback only
   std::uint16_t port = 0;
-  Nanos time_limit = std::chrono::seconds(60);  // wall time, and never past the horizon
+  Duration time_limit = std::chrono::seconds(60);  // wall time, and never past the horizon
 };
 
 struct LiveRun {
   sim::Trace trace;  // the clients' events only: connect, established, send, answer, ...
-  Nanos ran{0};      // how long the live run lasted
+  Duration ran{0};      // how long the live run lasted
   // Why it ended: the horizon came, nothing was left to happen (every client done or idle
   // with nothing due), or time_limit cut it short with work left.
   enum class End : std::uint8_t { horizon, quiet, time_limit };

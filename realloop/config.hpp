@@ -40,7 +40,7 @@ struct LoopConfig {
   // R4: after EMFILE/ENFILE, accept again when a descriptor is freed or after the back-off;
   // false: wait for the listener's next edge, which a queued backlog never sends.
   bool emfile_retry = true;
-  Nanos emfile_backoff = std::chrono::milliseconds(100);
+  Duration emfile_backoff = std::chrono::milliseconds(100);
   // R5 sabotage: false leaves the owed flags set at shutdown (the drain accepts on a closed
   // listener), and drops connections handed over but not yet admitted.
   bool shutdown_clears_owed = true;
@@ -94,7 +94,7 @@ struct LoopConfig {
   // R10: hand accepted connections to siblings that have not been inside one pass for more
   // than share_busy.
   bool accept_share = true;
-  Nanos share_busy = std::chrono::milliseconds(2);
+  Duration share_busy = std::chrono::milliseconds(2);
   // R10: max_connections is per worker, so N workers hold N x max_connections. The accepting
   // worker hands a connection only to a worker with room (held and handed over, below
   // max_connections), and stops its batch only when no worker has room. false (sabotage): it
@@ -133,7 +133,7 @@ struct LoopConfig {
   bool shutdown_drains_backlog = true;
   // R5: a shutdown that has not finished within drain_timeout resets what is left and exits;
   // the loop reports how many it reset. 0: no bound.
-  Nanos drain_timeout = std::chrono::seconds(30);
+  Duration drain_timeout = std::chrono::seconds(30);
   // R5: the shutdown and its deadline are looked at between handlers, not only between passes:
   // once it is asked, no handler begins before the listener is closed (the rest of the pass's
   // requests wait for their turn), and past drain_timeout none begins at all. false (sabotage):
@@ -146,20 +146,20 @@ struct LoopConfig {
   // it), and a connection with nothing in flight is closed. false (sabotage): no grace and no
   // close said: idle connections are closed at once, racing the requests on their way.
   bool drain_closes_gracefully = true;
-  Nanos drain_idle_grace = std::chrono::seconds(1);
+  Duration drain_idle_grace = std::chrono::seconds(1);
 
   // R12: timeouts. Each bounds how long a connection may hold its descriptor without the
   // progress named; 0 turns it off (the sabotage: a slow or silent client holds its slot
   // forever, and at max_connections locks every new client out).
   // head: from a request's first byte (or the connection's admission) to the end of its head;
   // answered 408 and closed (closed without a word when nothing at all was sent).
-  Nanos head_timeout = std::chrono::seconds(10);
+  Duration head_timeout = std::chrono::seconds(10);
   // body: from the end of a head to the end of the body its Content-Length announced; 408.
-  Nanos body_timeout = std::chrono::seconds(30);
+  Duration body_timeout = std::chrono::seconds(30);
   // keep-alive: an answered connection with nothing more to do; closed.
-  Nanos keepalive_timeout = std::chrono::seconds(60);
+  Duration keepalive_timeout = std::chrono::seconds(60);
   // write: output waiting while the peer takes none of it; reset.
-  Nanos write_timeout = std::chrono::seconds(60);
+  Duration write_timeout = std::chrono::seconds(60);
 
   // R13: bounded buffers. A connection buffers at most max_input bytes of requests not yet
   // served; past it, it is not read (the kernel's buffer fills and TCP pushes back on the

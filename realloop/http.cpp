@@ -118,7 +118,7 @@ Response slow(const Request& request, Kernel& kernel) {
   auto n = to_int(ms ? *ms : *us);
   std::int64_t limit = ms ? slow_limit_ms : slow_limit_ms * 1000;
   if (!n || *n > limit) return text(400, "bad duration\n");
-  kernel.spend(ms ? Nanos(std::chrono::milliseconds(*n)) : Nanos(std::chrono::microseconds(*n)));
+  kernel.spend(ms ? Duration(std::chrono::milliseconds(*n)) : Duration(std::chrono::microseconds(*n)));
   return text(200, "slow\n");
 }
 

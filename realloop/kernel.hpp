@@ -35,9 +35,9 @@ struct KernelClock {
 };
 using Instant = KernelClock::time_point;
 
-// The older name of Duration. The scheduler, the trace and the seam still hold instants in it
-// (nanoseconds since time 0); the Kernel boundary and the loop do not.
-using Nanos = Duration;
+// An instant's distance from the kernel's epoch, for a format or a digest that writes it as a
+// number of nanoseconds.
+constexpr Duration since_start(Instant t) { return t.time_since_epoch(); }
 
 // A wait's timeout is a std::optional<Duration>: none (this name, for reading) waits until
 // something is ready.

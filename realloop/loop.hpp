@@ -139,13 +139,13 @@ class Loop {
   // Feeds the loop's state to `add` (a digest), times relative to `now`: every field that
   // state_fields (below) does not skip.
   template <class Add>
-  void visit_state(Add&& add, Nanos now) const;
+  void visit_state(Add&& add, Instant now) const;
   // What of this loop other threads write or read without a kernel call: its mailbox (posts,
   // hand-offs), its stop and shutdown requests, and what siblings read of it (whether it is
   // shutting down, since when it is inside a pass). What one thread reads of another's state
   // is part of what it learns (model::Scheduler::learn).
   template <class Add>
-  void visit_shared(Add&& add, Nanos now) const;
+  void visit_shared(Add&& add, Instant now) const;
 
   bool accept_owed() const { return accept_owed_; }
   bool handoff_owed() const { return handoff_owed_; }
@@ -367,12 +367,12 @@ class Loop {
 };
 
 template <class Add>
-void Loop::visit_state(Add&& add, Nanos now) const {
+void Loop::visit_state(Add&& add, Instant now) const {
   state::visit(add, *this, now);
 }
 
 template <class Add>
-void Loop::visit_shared(Add&& add, Nanos now) const {
+void Loop::visit_shared(Add&& add, Instant now) const {
   add(std::int64_t(posts_.size()));
   for (const Post& post : posts_) add(std::int64_t(post.what));
   add(std::int64_t(handoffs_.size()));
@@ -382,7 +382,7 @@ void Loop::visit_shared(Add&& add, Nanos now) const {
   add(std::int64_t(shutting_down_));
   add(std::int64_t(awaits_close_.load()));
   const std::optional<Instant> started = pass_started_.load();
-  add(started ? (now - started->time_since_epoch()).count() : -1);
+  add(started ? (now - *started).count() : -1);
 }
 
 }  // namespace loopsim

@@ -67,7 +67,7 @@ constexpr state::Field fill_left_part = state::f::part("output.fill_left");
 constexpr state::Field fill_made_part = state::f::part("output.fill_made");
 }  // namespace
 
-void Output::digest_state(state::Sink& sink, Nanos /*now*/) const {
+void Output::digest_state(state::Sink& sink, Instant /*now*/) const {
   if (sink.kept(unsent_part)) {
     const std::string_view waiting = unsent();
     sink.add(std::int64_t(waiting.size()));

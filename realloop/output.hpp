@@ -40,7 +40,7 @@ class Output {
 
   // What waits to be written, as a std::string of it would digest: how far it was written is not
   // state.
-  void digest_state(state::Sink& sink, Nanos now) const;
+  void digest_state(state::Sink& sink, Instant now) const;
 
  private:
   std::string bytes_;

@@ -35,7 +35,7 @@ class HandlerPool {
   // What the pool's threads read without a kernel call, that the loops write: the jobs, and
   // whether it stops (see Loop::visit_shared).
   template <class Add>
-  void visit_shared(Add&& add, Nanos now) const {
+  void visit_shared(Add&& add, Instant now) const {
     state::visit(add, *this, now);
   }
 

@@ -8,9 +8,9 @@ namespace loopsim::testing {
 
 class SpendingKernel final : public Kernel {
  public:
-  Nanos spent{0};
+  Duration spent{0};
   Instant now() override { return Instant(spent); }
-  void spend(Nanos d) override { spent += d; }
+  void spend(Duration d) override { spent += d; }
   int listen(const ListenSpec&) override { return -1; }
   int local_port(int) override { return -1; }
   int accept(int) override { return -1; }

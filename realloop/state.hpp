@@ -368,8 +368,8 @@ class Sink {
   virtual void add(std::int64_t value) = 0;
   virtual const Names* names() const { return nullptr; }
   virtual Trail* trail() const { return nullptr; }
-  // The horizon (-1: none), and where a time clamped at it goes (see Clamp).
-  virtual Nanos horizon() const { return Nanos(-1); }
+  // The horizon (none: no horizon), and where a time clamped at it goes (see Clamp).
+  virtual std::optional<Instant> horizon() const { return std::nullopt; }
   virtual void clamped(std::int64_t /*exact*/) {}
   // Whether a self-digesting type's part `f` (one of its own static Field entries) is fed:
   // true in every real run (the digest-drop test's hook, above).
@@ -382,24 +382,24 @@ class Sink {
   ~Sink() = default;
 };
 template <class T>
-concept SelfDigesting = requires(const T& object, Sink& sink, Nanos now) { object.digest_state(sink, now); };
+concept SelfDigesting = requires(const T& object, Sink& sink, Instant now) { object.digest_state(sink, now); };
 
 // One walk through a state: where values go, the time they are relative to, the names they are
 // given, and who follows along.
 template <class Add>
 struct Feed {
   Add& add;
-  Nanos now;
+  Instant now;
   const Names* names = nullptr;
   Trail* trail = nullptr;
-  Nanos horizon{-1};
+  std::optional<Instant> horizon;
   Clamp* clamp = nullptr;
 };
 
 // A time still to come (relative to now), clamped at the horizon.
 template <class Add>
 void feed_left(const Feed<Add>& in, std::int64_t left) {
-  if (in.horizon.count() >= 0 && left >= (in.horizon - in.now).count()) {
+  if (in.horizon && left >= (*in.horizon - in.now).count()) {
     in.add(beyond);
     if (in.clamp != nullptr) in.clamp->clamped(left);
     return;
@@ -414,7 +414,7 @@ class SinkOf final : public Sink {
   void add(std::int64_t value) override { feed_.add(value); }
   const Names* names() const override { return feed_.names; }
   Trail* trail() const override { return feed_.trail; }
-  Nanos horizon() const override { return feed_.horizon; }
+  std::optional<Instant> horizon() const override { return feed_.horizon; }
   void clamped(std::int64_t exact) override {
     if (feed_.clamp != nullptr) feed_.clamp->clamped(exact);
   }
@@ -487,19 +487,19 @@ void feed_fields(const Feed<Add>& in, const T& v, std::index_sequence<I...>) {
       if constexpr (policy == Policy::size) {
         in.add(std::int64_t(std::size(field)));
       } else if constexpr (policy == Policy::until) {
-        feed_left(in, std::max<std::int64_t>(nanos_of(field) - in.now.count(), 0));
+        feed_left(in, std::max<std::int64_t>(nanos_of(field) - since_start(in.now).count(), 0));
       } else if constexpr (policy == Policy::deadline) {
         std::int64_t t = nanos_of(field);
         if (t < 0) {
           in.add(-1);
         } else {
-          feed_left(in, std::max<std::int64_t>(t - in.now.count(), 0));
+          feed_left(in, std::max<std::int64_t>(t - since_start(in.now).count(), 0));
         }
       } else if constexpr (policy == Policy::since) {
         std::int64_t t = nanos_of(field);
-        in.add(t < 0 ? -1 : in.now.count() - t);
+        in.add(t < 0 ? -1 : since_start(in.now).count() - t);
       } else if constexpr (policy == Policy::at_now) {
-        in.add(std::int64_t(nanos_of(field) == in.now.count()));
+        in.add(std::int64_t(nanos_of(field) == since_start(in.now).count()));
       } else if constexpr (policy == Policy::client_name) {
         feed_name(in, field, Name::client);
       } else if constexpr (policy == Policy::conn_name) {
@@ -560,8 +560,8 @@ void feed(const Feed<Add>& in, const T& v) {
 // The digest's view of a declared object.
 template <class Add, class T>
   requires Declared<T> || SelfDigesting<T>
-void visit(Add&& add, const T& object, Nanos now, const Names* names = nullptr, Trail* trail = nullptr,
-           Nanos horizon = Nanos(-1), Clamp* clamp = nullptr) {
+void visit(Add&& add, const T& object, Instant now, const Names* names = nullptr, Trail* trail = nullptr,
+           std::optional<Instant> horizon = std::nullopt, Clamp* clamp = nullptr) {
   Feed<std::remove_reference_t<Add>> in{add, now, names, trail, horizon, clamp};
   feed(in, object);
 }
@@ -570,7 +570,7 @@ void visit(Add&& add, const T& object, Nanos now, const Names* names = nullptr, 
 // on.
 template <class T>
   requires Declared<T> || SelfDigesting<T>
-void visit_into(Sink& sink, const T& object, Nanos now) {
+void visit_into(Sink& sink, const T& object, Instant now) {
   struct Relay final : Clamp {
     explicit Relay(Sink& sink) : sink(sink) {}
     void clamped(std::int64_t exact) override { sink.clamped(exact); }
@@ -582,8 +582,9 @@ void visit_into(Sink& sink, const T& object, Nanos now) {
 }
 
 // A time still to come, `left` from now, fed through a sink as feed_left does.
-inline void add_left(Sink& sink, std::int64_t left, Nanos now) {
-  if (sink.horizon().count() >= 0 && left >= (sink.horizon() - now).count()) {
+inline void add_left(Sink& sink, std::int64_t left, Instant now) {
+  const std::optional<Instant> horizon = sink.horizon();
+  if (horizon && left >= (*horizon - now).count()) {
     sink.add(beyond);
     sink.clamped(left);
     return;

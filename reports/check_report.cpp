@@ -240,7 +240,7 @@ json encode_arm(const checker::ArmReport& arm) {
           {"cut", arm.cut},
           {"cut_at", arm.cut_at},
           {"stats", {st.passes, st.accepted, st.answered, st.refused, st.steps, st.virtual_time.count()}},
-          {"exit", st.exit_status ? json{*st.exit_status, st.exited_at.count(), st.last_stderr, st.exit_signal} : json()},
+          {"exit", st.exit_status ? json{*st.exit_status, since_start(st.exited_at).count(), st.last_stderr, st.exit_signal} : json()},
           {"wall_ns", arm.wall_ns},
           {"replay", arm.replay},
           {"replay_diverged", arm.replay_diverged},
@@ -281,10 +281,10 @@ checker::ArmReport decode_arm(const json& a) {
   arm.stats.answered = st.at(2).get<std::uint64_t>();
   arm.stats.refused = st.at(3).get<std::uint64_t>();
   arm.stats.steps = st.at(4).get<std::uint64_t>();
-  arm.stats.virtual_time = Nanos(st.at(5).get<std::int64_t>());
+  arm.stats.virtual_time = Duration(st.at(5).get<std::int64_t>());
   if (const json& x = a.at("exit"); !x.is_null()) {
     arm.stats.exit_status = x.at(0).get<int>();
-    arm.stats.exited_at = Nanos(x.at(1).get<std::int64_t>());
+    arm.stats.exited_at = Instant{Duration(x.at(1).get<std::int64_t>())};
     arm.stats.last_stderr = x.at(2).get<std::string>();
     arm.stats.exit_signal = x.size() > 3 ? x.at(3).get<int>() : 0;
   }

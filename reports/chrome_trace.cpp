@@ -15,10 +15,10 @@ using nlohmann::ordered_json;
 
 constexpr int process_id = 1;
 
-double micros(Nanos t) { return double(t.count()) / 1000.0; }
+double micros(Duration t) { return double(t.count()) / 1000.0; }
 
-ordered_json event(const char* ph, const std::string& name, const char* category, Nanos t, int tid) {
-  return ordered_json{{"ph", ph}, {"name", name}, {"cat", category}, {"ts", micros(t)},
+ordered_json event(const char* ph, const std::string& name, const char* category, Instant t, int tid) {
+  return ordered_json{{"ph", ph}, {"name", name}, {"cat", category}, {"ts", micros(since_start(t))},
                       {"pid", process_id}, {"tid", tid}};
 }
 
@@ -64,13 +64,13 @@ void add_pass(ordered_json& events, const sim::Trace& trace, const PassSummary& 
 }
 
 void add_request(ordered_json& events, const sim::Trace& trace, const RequestSpan& span,
-                 std::size_t id, Nanos run_end) {
+                 std::size_t id, Instant run_end) {
   std::string name = span.path.empty() ? "(empty)" : span.path;
-  bool answered = span.answered >= Nanos(0);
+  const bool answered = span.answered.has_value();
   ordered_json b = event("b", name, "request", span.sent, span.worker);
   b["id"] = id;
   b["args"] = {{"client", trace.client_name(span.client)}};
-  ordered_json e = event("e", name, "request", answered ? span.answered : run_end, span.worker);
+  ordered_json e = event("e", name, "request", span.answered.value_or(run_end), span.worker);
   e["id"] = id;
   e["args"] = {{"answered", answered}};
   events.push_back(std::move(b));

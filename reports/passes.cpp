@@ -114,7 +114,11 @@ class PassBuilder {
     unserved_[e.client].push_back(view_.requests.size());
     unanswered_[e.client].push_back(view_.requests.size());
     send_index_.push_back(index_);
-    view_.requests.push_back(RequestSpan{e.client, sim::shown_bytes(e.path), e.t});
+    RequestSpan span;
+    span.client = e.client;
+    span.path = sim::shown_bytes(e.path);
+    span.sent = e.t;
+    view_.requests.push_back(std::move(span));
   }
   void on(const sim::ev::Answer& e) {
     if (PassSummary* pass = latest()) ++pass->answers;
@@ -201,12 +205,12 @@ class PassBuilder {
   const sim::Trace& trace_;
   PassView view_;
   std::size_t index_ = 0;
-  Nanos run_end_{0};
+  Instant run_end_{};
   std::vector<std::size_t> current_;  // each worker's open pass
   std::size_t latest_ = no_pass;      // the pass begun last, any worker's
   std::vector<bool> owed_after_;      // each worker's last pass_end: was a door owed
   std::map<int, sim::ClientIndex> fd_client_;
-  std::map<int, std::pair<Nanos, std::string>> begun_;  // fd -> request_begin
+  std::map<int, std::pair<Instant, std::string>> begun_;  // fd -> request_begin
   std::map<sim::ClientIndex, std::deque<std::size_t>> unserved_, unanswered_;
   std::vector<std::size_t> send_index_;
 };
@@ -222,14 +226,14 @@ int PassSummary::accepted() const {
 PassView view_passes(const sim::Trace& trace) { return PassBuilder(trace).build(); }
 
 LongRequestRule long_request_rule(const PassView& view) {
-  std::vector<Nanos> costs;
+  std::vector<Duration> costs;
   for (const PassSummary& pass : view.passes) {
     for (const ServedRequest& r : pass.served) costs.push_back(r.end - r.begin);
   }
-  if (costs.empty()) return {Nanos::max()};
+  if (costs.empty()) return {Duration::max()};
   auto middle = costs.begin() + std::ptrdiff_t(costs.size() / 2);
   std::nth_element(costs.begin(), middle, costs.end());
-  return {std::max(*middle * 4, Nanos(1ms))};
+  return {std::max(*middle * 4, Duration(1ms))};
 }
 
 bool small_group(const sim::Trace& trace, sim::ClientIndex client) {
@@ -238,7 +242,7 @@ bool small_group(const sim::Trace& trace, sim::ClientIndex client) {
   return group < trace.group_sizes.size() && trace.group_sizes[group] <= small_group_max;
 }
 
-std::string show_time(Nanos t) {
+std::string show_time(Duration t) {
   char buffer[32];
   std::int64_t ns = t.count();
   if (ns % 1000000 == 0) {
@@ -253,7 +257,7 @@ std::string show_time(Nanos t) {
   return buffer;
 }
 
-std::string show_range(Nanos from, Nanos to) {
+std::string show_range(Duration from, Duration to) {
   if (from == to) return show_time(from);
   std::string a = show_time(from), b = show_time(to);
   // "610–1810 ms" rather than "610 ms–1810 ms" when both are in milliseconds.
@@ -261,9 +265,9 @@ std::string show_range(Nanos from, Nanos to) {
   return a + "–" + b;
 }
 
-std::string show_timeout(std::optional<Nanos> timeout) {
+std::string show_timeout(std::optional<Duration> timeout) {
   if (!timeout) return "forever";
-  if (timeout == Nanos(0)) return "0 (non-blocking)";
+  if (timeout == Duration(0)) return "0 (non-blocking)";
   if (timeout->count() % 1000000000 == 0) return std::to_string(timeout->count() / 1000000000) + " s";
   return show_time(*timeout);
 }

@@ -25,18 +25,18 @@ struct DoorBatch {
 struct ServedRequest {
   sim::ClientIndex client = sim::no_client;
   std::string path;
-  Nanos begin{0};
-  Nanos end{0};
+  Instant begin{};
+  Instant end{};
   std::size_t span = std::size_t(-1);  // index into PassView::requests, if matched
 };
 
 struct PassSummary {
   int worker = 0;
   std::uint64_t pass = 0;
-  Nanos begin{0};    // the wait started
-  Nanos woke{0};     // the wait returned; equals `end` for a wait still blocked at the horizon
-  Nanos end{0};      // pass_end, or the run's end for a pass that never ended
-  std::optional<Nanos> timeout = Nanos(0);  // the wait's: 0 non-blocking, none forever
+  Instant begin{};    // the wait started
+  Instant woke{};     // the wait returned; equals `end` for a wait still blocked at the horizon
+  Instant end{};      // pass_end, or the run's end for a pass that never ended
+  std::optional<Duration> timeout = Duration(0);  // the wait's: 0 non-blocking, none forever
   bool finished = false;  // a pass_end was seen
   std::optional<int> exited;  // the process exited during it (a target's), with this status
   bool owed_before = false;  // the worker's previous pass left a door owed
@@ -66,12 +66,12 @@ struct PassSummary {
 struct RequestSpan {
   sim::ClientIndex client = sim::no_client;
   std::string path;
-  Nanos sent{0};
-  Nanos answered{-1};            // -1: never answered
+  Instant sent{};
+  std::optional<Instant> answered;    // none: never answered
   std::size_t sent_pass = no_pass;    // the serving worker's pass in progress at the send
   std::size_t served_pass = no_pass;  // the pass whose request_end answered it
   int worker = 0;                     // the worker that served it (0 if none did)
-  Nanos served_begin{-1}, served_end{-1};  // request_begin and request_end, if served
+  std::optional<Instant> served_begin, served_end;  // request_begin and request_end, if served
 };
 
 struct PassView {
@@ -82,7 +82,7 @@ struct PassView {
   std::int64_t unread = 0, unsent = 0;
   int connections_left = 0;
   int off_natural = 0;  // choices over the whole run that took another than their natural option
-  Nanos run_end{0};
+  Instant run_end{};
   int workers = 0;
 };
 
@@ -91,10 +91,10 @@ PassView view_passes(const sim::Trace& trace);
 // A request that took much longer than the typical one to serve: more than 4 times the median
 // service time, and at least 1 ms. The seed story's blocker.
 struct LongRequestRule {
-  Nanos threshold{0};
+  Duration threshold{0};
   bool is_long(const ServedRequest& r) const { return r.end - r.begin > threshold; }
   bool is_long(const RequestSpan& r) const {
-    return r.served_end >= Nanos(0) && r.served_end - r.served_begin > threshold;
+    return r.served_begin && r.served_end && *r.served_end - *r.served_begin > threshold;
   }
 };
 LongRequestRule long_request_rule(const PassView& view);
@@ -104,10 +104,13 @@ inline constexpr std::int32_t small_group_max = 3;
 bool small_group(const sim::Trace& trace, sim::ClientIndex client);
 
 // "1.8 s", "760 ms", "80 us": a time for people, at most 4 significant digits.
-std::string show_time(Nanos t);
+std::string show_time(Duration t);
+// An instant as its time since the run's start, as show_time writes it.
+inline std::string show_time(Instant t) { return show_time(since_start(t)); }
 // "610–1810 ms", or one time when both are equal.
-std::string show_range(Nanos from, Nanos to);
+std::string show_range(Duration from, Duration to);
+inline std::string show_range(Instant from, Instant to) { return show_range(since_start(from), since_start(to)); }
 // The wait's timeout for people: "forever", "0 (non-blocking)", "1 s".
-std::string show_timeout(std::optional<Nanos> timeout);
+std::string show_timeout(std::optional<Duration> timeout);
 
 }  // namespace loopsim::reports

@@ -154,7 +154,7 @@ nlohmann::ordered_json to_json(const RunReport& report) {
                   {"virtual_ns", arm.stats.virtual_time.count()}, {"wall_ns", arm.wall_ns}};
     if (!arm.cut.empty()) a["cut"] = arm.cut, a["cut_at"] = arm.cut_at;
     if (arm.stats.exit_status) {
-      a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", arm.stats.exited_at.count()},
+      a["exit"] = {{"status", *arm.stats.exit_status}, {"at_ns", since_start(arm.stats.exited_at).count()},
                    {"last_stderr", arm.stats.last_stderr}};
       if (arm.stats.exit_signal != 0) a["exit"]["signal"] = arm.stats.exit_signal;
     }

@@ -49,7 +49,7 @@ std::string wait_text(const RowStats& s) {
   if (s.passes == 1 && s.listener_events + s.connection_events > 0) {
     return text + ", woke at " + show_time(s.woke);
   }
-  if (s.listener_events + s.connection_events == 0 && s.timeout_min > Nanos(0)) {
+  if (s.listener_events + s.connection_events == 0 && s.timeout_min > Duration(0)) {
     return text + (s.passes == 1 ? ", timed out" : ", each timed out") +
            (s.unfinished ? " (the last still waiting at the end)" : "");
   }
@@ -253,23 +253,23 @@ struct GroupRequests {
 
 std::string small_group_line(const sim::Trace& trace, const RequestSpan& r) {
   std::string text = trace.client_name(r.client) + " " + r.path + ": sent " + show_time(r.sent);
-  if (r.answered < Nanos(0)) return text + ", never answered";
-  return text + ", answered " + show_time(r.answered) + " (waited " + show_time(r.answered - r.sent) + ")";
+  if (!r.answered) return text + ", never answered";
+  return text + ", answered " + show_time(*r.answered) + " (waited " + show_time(*r.answered - r.sent) + ")";
 }
 
 std::string group_line(const std::string& name, std::int32_t size, const GroupRequests& g) {
-  Nanos sent_min = Nanos::max(), sent_max = Nanos::min(), answer_min = Nanos::max(),
-        answer_max = Nanos::min(), wait_min = Nanos::max(), wait_max = Nanos::min();
+  Instant sent_min = Instant::max(), sent_max = Instant::min(), answer_min = Instant::max(), answer_max = Instant::min();
+  Duration wait_min = Duration::max(), wait_max = Duration::min();
   int answered = 0;
   for (const RequestSpan* r : g.spans) {
     sent_min = std::min(sent_min, r->sent);
     sent_max = std::max(sent_max, r->sent);
-    if (r->answered < Nanos(0)) continue;
+    if (!r->answered) continue;
     ++answered;
-    answer_min = std::min(answer_min, r->answered);
-    answer_max = std::max(answer_max, r->answered);
-    wait_min = std::min(wait_min, r->answered - r->sent);
-    wait_max = std::max(wait_max, r->answered - r->sent);
+    answer_min = std::min(answer_min, *r->answered);
+    answer_max = std::max(answer_max, *r->answered);
+    wait_min = std::min(wait_min, *r->answered - r->sent);
+    wait_max = std::max(wait_max, *r->answered - r->sent);
   }
   std::string clients = std::to_string(size) + (size == 1 ? " client" : " clients");
   std::string text = name + " (" + clients + "): " + std::to_string(g.spans.size()) +
@@ -314,8 +314,8 @@ std::string requests_label(const sim::Trace& trace, const PassView& view) {
 
 std::string span_label(const sim::Trace& trace, const RequestSpan& span) {
   std::string text = trace.client_name(span.client) + " " + span.path;
-  if (span.answered < Nanos(0)) return text;
-  return text + "\nwaited " + show_time(span.answered - span.sent);
+  if (!span.answered) return text;
+  return text + "\nwaited " + show_time(*span.answered - span.sent);
 }
 
 }  // namespace loopsim::reports::timeline_detail

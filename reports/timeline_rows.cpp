@@ -28,7 +28,7 @@ std::string coarse_shape(const PassSummary& p) {
   if (p.events() == 0 && p.batches.empty() && p.served.empty()) {
     return p.exited ? "exited" : p.finished ? "idle" : "idle-unfinished";
   }
-  std::string key = p.timeout == Nanos(0) ? "nb" : "b";
+  std::string key = p.timeout == Duration(0) ? "nb" : "b";
   key += p.events() > 0 ? "|ev" : "|";
   key += p.accepted() > 0 ? "|acc" : "|";
   for (const DoorBatch& b : p.batches) key += std::string("|") + batch_stop_name(b.stop);
@@ -126,7 +126,8 @@ void add_served(RowStats& s, const sim::Trace& trace, const PassView& view, cons
   s.long_served += is_long;
   s.small_served += small;
   s.guessed += r.path.empty();
-  Nanos wait = r.span < view.requests.size() ? r.end - view.requests[r.span].sent : Nanos(-1);
+  std::optional<Duration> wait;
+  if (r.span < view.requests.size()) wait = r.end - view.requests[r.span].sent;
   if (!is_long && !small) return s.served.add(trace, r.client, wait);
   std::string key = (r.client == sim::no_client ? "?" : trace.client_name(r.client)) + " " + r.path;
   // The blocker shows how long it held the loop; a small group's answer, when it came.
@@ -149,7 +150,7 @@ void add_pass(RowStats& s, const sim::Trace& trace, const PassView& view, const 
   }
   for (const std::string& e : p.accept_errors) ++s.accept_errors[e];
   s.owed_passes += p.accept_owed || p.handoff_owed;
-  s.blocked_while_owed += p.owed_before && p.timeout != Nanos(0);
+  s.blocked_while_owed += p.owed_before && p.timeout != Duration(0);
   for (sim::ClientIndex c : p.accepted_clients) s.accepted_by.add(trace, c);
   for (std::size_t r : p.arrivals) s.arrivals.add(trace, view.requests[r].client);
   for (const ServedRequest& r : p.served) add_served(s, trace, view, r, rule);
@@ -164,40 +165,45 @@ void add_pass(RowStats& s, const sim::Trace& trace, const PassView& view, const 
 
 }  // namespace
 
-void ClientTally::add(const sim::Trace& trace, sim::ClientIndex client, Nanos wait) {
+void ClientTally::add(const sim::Trace& trace, sim::ClientIndex client, std::optional<Duration> wait) {
   if (!small_group(trace, client)) {
     ++total;
     return count_in_group(trace, client, wait);
   }
-  add_named(trace, client, trace.client_name(client), Nanos(-1), Nanos(-1), wait);
+  add_named(trace, client, trace.client_name(client), std::nullopt, std::nullopt, wait);
 }
 
 void ClientTally::add_named(const sim::Trace& trace, sim::ClientIndex client, const std::string& key,
-                            Nanos from, Nanos to, Nanos wait) {
+                            std::optional<Instant> from, std::optional<Instant> to, std::optional<Duration> wait) {
   ++total;
   auto it = std::find_if(named.begin(), named.end(), [&](const Named& n) { return n.key == key; });
   if (it == named.end() && named.size() >= max_named) return count_in_group(trace, client, wait);
   if (it == named.end()) it = named.insert(named.end(), Named{key, 0, from, to});
   ++it->count;
-  it->from = std::min(it->from, from);
-  it->to = std::max(it->to, to);
+  if (!it->from || !from || !it->to || !to) {
+    it->from.reset();
+    it->to.reset();
+    return;
+  }
+  it->from = std::min(*it->from, *from);
+  it->to = std::max(*it->to, *to);
 }
 
-void ClientTally::count_in_group(const sim::Trace& trace, sim::ClientIndex client, Nanos wait) {
+void ClientTally::count_in_group(const sim::Trace& trace, sim::ClientIndex client, std::optional<Duration> wait) {
   bool known = client >= 0 && std::size_t(client) < trace.clients.size();
   Group& group = groups[known ? trace.group_of(client) : "?"];
   ++group.count;
-  if (wait < Nanos(0)) return;
-  group.wait_min = std::min(group.wait_min, wait);
-  group.wait_max = std::max(group.wait_max, wait);
+  if (!wait) return;
+  group.wait_min = std::min(group.wait_min, *wait);
+  group.wait_max = std::max(group.wait_max, *wait);
 }
 
 std::string ClientTally::text() const {
   std::string out;
   for (const Named& n : named) {
     out += (out.empty() ? "" : ", ") + n.key + (n.count > 1 ? " ×" + std::to_string(n.count) : "");
-    if (n.from < Nanos(0)) continue;
-    out += n.count == 1 && n.from == n.to ? " at " + show_time(n.from) : " (" + show_range(n.from, n.to) + ")";
+    if (!n.from || !n.to) continue;
+    out += n.count == 1 && n.from == n.to ? " at " + show_time(*n.from) : " (" + show_range(*n.from, *n.to) + ")";
   }
   for (const auto& [name, g] : groups) {
     out += (out.empty() ? "" : ", ") + name + " ×" + std::to_string(g.count);

@@ -41,35 +41,36 @@ std::vector<Row> fold_rows(const sim::Trace& trace, const PassView& view, const 
 struct ClientTally {
   struct Group {
     int count = 0;
-    Nanos wait_min = Nanos::max(), wait_max = Nanos::min();
+    Duration wait_min = Duration::max(), wait_max = Duration::min();
   };
   struct Named {
     std::string key;  // "fast", or "fast /fast"
     int count = 0;
-    Nanos from{-1}, to{-1};  // when, if timed: one instant ("at 760 ms") or a span (10–610 ms)
+    std::optional<Instant> from, to;  // when, if timed: one instant ("at 760 ms") or a span (10–610 ms)
   };
   static constexpr std::size_t max_named = 3;
   int total = 0;
   std::vector<Named> named;  // distinct keys, in first-seen order
   std::map<std::string, Group> groups;
-  // Names members of small groups by label; counts everyone else by group. `wait` < 0: none.
-  void add(const sim::Trace& trace, sim::ClientIndex client, Nanos wait = Nanos(-1));
+  // Names members of small groups by label; counts everyone else by group, with its wait if any.
+  void add(const sim::Trace& trace, sim::ClientIndex client, std::optional<Duration> wait = std::nullopt);
   // Names this one under `key` (repeats of a key add up), or counts it by group once
-  // `max_named` keys are taken. `from` == `to`: an instant.
-  void add_named(const sim::Trace& trace, sim::ClientIndex client, const std::string& key, Nanos from,
-                 Nanos to, Nanos wait);
+  // `max_named` keys are taken. `from` == `to`: an instant; none: untimed (and the key then stays
+  // untimed).
+  void add_named(const sim::Trace& trace, sim::ClientIndex client, const std::string& key,
+                 std::optional<Instant> from, std::optional<Instant> to, std::optional<Duration> wait);
   std::string text() const;  // "blocker, fast ×4, burst ×120 (waited 570–710 ms)"
 
  private:
-  void count_in_group(const sim::Trace& trace, sim::ClientIndex client, Nanos wait);
+  void count_in_group(const sim::Trace& trace, sim::ClientIndex client, std::optional<Duration> wait);
 };
 
 // What a row's passes did, added up.
 struct RowStats {
   std::size_t passes = 0;
   std::uint64_t pass_first = 0, pass_last = 0;
-  Nanos begin{0}, woke{0}, end{0};
-  std::optional<Nanos> timeout_min = Nanos(0), timeout_max = Nanos(0);  // none (forever) is the least
+  Instant begin{}, woke{}, end{};
+  std::optional<Duration> timeout_min = Duration(0), timeout_max = Duration(0);  // none (forever) is the least
   bool unfinished = false;  // the last pass was still waiting at the end of the run
   std::optional<int> exited;  // the process exited in the last pass, with this status
   int listener_events = 0;

@@ -52,30 +52,30 @@ sim::Trace long_run(int passes) {
   const sim::ClientIndex fast = passes;
   t.clients.push_back({1, 0, passes / 40});
   for (int i = 0; i < passes; ++i) {
-    Nanos at = Nanos(std::int64_t(i) * 1'000'000);
+    Duration at = Duration(std::int64_t(i) * 1'000'000);
     bool idle = i % 3 == 0;
     bool owed = i % 3 == 1;
-    t.events.push_back(sim::ev::PassBegin{at, 0, std::uint64_t(i + 1), owed ? 0ns : Nanos(1s)});
-    t.events.push_back(sim::ev::Events{at, 0, std::uint64_t(i + 1), idle ? std::vector<int>{} : std::vector<int>{5}});
+    t.events.push_back(sim::ev::PassBegin{Instant{at}, 0, std::uint64_t(i + 1), owed ? 0ns : Duration(1s)});
+    t.events.push_back(sim::ev::Events{Instant{at}, 0, std::uint64_t(i + 1), idle ? std::vector<int>{} : std::vector<int>{5}});
     if (!idle) {
       sim::ClientIndex c = i;
-      t.events.push_back(sim::ev::Send{at, c, "/slow?ms=1"});
-      t.events.push_back(sim::ev::Accept{at, 0, Door::listener, 7, c});
-      t.events.push_back(sim::ev::RequestBegin{at, 0, 7, c, "/slow?ms=1"});
-      t.events.push_back(sim::ev::RequestEnd{at, 0, 7, c, 200});
-      t.events.push_back(sim::ev::Answer{at, c, "/slow?ms=1", 200});
+      t.events.push_back(sim::ev::Send{Instant{at}, c, "/slow?ms=1"});
+      t.events.push_back(sim::ev::Accept{Instant{at}, 0, Door::listener, 7, c});
+      t.events.push_back(sim::ev::RequestBegin{Instant{at}, 0, 7, c, "/slow?ms=1"});
+      t.events.push_back(sim::ev::RequestEnd{Instant{at}, 0, 7, c, 200});
+      t.events.push_back(sim::ev::Answer{Instant{at}, c, "/slow?ms=1", 200});
       int accepted = owed ? 16 : 1 + i % 5;
-      t.events.push_back(sim::ev::BatchEnd{at, 0, Door::listener, accepted, owed ? BatchStop::count : BatchStop::again, owed});
+      t.events.push_back(sim::ev::BatchEnd{Instant{at}, 0, Door::listener, accepted, owed ? BatchStop::count : BatchStop::again, owed});
     }
     if (i % 40 == 39) {
-      t.events.push_back(sim::ev::Send{at, fast, "/fast"});
-      t.events.push_back(sim::ev::RequestBegin{at, 0, 6, fast, "/fast"});
-      t.events.push_back(sim::ev::RequestEnd{at, 0, 6, fast, 200});
-      t.events.push_back(sim::ev::Answer{at, fast, "/fast", 200});
+      t.events.push_back(sim::ev::Send{Instant{at}, fast, "/fast"});
+      t.events.push_back(sim::ev::RequestBegin{Instant{at}, 0, 6, fast, "/fast"});
+      t.events.push_back(sim::ev::RequestEnd{Instant{at}, 0, 6, fast, 200});
+      t.events.push_back(sim::ev::Answer{Instant{at}, fast, "/fast", 200});
     }
-    t.events.push_back(sim::ev::PassEnd{at, 0, std::uint64_t(i + 1), owed, false});
+    t.events.push_back(sim::ev::PassEnd{Instant{at}, 0, std::uint64_t(i + 1), owed, false});
   }
-  t.events.push_back(sim::ev::RunEnd{Nanos(std::int64_t(passes) * 1'000'000), 0, 0, 0, 0});
+  t.events.push_back(sim::ev::RunEnd{Instant{Duration(std::int64_t(passes) * 1'000'000)}, 0, 0, 0, 0});
   return t;
 }
 
@@ -205,8 +205,8 @@ TEST_CASE("each worker's passes fold apart, in a column of their own") {
 TEST_CASE("a choice off the natural path marks its row and the title, and one on it marks nothing") {
   sim::Trace trace = long_run(6);
   auto natural = trace;
-  trace.events.insert(trace.events.begin() + 1, sim::ev::Choice{Nanos(0), 0, 2, 1});
-  natural.events.insert(natural.events.begin() + 1, sim::ev::Choice{Nanos(0), 0, 2, 0});
+  trace.events.insert(trace.events.begin() + 1, sim::ev::Choice{Instant{Duration(0)}, 0, 2, 1});
+  natural.events.insert(natural.events.begin() + 1, sim::ev::Choice{Instant{Duration(0)}, 0, 2, 0});
   std::string svg = reports::render_timeline(trace, reports::PictureFormat::svg);
   CHECK(svg.find("choices off the natural path: 1") != std::string::npos);
   CHECK(svg.find("1 choice took another than the natural option (rows marked)") != std::string::npos);

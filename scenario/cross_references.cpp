@@ -177,7 +177,7 @@ void check_totals(C c, const toml::table& root, const Scenario& s) {
     requests += std::int64_t(g.count) * std::int64_t(g.closed_requests > 0 ? g.closed_requests : std::int64_t(g.requests.size()));
     const toml::node* count = table.get("count");
     // The last member connects at connect_at + (count - 1) / rate: it must be a time too.
-    const __int128 last_ns = g.rate_milli > 0 ? __int128(g.connect_at.hi.count()) +
+    const __int128 last_ns = g.rate_milli > 0 ? __int128(since_start(g.connect_at.hi).count()) +
                                                     __int128(g.count - 1) * 1'000'000'000'000 / g.rate_milli
                                               : 0;
     if (last_ns > duration_max.count()) {
@@ -206,7 +206,7 @@ void check_poster_times(C c, const toml::table& root, const Scenario& s) {
   const toml::array* posters = root["posters"].as_array();
   for (std::size_t i = 0; posters != nullptr && i < s.posters.size() && i < posters->size(); ++i) {
     const PosterSpec& p = s.posters[i];
-    const double last_ns = double(p.at.hi.count()) + double(p.every.count()) * double(p.count - 1);
+    const double last_ns = double(since_start(p.at.hi).count()) + double(p.every.count()) * double(p.count - 1);
     if (last_ns <= double(duration_max.count())) continue;
     const toml::table& table = *posters->get(i)->as_table();
     const toml::node* every = table.get("every");

@@ -66,7 +66,7 @@ const Field<Scenario> top_fields[] = {
     {"description", [](C c, N n, K k, auto& s) { s.description = read_string(c, n, k); }},
     {"seed",
      [](C c, N n, K k, auto& s) { s.seed = std::uint64_t(read_integer(c, n, k, 0, INT64_MAX)); }},
-    {"horizon", [](C c, N n, K k, auto& s) { s.horizon = read_duration(c, n, k, true); }},
+    {"horizon", [](C c, N n, K k, auto& s) { s.horizon = read_instant(c, n, k, true); }},
     {"kernel",
      [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), kernel_section, s); }},
     {"loop", [](C c, N n, K k, auto& s) { read_fields(c, as_table(c, n, k), loop_section, s); }},

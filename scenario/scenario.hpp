@@ -25,7 +25,7 @@ struct KernelConfig {
   int rlimit_nofile = 1024;
   int file_max = 1048576;
   bool abort_on_overflow = false;
-  std::vector<Nanos> timer_slack{Nanos(0)};  // several: each sleep's is a choice point
+  std::vector<Duration> timer_slack{Duration(0)};  // several: each sleep's is a choice point
   std::int64_t send_buffer = 16384;
   // K11: autotuning's ceiling, Debian 12's tcp_wmem maximum; a choice, grown by default; 0: none
   std::int64_t send_buffer_max = 4194304;
@@ -65,8 +65,8 @@ struct ClientGroup {
   // `closed_requests` (requests = N; 0: no count) or `duration` has passed since it connected
   // (0: no time bound). Each request's path is `path`, or drawn from `paths` by weight.
   std::int64_t closed_requests = 0;
-  Nanos duration{0};
-  Nanos think{0};
+  Duration duration{0};
+  Duration think{0};
   int pipeline = 1;
   std::string path = "/fast";
   struct WeightedPath {
@@ -74,13 +74,13 @@ struct ClientGroup {
     std::int64_t weight = 1;
   };
   std::vector<WeightedPath> paths;
-  bool closed_loop() const { return closed_requests > 0 || duration > Nanos{0}; }
+  bool closed_loop() const { return closed_requests > 0 || duration > Duration{0}; }
 
   // When a connection's first requests leave, once its handshake completes. Unset: with the
   // handshake's completion, in the same step, so the loop finds them as soon as it accepts.
   // 0: at that instant, as a happening of its own, so the order of "the bytes arrive" against
   // "the loop accepts" is a choice point (the explorer tries both). More: that much later.
-  std::optional<Nanos> send_after_connect;
+  std::optional<Duration> send_after_connect;
 
   // Once it has sent its last request, the client shuts its writing side (shutdown(SHUT_WR)):
   // the server reads the end after the requests, and the client still reads the answers.
@@ -93,8 +93,8 @@ struct ClientGroup {
   // Network delay: each way takes rtt / 2, plus a draw from [0, jitter] (from the seed) that
   // never reorders a connection's bytes. The handshake costs a round trip before the client
   // may send. Bandwidth is not modelled: bytes in flight take no room in the socket buffers.
-  Nanos rtt{0};
-  Nanos jitter{0};
+  Duration rtt{0};
+  Duration jitter{0};
 
   // Every request carries a body of this many bytes, with its Content-Length.
   std::int64_t body = 0;
@@ -145,7 +145,7 @@ struct FaultSpec {
   };
   Kind kind = Kind::accept_error;
   Window at;        // accept_error: when its window of failing accepts opens
-  Nanos until{0};
+  Instant until{};
   std::uint64_t nth = 0;
   int error = 0;    // an errno value
   int value = 0;
@@ -164,9 +164,9 @@ std::string_view fault_kind_name(FaultSpec::Kind kind);
 struct PosterSpec {
   std::string name;
   Window at;       // the first post's; each later one's is its own, `every` after
-  Nanos cost{0};   // what the post's callback spends on the loop
+  Duration cost{0};   // what the post's callback spends on the loop
   int count = 1;   // posts, `every` apart
-  Nanos every{0};
+  Duration every{0};
   int worker = 0;  // the loop posted to
 };
 
@@ -198,13 +198,13 @@ struct TargetSpec {
   // file's folder, or that folder itself. Absolute.
   std::string folder;
   int port = 0;                   // where the program listens; the clients connect there
-  Nanos call_cost = std::chrono::microseconds(1);  // what a failing call costs the program
+  Duration call_cost = std::chrono::microseconds(1);  // what a failing call costs the program
   // How many times a run may switch from one of the program's threads to another at a
   // synchronisation call (a preemption, choice kind `preempt`): the search's bound, as CHESS's.
   int preemptions = 2;
   // How long one of its threads may run, in the machine's time, without a call the simulation
   // serves, before the run stops: virtual time cannot move while it runs (a spin).
-  Nanos spin_limit = std::chrono::seconds(20);
+  Duration spin_limit = std::chrono::seconds(20);
   // Where the program's stdout and stderr go: OUTPUT.ARM.stdout and OUTPUT.ARM.stderr; empty,
   // out/targets/NAME. Never read from the file: whoever runs the scenario says it (`loopsim
   // run --trace F` gives F without its extension, checker::SuiteOptions::target_output).
@@ -237,8 +237,8 @@ struct Shrinks {
   std::map<std::string, int> clients;
   std::map<std::string, std::vector<std::size_t>> script;
   std::map<std::string, std::int64_t> closed_requests;
-  std::map<std::string, Nanos> connect_at;
-  std::map<std::string, std::map<std::size_t, Nanos>> request_at;
+  std::map<std::string, Instant> connect_at;
+  std::map<std::string, std::map<std::size_t, Instant>> request_at;
   std::vector<std::size_t> faults_dropped;
   std::map<std::string, std::int64_t> body;
   std::optional<std::vector<std::string>> arguments;
@@ -254,7 +254,7 @@ struct Scenario {
   std::string name;
   std::string description;
   std::uint64_t seed = 1;
-  Nanos horizon = std::chrono::seconds(20);
+  Instant horizon{std::chrono::seconds(20)};
   KernelConfig kernel;
   LoopConfig loop;
   int workers = 1;
@@ -350,7 +350,7 @@ std::string toml_string(const std::string& text);
 Override parse_override(const std::string& assignment);
 // The longest duration a scenario may write: 1,000,000 s (about 11.6 days). Below it, sums of
 // a few durations (a deadline plus slack plus a cost) cannot overflow.
-inline constexpr Nanos duration_max{1'000'000'000'000'000};
+inline constexpr Duration duration_max{1'000'000'000'000'000};
 // The most requests a scenario sends in all (count x requests, over every group).
 inline constexpr std::int64_t total_requests_max = 5'000'000;
 // The largest count a bound may write, and the most requests or batches a cost bound may.
@@ -358,7 +358,7 @@ inline constexpr std::int64_t bound_count_max = 1'000'000'000'000'000;
 inline constexpr double bound_cost_max = 1'000'000;
 // Parses a duration such as "600ms", "80us", "1.5s", "250ns", up to duration_max. Throws
 // std::invalid_argument.
-Nanos parse_duration(const std::string& text);
+Duration parse_duration(const std::string& text);
 // Parses a time, or a window of time "A..B" (two durations, B not before A): the happening occurs
 // at some instant in [A, B]. A plain duration is the window [A, A]. Throws std::invalid_argument.
 model::Window parse_window(const std::string& text);

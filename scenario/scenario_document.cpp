@@ -298,7 +298,7 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
         group->insert_or_assign("count", found->second);
       }
       if (auto at = shrinks.connect_at.find(group_name); at != shrinks.connect_at.end())
-        group->insert_or_assign("connect_at", duration_text(at->second));
+        group->insert_or_assign("connect_at", instant_text(at->second));
       if (auto body = shrinks.body.find(group_name); body != shrinks.body.end()) {
         if (body->second == 0) group->erase("body");
         else group->insert_or_assign("body", body->second);
@@ -307,7 +307,7 @@ std::string pinned_scenario(const std::string& text, const std::string& name, co
         if (toml::array* requests = (*group)["requests"].as_array()) {
           for (const auto& [k, t] : at->second)
             if (toml::table* request = k < requests->size() ? requests->get(k)->as_table() : nullptr)
-              request->insert_or_assign("at", duration_text(t));
+              request->insert_or_assign("at", instant_text(t));
         }
       }
       if (auto kept = shrinks.script.find(group_name); kept != shrinks.script.end()) {

@@ -180,7 +180,9 @@ std::string read_string(C c, N n, K k);
 bool read_bool(C c, N n, K k);
 std::int64_t read_integer(C c, N n, K k, std::int64_t min, std::int64_t max = INT_MAX);
 std::int64_t read_rate(C c, N n, K k);  // a rate per second, in thousandths
-Nanos read_duration(C c, N n, K k, bool positive = false);
+Duration read_duration(C c, N n, K k, bool positive = false);
+// An instant, written as its time since the run's start.
+inline Instant read_instant(C c, N n, K k, bool positive = false) { return Instant{read_duration(c, n, k, positive)}; }
 Window read_window(C c, N n, K k);
 // The index of the node's value in `names`, or an error listing them.
 std::size_t read_choice(C c, N n, K k, std::span<const std::string_view> names);

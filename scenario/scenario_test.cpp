@@ -95,7 +95,7 @@ TEST_CASE("The DESIGN example loads with every value it states and the defaults 
   CHECK(s.file == "scenarios/accept-burst.toml");
   CHECK(s.name == "accept-burst");
   CHECK(s.seed == 1);
-  CHECK(s.horizon == 20s);
+  CHECK(s.horizon == Instant{20s});
   CHECK(s.kernel.poller == PollerFlavour::epoll);
   CHECK(s.kernel.listen_backlog == 128);
   CHECK(s.kernel.somaxconn == 4096);
@@ -108,16 +108,16 @@ TEST_CASE("The DESIGN example loads with every value it states and the defaults 
   REQUIRE(s.clients.size() == 3);
   CHECK(s.clients[0].name == "fast");
   CHECK(s.clients[0].keep_alive);
-  CHECK(s.clients[0].connect_at == Window{0ms, 0ms});
+  CHECK(s.clients[0].connect_at == Window{Instant{0ms}, Instant{0ms}});
   REQUIRE(s.clients[0].requests.size() == 1);
-  CHECK(s.clients[0].requests[0].at == Window{100ms, 100ms});
+  CHECK(s.clients[0].requests[0].at == Window{Instant{100ms}, Instant{100ms}});
   CHECK(s.clients[0].requests[0].path == "/fast");
   CHECK(s.clients[1].name == "blocker");
   CHECK(s.clients[1].count == 1);
   CHECK_FALSE(s.clients[1].keep_alive);
   CHECK(s.clients[2].name == "burst");
   CHECK(s.clients[2].count == 120);
-  CHECK(s.clients[2].connect_at == Window{50ms, 50ms});
+  CHECK(s.clients[2].connect_at == Window{Instant{50ms}, Instant{50ms}});
   CHECK(s.clients[2].requests[0].path == "/slow?ms=10");
 }
 
@@ -163,26 +163,26 @@ TEST_CASE("load_scenario reads a file and names an unreadable one at line 1 colu
 }
 
 TEST_CASE("Durations parse into whole nanoseconds with integer arithmetic") {
-  CHECK(parse_duration("600ms") == Nanos{600'000'000});
-  CHECK(parse_duration("80us") == Nanos{80'000});
-  CHECK(parse_duration("1.5s") == Nanos{1'500'000'000});
-  CHECK(parse_duration("250ns") == Nanos{250});
-  CHECK(parse_duration("0us") == Nanos{0});
-  CHECK(parse_duration("0.000000001s") == Nanos{1});
-  CHECK(parse_duration("2.50ms") == Nanos{2'500'000});
+  CHECK(parse_duration("600ms") == Duration{600'000'000});
+  CHECK(parse_duration("80us") == Duration{80'000});
+  CHECK(parse_duration("1.5s") == Duration{1'500'000'000});
+  CHECK(parse_duration("250ns") == Duration{250});
+  CHECK(parse_duration("0us") == Duration{0});
+  CHECK(parse_duration("0.000000001s") == Duration{1});
+  CHECK(parse_duration("2.50ms") == Duration{2'500'000});
   CHECK(parse_duration("1000000s") == duration_max);
 }
 
 TEST_CASE("a duration is written exactly, in the largest unit that divides it, and reads back the same") {
-  CHECK(duration_text(Nanos{0}) == "0s");
-  CHECK(duration_text(Nanos{1500}) == "1500ns");
-  CHECK(duration_text(Nanos{20'000}) == "20us");
-  CHECK(duration_text(Nanos{2'500'000}) == "2500us");
-  CHECK(duration_text(Nanos{20'000'000}) == "20ms");
-  CHECK(duration_text(Nanos{3'000'000'000}) == "3s");
+  CHECK(duration_text(Duration{0}) == "0s");
+  CHECK(duration_text(Duration{1500}) == "1500ns");
+  CHECK(duration_text(Duration{20'000}) == "20us");
+  CHECK(duration_text(Duration{2'500'000}) == "2500us");
+  CHECK(duration_text(Duration{20'000'000}) == "20ms");
+  CHECK(duration_text(Duration{3'000'000'000}) == "3s");
   CHECK(duration_text(duration_max) == "1000000s");
   for (std::int64_t ns : {1ll, 999ll, 1'001ll, 123'456'789ll, 999'999'999'999'999ll}) {
-    CHECK(parse_duration(duration_text(Nanos{ns})) == Nanos{ns});
+    CHECK(parse_duration(duration_text(Duration{ns})) == Duration{ns});
   }
 }
 
@@ -296,7 +296,7 @@ TEST_CASE("A --set override changes the value after the same checks as the file"
   const Scenario s = parse_scenario(accept_burst, "accept-burst.toml", overrides);
   CHECK(s.loop.accept_batch == 0);
   CHECK(s.kernel.poller == PollerFlavour::kqueue);
-  CHECK(s.horizon == 10s);
+  CHECK(s.horizon == Instant{10s});
   CHECK_FALSE(s.loop.owe_unfinished_batch);
   CHECK(s.kernel.somaxconn == 64);
   CHECK(s.name == "renamed");
@@ -405,10 +405,10 @@ TEST_CASE("The loop's rule knobs, posters and actions load") {
   CHECK_FALSE(s.loop.shutdown_clears_owed);
   CHECK_FALSE(s.loop.shutdown_admits_handoffs);
   REQUIRE(s.posters.size() == 1);
-  CHECK(s.posters[0].at == Window{100200us, 100200us});
+  CHECK(s.posters[0].at == Window{Instant{100200us}, Instant{100200us}});
   CHECK(s.posters[0].count == 3);
   REQUIRE(s.actions.size() == 1);
-  CHECK(s.actions[0].at == Window{2s, 2s});
+  CHECK(s.actions[0].at == Window{Instant{2s}, Instant{2s}});
   CHECK_THAT(error_for("[loop]\nhandle_policy = \"huge\"\n").what(),
              Catch::Contains("unknown value \"huge\""));
   CHECK_THAT(error_for("[[actions]]\nkind = \"reboot\"\n").what(), Catch::Contains("unknown value"));
@@ -452,7 +452,7 @@ TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
   REQUIRE(s.faults.size() == 4);
   CHECK(s.faults[0].nth == 3);
   CHECK(s.faults[0].error == EMFILE);
-  CHECK(s.faults[1].until == std::chrono::seconds(2));
+  CHECK(s.faults[1].until == Instant{std::chrono::seconds(2)});
   CHECK(s.faults[1].count == 2);
   CHECK(s.faults[2].value == 64);
   CHECK(s.faults[3].of == "burst");
@@ -489,9 +489,9 @@ TEST_CASE("Faults load with the keys their kind takes, and refuse the others") {
 
 TEST_CASE("timer_slack takes one duration or a set of them") {
   auto s = parse_scenario("[kernel]\ntimer_slack = [\"0us\", \"50us\"]\n", "t.toml");
-  CHECK(s.kernel.timer_slack == std::vector<Nanos>{Nanos(0), std::chrono::microseconds(50)});
+  CHECK(s.kernel.timer_slack == std::vector<Duration>{Duration(0), std::chrono::microseconds(50)});
   s = parse_scenario("[kernel]\ntimer_slack = \"2ms\"\n", "t.toml");
-  CHECK(s.kernel.timer_slack == std::vector<Nanos>{std::chrono::milliseconds(2)});
+  CHECK(s.kernel.timer_slack == std::vector<Duration>{std::chrono::milliseconds(2)});
 }
 
 TEST_CASE("A target table names a program found from the file's folder or on PATH, and a port") {
@@ -674,13 +674,13 @@ at = "2ms..3ms"
 kind = "shutdown"
 at = "100ms..200ms"
 )", "t.toml");
-  CHECK(s.clients[0].connect_at.lo == 1ms);
-  CHECK(s.clients[0].connect_at.hi == 41ms);
+  CHECK(s.clients[0].connect_at.lo == Instant{1ms});
+  CHECK(s.clients[0].connect_at.hi == Instant{41ms});
   CHECK_FALSE(s.clients[0].connect_at.fixed());
-  CHECK(s.clients[0].requests[0].at.hi == 6ms);
-  CHECK(s.faults[0].at.lo == 10ms);
-  CHECK(s.posters[0].at.hi == 3ms);
-  CHECK(s.actions[0].at.lo == 100ms);
+  CHECK(s.clients[0].requests[0].at.hi == Instant{6ms});
+  CHECK(s.faults[0].at.lo == Instant{10ms});
+  CHECK(s.posters[0].at.hi == Instant{3ms});
+  CHECK(s.actions[0].at.lo == Instant{100ms});
   CHECK(parse_scenario("[[clients]]\nname = \"c\"\nconnect_at = \"7ms..7ms\"\n", "t.toml").clients[0].connect_at.fixed());
 
   auto at = [](const std::string& value) {

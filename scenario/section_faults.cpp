@@ -31,7 +31,7 @@ const Field<FaultSpec> fault_fields[] = {
        f.kind = FaultSpec::Kind(read_choice(c, n, k, fault_kind_names));
      }},
     {"at", [](C c, N n, K k, auto& f) { f.at = read_window(c, n, k); }},
-    {"until", [](C c, N n, K k, auto& f) { f.until = read_duration(c, n, k, true); }},
+    {"until", [](C c, N n, K k, auto& f) { f.until = read_instant(c, n, k, true); }},
     {"nth", [](C c, N n, K k, auto& f) { f.nth = std::uint64_t(read_integer(c, n, k, 1, INT64_MAX)); }},
     {"errno", [](C c, N n, K k, auto& f) { f.error = errno_values[read_choice(c, n, k, errno_names)]; }},
     {"value", [](C c, N n, K k, auto& f) { f.value = int(read_integer(c, n, k, 0)); }},

@@ -33,9 +33,9 @@ constexpr std::int64_t buffer_max = 1 << 30;
 constexpr std::size_t slack_choices_max = 16;
 
 // One duration, or a set of them (each sleep's slack is then a choice point).
-std::vector<Nanos> read_slack(C c, N n, K k) {
+std::vector<Duration> read_slack(C c, N n, K k) {
   if (!n.is_array()) return {read_duration(c, n, k)};
-  std::vector<Nanos> out;
+  std::vector<Duration> out;
   for (const toml::node& item : as_array(c, n, k)) out.push_back(read_duration(c, item, k));
   if (out.empty() || out.size() > slack_choices_max)
     c.fail(n.source(), cat(k, " takes 1 to ", slack_choices_max, " durations"),

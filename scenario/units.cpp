@@ -119,7 +119,7 @@ Bound parse_bound(const std::string& text) {
   return {unit->unit, value, text};
 }
 
-std::string duration_text(Nanos t) {
+std::string duration_text(Duration t) {
   const std::int64_t ns = t.count();
   if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
   if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
@@ -127,7 +127,7 @@ std::string duration_text(Nanos t) {
   return std::to_string(ns) + "ns";
 }
 
-Nanos parse_duration(const std::string& text) {
+Duration parse_duration(const std::string& text) {
   if (text.empty()) throw std::invalid_argument("empty duration");
   if (text.front() == '-') bad_duration(text, "is negative; durations cannot be");
   const auto unit_at = text.find_first_not_of("0123456789.");
@@ -140,19 +140,19 @@ Nanos parse_duration(const std::string& text) {
                                    [&](const UnitScale& u) { return u.unit == unit; });
   if (scale == std::end(duration_units))
     bad_duration(text, cat("has an unknown unit \"", unit, "\" (use ns, us, ms or s)"));
-  Nanos value{scaled(number, scale->ns, text)};
+  Duration value{scaled(number, scale->ns, text)};
   if (value > duration_max) bad_duration(text, "is too long (at most 1000000s, about 11.6 days)");
   return value;
 }
 
 model::Window parse_window(const std::string& text) {
   const auto dots = text.find("..");
-  if (dots == std::string::npos) return model::at_instant(parse_duration(text));
+  if (dots == std::string::npos) return model::at_instant(Instant{parse_duration(text)});
   const std::string lo = text.substr(0, dots), hi = text.substr(dots + 2);
   if (lo.empty()) bad_duration(text, "has no start before \"..\"");
   if (hi.empty()) bad_duration(text, "has no end after \"..\"");
   if (hi.find("..") != std::string::npos) bad_duration(text, "has more than one \"..\"");
-  model::Window window{parse_duration(lo), parse_duration(hi)};
+  model::Window window{Instant{parse_duration(lo)}, Instant{parse_duration(hi)}};
   if (window.hi < window.lo) bad_duration(text, "ends before it starts");
   return window;
 }

@@ -12,6 +12,8 @@ Bound parse_bound(const std::string& text);
 
 // A duration as a scenario writes it, exactly: in the largest unit that divides it ("1500ns",
 // "20ms", "3s"), so that parse_duration reads back the same value.
-std::string duration_text(Nanos t);
+std::string duration_text(Duration t);
+// An instant as a scenario writes it: its time since the run's start, as duration_text writes it.
+inline std::string instant_text(Instant t) { return duration_text(since_start(t)); }
 
 }  // namespace loopsim::sim

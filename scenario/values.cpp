@@ -61,15 +61,15 @@ std::int64_t read_rate(C c, N n, K k) {
   return whole;
 }
 
-Nanos read_duration(C c, N n, K k, bool positive) {
+Duration read_duration(C c, N n, K k, bool positive) {
   const std::string& text = c.as<std::string>(n, k, "a duration string", duration_hint);
-  Nanos value{0};
+  Duration value{0};
   try {
     value = parse_duration(text);
   } catch (const std::invalid_argument& e) {
     c.fail(n.source(), cat(k, ": ", e.what()), duration_hint);
   }
-  if (positive && value <= Nanos{0})
+  if (positive && value <= Duration{0})
     c.fail(n.source(), cat(k, " must be longer than zero"), duration_hint);
   return value;
 }

@@ -11,7 +11,7 @@ namespace {
 
 using model::tag;
 
-bool delayed(const ClientGroup& group) { return group.rtt > Nanos{0} || group.jitter > Nanos{0}; }
+bool delayed(const ClientGroup& group) { return group.rtt > Duration{0} || group.jitter > Duration{0}; }
 
 }  // namespace
 
@@ -34,11 +34,11 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
     trace_.group_sizes.push_back(group.count);
     Arrivals arrivals(group, seed_, group_index);
     // A closed loop bounded by time alone means what it has sent: its label counts up.
-    const std::size_t meant = group.duration > Nanos{0} ? 0 : request_limit(group);
+    const std::size_t meant = group.duration > Duration{0} ? 0 : request_limit(group);
     for (int member = 0; member < group.count; ++member) {
       auto client = ClientIndex(clients_.size());
       Window connect = arrivals.next(member);
-      Nanos connect_at = drawn_instant(connect, seed_, draw_salt(Drawn::connect, group_index, member));
+      Instant connect_at = drawn_instant(connect, seed_, draw_salt(Drawn::connect, group_index, member));
       Client c;
       c.group = &group;
       c.input = AnswerStream(group);
@@ -47,13 +47,13 @@ void Clients::schedule(const std::vector<ClientGroup>& groups) {
         c.due = std::min(std::size_t(group.pipeline), request_limit(group));
         c.draws = path_draws(group, seed_, client);
       }
-      if (group.jitter > Nanos{0}) c.net_draws = seed_ ^ (0x8ebc6af09c88c6e3ull * std::uint64_t(client + 1));
+      if (group.jitter > Duration{0}) c.net_draws = seed_ ^ (0x8ebc6af09c88c6e3ull * std::uint64_t(client + 1));
       clients_.push_back(std::move(c));
       trace_.clients.push_back(ClientLabel{group_index, member, std::int32_t(meant)});
       scheduler_.at(connect, connect_at, [this, client] { start(client); }, tag(model::Happening::connect, client));
       for (std::size_t r = 0; r < group.requests.size(); ++r) {
         const Window& at = group.requests[r].at;
-        Nanos request_at = drawn_instant(at, seed_, draw_salt(Drawn::request, group_index, member, std::int64_t(r)));
+        Instant request_at = drawn_instant(at, seed_, draw_salt(Drawn::request, group_index, member, std::int64_t(r)));
         // A request due by the time the client connects goes out with the handshake's
         // completion, in the same step, as a client that writes right after connect() does.
         // Searched, that is a request whose window ends before the connection's opens.
@@ -166,18 +166,18 @@ void Clients::reset_group(const std::string& group, int count) {
 void Clients::start(ClientIndex client) {
   trace_.add(ev::Connect{scheduler_.now(), client});
   Client& c = clients_[std::size_t(client)];
-  if (c.group->closed_loop() && c.group->duration > Nanos{0}) c.deadline = scheduler_.now() + c.group->duration;
+  if (c.group->closed_loop() && c.group->duration > Duration{0}) c.deadline = scheduler_.now() + c.group->duration;
   up(client, Carried::open, [this, client] { open(client); });
 }
 
-Nanos Clients::arrival(Client& c, Nanos& last) {
-  Nanos way = c.group->rtt / 2;
-  if (c.group->jitter > Nanos{0}) {
-    way += Nanos(std::int64_t(model::splitmix64(c.net_draws) % std::uint64_t(c.group->jitter.count() + 1)));
+Instant Clients::arrival(Client& c, Instant& last) {
+  Duration way = c.group->rtt / 2;
+  if (c.group->jitter > Duration{0}) {
+    way += Duration(std::int64_t(model::splitmix64(c.net_draws) % std::uint64_t(c.group->jitter.count() + 1)));
   }
   // Strictly after the one before: same-instant happenings are a choice of order, and a
   // connection's bytes are not reordered by it.
-  last = std::max(last + Nanos(1), scheduler_.now() + way);
+  last = std::max(last + Duration(1), scheduler_.now() + way);
   return last;
 }
 
@@ -228,7 +228,7 @@ void Clients::send_due(ClientIndex client) {
   const std::size_t limit = request_limit(group);
   // Only a count tells a request that it is the last; a closed loop bounded by time closes
   // its connection itself when it is done (answered_closed).
-  const bool counted = group.duration == Nanos{0};
+  const bool counted = group.duration == Duration{0};
   // Over a network with delay, the requests sent at one instant travel together, as one write's
   // bytes do, and arrive as one: not one arrival each, a nanosecond apart, each a wake-up.
   std::string together;
@@ -279,7 +279,7 @@ void Clients::answered_closed(ClientIndex client) {
   Client& c = clients_[std::size_t(client)];
   if (c.done) return;
   if (!closed_sending(c)) return close_when_done(client);
-  if (c.group->think == Nanos{0}) return request_due(client);
+  if (c.group->think == Duration{0}) return request_due(client);
   scheduler_.at(scheduler_.now() + c.group->think, [this, client] { request_due(client); },
                 tag(model::Happening::request_due, client, std::uint64_t(Carried::think)));
 }
@@ -289,7 +289,7 @@ void Clients::answered_closed(ClientIndex client) {
 void Clients::close_when_done(ClientIndex client) {
   half_close_when_sent(client);
   const Client& c = clients_[std::size_t(client)];
-  if (c.unanswered.empty() && c.group->duration > Nanos{0} && !c.group->keep_alive) finish(client);
+  if (c.unanswered.empty() && c.group->duration > Duration{0} && !c.group->keep_alive) finish(client);
 }
 
 void Clients::established(model::ConnId conn) {
@@ -319,7 +319,7 @@ void Clients::release(ClientIndex client) {
   send_due(client);
 }
 
-void Clients::syn_dropped(model::ConnId conn, Nanos retry_at) {
+void Clients::syn_dropped(model::ConnId conn, Instant retry_at) {
   trace_.add(ev::SynDropped{scheduler_.now(), client_of_conn(conn), retry_at});
 }
 

@@ -51,7 +51,7 @@ class Clients final : public model::ClientSink {
 
   // model::ClientSink
   void established(model::ConnId conn) override;
-  void syn_dropped(model::ConnId conn, Nanos retry_at) override;
+  void syn_dropped(model::ConnId conn, Instant retry_at) override;
   void refused(model::ConnId conn, int error) override;
   void received(model::ConnId conn, std::string_view bytes) override;
   void peer_closed(model::ConnId conn) override;
@@ -73,15 +73,15 @@ class Clients final : public model::ClientSink {
     bool done = false;  // closed or refused
     // A closed loop's: when it stops sending (connect time + duration; 0: never), and its
     // path mix's draws (0 without a mix, so that twins stay twins).
-    Nanos deadline{0};
+    std::optional<Instant> deadline;  // a time-bound closed loop's: it sends nothing new after it
     std::uint64_t draws = 0;
     bool held_back = false;  // established, and waiting out send_after_connect
     bool shut = false;       // half-closed: it sends nothing more
     bool read_tick = false;  // a slow reader's next share is on its way
     // A delaying network (rtt, jitter): when the last thing sent each way arrives (nothing
     // overtakes it), and the jitter's draws.
-    Nanos up_at{0};
-    Nanos down_at{0};
+    Instant up_at{};
+    Instant down_at{};
     std::uint64_t net_draws = 0;
     bool told_close = false;  // an answer said Connection: close: it sends nothing more
     // Skipped: group and group_index, fixed for the run by the client's place: clients are made
@@ -91,7 +91,7 @@ class Clients final : public model::ClientSink {
         state::f::skip<&Client::group>, state::f::skip<&Client::group_index>, state::f::conn_name<&Client::conn>,
         state::f::value<&Client::next_request>, state::f::value<&Client::due>, state::f::value<&Client::unanswered>,
         state::f::value<&Client::answered>, state::f::value<&Client::input>, state::f::value<&Client::established>,
-        state::f::value<&Client::done>, state::f::until<&Client::deadline>, state::f::value<&Client::draws>,
+        state::f::value<&Client::done>, state::f::deadline<&Client::deadline>, state::f::value<&Client::draws>,
         state::f::value<&Client::held_back>, state::f::value<&Client::shut>, state::f::value<&Client::read_tick>,
         state::f::until<&Client::up_at>, state::f::until<&Client::down_at>, state::f::value<&Client::net_draws>,
         state::f::value<&Client::told_close>);
@@ -113,7 +113,7 @@ class Clients final : public model::ClientSink {
   // client (down) arrives; at once without rtt or jitter. `what` and `bytes` say what it is.
   void up(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
   void down(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
-  Nanos arrival(Client& c, Nanos& last);
+  Instant arrival(Client& c, Instant& last);
   void open(ClientIndex client);  // the SYN leaves (after up's delay)
   void arrive_established(ClientIndex client);
   // A closed loop: what an answer lets it send next, and whether it has finished.

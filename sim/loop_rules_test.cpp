@@ -52,10 +52,10 @@ TEST_CASE("every scenario in scenarios/ holds, and every arm is caught by what i
 }
 
 TEST_CASE("R7 drain-chunk: post latencies of 0.44, 2.36 and 40.76 ms for chunks 8, 32 and 0") {
-  CHECK(verdict(run_arm("drain-chunk", "base"), "post_latency").measured == Nanos(440us).count());
-  CHECK(verdict(run_arm("drain-chunk", "chunk-32"), "post_latency").measured == Nanos(2360us).count());
-  CHECK(verdict(run_arm("drain-chunk", "chunk-0"), "post_latency").measured == Nanos(40760us).count());
-  CHECK(verdict(run_arm("drain-chunk", "kqueue"), "post_latency").measured == Nanos(440us).count());
+  CHECK(verdict(run_arm("drain-chunk", "base"), "post_latency").measured == Duration(440us).count());
+  CHECK(verdict(run_arm("drain-chunk", "chunk-32"), "post_latency").measured == Duration(2360us).count());
+  CHECK(verdict(run_arm("drain-chunk", "chunk-0"), "post_latency").measured == Duration(40760us).count());
+  CHECK(verdict(run_arm("drain-chunk", "kqueue"), "post_latency").measured == Duration(440us).count());
 }
 
 TEST_CASE("R9 handle-ceiling: 4,096 fixed handles hold exactly 2,048, and rlimit sizing holds 10,000") {
@@ -80,7 +80,7 @@ TEST_CASE("R4 emfile: without the retry the burst strands, and with it every req
 TEST_CASE("R6 inverted: owed passes run inside the callback, and one pass a call waits for the tick") {
   auto inverted = run_arm("accept-burst", "base", {{"loop.inverted", "true"}});
   CHECK(inverted.judgement.held);
-  CHECK(verdict(inverted, "latency").measured == Nanos(150ms).count());
+  CHECK(verdict(inverted, "latency").measured == Duration(150ms).count());
   auto one_pass = run_arm("accept-burst", "base",
                           {{"loop.inverted", "true"}, {"loop.inverted_owed_passes", "false"}});
   CHECK_FALSE(verdict(one_pass, "max_gap").held);
@@ -115,7 +115,7 @@ expect_violated = ["latency"]
   auto result = checker::run_suite(inline_scenario("yield", text), options);
   auto& base = result.report.arms.at(0);
   CHECK(base.judgement.held);
-  CHECK(verdict(base, "latency").measured <= Nanos(1600us).count());  // one turn of 16 at most
+  CHECK(verdict(base, "latency").measured <= Duration(1600us).count());  // one turn of 16 at most
   CHECK(result.report.arms.at(1).judgement.held);  // the sabotage is caught
 }
 

@@ -92,7 +92,7 @@ void Monitors::watch_idle_wait(std::int64_t bound) {
   watched(Kind::idle_wait, bound);
 }
 
-void Monitors::watch_shutdown(std::optional<Nanos> max) {
+void Monitors::watch_shutdown(std::optional<Duration> max) {
   shutdown_.emplace();
   drain_max_ = max;
   watched(Kind::shutdown, max ? max->count() : 0);
@@ -176,13 +176,13 @@ void Monitors::posts_event(const TraceEvent& event) const {
   }
 }
 
-Nanos Monitors::idle_at(Nanos t) const { return idle_->idle + (idle_->since ? t - *idle_->since : Nanos(0)); }
+Duration Monitors::idle_at(Instant t) const { return idle_->idle + (idle_->since ? t - *idle_->since : Duration(0)); }
 
 // As checker::no_stranded_backlog measures a wait at a door (its IdleClock): the loop is idle
 // while every worker sits blocked in its wait.
 void Monitors::idle_event(const TraceEvent& event) const {
   IdleWait& w = *idle_;
-  auto set_blocked = [&](int worker, bool now_blocked, Nanos t) {
+  auto set_blocked = [&](int worker, bool now_blocked, Instant t) {
     auto at = std::size_t(worker);
     if (at >= w.blocked.size() || w.blocked[at] == now_blocked) return;
     bool all_before = std::all_of(w.blocked.begin(), w.blocked.end(), [](bool b) { return b; });
@@ -191,7 +191,7 @@ void Monitors::idle_event(const TraceEvent& event) const {
     if (!now_blocked && all_before && w.since) w.idle += t - *w.since;
     if (!now_blocked) w.since.reset();
   };
-  if (const auto* p = std::get_if<ev::PassBegin>(&event)) set_blocked(p->worker, p->timeout != Nanos(0), p->t);
+  if (const auto* p = std::get_if<ev::PassBegin>(&event)) set_blocked(p->worker, p->timeout != Duration(0), p->t);
   if (const auto* e = std::get_if<ev::Events>(&event)) set_blocked(e->worker, false, e->t);
   if (const auto* e = std::get_if<ev::Established>(&event)) w.reached[e->client] = idle_at(e->t);
   if (const auto* h = std::get_if<ev::Handoff>(&event)) w.reached[h->client] = idle_at(h->t);
@@ -224,7 +224,7 @@ void Monitors::answer_event(const ev::Answer& a) const {
   }
   // As checker::latency pairs them: a client's answers come in the order of its sends.
   if (latency_.empty() || a.client < 0 || std::size_t(a.client) >= waiting_.size()) return;
-  std::deque<Nanos>& waiting = waiting_[std::size_t(a.client)];
+  std::deque<Instant>& waiting = waiting_[std::size_t(a.client)];
   if (waiting.empty()) return;
   const std::int64_t took = (a.t - waiting.front()).count();
   LOOPSIM_ASSERT_OP(took, >=, 0);  // an answer comes after the request it answers was sent
@@ -262,9 +262,9 @@ void Monitors::catch_up() const {
   }
 }
 
-std::int64_t Monitors::age(Nanos then, Nanos now) const { return std::min((now - then).count(), clamp_); }
+std::int64_t Monitors::age(Instant then, Instant now) const { return std::min((now - then).count(), clamp_); }
 
-void Monitors::digest_state(state::Sink& sink, Nanos now) const {
+void Monitors::digest_state(state::Sink& sink, Instant now) const {
   if (empty()) return;
   catch_up();
   for (const Latency& l : latency_) {
@@ -293,7 +293,7 @@ void Monitors::digest_state(state::Sink& sink, Nanos now) const {
   }
   if (spin_) {
     // A pass's start older than spin_pass_max cannot make the pass quick, however old.
-    auto pass_age = [now](std::optional<Nanos> t) {
+    auto pass_age = [now](std::optional<Instant> t) {
       return t ? std::min((now - *t).count(), spin_pass_max.count() + 1) : std::int64_t(-1);
     };
     sink.add(flag(spin_->over));
@@ -334,13 +334,13 @@ void Monitors::digest_state(state::Sink& sink, Nanos now) const {
   }
 }
 
-void Monitors::client_state(ClientIndex client, Nanos now, state::Sink& sink) const {
+void Monitors::client_state(ClientIndex client, Instant now, state::Sink& sink) const {
   const bool known = client >= 0 && std::size_t(client) < waiting_.size();
   if (!latency_.empty()) {
-    const std::deque<Nanos>* waiting = known ? &waiting_[std::size_t(client)] : nullptr;
+    const std::deque<Instant>* waiting = known ? &waiting_[std::size_t(client)] : nullptr;
     sink.add(waiting != nullptr ? std::int64_t(waiting->size()) : 0);
     if (waiting != nullptr) {
-      for (Nanos sent : *waiting) sink.add(age(sent, now));
+      for (Instant sent : *waiting) sink.add(age(sent, now));
     }
   }
   if (shutdown_) shutdown_->client_state(client, sink);
@@ -350,7 +350,7 @@ void Monitors::client_state(ClientIndex client, Nanos now, state::Sink& sink) co
   }
 }
 
-std::uint64_t Monitors::client_digest(ClientIndex client, Nanos now) const {
+std::uint64_t Monitors::client_digest(ClientIndex client, Instant now) const {
   if (latency_.empty() && !idle_ && !shutdown_) return 0;
   catch_up();
   struct Fold final : state::Sink {

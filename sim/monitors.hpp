@@ -50,7 +50,7 @@ namespace loopsim::sim {
 // A pass that takes at most this long, from its wait's call to the next wait's, did not block
 // and did not sleep: the kernel charges a repeated empty poll 1 us, a target's failing call
 // 1 us (design-notes, "A spinning loop moves the clock"). no_spin's judge and monitor share it.
-inline constexpr Nanos spin_pass_max{10'000};
+inline constexpr Duration spin_pass_max{10'000};
 
 // The worker that made progress with this event, if it is progress (see no_spin).
 std::optional<int> progress_of(const TraceEvent& event, int listener_fd);
@@ -73,14 +73,14 @@ class Monitors {
   void watch_posts(const std::string& poster, std::int64_t bound);
   void watch_idle_wait(std::int64_t bound);
   // `max`: the drain's bound, from the shutdown's asking to the last exit.
-  void watch_shutdown(std::optional<Nanos> max);
+  void watch_shutdown(std::optional<Duration> max);
   bool empty() const { return order_.empty(); }
 
   // The monitors' state, times relative to now, clients in canonical order (sink.names()).
-  void digest_state(state::Sink& sink, Nanos now) const;
+  void digest_state(state::Sink& sink, Instant now) const;
   // One client's part of it, for its canonical signature: clients that differ in it are not
   // interchangeable (sim::Canonical).
-  std::uint64_t client_digest(ClientIndex client, Nanos now) const;
+  std::uint64_t client_digest(ClientIndex client, Instant now) const;
 
   // What the monitors say of their properties if the run ended now, in the order watched. Each
   // is the monitor's part of the verdict: for latency and max_gap, requests the run left
@@ -99,14 +99,14 @@ class Monitors {
     std::int64_t bound = 0;
     bool answered = false;
     bool within = true;                // the group's last answer came within the bound of after's last
-    std::optional<Nanos> after_last;   // when after's last answer came, if one did
+    std::optional<Instant> after_last;   // when after's last answer came, if one did
   };
   struct Gap {
     std::string group;
     std::int64_t bound = 0;
     bool wide = false;               // two answers came further apart than the bound
     std::int64_t answers = 0;        // answers so far, clamped at 2
-    std::optional<Nanos> last;       // when the last one came
+    std::optional<Instant> last;       // when the last one came
   };
   struct Batch {
     std::int64_t bound = 0;
@@ -125,8 +125,8 @@ class Monitors {
     // (Whether a wait has returned yet, as the judge keeps it, is not kept: before the first,
     // `began` is unset, and a pass without it is not quick.)
     bool progress = false;        // in a trace without kernel counts, the pass in hand made progress
-    std::optional<Nanos> began;   // the pass's wait was called then
-    std::optional<Nanos> next;    // the next wait was called then
+    std::optional<Instant> began;   // the pass's wait was called then
+    std::optional<Instant> next;    // the next wait was called then
     bool quick = false;           // ...within spin_pass_max of `began`
     std::int64_t idle = 0;        // idle passes in a row, clamped at bound + 1
     std::int64_t failed = 0;      // failing accepts with no wait between, clamped at bound + 1
@@ -136,16 +136,16 @@ class Monitors {
     std::int64_t bound = 0;
     // (Whether any post came is not kept: every one is waiting or ran.)
     bool late = false, twice = false;
-    std::map<std::int64_t, Nanos> waiting;  // id -> when it was posted
+    std::map<std::int64_t, Instant> waiting;  // id -> when it was posted
     std::set<std::int64_t> ran;
   };
   struct IdleWait {
     std::int64_t bound = 0;
     bool over = false;              // a connection waited longer than the bound, idle
     std::vector<bool> blocked;      // by worker: sits in a wait with no timeout or a positive one
-    Nanos idle{0};                  // idle time accumulated until `since`, or until now
-    std::optional<Nanos> since;     // every worker blocked since then
-    std::map<ClientIndex, Nanos> reached;  // the idle time when each connection reached its door
+    Duration idle{0};                  // idle time accumulated until `since`, or until now
+    std::optional<Instant> since;     // every worker blocked since then
+    std::map<ClientIndex, Duration> reached;  // the idle time when each connection reached its door
   };
   enum class Kind : std::uint8_t { latency, after, gap, batch, spin, posts, idle_wait, shutdown };
 
@@ -157,10 +157,10 @@ class Monitors {
   void spin_event(const TraceEvent& event) const;
   void posts_event(const TraceEvent& event) const;
   void idle_event(const TraceEvent& event) const;
-  std::int64_t age(Nanos then, Nanos now) const;
-  Nanos idle_at(Nanos t) const;
+  std::int64_t age(Instant then, Instant now) const;
+  Duration idle_at(Instant t) const;
   // A client's part of the state, clients named as `names` says.
-  void client_state(ClientIndex client, Nanos now, state::Sink& sink) const;
+  void client_state(ClientIndex client, Instant now, state::Sink& sink) const;
 
   const Trace* trace_;
   std::int64_t clamp_ = 0;  // the largest time bound, plus one
@@ -170,7 +170,7 @@ class Monitors {
   mutable std::vector<Latency> latency_;
   mutable std::vector<After> after_;
   mutable std::vector<Gap> gaps_;
-  mutable std::vector<std::deque<Nanos>> waiting_;  // by client: latency's requests waiting
+  mutable std::vector<std::deque<Instant>> waiting_;  // by client: latency's requests waiting
   mutable std::optional<Batch> batch_;
   mutable std::vector<WorkerPass> passes_;  // by worker
   mutable std::optional<Spin> spin_;
@@ -178,7 +178,7 @@ class Monitors {
   mutable std::vector<Posts> posts_;
   mutable std::optional<IdleWait> idle_;
   mutable std::optional<ShutdownScan> shutdown_;
-  std::optional<Nanos> drain_max_;
+  std::optional<Duration> drain_max_;
 };
 
 }  // namespace loopsim::sim

@@ -26,9 +26,9 @@ Trace passes(const std::vector<std::vector<int>>& each, bool end_last = true) {
   Trace t;
   std::uint64_t pass = 0;
   for (std::size_t i = 0; i < each.size(); ++i) {
-    t.events.push_back(ev::PassBegin{Nanos(0), 0, ++pass, std::nullopt});
-    for (int a : each[i]) t.events.push_back(ev::Accept{Nanos(0), 0, Door::listener, a > 0 ? 7 : -1, 0});
-    if (end_last || i + 1 < each.size()) t.events.push_back(ev::PassEnd{Nanos(0), 0, pass, false, false});
+    t.events.push_back(ev::PassBegin{Instant{Duration(0)}, 0, ++pass, std::nullopt});
+    for (int a : each[i]) t.events.push_back(ev::Accept{Instant{Duration(0)}, 0, Door::listener, a > 0 ? 7 : -1, 0});
+    if (end_last || i + 1 < each.size()) t.events.push_back(ev::PassEnd{Instant{Duration(0)}, 0, pass, false, false});
   }
   return t;
 }
@@ -37,7 +37,7 @@ std::vector<std::int64_t> batch_state(const Trace& trace, std::int64_t bound) {
   Monitors m(trace);
   m.watch_batch(bound);
   Values v;
-  m.digest_state(v, Nanos(0));
+  m.digest_state(v, Instant{Duration(0)});
   return v.values;
 }
 
@@ -62,10 +62,10 @@ TEST_CASE("monitors: batch_bound keeps what the current pass took, clamped past 
 TEST_CASE("monitors: batch_bound keeps whether anything was accepted, and leaves a shutdown's drain out") {
   CHECK(batch_state(passes({{}}), 2) != batch_state(passes({{1}}), 2));
   Trace drained = passes({{1}}, false);
-  drained.events.push_back(ev::ShutdownBegin{Nanos(0), 0});
-  for (int i = 0; i < 5; ++i) drained.events.push_back(ev::Accept{Nanos(0), 0, Door::listener, 7, 0});
-  drained.events.push_back(ev::ListenerClosed{Nanos(0), 0});
-  drained.events.push_back(ev::PassEnd{Nanos(0), 0, 1, false, false});
+  drained.events.push_back(ev::ShutdownBegin{Instant{Duration(0)}, 0});
+  for (int i = 0; i < 5; ++i) drained.events.push_back(ev::Accept{Instant{Duration(0)}, 0, Door::listener, 7, 0});
+  drained.events.push_back(ev::ListenerClosed{Instant{Duration(0)}, 0});
+  drained.events.push_back(ev::PassEnd{Instant{Duration(0)}, 0, 1, false, false});
   CHECK(batch_state(drained, 2) == batch_state(passes({{1}}), 2));
 }
 
@@ -74,9 +74,9 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-std::vector<std::int64_t> state_of(const Monitors& m, Nanos now) {
+std::vector<std::int64_t> state_of(const Monitors& m, Duration now) {
   Values v;
-  m.digest_state(v, now);
+  m.digest_state(v, Instant{now});
   return v.values;
 }
 
@@ -86,8 +86,8 @@ Trace waits(const std::vector<std::pair<int, int>>& each) {
   Trace t;
   std::uint64_t pass = 0;
   for (auto [wait, work] : each) {
-    t.events.push_back(ev::PassBegin{microseconds(wait), 0, ++pass, Nanos(0)});
-    t.events.push_back(ev::Events{microseconds(wait), 0, pass, {}, work});
+    t.events.push_back(ev::PassBegin{Instant{microseconds(wait)}, 0, ++pass, Duration(0)});
+    t.events.push_back(ev::Events{Instant{microseconds(wait)}, 0, pass, {}, work});
   }
   return t;
 }
@@ -108,7 +108,7 @@ Trace two_groups() {
 }
 
 void answer(Trace& t, ClientIndex client, int ms) {
-  t.events.push_back(ev::Answer{milliseconds(ms), client, "/", 200});
+  t.events.push_back(ev::Answer{Instant{milliseconds(ms)}, client, "/", 200});
 }
 
 }  // namespace
@@ -123,18 +123,18 @@ TEST_CASE("monitors: no_spin counts idle passes by the kernel's count, or by pro
   CHECK_FALSE(spin_held(waits({{0, -1}, {1, -1}, {2, -1}, {3, -1}}), 2));
   Trace busy = waits({{0, -1}, {1, -1}});
   for (int i = 2; i < 4; ++i) {
-    busy.events.push_back(ev::RequestBegin{microseconds(i), 0, 7, 0, "/"});
-    busy.events.push_back(ev::PassBegin{microseconds(i), 0, std::uint64_t(i + 1), Nanos(0)});
-    busy.events.push_back(ev::Events{microseconds(i), 0, std::uint64_t(i + 1), {}, -1});
+    busy.events.push_back(ev::RequestBegin{Instant{microseconds(i)}, 0, 7, 0, "/"});
+    busy.events.push_back(ev::PassBegin{Instant{microseconds(i)}, 0, std::uint64_t(i + 1), Duration(0)});
+    busy.events.push_back(ev::Events{Instant{microseconds(i)}, 0, std::uint64_t(i + 1), {}, -1});
   }
   CHECK(spin_held(busy, 2));
   // Passes 20 ms apart blocked or slept: not a spin.
   CHECK(spin_held(waits({{0, 0}, {20'000, 0}, {40'000, 0}, {60'000, 0}}), 2));
   // Failing accepts with no wait between them.
   Trace hot;
-  for (int i = 0; i < 4; ++i) hot.events.push_back(ev::Accept{microseconds(i), 0, Door::listener, -EMFILE, no_client});
+  for (int i = 0; i < 4; ++i) hot.events.push_back(ev::Accept{Instant{microseconds(i)}, 0, Door::listener, -EMFILE, no_client});
   CHECK_FALSE(spin_held(hot, 3));
-  hot.events.insert(hot.events.begin() + 2, ev::Accept{microseconds(1), 0, Door::listener, -EAGAIN, no_client});
+  hot.events.insert(hot.events.begin() + 2, ev::Accept{Instant{microseconds(1)}, 0, Door::listener, -EAGAIN, no_client});
   CHECK(spin_held(hot, 3));
 }
 
@@ -166,7 +166,7 @@ TEST_CASE("monitors: latency after another group is timed from that group's last
   answer(t, 1, 10);  // after's answer at 10 ms
   answer(t, 0, 50);  // of's, 40 ms later
   Monitors m(t);
-  m.watch_latency_after("of", "after", Nanos(milliseconds(30)).count());
+  m.watch_latency_after("of", "after", Duration(milliseconds(30)).count());
   CHECK_FALSE(m.held().at(0));
   // A later answer of `after` restarts the clock: of's last answer came before it.
   answer(t, 1, 60);
@@ -191,7 +191,7 @@ TEST_CASE("monitors: latency after keeps the age of after's last answer, clamped
     Trace t = two_groups();
     answer(t, 1, answered_ms);
     Monitors m(t);
-    m.watch_latency_after("of", "after", Nanos(milliseconds(30)).count());
+    m.watch_latency_after("of", "after", Duration(milliseconds(30)).count());
     return state_of(m, milliseconds(now_ms));
   };
   CHECK(state_at(0, 10) != state_at(0, 20));
@@ -203,24 +203,24 @@ TEST_CASE("monitors: post_latency keeps each waiting post's age, the posts that 
     Trace t;
     t.events.assign(events.begin(), events.end());
     Monitors m(t);
-    m.watch_posts(poster, Nanos(milliseconds(5)).count());
+    m.watch_posts(poster, Duration(milliseconds(5)).count());
     const bool held = m.held().at(0);  // a bool, not a reference into the temporary vector<bool>
     return std::pair{held, state_of(m, milliseconds(10))};
   };
-  const TraceEvent post1 = ev::Post{milliseconds(1), 1, "p"};
-  const TraceEvent post2 = ev::Post{milliseconds(2), 2, "q"};
+  const TraceEvent post1 = ev::Post{Instant{milliseconds(1)}, 1, "p"};
+  const TraceEvent post2 = ev::Post{Instant{milliseconds(2)}, 2, "q"};
   CHECK_FALSE(posts({}).first);  // no post at all: the judge says so too
   CHECK_FALSE(posts({post1}).first);  // never ran
-  CHECK(posts({post1, ev::PostRun{milliseconds(3), 0, 1}}).first);
-  CHECK_FALSE(posts({post1, ev::PostRun{milliseconds(7), 0, 1}}).first);  // 6 ms: late
-  CHECK_FALSE(posts({post1, ev::PostRun{milliseconds(3), 0, 1}, ev::PostRun{milliseconds(4), 0, 1}}).first);
+  CHECK(posts({post1, ev::PostRun{Instant{milliseconds(3)}, 0, 1}}).first);
+  CHECK_FALSE(posts({post1, ev::PostRun{Instant{milliseconds(7)}, 0, 1}}).first);  // 6 ms: late
+  CHECK_FALSE(posts({post1, ev::PostRun{Instant{milliseconds(3)}, 0, 1}, ev::PostRun{Instant{milliseconds(4)}, 0, 1}}).first);
   // Another poster's post is not this monitor's.
-  CHECK(posts({post1, post2, ev::PostRun{milliseconds(3), 0, 1}}, "p").first);
-  CHECK_FALSE(posts({post1, post2, ev::PostRun{milliseconds(3), 0, 1}}).first);
+  CHECK(posts({post1, post2, ev::PostRun{Instant{milliseconds(3)}, 0, 1}}, "p").first);
+  CHECK_FALSE(posts({post1, post2, ev::PostRun{Instant{milliseconds(3)}, 0, 1}}).first);
   // What ran, and how long a waiting post has waited, are state.
-  CHECK(posts({post1, ev::PostRun{milliseconds(3), 0, 1}}).second != posts({post1}).second);
-  CHECK(posts({ev::Post{milliseconds(8), 1, "p"}}).second != posts({ev::Post{milliseconds(9), 1, "p"}}).second);
-  CHECK(posts({ev::Post{milliseconds(1), 1, "p"}}).second == posts({ev::Post{milliseconds(2), 1, "p"}}).second);
+  CHECK(posts({post1, ev::PostRun{Instant{milliseconds(3)}, 0, 1}}).second != posts({post1}).second);
+  CHECK(posts({ev::Post{Instant{milliseconds(8)}, 1, "p"}}).second != posts({ev::Post{Instant{milliseconds(9)}, 1, "p"}}).second);
+  CHECK(posts({ev::Post{Instant{milliseconds(1)}, 1, "p"}}).second == posts({ev::Post{Instant{milliseconds(2)}, 1, "p"}}).second);
 }
 
 TEST_CASE("monitors: no_stranded_backlog's time keeps the idle wait of each connection at a door") {
@@ -229,18 +229,18 @@ TEST_CASE("monitors: no_stranded_backlog's time keeps the idle wait of each conn
   t.groups = {"c"};
   t.group_sizes = {2};
   t.clients = {ClientLabel{0, 0, 1}, ClientLabel{0, 1, 1}};
-  t.events.push_back(ev::PassBegin{milliseconds(0), 0, 1, std::nullopt});  // blocked: idle from 0
-  t.events.push_back(ev::Established{milliseconds(1), 0});
+  t.events.push_back(ev::PassBegin{Instant{milliseconds(0)}, 0, 1, std::nullopt});  // blocked: idle from 0
+  t.events.push_back(ev::Established{Instant{milliseconds(1)}, 0});
   Monitors m(t);
-  m.watch_idle_wait(Nanos(milliseconds(5)).count());
+  m.watch_idle_wait(Duration(milliseconds(5)).count());
   // Idle since it reached the door: 2 ms and 3 ms differ, 6 ms and 9 ms do not.
   CHECK(state_of(m, milliseconds(3)) != state_of(m, milliseconds(4)));
   CHECK(state_of(m, milliseconds(7)) == state_of(m, milliseconds(10)));
   CHECK(m.held().at(0));
   // The loop wakes at 2 ms and works: the wait so far is 1 ms, however long the work takes.
-  t.events.push_back(ev::Events{milliseconds(2), 0, 1, {3}, 1});
+  t.events.push_back(ev::Events{Instant{milliseconds(2)}, 0, 1, {3}, 1});
   Monitors busy(t);
-  busy.watch_idle_wait(Nanos(milliseconds(5)).count());
+  busy.watch_idle_wait(Duration(milliseconds(5)).count());
   CHECK(state_of(busy, milliseconds(3)) == state_of(busy, milliseconds(9)));
   // Accepted after 6 ms idle: too long.
   Trace late;
@@ -248,12 +248,12 @@ TEST_CASE("monitors: no_stranded_backlog's time keeps the idle wait of each conn
   late.groups = t.groups;
   late.group_sizes = t.group_sizes;
   late.clients = t.clients;
-  late.events.push_back(ev::PassBegin{milliseconds(0), 0, 1, std::nullopt});
-  late.events.push_back(ev::Established{milliseconds(1), 0});
-  late.events.push_back(ev::Events{milliseconds(7), 0, 1, {3}, 0});
-  late.events.push_back(ev::Accept{milliseconds(7), 0, Door::listener, 9, 0});
+  late.events.push_back(ev::PassBegin{Instant{milliseconds(0)}, 0, 1, std::nullopt});
+  late.events.push_back(ev::Established{Instant{milliseconds(1)}, 0});
+  late.events.push_back(ev::Events{Instant{milliseconds(7)}, 0, 1, {3}, 0});
+  late.events.push_back(ev::Accept{Instant{milliseconds(7)}, 0, Door::listener, 9, 0});
   Monitors lm(late);
-  lm.watch_idle_wait(Nanos(milliseconds(5)).count());
+  lm.watch_idle_wait(Duration(milliseconds(5)).count());
   CHECK_FALSE(lm.held().at(0));
 }
 
@@ -267,38 +267,38 @@ TEST_CASE("monitors: each part of no_spin's, post_latency's and no_stranded_back
   };
   // The next wait came 5 us or 50 us after the pass's own: only the first can be quick. Both
   // times are long past at 100 us.
-  CHECK(spin({ev::PassBegin{Nanos(0), 0, 1, Nanos(0)}, ev::Events{Nanos(0), 0, 1, {}, 0},
-              ev::PassBegin{microseconds(5), 0, 2, Nanos(0)}}) !=
-        spin({ev::PassBegin{Nanos(0), 0, 1, Nanos(0)}, ev::Events{Nanos(0), 0, 1, {}, 0},
-              ev::PassBegin{microseconds(50), 0, 2, Nanos(0)}}));
+  CHECK(spin({ev::PassBegin{Instant{Duration(0)}, 0, 1, Duration(0)}, ev::Events{Instant{Duration(0)}, 0, 1, {}, 0},
+              ev::PassBegin{Instant{microseconds(5)}, 0, 2, Duration(0)}}) !=
+        spin({ev::PassBegin{Instant{Duration(0)}, 0, 1, Duration(0)}, ev::Events{Instant{Duration(0)}, 0, 1, {}, 0},
+              ev::PassBegin{Instant{microseconds(50)}, 0, 2, Duration(0)}}));
   // A failing accept, or one that found nothing: the next failure's run is two long, or one.
-  CHECK(spin({ev::Accept{Nanos(0), 0, Door::listener, -EMFILE, no_client}}) !=
-        spin({ev::Accept{Nanos(0), 0, Door::listener, -EAGAIN, no_client}}));
+  CHECK(spin({ev::Accept{Instant{Duration(0)}, 0, Door::listener, -EMFILE, no_client}}) !=
+        spin({ev::Accept{Instant{Duration(0)}, 0, Door::listener, -EAGAIN, no_client}}));
 
   auto posts = [](const std::vector<TraceEvent>& events) {
     Trace t;
     t.events.assign(events.begin(), events.end());
     Monitors m(t);
-    m.watch_posts("", Nanos(milliseconds(5)).count());
+    m.watch_posts("", Duration(milliseconds(5)).count());
     const bool held = m.held().at(0);
     return std::pair{held, state_of(m, milliseconds(10))};
   };
   // Which post ran: a second run of post 1 is a fault after the first, not after post 2's.
-  CHECK(posts({ev::Post{Nanos(0), 1, "p"}, ev::PostRun{Nanos(0), 0, 1}}).second !=
-        posts({ev::Post{Nanos(0), 2, "p"}, ev::PostRun{Nanos(0), 0, 2}}).second);
+  CHECK(posts({ev::Post{Instant{Duration(0)}, 1, "p"}, ev::PostRun{Instant{Duration(0)}, 0, 1}}).second !=
+        posts({ev::Post{Instant{Duration(0)}, 2, "p"}, ev::PostRun{Instant{Duration(0)}, 0, 2}}).second);
   // Posted again after it ran, as the judge reads it: the post ran.
-  CHECK(posts({ev::Post{Nanos(0), 1, "p"}, ev::PostRun{Nanos(0), 0, 1}, ev::Post{Nanos(0), 1, "p"}}).first);
+  CHECK(posts({ev::Post{Instant{Duration(0)}, 1, "p"}, ev::PostRun{Instant{Duration(0)}, 0, 1}, ev::Post{Instant{Duration(0)}, 1, "p"}}).first);
 
-  auto idle = [](std::optional<Nanos> timeout) {
+  auto idle = [](std::optional<Duration> timeout) {
     Trace t;
     t.workers = 1;
-    t.events.push_back(ev::PassBegin{Nanos(0), 0, 1, timeout});
+    t.events.push_back(ev::PassBegin{Instant{Duration(0)}, 0, 1, timeout});
     Monitors m(t);
-    m.watch_idle_wait(Nanos(milliseconds(5)).count());
+    m.watch_idle_wait(Duration(milliseconds(5)).count());
     return state_of(m, milliseconds(1));
   };
   // A worker blocked in its wait, or polling: a connection that arrives now waits idle, or not.
-  CHECK(idle(std::nullopt) != idle(Nanos(0)));
+  CHECK(idle(std::nullopt) != idle(Duration(0)));
 }
 
 // The property the search relies on: two pasts a monitor digests alike are judged alike,
@@ -307,13 +307,13 @@ TEST_CASE("monitors: each part of no_spin's, post_latency's and no_stranded_back
 // digest leaves out shows as two histories that digest alike and are judged apart.
 namespace {
 
-using Letter = std::function<void(Trace&, Nanos&)>;
+using Letter = std::function<void(Trace&, Duration&)>;
 
-Letter at_now(std::function<TraceEvent(Nanos)> make) {
-  return [make](Trace& t, Nanos& now) { t.events.push_back(make(now)); };
+Letter at_now(std::function<TraceEvent(Duration)> make) {
+  return [make](Trace& t, Duration& now) { t.events.push_back(make(now)); };
 }
-Letter tick(Nanos step) {
-  return [step](Trace&, Nanos& now) { now += step; };
+Letter tick(Duration step) {
+  return [step](Trace&, Duration& now) { now += step; };
 }
 
 struct Congruence {
@@ -330,14 +330,14 @@ struct Congruence {
   int merged = 0;  // histories that digested like an earlier one (non-vacuity)
 
   // The history `word`, run: its trace, and the clock at its end.
-  Trace trace(const std::vector<int>& word, Nanos& now) const {
+  Trace trace(const std::vector<int>& word, Duration& now) const {
     Trace t;
     setup(t);
     for (int letter : word) letters[std::size_t(letter)](t, now);
     return t;
   }
   std::vector<std::int64_t> digest(const std::vector<int>& word) const {
-    Nanos now{0};
+    Duration now{0};
     Trace t = trace(word, now);
     Monitors m(t);
     watch(m);
@@ -346,20 +346,20 @@ struct Congruence {
   // The verdicts after `word` and each continuation of it of up to `suffix` events, in the
   // order continuations() lists them: one trace, grown and cut back as the continuations go.
   std::vector<std::vector<bool>> futures(const std::vector<int>& word) const {
-    Nanos now{0};
+    Duration now{0};
     Trace t = trace(word, now);
     std::vector<std::vector<bool>> out;
     grow(t, now, suffix, out);
     return out;
   }
-  void grow(Trace& t, Nanos now, int left, std::vector<std::vector<bool>>& out) const {
+  void grow(Trace& t, Duration now, int left, std::vector<std::vector<bool>>& out) const {
     Monitors m(t);
     watch(m);
     out.push_back(m.held());
     if (left == 0) return;
     const std::size_t size = t.events.size();
     for (const Letter& letter : letters) {
-      Nanos later = now;
+      Duration later = now;
       letter(t, later);
       grow(t, later, left - 1, out);
       t.events.resize(size);
@@ -443,11 +443,11 @@ TEST_CASE("monitors: no_spin's digest is a congruence of its verdict") {
   std::int64_t bound = GENERATE(0, 1);
   c.watch = [bound](Monitors& m) { m.watch_spin(bound); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::PassBegin{n, 0, 1, Nanos(0)}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Events{n, 0, 1, {}, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Events{n, 0, 1, {}, -1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::listener, -EMFILE, no_client}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::RequestBegin{n, 0, 7, 0, "/"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PassBegin{Instant{n}, 0, 1, Duration(0)}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Events{Instant{n}, 0, 1, {}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Events{Instant{n}, 0, 1, {}, -1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::listener, -EMFILE, no_client}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::RequestBegin{Instant{n}, 0, 7, 0, "/"}; }),
       tick(microseconds(6)),
   };
   c.check();
@@ -456,14 +456,14 @@ TEST_CASE("monitors: no_spin's digest is a congruence of its verdict") {
 TEST_CASE("monitors: post_latency's digest is a congruence of its verdict") {
   Congruence c;
   c.setup = [](Trace&) {};
-  c.watch = [](Monitors& m) { m.watch_posts("p", Nanos(milliseconds(5)).count()); };
+  c.watch = [](Monitors& m) { m.watch_posts("p", Duration(milliseconds(5)).count()); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::Post{n, 1, "p"}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Post{n, 2, "q"}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Post{n, 3, "p"}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::PostRun{n, 0, 1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::PostRun{n, 0, 2}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::PostRun{n, 0, 3}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Post{Instant{n}, 1, "p"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Post{Instant{n}, 2, "q"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Post{Instant{n}, 3, "p"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PostRun{Instant{n}, 0, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PostRun{Instant{n}, 0, 2}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PostRun{Instant{n}, 0, 3}; }),
       tick(milliseconds(3)),
   };
   c.check();
@@ -473,14 +473,14 @@ TEST_CASE("monitors: latency's digests, with and without after, and max_gap's, a
   Congruence c;
   c.setup = [](Trace& t) { one_client_each(t, 2); };
   c.watch = [](Monitors& m) {
-    m.watch_latency("g0", Nanos(milliseconds(5)).count());
-    m.watch_latency_after("g0", "g1", Nanos(milliseconds(5)).count());
-    m.watch_gap("g0", Nanos(milliseconds(5)).count());
+    m.watch_latency("g0", Duration(milliseconds(5)).count());
+    m.watch_latency_after("g0", "g1", Duration(milliseconds(5)).count());
+    m.watch_gap("g0", Duration(milliseconds(5)).count());
   };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::Send{n, 0, "/"}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Answer{n, 0, "/", 200}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Answer{n, 1, "/", 200}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Send{Instant{n}, 0, "/"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Answer{Instant{n}, 0, "/", 200}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Answer{Instant{n}, 1, "/", 200}; }),
       tick(milliseconds(3)),
   };
   c.prefix = 5;
@@ -492,11 +492,11 @@ TEST_CASE("monitors: batch_bound's digest is a congruence of its verdict") {
   c.setup = [](Trace& t) { one_client_each(t, 1); };
   c.watch = [](Monitors& m) { m.watch_batch(1); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::PassBegin{n, 0, 1, std::nullopt}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::listener, 9, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::handoff, 9, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::ShutdownBegin{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::ListenerClosed{n, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PassBegin{Instant{n}, 0, 1, std::nullopt}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::listener, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::handoff, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ShutdownBegin{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ListenerClosed{Instant{n}, 0}; }),
   };
   c.check();
 }
@@ -507,14 +507,14 @@ TEST_CASE("monitors: no_stranded_backlog's digest is a congruence of its verdict
     one_client_each(t, 2);
     t.workers = 1;
   };
-  c.watch = [](Monitors& m) { m.watch_idle_wait(Nanos(milliseconds(2)).count()); };
+  c.watch = [](Monitors& m) { m.watch_idle_wait(Duration(milliseconds(2)).count()); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::PassBegin{n, 0, 1, std::nullopt}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Events{n, 0, 1, {3}, 1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Established{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Handoff{n, 0, 0, 1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::listener, 9, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::handoff, 9, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PassBegin{Instant{n}, 0, 1, std::nullopt}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Events{Instant{n}, 0, 1, {3}, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Established{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Handoff{Instant{n}, 0, 0, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::listener, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::handoff, 9, 1}; }),
       tick(milliseconds(3)),
   };
   c.check();
@@ -528,7 +528,7 @@ TEST_CASE("monitors: max_gap keeps whether one answer came or more, which the ju
     one_client_each(t, 1);
     for (int i = 0; i < answers; ++i) answer(t, 0, 1);
     Monitors m(t);
-    m.watch_gap("g0", Nanos(milliseconds(5)).count());
+    m.watch_gap("g0", Duration(milliseconds(5)).count());
     return state_of(m, milliseconds(2));
   };
   CHECK(gap_state(1) != gap_state(2));
@@ -540,16 +540,16 @@ TEST_CASE("monitors: max_gap keeps whether one answer came or more, which the ju
 TEST_CASE("monitors: shutdown_clean's digest is a congruence of its verdict, as the drain goes") {
   Congruence c;
   c.setup = [](Trace& t) { one_client_each(t, 1); };
-  std::optional<Nanos> max = GENERATE(std::optional<Nanos>(), std::optional<Nanos>(milliseconds(5)));
+  std::optional<Duration> max = GENERATE(std::optional<Duration>(), std::optional<Duration>(milliseconds(5)));
   c.watch = [max](Monitors& m) { m.watch_shutdown(max); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::ShutdownAsked{n}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::ShutdownBegin{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::ListenerClosed{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::LoopExit{n, 0, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::LoopExit{n, 0, 1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::RequestBegin{n, 0, 7, 0, "/"}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::PassEnd{n, 0, 1, true, false}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ShutdownAsked{Instant{n}}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ShutdownBegin{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ListenerClosed{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::LoopExit{Instant{n}, 0, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::LoopExit{Instant{n}, 0, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::RequestBegin{Instant{n}, 0, 7, 0, "/"}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::PassEnd{Instant{n}, 0, 1, true, false}; }),
       tick(milliseconds(3)),
   };
   c.check();
@@ -559,17 +559,17 @@ TEST_CASE("monitors: shutdown_clean's digest is a congruence of its verdict, as 
   Congruence c;
   c.setup = [](Trace& t) {
     one_client_each(t, 2);
-    t.events.push_back(ev::ShutdownBegin{Nanos(0), 0});
+    t.events.push_back(ev::ShutdownBegin{Instant{Duration(0)}, 0});
   };
   c.watch = [](Monitors& m) { m.watch_shutdown(std::nullopt); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::ListenerClosed{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::LoopExit{n, 0, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Established{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::listener, 9, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Refused{n, 0, ECONNRESET}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::listener, -ECONNABORTED, no_client}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::BatchEnd{n, 0, Door::listener, 0, BatchStop::emfile, false}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ListenerClosed{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::LoopExit{Instant{n}, 0, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Established{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::listener, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Refused{Instant{n}, 0, ECONNRESET}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::listener, -ECONNABORTED, no_client}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::BatchEnd{Instant{n}, 0, Door::listener, 0, BatchStop::emfile, false}; }),
   };
   c.check();
 }
@@ -579,19 +579,19 @@ TEST_CASE("monitors: shutdown_clean's digest is a congruence of its verdict, as 
   c.setup = [](Trace& t) {
     one_client_each(t, 1);
     t.workers = 2;
-    t.events.push_back(ev::ShutdownBegin{Nanos(0), 0});
-    t.events.push_back(ev::ShutdownBegin{Nanos(0), 1});
+    t.events.push_back(ev::ShutdownBegin{Instant{Duration(0)}, 0});
+    t.events.push_back(ev::ShutdownBegin{Instant{Duration(0)}, 1});
   };
   c.watch = [](Monitors& m) { m.watch_shutdown(std::nullopt); };
   c.letters = {
-      at_now([](Nanos n) -> TraceEvent { return ev::ListenerClosed{n, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::ListenerClosed{n, 1}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::LoopExit{n, 0, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::LoopExit{n, 1, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Handoff{n, 0, 1, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Handoff{n, 1, 0, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 1, Door::handoff, 9, 0}; }),
-      at_now([](Nanos n) -> TraceEvent { return ev::Accept{n, 0, Door::handoff, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ListenerClosed{Instant{n}, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::ListenerClosed{Instant{n}, 1}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::LoopExit{Instant{n}, 0, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::LoopExit{Instant{n}, 1, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Handoff{Instant{n}, 0, 1, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Handoff{Instant{n}, 1, 0, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 1, Door::handoff, 9, 0}; }),
+      at_now([](Duration n) -> TraceEvent { return ev::Accept{Instant{n}, 0, Door::handoff, 9, 0}; }),
   };
   c.check();
 }
@@ -600,10 +600,10 @@ TEST_CASE("monitors: shutdown_clean's digest names the worker each part is about
   auto began = [](int worker) {
     Trace t;
     t.workers = 2;
-    t.events.push_back(ev::ShutdownBegin{Nanos(0), worker});
+    t.events.push_back(ev::ShutdownBegin{Instant{Duration(0)}, worker});
     Monitors m(t);
     m.watch_shutdown(std::nullopt);
-    return state_of(m, Nanos(0));
+    return state_of(m, Duration(0));
   };
   CHECK(began(0) != began(1));
 }

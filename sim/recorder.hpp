@@ -68,7 +68,7 @@ class Recorder final : public LoopObserver {
   }
 
  private:
-  Nanos now() const { return scheduler_.now(); }
+  Instant now() const { return scheduler_.now(); }
   void record(TraceEvent event) { trace_.add(std::move(event)); }
 
  public:

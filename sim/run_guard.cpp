@@ -10,9 +10,9 @@ namespace loopsim::sim {
 
 namespace {
 
-std::string virtual_ms(Nanos at) {
+std::string virtual_ms(Instant at) {
   char text[48];
-  std::snprintf(text, sizeof text, "%.1f ms", double(at.count()) / 1e6);
+  std::snprintf(text, sizeof text, "%.1f ms", double(since_start(at).count()) / 1e6);
   return text;
 }
 

@@ -42,7 +42,7 @@ class RunGuard {
 
  private:
   RunLimits limits_;
-  Nanos instant_;
+  Instant instant_;
   std::uint64_t at_instant_ = 0;
   std::uint64_t asked_ = 0;
 };

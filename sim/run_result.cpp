@@ -14,7 +14,7 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
   RunStats stats;
   stats.passes = passes;
   stats.steps = steps;
-  stats.virtual_time = trace.horizon;
+  stats.virtual_time = since_start(trace.horizon);
   for (const TraceEvent& event : trace.events) {
     if (auto* a = std::get_if<ev::Accept>(&event); a != nullptr && a->result >= 0) ++stats.accepted;
     if (std::holds_alternative<ev::Answer>(event)) ++stats.answered;
@@ -31,7 +31,7 @@ RunStats stats_of(const Trace& trace, std::uint64_t passes, std::uint64_t steps)
 std::string exit_text(const RunStats& stats) {
   if (!stats.exit_status) return {};
   char at[48];
-  std::snprintf(at, sizeof at, "%.1f ms", double(stats.exited_at.count()) / 1e6);
+  std::snprintf(at, sizeof at, "%.1f ms", double(since_start(stats.exited_at).count()) / 1e6);
   std::string how = "exited with status " + std::to_string(*stats.exit_status);
   if (stats.exit_signal != 0) {
     const char* name = ::sigabbrev_np(stats.exit_signal);

@@ -11,7 +11,7 @@ void schedule_faults(const Scenario& scenario, model::Scheduler& scheduler,
                      model::SimKernel& kernel, Clients& clients, Trace& trace) {
   for (std::uint32_t i = 0; i < scenario.faults.size(); ++i) {
     const FaultSpec& f = scenario.faults[i];
-    Nanos at = drawn_instant(f.at, scenario.seed, draw_salt(Drawn::fault, i));
+    Instant at = drawn_instant(f.at, scenario.seed, draw_salt(Drawn::fault, i));
     switch (f.kind) {
       case FaultSpec::Kind::accept_error: {
         // Searched, a window's failing accepts begin where its opening lands.
@@ -45,7 +45,7 @@ void schedule_posters(const Scenario& scenario, model::Scheduler& scheduler, mod
     LOOPSIM_ASSERT_OP(poster.worker, <, scenario.workers);
     for (int i = 0; i < poster.count; ++i) {
       Window at = poster.at.shifted(poster.every * i);
-      Nanos drawn = drawn_instant(at, scenario.seed, draw_salt(Drawn::post, p, i));
+      Instant drawn = drawn_instant(at, scenario.seed, draw_salt(Drawn::post, p, i));
       // The post's number only names it in the trace; what it does is its poster's.
       scheduler.at(at, drawn, [&, poster, next_id, p] {
         std::int64_t id = (*next_id)++;

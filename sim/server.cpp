@@ -45,7 +45,7 @@ class Foreign final : public Server {
   // The program's memory is not in the digest: its states are told apart by the path to them
   // (explore/world_system.cpp), never merged.
   bool declares_state() const override { return false; }
-  void digest_state(state::Sink&, Nanos) const override {}
+  void digest_state(state::Sink&, Instant) const override {}
   ev::RunEnd end_state() override { return run_end(scheduler_, kernel_, listener(), server_->open_connections(), 0); }
   std::uint64_t passes() const override { return server_->passes(); }
   bool unwinds() const override { return false; }
@@ -86,8 +86,8 @@ class Own final : public Server {
   int listener() const override { return listener_; }
   std::size_t handoffs_pending() const override { return 0; }
   bool declares_state() const override { return loop_->declares_state(); }
-  void digest_state(state::Sink& sink, Nanos now) const override { loop_->digest_state(sink, now); }
-  std::uint64_t shared_inputs(Nanos now) const override { return loop_->shared_inputs(now); }
+  void digest_state(state::Sink& sink, Instant now) const override { loop_->digest_state(sink, now); }
+  std::uint64_t shared_inputs(Instant now) const override { return loop_->shared_inputs(now); }
   ev::RunEnd end_state() override {
     return run_end(scheduler_, kernel_, listener_, std::int64_t(loop_->connections()), 0);
   }
@@ -170,8 +170,8 @@ class Process final : public Server {
     loops_.at(std::size_t(worker))->post(std::move(task), what);
   }
   bool declares_state() const override { return true; }
-  void digest_state(state::Sink& sink, Nanos now) const override { state::visit_into(sink, *this, now); }
-  std::uint64_t shared_inputs(Nanos now) const override {
+  void digest_state(state::Sink& sink, Instant now) const override { state::visit_into(sink, *this, now); }
+  std::uint64_t shared_inputs(Instant now) const override {
     std::uint64_t value = 0;
     auto add = [&value](std::int64_t v) { value = state::fold(value, std::uint64_t(v)); };
     for (const auto& loop : loops_) loop->visit_shared(add, now);
@@ -237,7 +237,7 @@ std::unique_ptr<Server> foreign_server(std::unique_ptr<ForeignServer> server, mo
   // The program starts before the clients' time 0, as the built-in loop is made before it: it
   // runs until its first wait, or until it sleeps or ends.
   foreign->start();
-  while (!foreign->settled() && scheduler.step(Nanos(1))) {
+  while (!foreign->settled() && scheduler.step(Instant{Duration(1)})) {
   }
   return foreign;
 }

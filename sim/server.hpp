@@ -36,9 +36,9 @@ class Server {
   // The server's state, times relative to now (for the world's digest). Only a server that
   // declares its state has one: a search merges no states of one that does not.
   virtual bool declares_state() const = 0;
-  virtual void digest_state(state::Sink& sink, Nanos now) const = 0;
+  virtual void digest_state(state::Sink& sink, Instant now) const = 0;
   // What its threads read without a kernel call that others write (model::Scheduler::learn).
-  virtual std::uint64_t shared_inputs(Nanos /*now*/) const { return 0; }
+  virtual std::uint64_t shared_inputs(Instant /*now*/) const { return 0; }
   virtual ev::RunEnd end_state() = 0;
   virtual std::uint64_t passes() const = 0;
   // Whether the threads' stacks may be unwound at the end. A foreign program's frames are C

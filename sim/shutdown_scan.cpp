@@ -99,12 +99,12 @@ std::int64_t ShutdownScan::lost() const {
   return n;
 }
 
-Nanos ShutdownScan::drain_time() const {
-  if (!asked_ || !last_exit_) return Nanos(-1);
+std::optional<Duration> ShutdownScan::drain_time() const {
+  if (!asked_ || !last_exit_ || *last_exit_ < *asked_) return std::nullopt;
   return *last_exit_ - *asked_;
 }
 
-bool ShutdownScan::held(std::optional<Nanos> max) const {
+bool ShutdownScan::held(std::optional<Duration> max) const {
   const bool any = std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w.second.began.has_value(); });
   if (!any || breaches_.any() || !handed_.empty()) return false;  // no shutdown at all, or a breach
   for (const auto& [worker, w] : workers_) {
@@ -113,13 +113,13 @@ bool ShutdownScan::held(std::optional<Nanos> max) const {
   }
   if (lost() > 0 && !max) return false;  // with a bounded drain, its deadline's resets
   if (max && asked_) {
-    const Nanos took = drain_time();
-    if (took.count() < 0 || took > *max) return false;
+    const std::optional<Duration> took = drain_time();
+    if (!took || *took > *max) return false;
   }
   return true;
 }
 
-void ShutdownScan::digest_state(state::Sink& sink, Nanos now, std::optional<Nanos> max, std::size_t clients) const {
+void ShutdownScan::digest_state(state::Sink& sink, Instant now, std::optional<Duration> max, std::size_t clients) const {
   auto flag = [](bool b) { return std::int64_t(b ? 1 : 0); };
   // (Whether any listener closed is each worker's `closed`, below.)
   sink.add(flag(breaches_.any()));
@@ -140,8 +140,8 @@ void ShutdownScan::digest_state(state::Sink& sink, Nanos now, std::optional<Nano
   const std::int64_t clamp = max ? max->count() + 1 : 1;
   sink.add(asked_ ? std::min((now - *asked_).count(), clamp) : -1);
   if (max && asked_) {
-    const Nanos took = drain_time();
-    sink.add(took.count() < 0 ? -1 : took > *max ? 1 : 0);
+    const std::optional<Duration> took = drain_time();
+    sink.add(!took ? -1 : *took > *max ? 1 : 0);
   } else if (max) {
     // Not asked yet: an exit at this instant makes a drain of 0 if the asking comes now, one
     // before it a drain that never began.

@@ -38,24 +38,24 @@ class ShutdownScan {
   const std::map<int, WorkerShutdown>& workers() const { return workers_; }
   // Hand-offs not yet admitted: (to, client) -> the handoff event.
   const std::multimap<std::pair<int, ClientIndex>, std::size_t>& handed() const { return handed_; }
-  std::optional<Nanos> asked() const { return asked_; }  // the first shutdown_asked
+  std::optional<Instant> asked() const { return asked_; }  // the first shutdown_asked
   // Requests outstanding on connections a worker held as it exited, not answered since: what
   // clients lost to an exit. An idle connection held at exit loses nothing (its client sees
   // the close), and an answer written before the exit may still arrive after it.
   std::int64_t lost() const;
-  std::optional<Nanos> last_exit() const { return last_exit_; }
+  std::optional<Instant> last_exit() const { return last_exit_; }
 
   // What the rest of a run needs of the scan, for a search's digest: times relative to `now`;
   // with `max` (shutdown_clean's drain bound), the drain's time so far against it. The run's
   // `clients` are in canonical order (sink.names()), and client_state is one client's part,
   // for its canonical signature.
-  void digest_state(state::Sink& sink, Nanos now, std::optional<Nanos> max, std::size_t clients) const;
+  void digest_state(state::Sink& sink, Instant now, std::optional<Duration> max, std::size_t clients) const;
   void client_state(ClientIndex client, state::Sink& sink) const;
   // Whether shutdown_clean holds on what the scan saw, the run ending now; run_end's counts of
   // connections still open or handed over are the end state's to add.
-  bool held(std::optional<Nanos> max) const;
-  // The drain's time, from the asking to the last exit; negative when no worker exited after it.
-  Nanos drain_time() const;
+  bool held(std::optional<Duration> max) const;
+  // The drain's time, from the asking to the last exit; none when no worker exited after it.
+  std::optional<Duration> drain_time() const;
 
  private:
   bool closed(int worker) const;
@@ -73,8 +73,8 @@ class ShutdownScan {
   bool drain_starved_ = false;     // a shutdown's drain stopped at EMFILE, ENFILE or ENOBUFS
   std::int64_t aborted_ = 0;       // accepts that failed ECONNABORTED, each consuming one
   Breaches breaches_;
-  std::optional<Nanos> asked_;
-  std::optional<Nanos> last_exit_;
+  std::optional<Instant> asked_;
+  std::optional<Instant> last_exit_;
 };
 
 }  // namespace loopsim::sim

@@ -32,7 +32,7 @@ namespace {
 using Digested = std::vector<std::int64_t>;
 
 template <class T>
-Digested digest_of(const T& object, Nanos now) {
+Digested digest_of(const T& object, Instant now) {
   Digested out;
   state::visit([&out](std::int64_t v) { out.push_back(v); }, object, now);
   return out;
@@ -76,13 +76,13 @@ void perturb(T& field) {
   } else if constexpr (std::is_integral_v<T>) {
     field = T(field + 1);
   } else if constexpr (state::is_duration<T>::value) {
-    field += Nanos(1);
+    field += Duration(1);
   } else if constexpr (std::is_same_v<T, Instant>) {
-    field += Nanos(1);
+    field += Duration(1);
   } else if constexpr (std::is_same_v<T, std::optional<Instant>>) {
-    field = field ? std::nullopt : std::optional<Instant>(Instant(Nanos(0)));
+    field = field ? std::nullopt : std::optional<Instant>(Instant(Duration(0)));
   } else if constexpr (std::is_same_v<T, AtomicInstant>) {
-    field.store(field.load() ? std::nullopt : std::optional<Instant>(Instant(Nanos(0))));
+    field.store(field.load() ? std::nullopt : std::optional<Instant>(Instant(Duration(0))));
   } else if constexpr (state::is_atomic<T>::value) {
     using V = decltype(field.load());
     if constexpr (std::is_same_v<V, bool>) field.store(!field.load());
@@ -103,7 +103,7 @@ void perturb(T& field) {
 // Perturbs each field of `object` that is not skipped, one at a time on a fresh copy made by
 // `make`, and checks that the digest changes. Returns the names of the skipped fields.
 template <class T, class Make, std::size_t... I>
-std::vector<std::string> check_fields(Make make, Nanos now, std::index_sequence<I...>) {
+std::vector<std::string> check_fields(Make make, Instant now, std::index_sequence<I...>) {
   std::vector<std::string> skipped;
   auto one = [&](auto index) {
     constexpr std::size_t i = decltype(index)::value;
@@ -137,7 +137,7 @@ std::string type_name() {
 }
 
 template <class T, class Make>
-std::vector<std::string> skipped_fields(Make make, Nanos now = Nanos(0)) {
+std::vector<std::string> skipped_fields(Make make, Instant now = Instant{}) {
   checked_types().insert(type_name<T>());
   return check_fields<T>(make, now, std::make_index_sequence<state::field_count<T>>{});
 }
@@ -273,16 +273,16 @@ TEST_CASE("digest completeness: times are fed relative to now, so equal states a
   using K = model::SimKernel;
   using Poller = ElementType<K, state::index_of<K>("pollers_")>;
   Poller p;
-  p.last_empty_poll = Nanos(5);
-  CHECK(digest_of(p, Nanos(5)) != digest_of(p, Nanos(6)));  // an empty poll now, or not
+  p.last_empty_poll = Instant(Duration(5));
+  CHECK(digest_of(p, Instant(Duration(5))) != digest_of(p, Instant(Duration(6))));  // an empty poll now, or not
   Poller q = p;
-  q.last_empty_poll = Nanos(1);
-  CHECK(digest_of(q, Nanos(6)) == digest_of(p, Nanos(7)));  // both long past
+  q.last_empty_poll = Instant(Duration(1));
+  CHECK(digest_of(q, Instant(Duration(6))) == digest_of(p, Instant(Duration(7))));  // both long past
   model::AcceptFault f;
-  f.until = Nanos(10);
+  f.until = Instant(Duration(10));
   model::AcceptFault g = f;
-  g.until = Nanos(20);
-  CHECK(digest_of(f, Nanos(0)) == digest_of(g, Nanos(10)));  // 10 ns left in both
+  g.until = Instant(Duration(20));
+  CHECK(digest_of(f, Instant{}) == digest_of(g, Instant(Duration(10))));  // 10 ns left in both
 }
 
 TEST_CASE("digest completeness: the world's digest is made of every part that holds state") {

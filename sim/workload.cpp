@@ -475,14 +475,14 @@ Window Arrivals::next(int member) {
   if (group_.arrivals == ClientGroup::Arrivals::uniform) {
     // member / rate, to the nearest nanosecond (halves up).
     const i128 twice = i128(member) * ns_per_ks * 2 / group_.rate_milli;
-    return group_.connect_at.shifted(Nanos(std::int64_t((twice + 1) / 2)));
+    return group_.connect_at.shifted(Duration(std::int64_t((twice + 1) / 2)));
   }
   if (member > 0) {
     // A gap of mean 1 / rate: the draw (2^-62) times 10^12 / rate_milli ns, kept in 2^-30 ns.
     const unsigned __int128 draw = exponential_q62(model::splitmix64(state_) >> 11);
     elapsed_ += (draw * ns_per_ks / std::uint64_t(group_.rate_milli)) >> 32;
   }
-  return group_.connect_at.shifted(Nanos(std::int64_t((elapsed_ + (1u << 29)) >> 30)));
+  return group_.connect_at.shifted(Duration(std::int64_t((elapsed_ + (1u << 29)) >> 30)));
 }
 
 std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -499,9 +499,9 @@ std::size_t request_limit(const ClientGroup& group) {
   return group.closed_requests > 0 ? std::size_t(group.closed_requests) : SIZE_MAX;
 }
 
-bool sends_more(const ClientGroup& group, std::size_t sent, Nanos deadline, Nanos now) {
+bool sends_more(const ClientGroup& group, std::size_t sent, std::optional<Instant> deadline, Instant now) {
   if (sent >= request_limit(group)) return false;
-  return !group.closed_loop() || deadline == Nanos{0} || now < deadline;
+  return !group.closed_loop() || !deadline || now < *deadline;
 }
 
 std::uint64_t path_draws(const ClientGroup& group, std::uint64_t seed, std::int32_t client) {

@@ -159,8 +159,8 @@ unsigned __int128 exponential_q62(std::uint64_t u);
 enum class Drawn : std::uint8_t { connect, request, fault, post, action };
 std::uint64_t draw_salt(Drawn what, std::int64_t a, std::int64_t b = 0, std::int64_t c = 0);
 // The instant a run takes in `window` for the happening `salt` names, from the scenario's seed.
-inline Nanos drawn_instant(const Window& window, std::uint64_t seed, std::uint64_t salt) {
-  const Nanos at = model::draw_instant(window, seed, salt);
+inline Instant drawn_instant(const Window& window, std::uint64_t seed, std::uint64_t salt) {
+  const Instant at = model::draw_instant(window, seed, salt);
   LOOPSIM_ASSERT(at >= window.lo && at <= window.hi);  // an instant of the window, its ends included
   return at;
 }
@@ -170,12 +170,12 @@ inline Nanos drawn_instant(const Window& window, std::uint64_t seed, std::uint64
 std::size_t request_limit(const ClientGroup& group);
 
 // A slow reader's share every read_tick: read_rate / 100 bytes, at least one.
-inline constexpr Nanos read_tick = std::chrono::milliseconds(10);
+inline constexpr Duration read_tick = std::chrono::milliseconds(10);
 inline std::int64_t read_share(const ClientGroup& group) { return std::max<std::int64_t>(1, group.read_rate / 100); }
 
 // Whether a client of `group` that has sent `sent` requests sends another at `now`: a closed
-// loop while under its count and before its deadline (0: none); a script, while its list lasts.
-bool sends_more(const ClientGroup& group, std::size_t sent, Nanos deadline, Nanos now);
+// loop while under its count and before its deadline (if it has one); a script, while its list lasts.
+bool sends_more(const ClientGroup& group, std::size_t sent, std::optional<Instant> deadline, Instant now);
 
 // The state of client `client`'s path draws (0 when its group has no mix to draw from).
 std::uint64_t path_draws(const ClientGroup& group, std::uint64_t seed, std::int32_t client);

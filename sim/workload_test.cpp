@@ -75,7 +75,7 @@ think = "10ms"
 )toml");
   auto sends = all<sim::ev::Send>(thinking);
   REQUIRE(sends.size() == 4);
-  for (std::size_t i = 0; i < sends.size(); ++i) CHECK(sends[i].t == Nanos(10ms) * std::int64_t(i));
+  for (std::size_t i = 0; i < sends.size(); ++i) CHECK(sends[i].t == Instant{Duration(10ms) * std::int64_t(i)});
 
   auto piped = run_text(R"toml(horizon = "1s"
 [[clients]]
@@ -88,7 +88,7 @@ path = "/slow?ms=1"
   auto answers = all<sim::ev::Answer>(piped);
   REQUIRE(sends.size() == 7);
   REQUIRE(answers.size() == 7);
-  for (std::size_t i = 0; i < 3; ++i) CHECK(sends[i].t == Nanos(0));  // three at once
+  for (std::size_t i = 0; i < 3; ++i) CHECK(sends[i].t == Instant{Duration(0)});  // three at once
   for (std::size_t i = 3; i < 7; ++i) CHECK(sends[i].t == answers[i - 3].t);  // then one an answer
 }
 
@@ -101,7 +101,7 @@ think = "1ms"
 )toml");
   auto sends = all<sim::ev::Send>(trace);
   CHECK(sends.size() == 11);  // at 0, 1, ..., 10 ms
-  CHECK(sends.back().t == Nanos(10ms));
+  CHECK(sends.back().t == Instant{Duration(10ms)});
   CHECK(trace.clients[0].requests == 11);  // the label counts what it meant: what it sent
   CHECK(all<sim::ev::Close>(trace).size() == 1);  // it closed its end; the loop closed its own
   CHECK(answered(trace).held);
@@ -228,7 +228,7 @@ TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes, 0 
   // inside the listen batch, and /fast waits for a batch of the burst.
   NaturalChooser natural;
   auto with_handshake = sim::load_scenario(std::string(LOOPSIM_SOURCE_DIR) + "/scenarios/accept-burst.toml");
-  CHECK(fast_after_blocker(sim::run(with_handshake, "base", &natural).trace) == Nanos(150ms).count());
+  CHECK(fast_after_blocker(sim::run(with_handshake, "base", &natural).trace) == Duration(150ms).count());
 
   // A millisecond's gap: the loop accepts the blocker and finds nothing to read; its request is
   // an ordinary event later, served outside any batch, and /fast goes first after it (live, the
@@ -239,14 +239,14 @@ TEST_CASE("send_after_connect: the gap lets the loop accept before the bytes, 0 
   // explorer takes at the choice point at 10 ms, is the millisecond gap's outcome.
   const sim::Scenario zero = accept_burst_with_gap("0s");
   const sim::Trace first = sim::run(zero, "base", &natural).trace;
-  CHECK(fast_after_blocker(first) == Nanos(150ms).count());
+  CHECK(fast_after_blocker(first) == Duration(150ms).count());
   std::vector<model::Choice> flipped;
   bool found = false;
   for (const auto& event : first.events) {
     const auto* c = std::get_if<sim::ev::Choice>(&event);
     if (c == nullptr) continue;
     flipped.push_back({model::ChoiceKind(c->kind), c->options, c->pick});
-    if (c->t == Nanos(10ms) && c->options >= 2 && model::ChoiceKind(c->kind) == model::ChoiceKind::order) {
+    if (c->t == Instant{10ms} && c->options >= 2 && model::ChoiceKind(c->kind) == model::ChoiceKind::order) {
       flipped.back().pick = c->options - 1;  // the loop's wake before the bytes
       found = true;
       break;
@@ -285,11 +285,11 @@ requests = [{ at = "1s", path = "/fast" }, { at = "5s", path = "/fast" }]
 )toml");
   auto slow = all<sim::ev::Answer>(trace, 0);
   REQUIRE(slow.size() == 1);
-  CHECK(slow[0].t == 10s);  // 100,000 bytes at 10,000 a second
+  CHECK(slow[0].t == Instant{10s});  // 100,000 bytes at 10,000 a second
   auto fast = all<sim::ev::Answer>(trace, 1);
   REQUIRE(fast.size() == 2);
-  CHECK(fast[0].t == 1s);
-  CHECK(fast[1].t == 5s);
+  CHECK(fast[0].t == Instant{1s});
+  CHECK(fast[1].t == Instant{5s});
 }
 
 TEST_CASE("rtt: the handshake costs a round trip before the first send, and each answer another") {
@@ -302,17 +302,17 @@ requests = [{ at = "0s", path = "/fast" }, { at = "100ms", path = "/fast" }]
 )toml");
   auto established = all<sim::ev::Established>(trace);
   REQUIRE(established.size() == 1);
-  CHECK(established[0].t == 20ms);  // the SYN's way and the SYN-ACK's
+  CHECK(established[0].t == Instant{20ms});  // the SYN's way and the SYN-ACK's
   auto sends = all<sim::ev::Send>(trace);
   auto answers = all<sim::ev::Answer>(trace);
   REQUIRE(answers.size() == 2);
-  CHECK(sends[0].t == 20ms);
-  CHECK(answers[0].t == 40ms);  // /fast costs nothing: the round trip is all of it
+  CHECK(sends[0].t == Instant{20ms});
+  CHECK(answers[0].t == Instant{40ms});  // /fast costs nothing: the round trip is all of it
   CHECK(answers[1].t - sends[1].t == 20ms);
   auto accepts = all<sim::ev::Accept>(trace);
   REQUIRE(!accepts.empty());
   CHECK(accepts[0].result >= 0);
-  CHECK(accepts[0].t == 10ms);  // the server sees the connection half a round trip in
+  CHECK(accepts[0].t == Instant{10ms});  // the server sees the connection half a round trip in
 }
 
 TEST_CASE("jitter varies each way's delay from the seed and never reorders a connection's bytes") {
@@ -329,7 +329,7 @@ paths = [{ path = "/fast" }, { path = "/hello" }]
 )toml";
   auto trace = run_text(text, 1);
   CHECK(answered(trace).held);  // every answer matched its request, in order
-  std::vector<Nanos> round_trips;
+  std::vector<Duration> round_trips;
   for (sim::ClientIndex c = 0; c < 20; ++c) {
     auto sends = all<sim::ev::Send>(trace, c);
     auto answers = all<sim::ev::Answer>(trace, c);
@@ -595,7 +595,7 @@ TEST_CASE("arrival draws are integer arithmetic: the same gaps on every machine,
     const sim::Scenario s = sim::parse_scenario(text, "a.toml");
     sim::Arrivals a(s.clients[0], seed, 0);
     std::vector<std::int64_t> out;
-    for (int m = 0; m < 5; ++m) out.push_back(a.next(m).lo.count());
+    for (int m = 0; m < 5; ++m) out.push_back(since_start(a.next(m).lo).count());
     return out;
   };
   // (The same nanoseconds as the double and log1p arithmetic this replaced gave on x86-64.)
@@ -653,7 +653,7 @@ reload = { head_timeout = "200ms" }
   auto after = all<sim::ev::Answer>(trace, 1);
   REQUIRE(after.size() == 1);
   CHECK(after[0].status == 408);
-  CHECK(after[0].t == 500ms);  // its head began at 300 ms, under the reloaded 200 ms
+  CHECK(after[0].t == Instant{500ms});  // its head began at 300 ms, under the reloaded 200 ms
   CHECK(all<sim::ev::Answer>(trace, 0).empty());  // its deadline was set before: 10 s, past the horizon
   // A reload to the same timeout changes nothing: neither is timed out within the horizon.
   std::string unchanged = text;

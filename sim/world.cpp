@@ -104,13 +104,13 @@ struct World::Impl {
   // merged on a stale value). The audit's transcript and a replay's check read it, and compare.
   struct Taken {
     std::uint64_t epoch = ~std::uint64_t{0};
-    Nanos horizon{0};
+    std::optional<Instant> horizon;
     std::uint64_t value = 0;
     bool beyond = false;
   };
   mutable Taken digest_taken;
 
-  std::uint64_t digest_of(Nanos to, bool& beyond) const {
+  std::uint64_t digest_of(std::optional<Instant> to, bool& beyond) const {
     struct Flag final : state::Clamp {
       void clamped(std::int64_t) override { any = true; }
       bool any = false;
@@ -123,7 +123,7 @@ struct World::Impl {
     }
     state::visit([this](std::int64_t v) { digest.add(v); }, *this, scheduler.now(), names, nullptr, to, &flag);
     digest_taken = Taken{scheduler.epoch(), to, digest.value(), flag.any};
-    LOOPSIM_ASSERT(!flag.any || to >= Nanos{0});  // only a digest up to a horizon clamps anything
+    LOOPSIM_ASSERT(!flag.any || to);  // only a digest up to a horizon clamps anything
     beyond = flag.any;
     return digest_taken.value;
   }
@@ -155,7 +155,7 @@ World::~World() {
 bool World::step() {
   Impl& w = *impl_;
   LOOPSIM_ASSERT(!w.finished);  // a finished world's trace is gone; nothing steps it
-  const Nanos before = w.scheduler.now();
+  const Instant before = w.scheduler.now();
   if (!w.scheduler.step(w.scenario.horizon)) return false;
   // Time never goes back, and a step runs nothing at or past the horizon.
   LOOPSIM_ASSERT(w.scheduler.now() >= before && w.scheduler.now() < w.scenario.horizon);
@@ -163,7 +163,7 @@ bool World::step() {
   return true;
 }
 
-Nanos World::now() const { return impl_->scheduler.now(); }
+Instant World::now() const { return impl_->scheduler.now(); }
 
 const Trace& World::trace() const { return impl_->result.trace; }
 
@@ -176,7 +176,7 @@ std::uint64_t World::accepted() const { return impl_->recorder.accepts(); }
 
 std::uint64_t World::digest() const {
   bool beyond = false;
-  return impl_->digest_of(Nanos(-1), beyond);
+  return impl_->digest_of(std::nullopt, beyond);
 }
 
 std::uint64_t World::horizon_digest(bool& beyond) const { return impl_->digest_of(impl_->scenario.horizon, beyond); }
@@ -246,14 +246,14 @@ bool World::change_part_for_tests(const std::string& name) {
   Impl& w = *impl_;
   w.digest_taken = Impl::Taken{};  // a change from outside any step: the scheduler does not see it
   if (name == "scheduler") {
-    w.scheduler.at(w.scheduler.now() + Nanos(1), [] {}, model::Tag{model::Happening::scripted, 0});
+    w.scheduler.at(w.scheduler.now() + Duration(1), [] {}, model::Tag{model::Happening::scripted, 0});
   } else if (name == "kernel") {
     w.kernel.set_rlimit_nofile(w.kernel.descriptor_limit() + 1);
   } else if (name == "clients") {
     static const std::vector<ClientGroup> one = [] {
       ClientGroup g;
       g.name = "extra";
-      g.connect_at = Window{Nanos(1), Nanos(1)};
+      g.connect_at = model::at_instant(Instant{Duration(1)});
       return std::vector<ClientGroup>{g};
     }();
     w.clients.schedule(one);
@@ -302,7 +302,7 @@ RunResult World::stop_short(const std::string& why, bool stalled, bool liveness_
   w.result.trace.stalled = stalled;
   w.result.trace.liveness_watched = liveness_watched;
   w.result.stats = stats_of(w.result.trace, w.process->passes(), w.steps);
-  w.result.stats.virtual_time = w.scheduler.now();
+  w.result.stats.virtual_time = since_start(w.scheduler.now());
   if (!w.result.trace.keeps<ev::Accept>()) w.result.stats.accepted = w.recorder.accepts();
   RunResult out = std::move(w.result);
   if (unwind) abandon();
@@ -314,7 +314,7 @@ RunResult World::finish(bool unwind) {
   Impl& w = *impl_;
   LOOPSIM_ASSERT(!w.finished);
   w.scheduler.run_until(w.scenario.horizon);  // what step() has not run yet
-  LOOPSIM_ASSERT_OP(w.scheduler.now().count(), ==, w.scenario.horizon.count());  // the run reached its end
+  LOOPSIM_ASSERT_OP(since_start(w.scheduler.now()).count(), ==, since_start(w.scenario.horizon).count());  // the run reached its end
   w.clients.report_unframed();
   w.clients.report_left();
   if (w.lasso) w.result.trace.add(*w.lasso);

@@ -31,12 +31,12 @@ struct RunStats {
   std::uint64_t answered = 0;
   std::uint64_t refused = 0;
   std::uint64_t steps = 0;  // scheduler steps taken
-  Nanos virtual_time{0};
+  Duration virtual_time{0};
   // A target that ended before the run did (its trace's process_exit): its status, when, and
   // the last line it wrote to stderr.
   std::optional<int> exit_status;
   int exit_signal = 0;  // the signal whose default action ended it, or 0
-  Nanos exited_at{0};
+  Instant exited_at{};
   std::string last_stderr;
 };
 
@@ -106,8 +106,8 @@ class OwnLoop {
   // declared state carries over (model::Scheduler::rest). It also reports what another thread
   // or a scenario's post or shutdown writes that it reads without a kernel call.
   virtual bool declares_state() const { return false; }
-  virtual void digest_state(state::Sink&, Nanos) const {}
-  virtual std::uint64_t shared_inputs(Nanos) const { return 0; }
+  virtual void digest_state(state::Sink&, Instant) const {}
+  virtual std::uint64_t shared_inputs(Instant) const { return 0; }
 };
 using OwnLoopFactory = std::function<std::unique_ptr<OwnLoop>(Kernel&, LoopObserver&, const LoopConfig&)>;
 
@@ -136,7 +136,7 @@ class World {
   ~World();
 
   bool step();  // false once nothing is due before the horizon
-  Nanos now() const;
+  Instant now() const;
   // The state: simulated kernel, loops, clients and pending work, with times relative to now.
   // Equal states give equal digests, so an idle loop's ticks form cycles.
   std::uint64_t digest() const;

@@ -52,9 +52,9 @@ TEST_CASE("accept-burst: /fast is answered one batch of the burst after the bloc
   const auto& base = result.report.arms.at(0);
   CHECK(base.judgement.held);
   // The blocker's batch took 15 of the burst at 10 ms each; /fast goes first in the next pass.
-  CHECK(verdict(base, "latency").measured == Nanos(150ms).count());
-  CHECK(verdict(base, "latency").bound == Nanos(240ms).count());
-  CHECK(verdict(base, "max_gap").measured == Nanos(10ms).count());
+  CHECK(verdict(base, "latency").measured == Duration(150ms).count());
+  CHECK(verdict(base, "latency").bound == Duration(240ms).count());
+  CHECK(verdict(base, "max_gap").measured == Duration(10ms).count());
   CHECK(base.stats.answered == 122);
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("accept-burst: an unbounded drain makes /fast wait for the whole burst
   const auto& base = result.report.arms.at(0);
   CHECK_FALSE(result.report.held());
   // The blocker's drain serves the other 119 ... all 120 of the burst before /fast.
-  CHECK(verdict(base, "latency").measured == Nanos(1200ms).count());
+  CHECK(verdict(base, "latency").measured == Duration(1200ms).count());
   CHECK_FALSE(verdict(base, "latency").held);
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("accept-burst: a wait that blocks while owed opens a gap of the idle t
   auto result = run_arm("blocking-wait-while-owed");
   const auto& gap = verdict(result.report.arms.at(0), "max_gap");
   CHECK_FALSE(gap.held);
-  CHECK(gap.measured == Nanos(1010ms).count());
+  CHECK(gap.measured == Duration(1010ms).count());
 }
 
 namespace {

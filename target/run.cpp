@@ -44,7 +44,7 @@ class LassoWatch {
 
  private:
   struct Seen {
-    Nanos t;
+    Instant t;
     std::uint64_t accepted;
   };
   std::unordered_map<std::uint64_t, Seen> seen_;  // by digest; looked up, never iterated

@@ -389,7 +389,7 @@ void TargetProcess::watch_main(std::uint64_t& seen, std::int64_t& since) {
     since = now;
     return;
   }
-  const Nanos limit = scenario_.target->spin_limit;
+  const Duration limit = scenario_.target->spin_limit;
   if (runs % 2 == 0) return;
   // Each spin slice of it, main() is asked to give way, as Linux preempts a thread that spins on
   // a lock another holds (the seam's handler yields where main() is in the program's own code).

@@ -51,8 +51,8 @@ inline constexpr std::string_view target_died = "target_died";
 // the simulation serves is asked to give way (by a real-time signal, SIGRTMAX - 2, which the
 // seam handles), as Linux preempts a thread that spins on a lock another holds; giving way costs
 // it spin_cost of virtual time. target.spin_limit of it in all, a spin nothing ends, is an error.
-inline constexpr Nanos spin_slice = std::chrono::milliseconds(100);
-inline constexpr Nanos spin_cost = std::chrono::milliseconds(1);
+inline constexpr Duration spin_slice = std::chrono::milliseconds(100);
+inline constexpr Duration spin_cost = std::chrono::milliseconds(1);
 // That signal: glibc keeps SIGRTMIN's first two for itself.
 inline int preempt_signal() { return SIGRTMAX - 2; }
 

@@ -51,8 +51,8 @@ void append_quoted(std::string& out, std::string_view s) {
 // A JSON object written field by field, in a fixed order.
 class Line {
  public:
-  Line(Nanos t, const char* kind) {
-    out_ = "{\"t\":" + std::to_string(t.count()) + ",\"ev\":\"" + kind + '"';
+  Line(Instant t, const char* kind) {
+    out_ = "{\"t\":" + std::to_string(since_start(t).count()) + ",\"ev\":\"" + kind + '"';
   }
   Line& num(const char* key, std::int64_t value) {
     key_(key);
@@ -167,7 +167,7 @@ const std::string& Trace::group_of(ClientIndex client) const {
   return groups.at(std::size_t(clients.at(std::size_t(client)).group));
 }
 
-Nanos time_of(const TraceEvent& event) {
+Instant time_of(const TraceEvent& event) {
   return std::visit([](const auto& e) { return e.t; }, event);
 }
 
@@ -218,7 +218,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           [&](const ev::Connect& e) { line.client(trace, e.client); },
           [&](const ev::Established& e) { line.client(trace, e.client); },
           [&](const ev::SynDropped& e) {
-            line.client(trace, e.client).num("retry_at", e.retry_at.count());
+            line.client(trace, e.client).num("retry_at", since_start(e.retry_at).count());
           },
           [&](const ev::Refused& e) { line.client(trace, e.client).str("error", errno_name(e.error)); },
           [&](const ev::Send& e) { line.client(trace, e.client).str("path", e.path); },
@@ -264,7 +264,7 @@ std::string event_json(const Trace& trace, const TraceEvent& event) {
           [&](const ev::Left& e) { line.client(trace, e.client).num("unread", e.unread).num("unsent", e.unsent); },
           [&](const ev::Unframed& e) { line.client(trace, e.client).str("bytes", e.bytes); },
           [&](const ev::Lasso& e) {
-            line.num("since", e.since.count()).num("backlog", e.backlog);
+            line.num("since", since_start(e.since).count()).num("backlog", e.backlog);
             line.num("dead_end", e.dead_end ? 1 : 0);
           },
           [&](const ev::RunEnd& e) {
@@ -282,7 +282,7 @@ void write_jsonl(const Trace& trace, std::ostream& out) {
   append_quoted(names, trace.scenario);
   names += ",\"arm\":";
   append_quoted(names, trace.arm);
-  out << "{\"loopsim_trace\":1" << names << ",\"seed\":" << trace.seed << ",\"horizon_ns\":" << trace.horizon.count()
+  out << "{\"loopsim_trace\":1" << names << ",\"seed\":" << trace.seed << ",\"horizon_ns\":" << since_start(trace.horizon).count()
       << ",\"listener_fd\":" << trace.listener_fd << ",\"accept_batch\":" << trace.accept_batch
       << ",\"max_connections\":" << trace.max_connections << ",\"workers\":" << trace.workers;
   if (trace.liveness_watched) out << ",\"liveness_watched\":true";

@@ -37,75 +37,75 @@ int errno_from_name(const std::string& name);  // 0 when unknown
 
 namespace ev {
 // `timeout`: the wait's; none, it waited until something was ready (the file writes -1).
-struct PassBegin { Nanos t; int worker; std::uint64_t pass; std::optional<Nanos> timeout; };
+struct PassBegin { Instant t; int worker; std::uint64_t pass; std::optional<Duration> timeout; };
 // `work`: the calls that got something done between the thread's previous wait and this one,
 // counted by the kernel (SimKernel::work_before_wait); -1 where unknown (an older trace).
-struct Events { Nanos t; int worker; std::uint64_t pass; std::vector<int> fds; std::int64_t work = -1; };
-struct Accept { Nanos t; int worker; Door door; int result; ClientIndex client; };
-struct BatchEnd { Nanos t; int worker; Door door; int accepted; BatchStop stop; bool owed; };
-struct RequestBegin { Nanos t; int worker; int fd; ClientIndex client; std::string path; };
-struct RequestEnd { Nanos t; int worker; int fd; ClientIndex client; int status; };
-struct Close { Nanos t; int worker; int fd; ClientIndex client; };
-struct PassEnd { Nanos t; int worker; std::uint64_t pass; bool accept_owed; bool handoff_owed; };
+struct Events { Instant t; int worker; std::uint64_t pass; std::vector<int> fds; std::int64_t work = -1; };
+struct Accept { Instant t; int worker; Door door; int result; ClientIndex client; };
+struct BatchEnd { Instant t; int worker; Door door; int accepted; BatchStop stop; bool owed; };
+struct RequestBegin { Instant t; int worker; int fd; ClientIndex client; std::string path; };
+struct RequestEnd { Instant t; int worker; int fd; ClientIndex client; int status; };
+struct Close { Instant t; int worker; int fd; ClientIndex client; };
+struct PassEnd { Instant t; int worker; std::uint64_t pass; bool accept_owed; bool handoff_owed; };
 // The client side.
-struct Connect { Nanos t; ClientIndex client; };
-struct Established { Nanos t; ClientIndex client; };
-struct SynDropped { Nanos t; ClientIndex client; Nanos retry_at; };
-struct Refused { Nanos t; ClientIndex client; int error; };
-struct Send { Nanos t; ClientIndex client; std::string path; };
-struct Answer { Nanos t; ClientIndex client; std::string path; int status; };
-struct PeerClosed { Nanos t; ClientIndex client; };
+struct Connect { Instant t; ClientIndex client; };
+struct Established { Instant t; ClientIndex client; };
+struct SynDropped { Instant t; ClientIndex client; Instant retry_at; };
+struct Refused { Instant t; ClientIndex client; int error; };
+struct Send { Instant t; ClientIndex client; std::string path; };
+struct Answer { Instant t; ClientIndex client; std::string path; int status; };
+struct PeerClosed { Instant t; ClientIndex client; };
 // Bytes the client received that do not frame as an answer by its group's framing: from the
 // first byte that cannot be framed, or those of an answer still incomplete at the run's end
 // while requests wait. The first AnswerStream::unframed_kept of them.
-struct Unframed { Nanos t; ClientIndex client; std::string bytes; };
+struct Unframed { Instant t; ClientIndex client; std::string bytes; };
 // A choice point's decision (model/choice.hpp): `kind`, one of `options`, `pick` taken.
-struct Choice { Nanos t; std::uint8_t kind; std::uint32_t options; std::uint32_t pick; };
+struct Choice { Instant t; std::uint8_t kind; std::uint32_t options; std::uint32_t pick; };
 // A fault landing: the descriptor limit changed, or a client reset its connection.
-struct Rlimit { Nanos t; std::int64_t value; };
-struct Reset { Nanos t; ClientIndex client; };
+struct Rlimit { Instant t; std::int64_t value; };
+struct Reset { Instant t; ClientIndex client; };
 // R7: a foreign thread posted (poster names its [[posters]] entry); the post's callback began
 // running on a loop; a loop drained posts.
-struct Post { Nanos t; std::int64_t id; std::string poster; };
-struct PostRun { Nanos t; int worker; std::int64_t id; };
-struct Drain { Nanos t; int worker; DrainPoint point; int count; };
+struct Post { Instant t; std::int64_t id; std::string poster; };
+struct PostRun { Instant t; int worker; std::int64_t id; };
+struct Drain { Instant t; int worker; DrainPoint point; int count; };
 // R9: the handle table was full: a connection refused (reset), or accepting held back.
-struct Refuse { Nanos t; int worker; int fd; ClientIndex client; };
-struct Backpressure { Nanos t; int worker; int held; };
+struct Refuse { Instant t; int worker; int fd; ClientIndex client; };
+struct Backpressure { Instant t; int worker; int held; };
 // R5: shutdown.
-struct ShutdownBegin { Nanos t; int worker; };
-struct ListenerClosed { Nanos t; int worker; };
-struct LoopExit { Nanos t; int worker; int open_connections; };
+struct ShutdownBegin { Instant t; int worker; };
+struct ListenerClosed { Instant t; int worker; };
+struct LoopExit { Instant t; int worker; int open_connections; };
 // R10: a connection handed from one worker to another.
-struct Handoff { Nanos t; int worker; int to; ClientIndex client; };
+struct Handoff { Instant t; int worker; int to; ClientIndex client; };
 // A target program ended before the run did: it exited with `status` (exit, _exit or a return
 // from main), or a signal's default action ended it (`signal`, and `status` 128 + it, as a
 // shell reports it).
-struct ProcessExit { Nanos t; int status; int signal = 0; };
+struct ProcessExit { Instant t; int status; int signal = 0; };
 // A child a target started (fork, system, popen, posix_spawn) ran to its end as `call` returned
 // (posix/processes.cpp): it exited with `status`, or `signal` ended it (`status` 128 + it).
-struct Child { Nanos t; int worker; int status; int signal = 0; std::string call; };
+struct Child { Instant t; int worker; int status; int signal = 0; std::string call; };
 // A target's thread ran sim::spin_slice of its own CPU time without a call, and gave way for
 // sim::spin_cost of virtual time (a spin on a lock another thread holds).
-struct GaveWay { Nanos t; int worker; };
+struct GaveWay { Instant t; int worker; };
 // The bytes, from the kernel's side, on a client's connection: a read the server made (`size`
 // asked for; `result` the bytes it took, 0 at the end of the stream, or -errno), or a write
 // (`size` offered; `result` the bytes the send buffer took, or -errno). A short write is a
 // result below its size.
-struct Read { Nanos t; ClientIndex client; std::int64_t size; std::int64_t result; };
-struct Wrote { Nanos t; ClientIndex client; std::int64_t size; std::int64_t result; };
+struct Read { Instant t; ClientIndex client; std::int64_t size; std::int64_t result; };
+struct Wrote { Instant t; ClientIndex client; std::int64_t size; std::int64_t result; };
 // At the run's end, a connection that still holds bytes: `unread`, sent by the client and never
 // read by the server; `unsent`, written by the server and never taken by the client.
-struct Left { Nanos t; ClientIndex client; std::int64_t unread; std::int64_t unsent; };
+struct Left { Instant t; ClientIndex client; std::int64_t unread; std::int64_t unsent; };
 // A shutdown asked of the server (a scenario's action; live, the signal): when R5's clock starts.
-struct ShutdownAsked { Nanos t; };
+struct ShutdownAsked { Instant t; };
 // Liveness (a scenario that expects "liveness"): the run came back at `t` to a state it was in
 // at `since`, with `backlog` connections waiting and none accepted in between, so they wait
 // forever; or (`dead_end`) nothing was left to happen while they waited.
-struct Lasso { Nanos t; Nanos since; std::int64_t backlog; bool dead_end; };
+struct Lasso { Instant t; Instant since; std::int64_t backlog; bool dead_end; };
 // The state at the end of the run.
 struct RunEnd {
-  Nanos t;
+  Instant t;
   std::int64_t backlog;           // connections still queued on the listener
   std::int64_t open_connections;  // held by the loops
   std::int64_t handoffs;          // handed over and not yet admitted
@@ -148,7 +148,7 @@ struct Trace {
   std::string scenario;
   std::string arm;
   std::uint64_t seed = 0;
-  Nanos horizon{0};
+  Instant horizon{};
   int listener_fd = -1;
   std::int64_t accept_batch = 0;  // the loop's configured batch, for bounds in "batches"
   std::int64_t max_connections = 0;
@@ -180,7 +180,7 @@ struct Trace {
   const std::string& group_of(ClientIndex client) const;
 };
 
-Nanos time_of(const TraceEvent& event);
+Instant time_of(const TraceEvent& event);
 // The event's kind as written in the trace ("pass_begin", "accept", ...).
 // The trace's schema of event kinds: the `ev` of each JSON line, by TraceEvent's alternative.
 // The writer (trace/trace.cpp) and the one reader (trace/trace_reader.cpp) both take names from here.

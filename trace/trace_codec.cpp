@@ -64,9 +64,9 @@ class Writer {
     } else if constexpr (std::is_same_v<T, std::vector<int>>) {
       put(std::uint32_t(value.size()));
       for (int v : value) put(v);
-    } else if constexpr (std::is_same_v<T, Nanos>) {
-      put(std::int64_t(value.count()));
-    } else if constexpr (std::is_same_v<T, std::optional<Nanos>>) {
+    } else if constexpr (std::is_same_v<T, Instant>) {
+      put(std::int64_t(since_start(value).count()));  // nanoseconds since the run's start
+    } else if constexpr (std::is_same_v<T, std::optional<Duration>>) {
       put(std::int64_t(value ? value->count() : -1));  // none, as the trace file writes it
     } else {
       static_assert(std::is_trivially_copyable_v<T>);
@@ -105,15 +105,15 @@ class Reader {
       need(std::size_t(n) * sizeof(int));
       value.resize(n);
       for (int& v : value) get(v);
-    } else if constexpr (std::is_same_v<T, Nanos>) {
+    } else if constexpr (std::is_same_v<T, Instant>) {
       std::int64_t ns = 0;
       get(ns);
-      value = Nanos(ns);
-    } else if constexpr (std::is_same_v<T, std::optional<Nanos>>) {
+      value = Instant(Duration(ns));
+    } else if constexpr (std::is_same_v<T, std::optional<Duration>>) {
       std::int64_t ns = 0;
       get(ns);
       if (ns < -1) throw std::runtime_error("a trace's bytes hold a timeout below -1");
-      value = ns < 0 ? std::nullopt : std::optional<Nanos>(Nanos(ns));
+      value = ns < 0 ? std::nullopt : std::optional<Duration>(Duration(ns));
     } else {
       need(sizeof value);
       std::memcpy(&value, bytes_.data() + at_, sizeof value);

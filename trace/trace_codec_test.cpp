@@ -32,13 +32,13 @@ TEST_CASE("a trace passed as bytes comes back whole, every event of every kind i
 
 TEST_CASE("a wait with no timeout crosses as bytes as none, a timeout below -1 is refused") {
   sim::Trace trace;
-  trace.events.push_back(sim::ev::PassBegin{Nanos(1), 0, 1, std::nullopt});
-  trace.events.push_back(sim::ev::PassBegin{Nanos(2), 0, 2, Nanos(5)});
+  trace.events.push_back(sim::ev::PassBegin{Instant{Duration(1)}, 0, 1, std::nullopt});
+  trace.events.push_back(sim::ev::PassBegin{Instant{Duration(2)}, 0, 2, Duration(5)});
   const sim::Trace back = sim::decode_trace(sim::encode_trace(trace));
   REQUIRE(back.events.size() == 2);
   CHECK_FALSE(std::get<sim::ev::PassBegin>(back.events[0]).timeout);
-  CHECK(std::get<sim::ev::PassBegin>(back.events[1]).timeout == Nanos(5));
+  CHECK(std::get<sim::ev::PassBegin>(back.events[1]).timeout == Duration(5));
   // A target's process may send anything: -2 is no timeout and no "none".
-  trace.events[1] = sim::ev::PassBegin{Nanos(2), 0, 2, Nanos(-2)};
+  trace.events[1] = sim::ev::PassBegin{Instant{Duration(2)}, 0, 2, Duration(-2)};
   CHECK_THROWS_AS(sim::decode_trace(sim::encode_trace(trace)), std::runtime_error);
 }

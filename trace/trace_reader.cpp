@@ -69,20 +69,21 @@ class Line {
   }
   // An instant or a span in the trace: 0 up to trace_time_max. `timeout_ns` alone may be -1.
   // A wait's timeout: a time, or -1 for none.
-  std::optional<Nanos> timeout(const char* key) const {
-    const Nanos value = time(key, true);
-    if (value < Nanos(0)) return std::nullopt;
+  std::optional<Duration> timeout(const char* key) const {
+    const Duration value = time(key, true);
+    if (value < Duration(0)) return std::nullopt;
     return value;
   }
-  Nanos time(const char* key, bool forever_allowed = false) const {
+  Duration time(const char* key, bool forever_allowed = false) const {
     std::int64_t value = integer(key);
     if ((value < 0 && !(forever_allowed && value == -1)) || value > trace_time_max) {
       fail(std::string("\"") + key + "\" must lie in [0, " + std::to_string(trace_time_max) + "] ns" +
                (forever_allowed ? " or be -1" : ""),
            schema_hint, key);
     }
-    return Nanos(value);
+    return Duration(value);
   }
+  Instant instant(const char* key) const { return Instant{time(key)}; }
   bool flag(const char* key) const {
     const json& value = field(key);
     if (!value.is_boolean()) fail(std::string("\"") + key + "\" must be true or false", schema_hint, key);
@@ -213,7 +214,7 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
   return final_index;
 }
 
-std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Nanos t,
+std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Instant t,
                                           ClientBook& book) {
   if (kind == "pass_begin") {
     return ev::PassBegin{t, l.small("worker"), l.natural("pass"), l.timeout("timeout_ns")};
@@ -256,7 +257,7 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l
 
 // What the loop reports under rules R5 (shutdown), R7 (posts), R9 (a full handle table) and
 // R10 (hand-offs).
-std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l, Nanos t,
+std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l, Instant t,
                                           ClientBook& book) {
   if (kind == "post") return ev::Post{t, l.integer("id"), l.text("poster")};
   if (kind == "post_run") return ev::PostRun{t, l.small("worker"), l.integer("id")};
@@ -280,7 +281,7 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   return std::nullopt;
 }
 
-sim::TraceEvent choice_event(const Line& l, Nanos t) {
+sim::TraceEvent choice_event(const Line& l, Instant t) {
   auto kind = model::choice_kind_from_name(l.text("kind"));
   if (!kind) l.fail("unknown choice kind \"" + l.text("kind") + "\"", "kinds are order, fault, slack", "kind");
   std::int64_t options = l.integer("options"), pick = l.integer("pick");
@@ -291,11 +292,11 @@ sim::TraceEvent choice_event(const Line& l, Nanos t) {
 }
 
 sim::TraceEvent event_of(const Line& l, ClientBook& book) {
-  Nanos t = l.time("t");
+  Instant t = l.instant("t");
   const std::string& kind = l.text("ev");
   if (kind == "connect") return ev::Connect{t, book.required(l)};
   if (kind == "established") return ev::Established{t, book.required(l)};
-  if (kind == "syn_dropped") return ev::SynDropped{t, book.required(l), l.time("retry_at")};
+  if (kind == "syn_dropped") return ev::SynDropped{t, book.required(l), l.instant("retry_at")};
   if (kind == "refused") return ev::Refused{t, book.required(l), l.errno_field("error")};
   if (kind == "send") return ev::Send{t, book.required(l), l.text("path")};
   if (kind == "answer") return ev::Answer{t, book.required(l), l.text("path"), l.small("status")};
@@ -304,7 +305,7 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
   if (kind == "rlimit") return ev::Rlimit{t, l.integer("value")};
   if (kind == "reset") return ev::Reset{t, book.required(l)};
   if (kind == "lasso") {
-    return ev::Lasso{t, l.time("since"), l.integer("backlog"), l.integer("dead_end") != 0};
+    return ev::Lasso{t, l.instant("since"), l.integer("backlog"), l.integer("dead_end") != 0};
   }
   if (kind == "run_end") {
     return ev::RunEnd{t, l.integer("backlog"), l.integer("open_connections"),
@@ -328,7 +329,7 @@ void read_header(const Line& l, sim::Trace& trace) {
   trace.scenario = l.text("scenario");
   trace.arm = l.text("arm");
   trace.seed = l.natural("seed");
-  trace.horizon = l.time("horizon_ns");
+  trace.horizon = l.instant("horizon_ns");
   trace.listener_fd = l.small("listener_fd");
   trace.accept_batch = l.integer("accept_batch");
   trace.max_connections = l.integer_or("max_connections", 0);
@@ -401,7 +402,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
   std::string text;
   std::size_t number = 0;
   bool header = false;
-  Nanos last{0};
+  Instant last{};
   while (std::getline(in, text)) {
     ++number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -415,9 +416,9 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
     trace.events.push_back(checked_event_of(line, book));
     check_workers(line, trace.events.back(), trace.workers);
     // Events are written as they happen: virtual time never goes back.
-    Nanos t = sim::time_of(trace.events.back());
-    if (t < last) line.fail("\"t\" goes back in time (" + std::to_string(t.count()) + " after " +
-                            std::to_string(last.count()) + ")", "a trace's events are in time order", "t");
+    Instant t = sim::time_of(trace.events.back());
+    if (t < last) line.fail("\"t\" goes back in time (" + std::to_string(since_start(t).count()) + " after " +
+                            std::to_string(since_start(last).count()) + ")", "a trace's events are in time order", "t");
     last = t;
   }
   if (!header) throw TraceError(located(name, 1, 1, "empty trace, no header line"), "write one with loopsim run --trace F");

@@ -187,8 +187,8 @@ TEST_CASE("a wait's timeout of -1 in the file is none in memory, and a time othe
 )");
   REQUIRE(trace.events.size() == 3);
   CHECK_FALSE(std::get<loopsim::sim::ev::PassBegin>(trace.events[0]).timeout);
-  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[1]).timeout == loopsim::Nanos(0));
-  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[2]).timeout == loopsim::Nanos(1000));
+  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[1]).timeout == loopsim::Duration(0));
+  CHECK(std::get<loopsim::sim::ev::PassBegin>(trace.events[2]).timeout == loopsim::Duration(1000));
   CHECK_THROWS_AS(read(header + "\n" + R"({"t":4,"ev":"pass_begin","worker":0,"pass":1,"timeout_ns":-2})" + "\n"),
                   TraceError);
 }

@@ -83,8 +83,8 @@ class TinyLoop final : public sim::OwnLoop {
   // states apart is in `state_fields` below; nothing else survives a wait. The shutdown flag
   // is written from outside the loop's thread, so it is a shared input too.
   bool declares_state() const override { return true; }
-  void digest_state(state::Sink& sink, Nanos now) const override { state::visit_into(sink, *this, now); }
-  std::uint64_t shared_inputs(Nanos) const override { return shutdown_.load(std::memory_order_acquire); }
+  void digest_state(state::Sink& sink, Instant now) const override { state::visit_into(sink, *this, now); }
+  std::uint64_t shared_inputs(Instant) const override { return shutdown_.load(std::memory_order_acquire); }
 
  private:
   void accept_batch() {

@@ -101,12 +101,12 @@ std::optional<std::int64_t> LinuxKernel::calendar_seconds() {
   return std::int64_t(t.tv_sec);
 }
 
-void LinuxKernel::spend(Nanos duration) {
+void LinuxKernel::spend(Duration duration) {
   // In slices, so that a stop that will not wait (cancel_spending) ends it within one.
-  constexpr Nanos slice = std::chrono::milliseconds(10);
+  constexpr Duration slice = std::chrono::milliseconds(10);
   const Instant end = now() + duration;
   for (Duration left = duration; left > Duration(0) && !cancelled_.load(std::memory_order_acquire); left = end - now()) {
-    Nanos step = std::min(left, slice);
+    Duration step = std::min(left, slice);
     timespec rest{time_t(step.count() / ns_per_s), long(step.count() % ns_per_s)};
     while (::nanosleep(&rest, &rest) != 0) {
       LOOPSIM_ASSERT_OP(errno, ==, EINTR);

@@ -22,7 +22,7 @@ class LinuxKernel final : public Kernel {
   std::optional<std::int64_t> calendar_seconds() override;
   // Sleeps for `duration`, resuming after signal handlers until the whole duration has passed,
   // or until cancel_spending.
-  void spend(Nanos duration) override;
+  void spend(Duration duration) override;
   // Ends every spend under way, and every later one, at once: a stop that does not wait for
   // handlers. Async-signal-safe.
   void cancel_spending();

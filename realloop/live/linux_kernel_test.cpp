@@ -18,15 +18,15 @@
 
 using namespace std::chrono_literals;
 using loopsim::Instant;
-using loopsim::Nanos;
+using loopsim::Duration;
 using loopsim::PollEvent;
 using loopsim::Trigger;
 namespace io = loopsim::io;
 
 namespace {
 
-constexpr Nanos wait_max = 1s;
-constexpr Nanos quiet_wait = 20ms;  // long enough for loopback to deliver anything in flight
+constexpr Duration wait_max = 1s;
+constexpr Duration quiet_wait = 20ms;  // long enough for loopback to deliver anything in flight
 
 // Owns a descriptor so that a failed REQUIRE does not leak it.
 struct Fd {
@@ -81,7 +81,7 @@ struct Listening {
     return {server, client};
   }
 
-  int wait(std::span<PollEvent> into, Nanos timeout) {
+  int wait(std::span<PollEvent> into, Duration timeout) {
     return kernel.wait(poller.fd, into, timeout);
   }
 };
@@ -235,11 +235,11 @@ TEST_CASE("a wait rounds its timeout up to whole milliseconds and spend sleeps i
   std::array<PollEvent, 8> events;
   Instant before = l.kernel.now();
   CHECK(l.wait(events, 100us) == 0);  // rounded down, this would not block at all
-  Nanos waited = l.kernel.now() - before;
+  Duration waited = l.kernel.now() - before;
   CHECK(waited >= 100us);
 
   before = l.kernel.now();
   l.kernel.spend(2ms);
   CHECK(l.kernel.now() - before >= 2ms);
-  CHECK(l.kernel.now().time_since_epoch() >= Nanos(0));
+  CHECK(l.kernel.now().time_since_epoch() >= Duration(0));
 }

@@ -32,8 +32,8 @@ int main() {
   b.fd = 7;
   std::uint64_t da = 0, db = 0;
   loopsim::state::visit([&da](std::int64_t v) { da = loopsim::state::fold(da, std::uint64_t(v)); }, a,
-                        loopsim::Nanos(0));
+                        loopsim::Instant{});
   loopsim::state::visit([&db](std::int64_t v) { db = loopsim::state::fold(db, std::uint64_t(v)); }, b,
-                        loopsim::Nanos(0));
+                        loopsim::Instant{});
   return da != db ? 0 : 1;
 }
