@@ -140,6 +140,9 @@ void Scheduler::unwind() {
   queue_.clear();
   now_batch_.clear();
   non_callbacks_now_ = 0;
+  unfiled_now_ = 0;
+  batch_keys_.clear();
+  batch_keys_taken_ = batch_keys_shared_ = 0;
   open_.clear();
   pending_.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
@@ -195,6 +198,8 @@ void Scheduler::drop_stale_now() {
 
 void Scheduler::add_to_batch(Entry entry) {
   if (entry.kind != Kind::callback) ++non_callbacks_now_;
+  else ++unfiled_now_;
+  entry.filed = false;
   now_batch_.push_back(std::move(entry));
 }
 
@@ -205,8 +210,115 @@ Scheduler::Entry Scheduler::take_from_batch(std::uint32_t at) {
   if (entry.kind != Kind::callback) {
     LOOPSIM_ASSERT(non_callbacks_now_ > 0);
     --non_callbacks_now_;
+  } else if (entry.filed) {
+    unfile_key(entry);
+    entry.filed = false;
+  } else {
+    LOOPSIM_ASSERT(unfiled_now_ > 0);
+    --unfiled_now_;
   }
   return entry;
+}
+
+namespace {
+std::size_t key_slot(std::uint64_t key, std::size_t mask) { return std::size_t((key ^ (key >> 29)) & mask); }
+}  // namespace
+
+// A filed entry's key is counted (a key of 0, no twin, is not); the table is grown, and its
+// slots freed, by refilling it from the filed entries once half its slots are taken.
+void Scheduler::file_key(const Entry& e) {
+  LOOPSIM_ASSERT(e.filed && e.kind == Kind::callback);
+  if (e.key == 0) return;
+  if (2 * (batch_keys_taken_ + 1) > batch_keys_.size()) {
+    std::size_t filed = 0;
+    for (const Entry& f : now_batch_) filed += f.filed && f.key != 0;
+    std::size_t size = 16;
+    while (size < 4 * filed) size *= 2;
+    batch_keys_.assign(size, BatchKey{});
+    batch_keys_taken_ = batch_keys_shared_ = 0;
+    for (const Entry& f : now_batch_) {
+      if (f.filed && f.key != 0 && &f != &e) file_key(f);
+    }
+  }
+  const std::size_t mask = batch_keys_.size() - 1;
+  std::size_t at = key_slot(e.key, mask);
+  while (batch_keys_[at].taken && batch_keys_[at].key != e.key) at = (at + 1) & mask;
+  BatchKey& slot = batch_keys_[at];
+  if (!slot.taken) {
+    slot = BatchKey{e.key, 0, true};
+    ++batch_keys_taken_;
+  }
+  if (++slot.count == 2) ++batch_keys_shared_;
+}
+
+void Scheduler::unfile_key(const Entry& e) {
+  if (e.key == 0) return;
+  const std::size_t mask = batch_keys_.size() - 1;
+  LOOPSIM_ASSERT(!batch_keys_.empty());
+  std::size_t at = key_slot(e.key, mask);
+  while (batch_keys_[at].taken && batch_keys_[at].key != e.key) at = (at + 1) & mask;
+  BatchKey& slot = batch_keys_[at];
+  LOOPSIM_ASSERT(slot.taken && slot.count > 0);  // a filed key was counted
+  if (slot.count-- == 2) --batch_keys_shared_;
+}
+
+// The key epoch moved: no kept key is believed, every callback is keyed afresh.
+void Scheduler::refile_batch(std::uint64_t epoch) {
+  for (Entry& e : now_batch_) {
+    if (!e.filed) continue;
+    e.filed = false;
+    ++unfiled_now_;
+  }
+  std::fill(batch_keys_.begin(), batch_keys_.end(), BatchKey{});
+  batch_keys_taken_ = batch_keys_shared_ = 0;
+  batch_keys_epoch_ = epoch;
+}
+
+bool Scheduler::batch_may_have_twins() {
+  if (!twins_) return false;
+  const std::uint64_t epoch = twin_key_epoch_ ? twin_key_epoch_() : 0;
+  if (epoch == 0 || !twin_key_) return true;  // nothing is kept: twin_classes decides
+  if (epoch != batch_keys_epoch_) refile_batch(epoch);
+  // Newcomers sit at the back: look from there until every unfiled callback is seen.
+  transient_keys_.clear();
+  std::size_t left = unfiled_now_;
+  for (std::size_t i = now_batch_.size(); left > 0 && i-- > 0;) {
+    Entry& e = now_batch_[i];
+    if (e.kind != Kind::callback || e.filed) continue;
+    --left;
+    const TwinKeyed fresh = twin_key_(e.tag);
+    if (fresh.lasting && e.window == 0) {
+      e.key = fresh.key;
+      e.key_epoch = epoch;
+      e.filed = true;
+      --unfiled_now_;
+      file_key(e);
+    } else if (fresh.key != 0) {
+      // As twin_classes keys it: a windowed happening is a twin only of one whose window ends alike.
+      transient_keys_.push_back(e.window != 0 ? mix(fresh.key, std::uint64_t((e.window_end - now_).count())) : fresh.key);
+    }
+  }
+  LOOPSIM_ASSERT_OP(left, ==, std::size_t(0));  // unfiled_now_ counted no more than there are
+  bool may = batch_keys_shared_ > 0;
+  if (!may && !transient_keys_.empty()) {
+    std::sort(transient_keys_.begin(), transient_keys_.end());
+    may = std::adjacent_find(transient_keys_.begin(), transient_keys_.end()) != transient_keys_.end();
+    const std::size_t mask = batch_keys_.size() - 1;
+    for (std::size_t k = 0; !may && !batch_keys_.empty() && k < transient_keys_.size(); ++k) {
+      std::size_t at = key_slot(transient_keys_[k], mask);
+      while (batch_keys_[at].taken && batch_keys_[at].key != transient_keys_[k]) at = (at + 1) & mask;
+      may = batch_keys_[at].taken && batch_keys_[at].count > 0;
+    }
+  }
+  // One call in 64: the filed keys are the keys afresh, and where none is shared the full scan
+  // finds no twin either.
+  if ((++batch_checks_ & 63) == 0) {
+    for (const Entry& e : now_batch_) {
+      if (e.filed) LOOPSIM_ASSERT_OP(e.key, ==, twin_key_(e.tag).key);
+    }
+    if (!may) LOOPSIM_ASSERT(!twin_classes(now_batch_, classes_, true));
+  }
+  return may;
 }
 
 // Moves everything due at the next instant before `until` into now_batch_ (stale resumptions
@@ -253,7 +365,7 @@ Scheduler::Entry Scheduler::take_next() {
   offered.clear();
   // Without a twin among them, the alternatives are the entries themselves, in line.
   const std::uint32_t n = std::uint32_t(now_batch_.size());
-  if (n > 1 && chooser_ != nullptr && !twin_classes(now_batch_, classes_, true)) {
+  if (n > 1 && chooser_ != nullptr && (!batch_may_have_twins() || !twin_classes(now_batch_, classes_, true))) {
     std::uint32_t at = choose(ChoiceKind::order, n);
     Entry entry = take_from_batch(at);
     went(entry);

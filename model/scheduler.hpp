@@ -247,6 +247,8 @@ class Scheduler {
     // world, never digested: a kept key is the key a fresh one would be.
     mutable std::uint64_t key = 0;
     mutable std::uint64_t key_epoch = 0;
+    // In now_batch_, with its lasting key counted in batch_keys_ (at batch_keys_epoch_).
+    bool filed = false;
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
@@ -276,6 +278,14 @@ class Scheduler {
   // The open windows' alternatives, one per twin class (the earliest end of each); at a call
   // point, those that do not commute with the call.
   std::vector<Alternative> landing_alternatives(const Call* call = nullptr) const;
+  // Whether a same-instant happening may have a twin: false when no two callbacks of now_batch_
+  // share a twin key. Lasting keys are kept counted as entries come and go (batch_keys_), so a
+  // step keys only its newcomers and those whose keys do not last. True sends take_next to
+  // twin_classes, which decides.
+  bool batch_may_have_twins();
+  void file_key(const Entry& e);
+  void unfile_key(const Entry& e);
+  void refile_batch(std::uint64_t epoch);
   // The twin classes of `entries` (0: none), each computed only where its key is shared.
   // True if any entry has a twin among them.
   template <class Entries>
@@ -329,6 +339,21 @@ class Scheduler {
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
   std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
   std::size_t non_callbacks_now_ = 0;  // of now_batch_: resumptions and deadlines, which go stale
+  // now_batch_'s filed keys (batch_may_have_twins): an open-addressed table of (key, count),
+  // whose slots stay taken when their count falls to 0 until it is refilled. Derived, never
+  // digested: what it says, twin_classes would say afresh (checked one call in 64).
+  struct BatchKey {
+    std::uint64_t key = 0;
+    std::uint32_t count = 0;
+    bool taken = false;
+  };
+  std::vector<BatchKey> batch_keys_;
+  std::size_t batch_keys_taken_ = 0;   // slots taken
+  std::size_t batch_keys_shared_ = 0;  // keys counted twice or more
+  std::uint64_t batch_keys_epoch_ = 0; // the key epoch its keys were read at
+  std::size_t unfiled_now_ = 0;        // callbacks of now_batch_ not filed
+  std::uint64_t batch_checks_ = 0;
+  std::vector<std::uint64_t> transient_keys_;  // batch_may_have_twins' scratch
   std::vector<Entry> open_;       // windowed happenings deferred past their start, not landed
   // A windowed entry taken off to start, while whether it lands now is asked: still pending.
   const Entry* in_hand_ = nullptr;

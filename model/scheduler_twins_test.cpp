@@ -30,7 +30,8 @@ struct Counting final : Chooser {
 
 // Six happenings about subjects 0..5 at one instant. Subjects 0 and 1 are twins; the others
 // have classes of their own.
-Run first_choice(const TwinKey& key) {
+// With `kept`, lasting keys are kept (a key epoch that never moves).
+Run first_choice(const TwinKey& key, bool kept = false) {
   Run run;
   Counting chooser(run.classes_computed);
   Scheduler scheduler(&chooser);
@@ -39,7 +40,7 @@ Run first_choice(const TwinKey& key) {
         ++run.classes_computed;
         return tag.subject < 2 ? 1 : 10 + tag.subject;
       },
-      key);
+      key, kept ? TwinKeyEpoch([] { return std::uint64_t(1); }) : TwinKeyEpoch{});
   for (std::uint32_t subject = 0; subject < 6; ++subject) {
     scheduler.at(Instant{Duration(5)}, [] {}, tag(Happening::client_read, subject));
   }
@@ -70,6 +71,25 @@ TEST_CASE("twin keys: the classes alone decide the alternatives, a key only spar
   const Run wrong = first_choice([](const Tag& tag) -> TwinKeyed { return {100u + tag.subject}; });
   CHECK(wrong.options == std::vector<std::uint32_t>{6});
   CHECK(wrong.classes_computed == 0);
+}
+
+TEST_CASE("twin keys: kept keys, counted as happenings come and go, find the twins a fresh scan finds") {
+  // The twins' shared key is counted as it is filed: the classes are computed, the twins are one.
+  for (bool lasting : {true, false}) {
+    INFO("lasting " << lasting);
+    const Run keyed = first_choice(
+        [lasting](const Tag& tag) -> TwinKeyed { return {tag.subject < 2 ? 7u : 100u + tag.subject, lasting}; }, true);
+    CHECK(keyed.options == std::vector<std::uint32_t>{5});
+    CHECK(keyed.classes_computed == 2);
+  }
+  // A kept key shared with one that does not last (a twin not yet accepted, say) is found too.
+  const Run mixed = first_choice(
+      [](const Tag& tag) -> TwinKeyed { return {tag.subject < 2 ? 7u : 100u + tag.subject, tag.subject != 1}; }, true);
+  CHECK(mixed.options == std::vector<std::uint32_t>{5});
+  // No key shared: no class is computed, every happening is its own alternative.
+  const Run own = first_choice([](const Tag& tag) -> TwinKeyed { return {100u + tag.subject, true}; }, true);
+  CHECK(own.options == std::vector<std::uint32_t>{6});
+  CHECK(own.classes_computed == 0);
 }
 
 namespace {
