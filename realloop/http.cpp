@@ -6,10 +6,6 @@
 #include <optional>
 
 namespace loopsim::http {
-namespace {
-
-constexpr std::int64_t slow_limit_ms = 60'000;  // a /slow request spends at most a minute
-constexpr std::int64_t max_bytes = std::int64_t(1) << 24;  // /bytes?n=N answers at most 16 MiB
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
@@ -18,6 +14,11 @@ bool iequals(std::string_view a, std::string_view b) {
            return lower(x) == lower(y);
          });
 }
+
+namespace {
+
+constexpr std::int64_t slow_limit_ms = 60'000;  // a /slow request spends at most a minute
+constexpr std::int64_t max_bytes = std::int64_t(1) << 24;  // /bytes?n=N answers at most 16 MiB
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -110,4 +110,8 @@ void serialize(const Response& response, std::string& out, std::string_view date
 
 const char* reason_phrase(int status);
 
+// Equal but for the case of ASCII letters, as field names and tokens compare (RFC 9110 §5.1),
+// whatever the C locale says.
+bool iequals(std::string_view a, std::string_view b);
+
 }  // namespace loopsim::http

@@ -1,6 +1,5 @@
 #include "sim/workload.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <bit>
 #include <optional>
@@ -8,6 +7,7 @@
 
 #include "base/assert.hpp"
 #include "model/choice.hpp"
+#include "realloop/http.hpp"
 
 namespace loopsim::sim {
 
@@ -42,14 +42,6 @@ std::string request_text(const std::string& path, bool close, const ClientGroup&
 
 namespace {
 
-bool lower_equals(std::string_view text, std::string_view lower) {
-  if (text.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != lower[i]) return false;
-  }
-  return true;
-}
-
 // The head input[0, head_end) of an answer: its status, and its body's length (0 when it names
 // none), or nullopt when it cannot be framed.
 std::string_view trimmed(std::string_view value) {
@@ -63,7 +55,7 @@ bool ends_chunked(std::string_view value) {
   value = trimmed(value);
   const std::size_t comma = value.rfind(',');
   if (comma != std::string_view::npos) value = trimmed(value.substr(comma + 1));
-  return lower_equals(value, "chunked");
+  return http::iequals(value, "chunked");
 }
 
 std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* close = nullptr,
@@ -83,25 +75,21 @@ std::optional<std::size_t> frame_head(std::string_view head, int& status, bool* 
     std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     at = end;
     std::size_t colon = line.find(':');
-    if (colon == 5 && lower_equals(line.substr(0, 5), "allow")) allow = true;
-    if (colon == 17 && lower_equals(line.substr(0, 17), "transfer-encoding")) {
+    if (colon == 5 && http::iequals(line.substr(0, 5), "allow")) allow = true;
+    if (colon == 17 && http::iequals(line.substr(0, 17), "transfer-encoding")) {
       transfer_encoding = true;
       if (chunked != nullptr && ends_chunked(line.substr(18))) *chunked = true;
       continue;
     }
-    if (close != nullptr && colon == 10 && lower_equals(line.substr(0, 10), "connection")) {
+    if (close != nullptr && colon == 10 && http::iequals(line.substr(0, 10), "connection")) {
       std::string_view value = line.substr(11);
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
       while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-      if (lower_equals(value, "close")) *close = true;
+      if (http::iequals(value, "close")) *close = true;
       continue;
     }
     if (colon != content_length.size() - 2) continue;  // "Content-Length: " less ": "
-    bool named = true;
-    for (std::size_t i = 0; i < colon && named; ++i) {
-      named = std::tolower(static_cast<unsigned char>(line[i])) == std::tolower(static_cast<unsigned char>(content_length[i]));
-    }
-    if (!named) continue;
+    if (!http::iequals(line.substr(0, colon), content_length.substr(0, colon))) continue;
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
