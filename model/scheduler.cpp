@@ -205,8 +205,7 @@ void Scheduler::add_to_batch(Entry entry) {
 
 Scheduler::Entry Scheduler::take_from_batch(std::uint32_t at) {
   LOOPSIM_ASSERT_OP(std::size_t(at), <, now_batch_.size());
-  Entry entry = std::move(now_batch_[at]);
-  now_batch_.erase(now_batch_.begin() + at);
+  Entry entry = now_batch_.take(at);
   if (entry.kind != Kind::callback) {
     LOOPSIM_ASSERT(non_callbacks_now_ > 0);
     --non_callbacks_now_;

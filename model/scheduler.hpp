@@ -21,7 +21,6 @@
 
 #include <boost/context/fiber.hpp>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -250,6 +249,63 @@ class Scheduler {
     // In now_batch_, with its lasting key counted in batch_keys_ (at batch_keys_epoch_).
     bool filed = false;
   };
+  // The happenings due now, in line: the entries stay where they were put (in a slab whose
+  // freed places are reused), and only their places move when one is taken from the middle.
+  class Batch {
+   public:
+    std::size_t size() const { return order_.size(); }
+    bool empty() const { return order_.empty(); }
+    Entry& operator[](std::size_t i) { return slab_[order_[i]]; }
+    const Entry& operator[](std::size_t i) const { return slab_[order_[i]]; }
+    void push_back(Entry entry) {
+      if (free_.empty()) {
+        order_.push_back(std::uint32_t(slab_.size()));
+        slab_.push_back(std::move(entry));
+      } else {
+        order_.push_back(free_.back());
+        free_.pop_back();
+        slab_[order_.back()] = std::move(entry);
+      }
+    }
+    Entry take(std::size_t i) {
+      const std::uint32_t place = order_[i];
+      Entry entry = std::move(slab_[place]);
+      slab_[place].callback = nullptr;
+      free_.push_back(place);
+      order_.erase(order_.begin() + std::ptrdiff_t(i));
+      if (order_.empty()) {
+        slab_.clear();  // every place is free: start again from the first
+        free_.clear();
+      }
+      return entry;
+    }
+    void clear() {
+      slab_.clear();
+      free_.clear();
+      order_.clear();
+    }
+    template <class B, class E>
+    struct Iterator {
+      B* batch;
+      std::size_t i;
+      E& operator*() const { return (*batch)[i]; }
+      E* operator->() const { return &(*batch)[i]; }
+      Iterator& operator++() {
+        ++i;
+        return *this;
+      }
+      bool operator==(const Iterator& o) const { return i == o.i; }
+    };
+    Iterator<Batch, Entry> begin() { return {this, 0}; }
+    Iterator<Batch, Entry> end() { return {this, size()}; }
+    Iterator<const Batch, const Entry> begin() const { return {this, 0}; }
+    Iterator<const Batch, const Entry> end() const { return {this, size()}; }
+
+   private:
+    std::vector<Entry> slab_;
+    std::vector<std::uint32_t> free_;   // places of slab_ no entry holds
+    std::vector<std::uint32_t> order_;  // the entries' places, in line
+  };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
       return a.when != b.when ? a.when > b.when : a.seq > b.seq;
@@ -337,7 +393,7 @@ class Scheduler {
   std::uint64_t declined_at_end_ = 0;
   std::uint64_t windows_ = 0;     // windowed happenings numbered so far
   std::vector<Entry> queue_;      // later instants: a binary heap ordered by Later
-  std::deque<Entry> now_batch_;   // what is due at now_, in the order it was scheduled
+  Batch now_batch_;   // what is due at now_, in the order it was scheduled
   std::size_t non_callbacks_now_ = 0;  // of now_batch_: resumptions and deadlines, which go stale
   // now_batch_'s filed keys (batch_may_have_twins): an open-addressed table of (key, count),
   // whose slots stay taken when their count falls to 0 until it is refilled. Derived, never
