@@ -96,6 +96,12 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
     exited(main_(argc_, argv_, envp_));
   }, target_stack);
   if (const char* value = std::getenv(test_errno_variable)) scribble_errno(std::atoi(value), Instant{std::chrono::milliseconds(1)});
+  if (const char* value = std::getenv(test_overrun_variable)) {
+    const std::size_t size = std::size_t(std::max(1, std::atoi(value)));
+    const std::unique_ptr<char[]> block(new char[size]());
+    const volatile char* past = block.get() + size;
+    (void)*past;
+  }
 }
 
 void Seam::scribble_errno(int value, Instant at) {

@@ -288,6 +288,9 @@ class Seam final : public sim::ForeignServer {
   // a client or a timer calling libc would. posix/seam_test.cpp shows with it that a call which
   // waited meanwhile hands the program back its own errno (calls::served).
   static constexpr const char* test_errno_variable = "LOOPSIM_SEAM_TEST_ERRNO";
+  // Set, the seam reads one byte past a heap block of its own as it starts: what only the seam
+  // built with AddressSanitizer notices (scripts/seam_asan.sh shows that it does).
+  static constexpr const char* test_overrun_variable = "LOOPSIM_SEAM_TEST_OVERRUN";
 
  private:
   void scribble_errno(int value, Instant at);

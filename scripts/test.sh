@@ -14,6 +14,9 @@ bash scripts/ctest_all.sh build -j 2
 stage "example targets: unmodified programs on the simulated kernel (loopsim check examples/)"
 ./build/loopsim check examples/
 
+stage "seam under ASan: the seam's engine built with AddressSanitizer inside unmodified C targets"
+bash scripts/seam_asan.sh build
+
 stage "package: the .deb built, checked, installed, served from, purged (docs/deploy.md)"
 bash scripts/package_test.sh build
 

@@ -291,7 +291,10 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
       continue;
     env_strings.emplace_back(entry);
   }
-  env_strings.push_back("LD_PRELOAD=" + seam);
+  // A sanitizer's runtime must come before the seam built with it (LOOPSIM_SEAM_PRELOAD).
+  const char* before = std::getenv("LOOPSIM_SEAM_PRELOAD");
+  const bool sanitized = before != nullptr && *before != '\0';
+  env_strings.push_back("LD_PRELOAD=" + (sanitized ? std::string(before) + " " : std::string()) + seam);
   env_strings.push_back("LOOPSIM_SEAM_FD=" + std::to_string(pair[1]));
   // The watch on main(): a page both processes map (MainWatch).
   const int watch_fd = ::memfd_create("loopsim-main-watch", MFD_CLOEXEC);
@@ -323,8 +326,12 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     ::setpgid(0, 0);  // its own group, which loopsim ends as it ends (watch_ending)
     // Its memory is bounded: heap and anonymous mappings (RLIMIT_DATA) past target_data_max
     // fail to allocate, and the program's end (bad_alloc, abort, or its own error) is reported.
-    rlimit data{rlim_t(target_data_max), rlim_t(target_data_max)};
-    ::setrlimit(RLIMIT_DATA, &data);
+    // Not under a sanitizer's runtime (LOOPSIM_SEAM_PRELOAD): its shadow memory is a reservation
+    // of terabytes that the cap would refuse.
+    if (!sanitized) {
+      rlimit data{rlim_t(target_data_max), rlim_t(target_data_max)};
+      ::setrlimit(RLIMIT_DATA, &data);
+    }
     // Its addresses are the same each run: a program that orders by them (Python's sets of
     // objects, whose hash is the address; tornado closes its connections in such an order)
     // then replays as it ran. Where a seccomp filter forbids it, the run goes on randomized.
