@@ -286,8 +286,11 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
+    // loopsim's own: the target sees none of them (LOOPSIM_SEAM and LOOPSIM_SEAM_PRELOAD only say
+    // what to preload, below).
     if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=") ||
-        entry.starts_with("LOOPSIM_SEAM_WATCH_FD="))
+        entry.starts_with("LOOPSIM_SEAM_WATCH_FD=") || entry.starts_with("LOOPSIM_SEAM=") ||
+        entry.starts_with("LOOPSIM_SEAM_PRELOAD="))
       continue;
     env_strings.emplace_back(entry);
   }
