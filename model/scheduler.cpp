@@ -220,8 +220,19 @@ Scheduler::Entry Scheduler::take_from_batch(std::uint32_t at) {
 }
 
 namespace {
+// Where an open-addressed table of 2^k slots (`mask`: 2^k - 1) starts looking for `key`; keys
+// are digests already.
 std::size_t key_slot(std::uint64_t key, std::size_t mask) { return std::size_t((key ^ (key >> 29)) & mask); }
 }  // namespace
+
+// batch_keys_'s slot for `key`: the one that holds it, else the free one it would take.
+Scheduler::BatchKey& Scheduler::batch_key(std::uint64_t key) {
+  LOOPSIM_ASSERT(!batch_keys_.empty());
+  const std::size_t mask = batch_keys_.size() - 1;
+  std::size_t at = key_slot(key, mask);
+  while (batch_keys_[at].taken && batch_keys_[at].key != key) at = (at + 1) & mask;
+  return batch_keys_[at];
+}
 
 // A filed entry's key is counted (a key of 0, no twin, is not); the table is grown, and its
 // slots freed, by refilling it from the filed entries once half its slots are taken.
@@ -239,10 +250,7 @@ void Scheduler::file_key(const Entry& e) {
       if (f.filed && f.key != 0 && &f != &e) file_key(f);
     }
   }
-  const std::size_t mask = batch_keys_.size() - 1;
-  std::size_t at = key_slot(e.key, mask);
-  while (batch_keys_[at].taken && batch_keys_[at].key != e.key) at = (at + 1) & mask;
-  BatchKey& slot = batch_keys_[at];
+  BatchKey& slot = batch_key(e.key);
   if (!slot.taken) {
     slot = BatchKey{e.key, 0, true};
     ++batch_keys_taken_;
@@ -252,11 +260,7 @@ void Scheduler::file_key(const Entry& e) {
 
 void Scheduler::unfile_key(const Entry& e) {
   if (e.key == 0) return;
-  const std::size_t mask = batch_keys_.size() - 1;
-  LOOPSIM_ASSERT(!batch_keys_.empty());
-  std::size_t at = key_slot(e.key, mask);
-  while (batch_keys_[at].taken && batch_keys_[at].key != e.key) at = (at + 1) & mask;
-  BatchKey& slot = batch_keys_[at];
+  BatchKey& slot = batch_key(e.key);
   LOOPSIM_ASSERT(slot.taken && slot.count > 0);  // a filed key was counted
   if (slot.count-- == 2) --batch_keys_shared_;
 }
@@ -302,11 +306,9 @@ bool Scheduler::batch_may_have_twins() {
   if (!may && !transient_keys_.empty()) {
     std::sort(transient_keys_.begin(), transient_keys_.end());
     may = std::adjacent_find(transient_keys_.begin(), transient_keys_.end()) != transient_keys_.end();
-    const std::size_t mask = batch_keys_.size() - 1;
     for (std::size_t k = 0; !may && !batch_keys_.empty() && k < transient_keys_.size(); ++k) {
-      std::size_t at = key_slot(transient_keys_[k], mask);
-      while (batch_keys_[at].taken && batch_keys_[at].key != transient_keys_[k]) at = (at + 1) & mask;
-      may = batch_keys_[at].taken && batch_keys_[at].count > 0;
+      const BatchKey& slot = batch_key(transient_keys_[k]);
+      may = slot.taken && slot.count > 0;
     }
   }
   // One call in 64: the filed keys are the keys afresh, and where none is shared the full scan
@@ -405,7 +407,7 @@ bool Scheduler::twin_classes(const Entries& entries, std::vector<std::uint64_t>&
   ++key_round_;
   const std::size_t mask = key_slots_.size() - 1;
   auto slot = [this, mask](std::uint64_t key) -> KeySlot& {
-    std::size_t at = std::size_t((key ^ (key >> 29)) & mask);  // keys are digests already
+    std::size_t at = key_slot(key, mask);
     while (key_slots_[at].round == key_round_ && key_slots_[at].key != key) at = (at + 1) & mask;
     return key_slots_[at];
   };

@@ -342,6 +342,8 @@ class Scheduler {
   void file_key(const Entry& e);
   void unfile_key(const Entry& e);
   void refile_batch(std::uint64_t epoch);
+  struct BatchKey;
+  BatchKey& batch_key(std::uint64_t key);
   // The twin classes of `entries` (0: none), each computed only where its key is shared.
   // True if any entry has a twin among them.
   template <class Entries>
