@@ -460,6 +460,32 @@ TEST_CASE("shutdown_clean judges an exit holding connections by what their clien
   CHECK(shutdown_clean(exits_holding(true, true)).held);
 }
 
+TEST_CASE("shutdown_clean counts what a target's exit loses on the connections any of its threads accepted") {
+  // A target's threads accept where they run (a Go program's goroutines run on any thread); the
+  // seam reports its shutdown, listener and loop_exit as worker 0's, and its process_exit ends
+  // every thread's connections.
+  auto exits = [](bool process_exit) {
+    Trace t = shut_down(false);
+    std::erase_if(t.events, [](const TraceEvent& e) { return std::holds_alternative<ev::Close>(e); });
+    for (TraceEvent& e : t.events) {
+      if (auto* a = std::get_if<ev::Accept>(&e); a != nullptr && a->client == 0) a->worker = 3;
+      if (auto* x = std::get_if<ev::LoopExit>(&e)) x->open_connections = 2;
+    }
+    t.events.insert(t.events.begin() + 2, ev::Send{Instant{0ms}, 0, "/"});
+    if (process_exit) {
+      auto at = std::find_if(t.events.begin(), t.events.end(),
+                             [](const TraceEvent& e) { return std::holds_alternative<ev::LoopExit>(e); });
+      t.events.insert(at + 1, ev::ProcessExit{Instant{2ms}, 0});
+    }
+    return t;
+  };
+  // A loop's exit alone leaves another worker's connections to it.
+  CHECK(shutdown_clean(exits(false)).held);
+  Verdict lost = shutdown_clean(exits(true));
+  CHECK_FALSE(lost.held);
+  CHECK(lost.detail.find("1 request(s) outstanding at an exit never answered") != std::string::npos);
+}
+
 TEST_CASE("shutdown_clean fails at an accept on the listener after it closed") {
   Trace t = shut_down(true);
   Verdict v = shutdown_clean(t);

@@ -1,7 +1,11 @@
 // The target's process: the seam takes over its start, runs the simulation with the program's
 // main() as the server's thread, and talks to loopsim over the descriptor it inherited
 // (target/target_wire.hpp). Without LOOPSIM_SEAM_FD the program just runs.
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -13,6 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "model/choice.hpp"
 #include "posix/seam.hpp"
@@ -30,6 +37,8 @@ namespace {
 namespace wire = sim::wire;
 
 int (*program_main)(int, char**, char**) = nullptr;
+// A program libc does not start is entered here (below).
+int enter_program(int argc, char** argv, char** envp);
 
 [[noreturn]] void leave(int status) {
   LOOPSIM_REAL(_exit)(status);
@@ -182,6 +191,9 @@ int host_main(int argc, char** argv, char** envp) {
     remove_variable("LOOPSIM_SEAM_WATCH_FD");
   }
   raise_descriptor_limit();
+  const char* trap = variable("LOOPSIM_TRAP");
+  const bool trap_wanted = trap == nullptr || std::strcmp(trap, "off") != 0;
+  remove_variable("LOOPSIM_TRAP");
 
   std::optional<std::string> start = start_message(host);
   if (!start) leave(2);
@@ -200,6 +212,15 @@ int host_main(int argc, char** argv, char** envp) {
     sim::Scenario scenario = sim::parse_scenario(text, file);
     // Positions in the user's file, not in the text above (target/target.cpp).
     scenario.where = nlohmann::json::parse(where).get<std::map<std::string, std::string>>();
+    // The program's own system calls, trapped before its first (posix/interpose_trap.cpp).
+    if (trap_wanted) {
+      if (const std::string why = install_trap(program_main == enter_program); !why.empty()) {
+        fail(host, wire::Failure::bad_input,
+             scenario.position_of({"target.exec"}) + ": the seam cannot trap the system calls the program makes "
+             "itself, outside libc: " + why + ". LOOPSIM_TRAP=off runs it without the trap, where such calls reach "
+             "Linux unseen (docs/targets.md)");
+      }
+    }
     Seam* seam = nullptr;
     sim::ServerFactories servers;  // this process's program, made by the World that runs it
     servers.foreign = [&](const sim::Scenario& s) {
@@ -247,7 +268,151 @@ int host_main(int argc, char** argv, char** envp) {
   leave(2);
 }
 
+// ---- a program that libc does not start (Go's runtime, linked with cgo) ----
+//
+// Such a program's entry point is its own: __libc_start_main is never called, and the seam
+// would never take its start. The seam's constructor puts a jump to the seam at the entry
+// point; once every constructor has run and the loader jumps there, the seam puts the
+// program's bytes back and runs host_main with a main() that enters the program at its entry
+// point, on the simulation's thread, with the stack Linux gives a new process (argc, argv, the
+// environment, the auxiliary vector) laid out anew there. Two entries of the auxiliary vector
+// differ from Linux's: no vDSO (AT_SYSINFO_EHDR), so that the program's clock reads are system
+// calls the trap serves in virtual time, and AT_RANDOM's 16 bytes come from the run's seed.
+
 }  // namespace
+}  // namespace loopsim::posix
+
+// Where the program's entry point jumps: %rsp as Linux left it (argc) is the argument, and the
+// stack is aligned for the call.
+extern "C" void loopsim_seam_entry();
+__asm__(".text\n"
+        ".type loopsim_seam_entry, @function\n"
+        "loopsim_seam_entry:\n"
+        "  mov %rsp, %rdi\n"
+        "  and $-16, %rsp\n"
+        "  call loopsim_seam_entered\n"
+        "  ud2\n"
+        ".size loopsim_seam_entry, . - loopsim_seam_entry\n");
+
+namespace loopsim::posix {
+namespace {
+
+// The auxiliary vector as Linux gave it, read before anything else runs.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> auxiliary;
+
+// Whether the program imports __libc_start_main, as every program libc starts does: the name
+// is in its dynamic string table.
+bool started_by_libc() {
+  bool found = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto& found = *static_cast<bool*>(data);
+        const char* strings = nullptr;
+        std::size_t size = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+          const auto* entry = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+          for (; entry->d_tag != DT_NULL; ++entry) {
+            if (entry->d_tag == DT_STRTAB) strings = reinterpret_cast<const char*>(entry->d_un.d_ptr);
+            if (entry->d_tag == DT_STRSZ) size = entry->d_un.d_val;
+          }
+        }
+        static constexpr std::string_view name = "__libc_start_main";
+        found = strings != nullptr && std::string_view(strings, size).find(name) != std::string_view::npos;
+        return 1;  // the first object is the program
+      },
+      &found);
+  return found;
+}
+
+[[noreturn]] void jump_to(std::uintptr_t stack, std::uintptr_t entry) {
+  // As the kernel starts a process: %rsp at argc, %rdx (a function for atexit) null.
+  __asm__ volatile("mov %0, %%rsp\n\txor %%edx, %%edx\n\txor %%ebp, %%ebp\n\tjmp *%1\n"
+                   :
+                   : "c"(stack), "a"(entry)
+                   : "memory");
+  __builtin_unreachable();
+}
+
+int enter_program(int argc, char** argv, char** envp) {
+  static unsigned char random[16];
+  ::getrandom(random, sizeof random, 0);  // the seam's: from the run's seed
+  std::vector<std::uint64_t> words;
+  words.push_back(std::uint64_t(argc));
+  for (int i = 0; i < argc; ++i) words.push_back(reinterpret_cast<std::uint64_t>(argv[i]));
+  words.push_back(0);
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) words.push_back(reinterpret_cast<std::uint64_t>(*e));
+  words.push_back(0);
+  std::uint64_t entry = 0;
+  for (const auto& [type, value] : auxiliary) {
+    if (type == AT_NULL || type == AT_SYSINFO_EHDR) continue;
+    if (type == AT_ENTRY) entry = value;
+    words.push_back(type);
+    words.push_back(type == AT_RANDOM ? reinterpret_cast<std::uint64_t>(random) : value);
+  }
+  words.push_back(AT_NULL);
+  words.push_back(0);
+  LOOPSIM_ASSERT(entry != 0);  // Linux always gives AT_ENTRY
+  // Well below this frame, on the same stack, 16-byte aligned as Linux leaves it.
+  std::uintptr_t stack = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - 65536;
+  stack = (stack - words.size() * sizeof(std::uint64_t)) & ~std::uintptr_t(15);
+  std::memcpy(reinterpret_cast<void*>(stack), words.data(), words.size() * sizeof(std::uint64_t));
+  std::vector<std::uint64_t>().swap(words);  // nothing of this frame is left to free
+  jump_to(stack, entry);
+}
+
+// The program's first bytes, at its entry point, while the seam's jump stands there.
+constexpr std::size_t jump_size = 12;  // movabs $to, %rax; jmp *%rax
+unsigned char entry_bytes[jump_size];
+
+// The entry point's page made writable, or back to what a program's code is. Where it cannot
+// be, the program cannot be started under the seam: it says so on stderr, which the run's error
+// quotes, and ends.
+void protect_entry(std::uintptr_t entry, int protection) {
+  const std::uintptr_t page = entry & ~std::uintptr_t(4095);
+  if (LOOPSIM_REAL(mprotect)(reinterpret_cast<void*>(page), entry + jump_size - page, protection) == 0) return;
+  static const char text[] = "loopsim seam: cannot change the protection of the program's entry point\n";
+  LOOPSIM_REAL(write)(2, text, sizeof text - 1);
+  leave(2);
+}
+
+// A constructor runs before the program's entry point. For a program libc starts it does
+// nothing: __libc_start_main (below) takes the start. Else it puts the jump at the entry point
+// (the constructors of the objects the loader runs after this one's still run before it).
+__attribute__((constructor)) void take_start() {
+  if (variable("LOOPSIM_SEAM_FD") == nullptr || started_by_libc()) return;
+  for (unsigned long type = 1; type < 64; ++type) {
+    errno = 0;
+    const unsigned long value = ::getauxval(type);
+    if (value != 0 || errno == 0) auxiliary.emplace_back(type, value);
+  }
+  const std::uintptr_t entry = ::getauxval(AT_ENTRY);
+  auto* at = reinterpret_cast<unsigned char*>(entry);
+  std::memcpy(entry_bytes, at, jump_size);
+  protect_entry(entry, PROT_READ | PROT_WRITE | PROT_EXEC);
+  const auto to = reinterpret_cast<std::uint64_t>(&loopsim_seam_entry);
+  at[0] = 0x48;
+  at[1] = 0xb8;
+  std::memcpy(at + 2, &to, sizeof to);
+  at[10] = 0xff;
+  at[11] = 0xe0;
+  protect_entry(entry, PROT_READ | PROT_EXEC);
+}
+
+}  // namespace
+
+// The jump's end: the stack as Linux left it at the entry point, argc first.
+extern "C" [[noreturn]] __attribute__((visibility("hidden"), used)) void loopsim_seam_entered(std::uint64_t* stack) {
+  const std::uintptr_t entry = ::getauxval(AT_ENTRY);
+  protect_entry(entry, PROT_READ | PROT_WRITE | PROT_EXEC);
+  std::memcpy(reinterpret_cast<void*>(entry), entry_bytes, jump_size);
+  protect_entry(entry, PROT_READ | PROT_EXEC);
+  __builtin___clear_cache(reinterpret_cast<char*>(entry), reinterpret_cast<char*>(entry + jump_size));
+  const int argc = int(stack[0]);
+  char** argv = reinterpret_cast<char**>(stack + 1);
+  program_main = enter_program;
+  leave(host_main(argc, argv, argv + argc + 1));
+}
 
 std::vector<std::string> handover_environment() {
   const int start = ::memfd_create("loopsim-start", 0);

@@ -681,46 +681,7 @@ SEAM_EXPORT long syscall(long number, ...) noexcept {
   long a[6];
   for (long& v : a) v = va_arg(ap, long);
   va_end(ap);
-  if (current != nullptr && current->active()) {
-    switch (number) {
-      case SYS_io_uring_setup:
-      case SYS_io_uring_enter:
-      case SYS_io_uring_register:
-        errno = ENOSYS;  // the probe of libuv >= 1.45 falls back to epoll
-        return -1;
-      case SYS_close: return close(int(a[0]));
-      case SYS_read: return read(int(a[0]), reinterpret_cast<void*>(a[1]), size_t(a[2]));
-      case SYS_write: return write(int(a[0]), reinterpret_cast<const void*>(a[1]), size_t(a[2]));
-      case SYS_accept4:
-        return accept4(int(a[0]), reinterpret_cast<sockaddr*>(a[1]), reinterpret_cast<socklen_t*>(a[2]), int(a[3]));
-      case SYS_epoll_wait:
-        return epoll_wait(int(a[0]), reinterpret_cast<epoll_event*>(a[1]), int(a[2]), int(a[3]));
-      case SYS_epoll_pwait:
-        return epoll_pwait(int(a[0]), reinterpret_cast<epoll_event*>(a[1]), int(a[2]), int(a[3]),
-                           reinterpret_cast<const sigset_t*>(a[4]));
-      case SYS_epoll_ctl:
-        return epoll_ctl(int(a[0]), int(a[1]), int(a[2]), reinterpret_cast<epoll_event*>(a[3]));
-      case SYS_clock_gettime:
-        return clock_gettime(clockid_t(a[0]), reinterpret_cast<timespec*>(a[1]));
-      case SYS_futex:
-        if (making()) return futex_call(a);
-        break;
-      case SYS_getrandom:
-        if (making()) return random_into(reinterpret_cast<void*>(a[0]), size_t(a[1]));
-        break;
-      case SYS_fork: refuse_process("syscall(SYS_fork)"); break;
-      case SYS_vfork: refuse_process("syscall(SYS_vfork)"); break;
-      case SYS_clone:
-        if (makes_process(static_cast<unsigned long>(a[0]))) refuse_process("syscall(SYS_clone)");
-        break;
-      case SYS_clone3:
-        // struct clone_args begins with its flags (a __u64).
-        if (a[0] == 0 || makes_process(*reinterpret_cast<const std::uint64_t*>(a[0]))) refuse_process("syscall(SYS_clone3)");
-        break;
-      default: break;
-    }
-  }
-  return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  return loopsim::posix::calls::system_call(number, a, false);
 }
 
 // ---- randomness: the scenario's seed, not the machine's entropy ----
@@ -894,3 +855,105 @@ SEAM_EXPORT void _Exit(int status) noexcept {
   LOOPSIM_REAL(_Exit)(status);
   __builtin_unreachable();
 }
+
+// ---- a system call by number: syscall(), and those the trap catches (posix/interpose_trap.cpp) ----
+
+namespace loopsim::posix::calls {
+
+template <typename T>
+T* pointer(long value) {
+  return reinterpret_cast<T*>(value);
+}
+
+long system_call(long number, const long* a, bool own) noexcept {
+  if (current == nullptr || !current->active()) return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  const int fd = int(a[0]);
+  switch (number) {
+    case SYS_io_uring_setup:
+    case SYS_io_uring_enter:
+    case SYS_io_uring_register:
+      errno = ENOSYS;  // the probe of libuv >= 1.45 falls back to epoll
+      return -1;
+    // Descriptors and their bytes. A real file takes a simulated number too, as libc's opens do.
+    case SYS_open: return ::open(pointer<const char>(a[0]), int(a[1]), mode_t(a[2]));
+    case SYS_openat: return ::openat(fd, pointer<const char>(a[1]), int(a[2]), mode_t(a[3]));
+    case SYS_close: return ::close(fd);
+    case SYS_read: return ::read(fd, pointer<void>(a[1]), size_t(a[2]));
+    case SYS_write: return ::write(fd, pointer<const void>(a[1]), size_t(a[2]));
+    case SYS_readv: return ::readv(fd, pointer<const iovec>(a[1]), int(a[2]));
+    case SYS_writev: return ::writev(fd, pointer<const iovec>(a[1]), int(a[2]));
+    case SYS_dup: return ::dup(fd);
+    case SYS_dup2: return ::dup2(fd, int(a[1]));
+    case SYS_dup3: return ::dup3(fd, int(a[1]), int(a[2]));
+    case SYS_fcntl: return ::fcntl(fd, int(a[1]), a[2]);
+    case SYS_ioctl: return ::ioctl(fd, static_cast<unsigned long>(a[1]), a[2]);
+    case SYS_pipe: return ::pipe(pointer<int>(a[0]));
+    case SYS_pipe2: return ::pipe2(pointer<int>(a[0]), int(a[1]));
+    case SYS_eventfd: return ::eventfd(unsigned(a[0]), 0);
+    case SYS_eventfd2: return ::eventfd(unsigned(a[0]), int(a[1]));
+    case SYS_sendfile: return ::sendfile(fd, int(a[1]), pointer<off_t>(a[2]), size_t(a[3]));
+    // Sockets.
+    case SYS_socket: return ::socket(fd, int(a[1]), int(a[2]));
+    case SYS_socketpair: return ::socketpair(fd, int(a[1]), int(a[2]), pointer<int>(a[3]));
+    case SYS_bind: return ::bind(fd, pointer<const sockaddr>(a[1]), socklen_t(a[2]));
+    case SYS_listen: return ::listen(fd, int(a[1]));
+    case SYS_accept: return ::accept(fd, pointer<sockaddr>(a[1]), pointer<socklen_t>(a[2]));
+    case SYS_accept4: return ::accept4(fd, pointer<sockaddr>(a[1]), pointer<socklen_t>(a[2]), int(a[3]));
+    case SYS_connect: return ::connect(fd, pointer<const sockaddr>(a[1]), socklen_t(a[2]));
+    case SYS_setsockopt: return ::setsockopt(fd, int(a[1]), int(a[2]), pointer<const void>(a[3]), socklen_t(a[4]));
+    case SYS_getsockopt: return ::getsockopt(fd, int(a[1]), int(a[2]), pointer<void>(a[3]), pointer<socklen_t>(a[4]));
+    case SYS_getsockname: return ::getsockname(fd, pointer<sockaddr>(a[1]), pointer<socklen_t>(a[2]));
+    case SYS_getpeername: return ::getpeername(fd, pointer<sockaddr>(a[1]), pointer<socklen_t>(a[2]));
+    case SYS_shutdown: return ::shutdown(fd, int(a[1]));
+    case SYS_recvfrom:
+      return ::recvfrom(fd, pointer<void>(a[1]), size_t(a[2]), int(a[3]), pointer<sockaddr>(a[4]), pointer<socklen_t>(a[5]));
+    case SYS_sendto:
+      return ::sendto(fd, pointer<const void>(a[1]), size_t(a[2]), int(a[3]), pointer<const sockaddr>(a[4]), socklen_t(a[5]));
+    case SYS_recvmsg: return ::recvmsg(fd, pointer<msghdr>(a[1]), int(a[2]));
+    case SYS_sendmsg: return ::sendmsg(fd, pointer<const msghdr>(a[1]), int(a[2]));
+    // Readiness.
+    case SYS_epoll_create: return ::epoll_create(fd);
+    case SYS_epoll_create1: return ::epoll_create1(fd);
+    case SYS_epoll_ctl: return ::epoll_ctl(fd, int(a[1]), int(a[2]), pointer<epoll_event>(a[3]));
+    case SYS_epoll_wait: return ::epoll_wait(fd, pointer<epoll_event>(a[1]), int(a[2]), int(a[3]));
+    case SYS_epoll_pwait: return ::epoll_pwait(fd, pointer<epoll_event>(a[1]), int(a[2]), int(a[3]), pointer<const sigset_t>(a[4]));
+    case SYS_poll: return ::poll(pointer<pollfd>(a[0]), nfds_t(a[1]), int(a[2]));
+    case SYS_ppoll: return ::ppoll(pointer<pollfd>(a[0]), nfds_t(a[1]), pointer<const timespec>(a[2]), pointer<const sigset_t>(a[3]));
+    case SYS_select:
+      return ::select(fd, pointer<fd_set>(a[1]), pointer<fd_set>(a[2]), pointer<fd_set>(a[3]), pointer<timeval>(a[4]));
+    // Time: the virtual clocks. clock_nanosleep's error is its result, as the system call's is.
+    case SYS_clock_gettime: return ::clock_gettime(clockid_t(a[0]), pointer<timespec>(a[1]));
+    case SYS_gettimeofday: return ::gettimeofday(pointer<timeval>(a[0]), pointer<void>(a[1]));
+    case SYS_time: return ::time(pointer<time_t>(a[0]));
+    case SYS_nanosleep: return ::nanosleep(pointer<const timespec>(a[0]), pointer<timespec>(a[1]));
+    case SYS_clock_nanosleep: {
+      const int error = ::clock_nanosleep(clockid_t(a[0]), int(a[1]), pointer<const timespec>(a[2]), pointer<timespec>(a[3]));
+      if (error == 0) return 0;
+      errno = error;
+      return -1;
+    }
+    case SYS_futex:
+      if (making()) return futex_call(a);
+      break;
+    case SYS_getrandom:
+      if (making()) return random_into(pointer<void>(a[0]), size_t(a[1]));
+      break;
+    case SYS_exit_group: ::_exit(fd);
+    // Processes: those libc's calls make are served; a bare system call that makes one is not.
+    case SYS_fork: refuse_process(own ? "fork (its own system call)" : "syscall(SYS_fork)"); break;
+    case SYS_vfork: refuse_process(own ? "vfork (its own system call)" : "syscall(SYS_vfork)"); break;
+    case SYS_clone:
+      if (makes_process(static_cast<unsigned long>(a[0]))) refuse_process(own ? "clone (its own system call)" : "syscall(SYS_clone)");
+      break;
+    case SYS_clone3:
+      // struct clone_args begins with its flags (a __u64).
+      if (a[0] == 0 || makes_process(*pointer<const std::uint64_t>(a[0]))) {
+        refuse_process(own ? "clone3 (its own system call)" : "syscall(SYS_clone3)");
+      }
+      break;
+    default: break;
+  }
+  return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+}  // namespace loopsim::posix::calls

@@ -115,6 +115,12 @@ inline Instant deadline_of(clockid_t clock, const timespec& at) {
   return current->now() + (from_timespec(at) - Duration(virtual_ns(clock)));
 }
 
+// A system call by its number, with its six arguments, as syscall(3) makes it: routed to the
+// interposer of the same name where the seam serves it, to libc's syscall() where not. libc's
+// result (-1 and errno on failure). For syscall() itself, and for the calls the trap catches
+// (posix/interpose_trap.cpp): `own` says the program made it itself, for the refusals' names.
+long system_call(long number, const long* arguments, bool own) noexcept;
+
 // syscall(SYS_futex, ...) from a target's thread: its waits and wakes in virtual time
 // (posix/interpose_threads.cpp).
 long futex_call(const long* arguments);

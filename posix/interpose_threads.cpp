@@ -408,7 +408,7 @@ long loopsim::posix::calls::futex_call(const long* a) {
         deadline = op == FUTEX_WAIT ? current->now() + from_timespec(limit)
                                     : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, limit);
       }
-      return served("futex(FUTEX_WAIT)", [&] { return current->wait_on(word, deadline); });
+      return served("futex(FUTEX_WAIT)", [&] { return current->wait_on(word, deadline, true); });
     }
     case FUTEX_WAKE:
     case FUTEX_WAKE_BITSET:
@@ -426,14 +426,39 @@ long loopsim::posix::calls::futex_call(const long* a) {
 // ---- signals: the dispositions of those a scenario can send (posix/signals.cpp) ----
 
 SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sigaction* old) noexcept {
+  if (loopsim::posix::trap_keeps(signal)) return int(loopsim::posix::kept_action(signal, action, old));
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
-  // The seam's own, as glibc keeps SIGRTMIN's first two: EINVAL, as glibc says of those.
-  if (current != nullptr && signal == loopsim::posix::preempt_signal() && action != nullptr) return int(result(-EINVAL));
+  // The seam's own: the program's action is kept, and answered, but never installed. (EINVAL, as
+  // glibc answers for SIGRTMIN's first two, ends a Go program, which sets one for every signal.)
+  if (current != nullptr && signal == loopsim::posix::preempt_signal()) {
+    static struct sigaction kept = [] {
+      struct sigaction a{};
+      a.sa_handler = SIG_DFL;
+      return a;
+    }();
+    if (old != nullptr) *old = kept;
+    if (action != nullptr) kept = *action;
+    return 0;
+  }
+  // A handler's mask never blocks SIGSYS once the trap is installed (above): Go's block every
+  // signal, and make system calls the trap serves.
+  if (action != nullptr && loopsim::posix::trap_installed() && sigismember(&action->sa_mask, SIGSYS) == 1) {
+    struct sigaction copy = *action;
+    sigdelset(&copy.sa_mask, SIGSYS);
+    return LOOPSIM_REAL(sigaction)(signal, &copy, old);
+  }
   return LOOPSIM_REAL(sigaction)(signal, action, old);
 }
 
 // signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted.
 SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
+  if (loopsim::posix::trap_keeps(signal)) {
+    struct sigaction action{}, old{};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    loopsim::posix::kept_action(signal, &action, &old);
+    return old.sa_handler;
+  }
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) {
     struct sigaction action{}, old{};
     action.sa_handler = handler;
@@ -459,11 +484,14 @@ int masked(int rc, bool main) {
 }
 }  // namespace
 
-// The preemption signal is never blocked: a thread that spins must hear it.
+// The preemption signal is never blocked: a thread that spins must hear it. Nor is SIGSYS once
+// the trap is installed: a trapped call with SIGSYS blocked ends the process (Linux's
+// force_sig_seccomp).
 const sigset_t* unblocking_preemption(int how, const sigset_t* set, sigset_t& copy) {
   if (set == nullptr || current == nullptr || how == SIG_UNBLOCK) return set;
   copy = *set;
   sigdelset(&copy, loopsim::posix::preempt_signal());
+  if (loopsim::posix::trap_installed()) sigdelset(&copy, SIGSYS);
   return &copy;
 }
 

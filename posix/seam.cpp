@@ -467,7 +467,9 @@ long Seam::release(int fd, bool placeholder) {
   } else if (f.sim >= 0) {
     if (f.kind == Kind::listener && f.sim == listener_) {
       listener_ = -1;
-      trace_->events.push_back(sim::ev::ListenerClosed{now(), worker()});
+      // The process's listener, whichever of its threads closes it (a Go program's goroutine
+      // may run on any): worker 0's, as its shutdown_begin and loop_exit are.
+      trace_->events.push_back(sim::ev::ListenerClosed{now(), 0});
     }
     rc = kernel_->close(f.sim);
   }

@@ -44,6 +44,16 @@ namespace loopsim::posix {
 // The libc function the seam stands in front of.
 void* real_symbol(const char* name);
 
+// The trap (posix/interpose_trap.cpp): the program's own system calls, served as libc's are,
+// and rdtsc answered in virtual time (`trap_tsc`: for a program libc does not start).
+// install_trap() returns why it could not install, or nothing. The trap keeps SIGSYS (and SIGSEGV, for rdtsc) for itself: trap_keeps says which,
+// and kept_action is sigaction(2) for them, which keeps the program's action apart from the
+// seam's and passes on to it what is not the trap's.
+std::string install_trap(bool trap_tsc);
+bool trap_installed();
+bool trap_keeps(int signal);
+long kept_action(int signal, const struct sigaction* action, struct sigaction* old);
+
 // A symbol's name as a template argument, so that each one is looked up once.
 template <std::size_t N>
 struct Name {
@@ -181,8 +191,10 @@ class Seam final : public sim::ForeignServer {
   TargetThread* thread_of(pthread_t thread);
   long join(TargetThread& thread, void** value);
   // The running simulated thread waits on `address` (a mutex's, a condition's, a futex word's)
-  // until woken or `deadline` (none: until woken): 0, or -ETIMEDOUT.
-  long wait_on(const void* address, std::optional<Instant> deadline);
+  // until woken or `deadline` (none: until woken): 0, or -ETIMEDOUT. An `interruptible` wait
+  // (a futex's) of main()'s also ends at a signal the seam would deliver: -EINTR, as Linux's
+  // FUTEX_WAIT (a mutex's or a join's is not: Linux goes on waiting after the handler).
+  long wait_on(const void* address, std::optional<Instant> deadline, bool interruptible = false);
   // Wakes up to `most` of the threads waiting on `address`, first come first woken; how many.
   int wake_on(const void* address, int most);
   bool awaited(const void* address) const;
@@ -387,6 +399,9 @@ class Seam final : public sim::ForeignServer {
   std::vector<std::unique_ptr<TargetThread>> threads_;  // in the order they were started
   // Who waits on each address, by ThreadId: looked up, never iterated.
   std::map<const void*, std::deque<model::ThreadId>> waiting_;
+  // main()'s futex wait, while it waits: its address, and whether a signal ended it.
+  std::optional<const void*> futex_wait_;
+  bool futex_interrupted_ = false;
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
   std::uint64_t blocked_ = 0;   // main()'s signal mask, for the seam's signals

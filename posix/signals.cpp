@@ -54,7 +54,15 @@ void Seam::post_signal(int signal) {
   if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
   pending_signals_ |= bit(signal);
   signals_changed();
-  if (deliverable() & bit(signal)) kernel_->interrupt(thread_);
+  if ((deliverable() & bit(signal)) != 0 && !kernel_->interrupt(thread_) && futex_wait_) {
+    // main() waits on a futex (a Go program's idle thread does): the wait ends EINTR.
+    auto it = waiting_.find(*futex_wait_);
+    LOOPSIM_ASSERT(it != waiting_.end());  // main() is in its queue while futex_wait_ is set
+    std::erase(it->second, thread_);
+    if (it->second.empty()) waiting_.erase(it);
+    futex_interrupted_ = true;
+    scheduler_->wake(thread_);
+  }
   for (const auto& [thread, awaited] : awaiting_) {
     if ((awaited & bit(signal)) != 0) kernel_->interrupt(thread);
   }
@@ -117,7 +125,16 @@ void Seam::deliver_signals() {
     if ((a.sa_flags & SA_NODEFER) == 0) blocked_ |= bit(signal);
     blocked_ |= simulated_bits(a.sa_mask);
     LOOPSIM_ASSERT(a.sa_handler != SIG_IGN && a.sa_handler != SIG_DFL);  // a handler of the program's
-    if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_flags & SA_ONSTACK) {
+      // A handler that asked for the alternate stack (every Go handler does, and reads the
+      // context the kernel gives) is run by the kernel: installed for the moment, and raised in
+      // this thread, which runs it as the tgkill returns.
+      struct sigaction kept{}, raised = a;
+      if (trap_installed()) sigdelset(&raised.sa_mask, SIGSYS);  // its system calls may be trapped
+      LOOPSIM_REAL(sigaction)(signal, &raised, &kept);
+      ::tgkill(::getpid(), ::gettid(), signal);
+      LOOPSIM_REAL(sigaction)(signal, &kept, nullptr);
+    } else if (a.sa_flags & SA_SIGINFO) {
       siginfo_t info;
       std::memset(&info, 0, sizeof info);
       info.si_signo = signal;

@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes (fuzz/), symbolized stacks
   libuv1-dev libevent-dev nginx-light python3  # the example targets (examples/), run on the seam
   redis-server memcached lighttpd nodejs mosquitto haproxy beanstalkd python3-tornado
+  golang-go  # the Go example (examples/go/), its runtime's own system calls served by the trap
   dpkg-dev file systemd man-db  # the package stage: dpkg-shlibdeps, CPack's ELF check, systemd-analyze, man
   jq  # the determinism stage reads each scenario's arms from loopsim run --json
 )

@@ -29,6 +29,18 @@ void ShutdownScan::step(std::size_t i, const TraceEvent& event) {
       lost_[client] = owed->second;
     }
     last_exit_ = x->t;
+    last_exit_worker_ = x->worker;
+  } else if (std::holds_alternative<ev::ProcessExit>(event) && last_exit_worker_) {
+    // A target's process ends every one of its threads' connections, whichever thread accepted
+    // them (a Go program's goroutines run on any): what they were owed is lost with the exit
+    // the seam reported just before (its loop_exit, worker 0's).
+    WorkerShutdown& w = workers_[*last_exit_worker_];
+    for (const auto& [client, worker] : held_) {
+      auto owed = owed_.find(client);
+      if (worker == *last_exit_worker_ || owed == owed_.end() || owed->second <= 0) continue;
+      ++w.owing_at_exit;
+      lost_[client] = owed->second;
+    }
   } else if (const auto* s = std::get_if<ev::Send>(&event)) {
     ++owed_[s->client];
   } else if (const auto* answer = std::get_if<ev::Answer>(&event)) {

@@ -75,6 +75,7 @@ class ShutdownScan {
   Breaches breaches_;
   std::optional<Instant> asked_;
   std::optional<Instant> last_exit_;
+  std::optional<int> last_exit_worker_;  // the worker of that loop_exit
 };
 
 }  // namespace loopsim::sim

@@ -27,6 +27,8 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "scenario/files.hpp"
@@ -175,6 +177,19 @@ void remove_group(pid_t leader) {
   }
 }
 
+// Whether an ELF program is Go's: its toolchain names a section .go.buildinfo.
+bool go_program(std::ifstream& in, const Elf64_Ehdr& header) {
+  if (header.e_shoff == 0 || header.e_shstrndx == SHN_UNDEF || header.e_shstrndx >= header.e_shnum) return false;
+  Elf64_Shdr names{};
+  in.clear();
+  in.seekg(std::streamoff(header.e_shoff + std::uint64_t(header.e_shstrndx) * header.e_shentsize));
+  if (!in.read(reinterpret_cast<char*>(&names), sizeof names) || names.sh_size > (1u << 20)) return false;
+  std::string table(names.sh_size, '\0');
+  in.seekg(std::streamoff(names.sh_offset));
+  if (!in.read(table.data(), std::streamsize(table.size()))) return false;
+  return table.find(std::string_view(".go.buildinfo\0", 14)) != std::string::npos;
+}
+
 // What keeps `program` from running under the seam, or empty. The seam is a preloaded library,
 // so the program must be dynamically linked: an ELF file with a program interpreter.
 std::string unfit_program(const std::string& program) {
@@ -190,6 +205,10 @@ std::string unfit_program(const std::string& program) {
     in.seekg(std::streamoff(header.e_phoff + std::uint64_t(i) * header.e_phentsize));
     if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) break;
     if (ph.p_type == PT_INTERP) return {};
+  }
+  if (go_program(in, header)) {
+    return "is statically linked, a Go program built without cgo: a preloaded library cannot reach its calls "
+           "(build it with CGO_ENABLED=1, and the seam runs it: docs/targets.md)";
   }
   return "is statically linked: a preloaded library cannot reach its calls (link it dynamically)";
 }

@@ -34,3 +34,8 @@ int entropy_mode(void);
 int fclosed_mode(void);
 int fortify_mode(void);
 int cond_clock_mode(int alone);
+
+/* posix/probe/raw_probe.c: a server whose system calls are its own, never libc's. */
+int raw_mode(int alone);
+/* bench/seam_overhead.sh: `count` clock reads, trapped ("raw") or interposed ("libc"). */
+int calls_mode(const char* how, long count);

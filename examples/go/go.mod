@@ -1,0 +1,3 @@
+module loopsim.example/gohttp
+
+go 1.19
