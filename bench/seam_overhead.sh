@@ -3,7 +3,11 @@
 # example (examples/libuv/uv_http.c, unmodified, under the POSIX seam) and by the built-in loop
 # in loopsim's own process, on the same scenario; and a threaded row: the same shape of
 # workload (10,000 "get" requests of memcached's text protocol) served by Debian's memcached
-# with four worker threads, whose every request crosses threads on the seam's baton.
+# with four worker threads, whose every request crosses threads on the seam's baton; a Go row:
+# the Go example (examples/go/go_http.go, cgo build), whose runtime makes every system call
+# itself, each one trapped (posix/interpose_trap.cpp); and the trap's own cost: 200,000 clock
+# reads by the program's own system call (trapped) against as many through libc (interposed),
+# and none, by the seam's probe.
 #
 #   bench/seam_overhead.sh [--runs R] [--loopsim PATH]
 #
@@ -38,8 +42,11 @@ printf 'name = "echo-seam"\nhorizon = "1s"\n\n[target]\nexec = ["uv_http", "--po
 gets=$(for k in $(seq 0 99); do printf '{ at = "%dms", bytes = "get key\\r\\n" }, ' $((10 + k)); done)
 printf 'name = "echo-threads"\nhorizon = "1s"\n\n[target]\nexec = ["memcached", "-p", "11311", "-l", "127.0.0.1", "-t", "4", "-U", "0", "-u", "root"]\nport = 11311\n\n[[clients]]\nname = "echo"\ncount = 100\nconnect_at = "10ms"\nkeep_alive = true\nframing = "terminator"\nterminator = "END\\r\\n"\nrequests = [ %s]\n\n[[expect]]\nproperty = "answered"\n' \
   "$gets" >"$work/echo-threads.toml"
+printf 'name = "echo-go"\nhorizon = "1s"\n\n[target]\nexec = ["go_http", "--port", "8080"]\nport = 8080\n\n%s' \
+  "$clients" >"$work/echo-go.toml"
 sides="builtin seam"
 command -v memcached >/dev/null && sides="$sides threads" || echo "seam_overhead: no memcached on PATH: the threaded row is left out" >&2
+[ -x "$root/build/examples/go_http" ] && sides="$sides go" || echo "seam_overhead: no build/examples/go_http: the Go row is left out" >&2
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -67,4 +74,33 @@ if [ -n "${wall[threads]:-}" ]; then
   calls=$(grep -o 'loopsim seam: [0-9]*' "$work/threads.base.stderr" | grep -o '[0-9]*$')
   printf 'ratio threads/builtin: %.2f (memcached -t 4; no target set)\n' "$(echo "${wall[threads]} / ${wall[builtin]}" | bc -l)"
   printf 'threads calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
+fi
+if [ -n "${wall[go]:-}" ]; then
+  calls=$(grep -o 'loopsim seam: [0-9]*' "$work/go.base.stderr" | grep -o '[0-9]*$')
+  printf 'ratio go/builtin: %.2f (Go net/http, every call trapped; no target set)\n' "$(echo "${wall[go]} / ${wall[builtin]}" | bc -l)"
+  printf 'go calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
+fi
+
+# The trap's cost a call: the probe reads the clock N times, trapped or through libc, or not at
+# all, then answers one request.
+probe="$root/build/probes/seam_probe_dynamic"
+if [ -x "$probe" ]; then
+  n=200000
+  declare -A call_wall
+  for how in none raw libc; do
+    count=$n
+    [ "$how" = none ] && count=0
+    printf 'name = "calls-%s"\nhorizon = "2s"\n\n[target]\nexec = ["%s", "clock-reads", "%s", "%d"]\nport = 8080\n\n[[clients]]\nname = "c"\nconnect_at = "10ms"\nrequests = [{ at = "10ms", path = "/" }]\n' \
+      "$how" "$probe" "$how" "$count" >"$work/calls-$how.toml"
+    times=()
+    for _ in $(seq "$runs"); do
+      start=$(date +%s%N)
+      "$loopsim" run "$work/calls-$how.toml" >/dev/null || { echo "seam_overhead: calls $how failed" >&2; exit 1; }
+      end=$(date +%s%N)
+      times+=($(( (end - start) / 1000 )))
+    done
+    call_wall[$how]=$(printf '%s\n' "${times[@]}" | median)
+  done
+  printf 'clock read, interposed (libc): %.0f ns a call\n' "$(echo "(${call_wall[libc]} - ${call_wall[none]}) * 1000 / $n" | bc -l)"
+  printf 'clock read, trapped (its own syscall): %.0f ns a call\n' "$(echo "(${call_wall[raw]} - ${call_wall[none]}) * 1000 / $n" | bc -l)"
 fi
