@@ -229,6 +229,32 @@ TEST_CASE("examples: redis exits at SIGTERM holding an idle client, which loses 
   CHECK(verdicts[2].detail.find("1 request(s) outstanding at an exit never answered") != std::string::npos);
 }
 
+TEST_CASE("examples: explore finds a Go handler that never answers, and its counterexample replays") {
+  // examples/go/go_http.go with --hold: /hold's handler blocks for ever, its keep-alive
+  // connection open and unanswered. Go's runtime makes every call itself: the trap serves them.
+  const std::string folder = loopsim::testing::temp_path("go-hold");
+  std::filesystem::create_directories(folder);
+  const std::string scenario = folder + "/go-hold.toml";
+  std::ofstream(scenario) << "name = \"go-hold\"\nhorizon = \"500ms\"\n[target]\nexec = [\"go_http\", \"--port\", "
+                             "\"8080\", \"--hold\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"10ms\"\n"
+                             "keep_alive = true\nrequests = [{ at = \"10ms\", path = \"/\" }, { at = \"20ms\", path = "
+                             "\"/hold\" }]\n[[expect]]\nproperty = \"answered\"\n";
+  const auto found = loopsim::testing::run_loopsim("explore " + scenario + " --out " + folder + "/out");
+  INFO(found.output);
+  REQUIRE(found.status == 1);
+  CHECK(found.output.find("never answered: \"/hold\"") != std::string::npos);
+  std::smatch replay;
+  REQUIRE(std::regex_search(found.output, replay, std::regex("replay: loopsim run (\\S+)")));
+  const auto replayed = loopsim::testing::run_loopsim("run " + replay[1].str());
+  INFO(replayed.output);
+  CHECK(replayed.status == 1);
+  // Without --hold the same scenario holds: the run is the handler's doing.
+  std::string text = file_text(scenario);
+  text.replace(text.find(", \"--hold\""), 10, "");
+  std::ofstream(scenario) << text;
+  CHECK(loopsim::testing::run_loopsim("run " + scenario).status == 0);
+}
+
 TEST_CASE("explore tries a target's thread interleavings within the preemption bound, and counts them") {
   const std::string file = loopsim::testing::temp_path("threads-explore") + ".toml";
   {
