@@ -4,6 +4,8 @@
 #include <chrono>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <signal.h>
 #include <chrono>
 #include <filesystem>
@@ -227,6 +229,27 @@ TEST_CASE("examples: redis exits at SIGTERM holding an idle client, which loses 
   CHECK(verdicts[2].detail.find("worker 0 exited holding 1 connection(s) owed an answer (and 1 idle connection(s)") !=
         std::string::npos);
   CHECK(verdicts[2].detail.find("1 request(s) outstanding at an exit never answered") != std::string::npos);
+}
+
+TEST_CASE("a silent target's threads are named by the call Linux holds them in") {
+  // Said when a target sends nothing for 120 s: a thread blocked in Linux's own call reached
+  // the kernel past the seam. A child of this test, asleep in Linux's clock_nanosleep.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const timespec day{86400, 0};
+    ::syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &day, nullptr);
+    ::_exit(0);
+  }
+  std::string seen;
+  for (int i = 0; i < 200 && seen.find("blocked") == std::string::npos; ++i) {  // until it sleeps
+    seen = sim::threads_seen(child);
+    ::usleep(10'000);
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  CHECK(seen == "0 running; blocked in 1 clock_nanosleep");
+  CHECK(sim::threads_seen(child).empty());  // gone: /proc says nothing
 }
 
 TEST_CASE("examples: explore finds a Go handler that never answers, and its counterexample replays") {

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -212,6 +214,54 @@ std::string unfit_program(const std::string& program) {
   }
   return "is statically linked: a preloaded library cannot reach its calls (link it dynamically)";
 }
+
+// x86-64's numbers of the calls a blocked server thread is likeliest to be in.
+std::string system_call_name(long number) {
+  static const std::map<long, const char*> names = {
+      {SYS_read, "read"}, {SYS_write, "write"}, {SYS_poll, "poll"}, {SYS_select, "select"},
+      {SYS_nanosleep, "nanosleep"}, {SYS_accept, "accept"}, {SYS_connect, "connect"},
+      {SYS_recvfrom, "recvfrom"}, {SYS_recvmsg, "recvmsg"}, {SYS_wait4, "wait4"}, {SYS_pause, "pause"},
+      {SYS_rt_sigsuspend, "rt_sigsuspend"}, {SYS_futex, "futex"}, {SYS_epoll_wait, "epoll_wait"},
+      {SYS_clock_nanosleep, "clock_nanosleep"}, {SYS_pselect6, "pselect6"}, {SYS_ppoll, "ppoll"},
+      {SYS_epoll_pwait, "epoll_pwait"}, {SYS_accept4, "accept4"}, {SYS_rt_sigtimedwait, "rt_sigtimedwait"},
+  };
+  auto it = names.find(number);
+  return it != names.end() ? it->second : "system call " + std::to_string(number);
+}
+
+}  // namespace
+
+std::string threads_seen(pid_t pid) {
+  std::error_code error;
+  std::map<std::string, int> blocked;  // by call, so that the text reads the same each time
+  int running = 0;
+  // Increments that fail (the process gone meanwhile) end the walk rather than throw.
+  std::filesystem::directory_iterator task("/proc/" + std::to_string(pid) + "/task", error), end;
+  for (; !error && task != end; task.increment(error)) {
+    std::ifstream in(task->path() / "syscall");
+    std::string first;
+    if (!(in >> first)) continue;
+    if (first == "running") {
+      ++running;
+    } else if (first != "-1" && std::all_of(first.begin(), first.end(), ::isdigit)) {
+      ++blocked[system_call_name(std::stol(first))];
+    }
+  }
+  if (running == 0 && blocked.empty()) return {};
+  std::string text = std::to_string(running) + " running";
+  const char* lead = "; blocked in ";
+  // The most common first; ties by name.
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [call, n] : blocked) order.emplace_back(-n, call);
+  std::sort(order.begin(), order.end());
+  for (const auto& [n, call] : order) {
+    text += lead + std::to_string(-n) + " " + call;
+    lead = ", ";
+  }
+  return text;
+}
+
+namespace {
 
 std::string output_for(const Scenario& scenario, const std::string& arm) {
   const std::string& prefix = scenario.target->output;
@@ -571,6 +621,21 @@ void TargetProcess::failed(const std::string& why) {
   throw ScenarioError(what, "its stderr is in " + output_ + ".stderr");
 }
 
+// A target that sent nothing for a long while: what its threads were doing then. One blocked in
+// Linux's own call is waiting where the seam never sees it; all of them running is a spin.
+std::string TargetProcess::silent_for_long() const {
+  std::string why = "it sent nothing for 120 s of wall time";
+  const std::string seen = threads_seen(pid_);
+  if (seen.empty()) return why + " (a spin that never calls the kernel?)";
+  why += "; its threads then: " + seen;
+  if (seen.find("blocked in") != std::string::npos) {
+    return why + " (a thread waiting for the seam's baton waits in futex; any other call named is Linux's own, "
+                 "which the program reached past the seam: where neither its interposers nor its trap see it, "
+                 "or with LOOPSIM_TRAP=off; docs/targets.md)";
+  }
+  return why + " (a spin that never calls the kernel?)";
+}
+
 wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
   // A program that spins without ever calling into the kernel stops virtual time, and sends
   // nothing: after this much wall time of silence the run is given up.
@@ -590,7 +655,7 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     watch_main(seen, since);
     if (p[0].revents == 0) {
       if (std::chrono::steady_clock::now() - heard >= std::chrono::milliseconds(silence_ms))
-        failed("it sent nothing for 120 s of wall time (a spin that never calls the kernel?)");
+        failed(silent_for_long());
       continue;
     }
     heard = std::chrono::steady_clock::now();

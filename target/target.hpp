@@ -56,6 +56,13 @@ inline constexpr Duration spin_cost = std::chrono::milliseconds(1);
 // That signal: glibc keeps SIGRTMIN's first two for itself.
 inline int preempt_signal() { return SIGRTMAX - 2; }
 
+// What a process's threads are doing, from /proc/PID/task/*/syscall: how many run, and in which
+// of Linux's system calls the others are blocked, by name, e.g. "1 running; 2 blocked in
+// futex, 1 in epoll_wait". Said when a target falls silent: a call Linux serves for real, where
+// the seam's never returns, means the program reached the kernel past the seam. Empty where
+// /proc does not say.
+std::string threads_seen(pid_t pid);
+
 struct MainWatch {
   std::atomic<std::uint64_t> runs{0};            // odd while main() runs the program's code
   std::atomic<std::int64_t> since_virtual_ns{0};  // virtual time when it last went in
@@ -108,6 +115,7 @@ class TargetProcess {
   bool local_ = false;
   [[noreturn]] void failed(const std::string& why);
   std::string last_stderr_line() const;
+  std::string silent_for_long() const;
 
   const Scenario& scenario_;
   pid_t pid_ = -1;
