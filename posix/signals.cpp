@@ -128,12 +128,17 @@ void Seam::deliver_signals() {
     if (a.sa_flags & SA_ONSTACK) {
       // A handler that asked for the alternate stack (every Go handler does, and reads the
       // context the kernel gives) is run by the kernel: installed for the moment, and raised in
-      // this thread, which runs it as the tgkill returns.
+      // this thread, which runs it as the tgkill returns. Where the thread's real mask blocks
+      // it (Go's runtime blocks signals in places of its own), it stays pending, and the
+      // handler stays installed for the kernel to run when the mask lets it go.
       struct sigaction kept{}, raised = a;
       if (trap_installed()) sigdelset(&raised.sa_mask, SIGSYS);  // its system calls may be trapped
       LOOPSIM_REAL(sigaction)(signal, &raised, &kept);
       ::tgkill(::getpid(), ::gettid(), signal);
-      LOOPSIM_REAL(sigaction)(signal, &kept, nullptr);
+      sigset_t waiting;
+      sigemptyset(&waiting);
+      LOOPSIM_REAL(sigpending)(&waiting);
+      if (sigismember(&waiting, signal) != 1) LOOPSIM_REAL(sigaction)(signal, &kept, nullptr);
     } else if (a.sa_flags & SA_SIGINFO) {
       siginfo_t info;
       std::memset(&info, 0, sizeof info);
