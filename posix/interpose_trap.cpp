@@ -148,6 +148,14 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
   next &= ~(bit(SIGSYS) | bit(SIGKILL) | bit(SIGSTOP) | bit(preempt_signal()));
   if (a[2] != 0) std::memcpy(reinterpret_cast<void*>(a[2]), &now, sizeof now);
   std::memcpy(&mask, &next, sizeof next);
+  // main()'s mask is also the seam's for a scenario's signals, as its libc calls keep it: one
+  // it now lets go is delivered before the call returns, as Linux delivers it.
+  if (calls::making() && this_thread() == nullptr) {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    std::memcpy(&blocked, &next, sizeof next);
+    current->on_engine([&] { current->mask_changed(blocked); });
+  }
   return 0;
 }
 

@@ -87,6 +87,26 @@ TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the proces
   CHECK(result.stats.exit_signal == SIGALRM);
 }
 
+TEST_CASE("seam: a signal an SA_ONSTACK handler takes waits, pending, while the program's own mask blocks it") {
+#if defined(__x86_64__)
+  // Such a handler is run by the kernel (Go's read its context). The program blocks SIGTERM with
+  // its own rt_sigprocmask, which the trap serves: the wait is not cut short, and the signal is
+  // raised as the unblocking returns, while the real mask still blocks it until the kernel puts
+  // the new one in place. It once stayed pending there under the seam's disposition, SIG_DFL, and
+  // ended the program.
+  const std::string prefix = temp_path("seam-onstack");
+  sim::Scenario s = sim::parse_scenario(
+      "name = \"onstack\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +
+          "/seam_probe_dynamic\", \"onstack\"]\nport = 8080\n[[clients]]\nname = \"c\"\nconnect_at = \"600ms\"\n"
+          "[[actions]]\nkind = \"signal\"\nsignal = \"SIGTERM\"\nat = \"100ms\"\n",
+      "onstack.toml");
+  const sim::RunResult r = sim::run(writing_to(s, prefix));
+  CHECK(file_text(prefix + ".base.stdout") == "wait 0 ok, handled 0 while blocked\nhandled 1 once unblocked\n");
+  REQUIRE(r.stats.exit_status);
+  CHECK(*r.stats.exit_status == 0);
+#endif
+}
+
 TEST_CASE("seam: one shutdown begins for each signal sent, though its handler raises it again to die of it") {
   sim::Scenario with_signal = sim::parse_scenario(
       "name = \"reraise\"\nhorizon = \"1s\"\n[target]\nexec = [\"" + probes +

@@ -37,5 +37,7 @@ int cond_clock_mode(int alone);
 
 /* posix/probe/raw_probe.c: a server whose system calls are its own, never libc's. */
 int raw_mode(int alone);
+/* A SIGTERM handler with SA_ONSTACK, the signal blocked by a raw rt_sigprocmask. */
+int onstack_mode(void);
 /* bench/seam_overhead.sh: `count` clock reads, trapped ("raw") or interposed ("libc"). */
 int calls_mode(const char* how, long count);

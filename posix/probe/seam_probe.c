@@ -578,6 +578,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
   if (strcmp(what, "raw") == 0) return raw_mode(alone);
+  if (strcmp(what, "onstack") == 0) return onstack_mode();
   if (strcmp(what, "clock-reads") == 0) return calls_mode(argc > 2 ? argv[2] : "", argc > 3 ? atol(argv[3]) : 0);
   if (strcmp(what, "entropy") == 0) return entropy_mode();
   if (strcmp(what, "fclosed") == 0) return fclosed_mode();
