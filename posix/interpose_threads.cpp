@@ -426,20 +426,11 @@ long loopsim::posix::calls::futex_call(const long* a) {
 // ---- signals: the dispositions of those a scenario can send (posix/signals.cpp) ----
 
 SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sigaction* old) noexcept {
-  if (loopsim::posix::trap_keeps(signal)) return int(loopsim::posix::kept_action(signal, action, old));
+  // The seam's own (posix/seam.hpp): the program's action is kept, and answered, but never
+  // installed. (EINVAL for the preemption signal, as glibc answers for SIGRTMIN's first two,
+  // ends a Go program, which sets one for every signal.)
+  if (loopsim::posix::seam_keeps(signal)) return int(loopsim::posix::kept_action(signal, action, old));
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
-  // The seam's own: the program's action is kept, and answered, but never installed. (EINVAL, as
-  // glibc answers for SIGRTMIN's first two, ends a Go program, which sets one for every signal.)
-  if (current != nullptr && signal == loopsim::posix::preempt_signal()) {
-    static struct sigaction kept = [] {
-      struct sigaction a{};
-      a.sa_handler = SIG_DFL;
-      return a;
-    }();
-    if (old != nullptr) *old = kept;
-    if (action != nullptr) kept = *action;
-    return 0;
-  }
   // A handler's mask never blocks SIGSYS once the trap is installed (above): Go's block every
   // signal, and make system calls the trap serves.
   if (action != nullptr && loopsim::posix::trap_installed() && sigismember(&action->sa_mask, SIGSYS) == 1) {
@@ -450,20 +441,14 @@ SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sig
   return LOOPSIM_REAL(sigaction)(signal, action, old);
 }
 
-// signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted.
+// signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted. A signal the
+// seam keeps or simulates goes through sigaction above.
 SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
-  if (loopsim::posix::trap_keeps(signal)) {
+  if (loopsim::posix::seam_keeps(signal) || (making() && loopsim::posix::Seam::simulated_signal(signal))) {
     struct sigaction action{}, old{};
     action.sa_handler = handler;
     action.sa_flags = SA_RESTART;
-    loopsim::posix::kept_action(signal, &action, &old);
-    return old.sa_handler;
-  }
-  if (making() && loopsim::posix::Seam::simulated_signal(signal)) {
-    struct sigaction action{}, old{};
-    action.sa_handler = handler;
-    action.sa_flags = SA_RESTART;
-    current->sigaction(signal, &action, &old);
+    sigaction(signal, &action, &old);
     return old.sa_handler;
   }
   return LOOPSIM_REAL(signal)(signal, handler);

@@ -86,8 +86,8 @@ static_assert(std::size(trapped_calls) < 250, "a filter's jumps reach 255 instru
 bool installed = false;
 bool tsc_trapped = false;  // rdtsc faults (PR_TSC_SIGSEGV), and is answered in virtual time
 
-// The program's own actions for the signals the trap takes: the seam's handlers stay installed,
-// and pass on what is not theirs.
+// The program's own actions for the signals the seam keeps for itself: the seam's handlers stay
+// installed, and the trap's pass on what is not theirs.
 struct sigaction default_action() {
   struct sigaction a{};
   a.sa_handler = SIG_DFL;
@@ -95,6 +95,15 @@ struct sigaction default_action() {
 }
 struct sigaction program_sigsys = default_action();
 struct sigaction program_sigsegv = default_action();
+struct sigaction program_preempt = default_action();
+
+// Where the program's action for `signal` is kept, if the seam keeps that signal now.
+struct sigaction* kept_slot(int signal) {
+  if (signal == SIGSYS && installed) return &program_sigsys;
+  if (signal == SIGSEGV && tsc_trapped) return &program_sigsegv;
+  if (signal == preempt_signal() && current != nullptr) return &program_preempt;
+  return nullptr;
+}
 
 // The kernel's struct sigaction (rt_sigaction's), not libc's.
 struct KernelAction {
@@ -159,9 +168,10 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
   return 0;
 }
 
-// A trapped call's result, as the kernel returns it.
-long trapped_call(int number, const long* a) {
+// A trapped call's result, as the kernel returns it. `mask` is the one the thread returns to.
+long trapped_call(int number, const long* a, sigset_t& mask) {
   if (number == SYS_rt_sigaction) return kernel_sigaction(a);
+  if (number == SYS_rt_sigprocmask) return kernel_sigprocmask(mask, a);
   // A thread's clone cannot be made from a signal handler: the new thread would return into
   // the handler's frame on the stack the call gave it.
   std::uint64_t flags = static_cast<unsigned long>(a[0]);  // clone's; clone3's struct begins with them
@@ -249,12 +259,13 @@ thread_local TrapStack trap_stack;
 struct Call {
   int number;
   const long* arguments;
+  sigset_t* mask;  // the context's: the mask the thread returns to
   long rc;
 };
 
 void serve(void* call) {
   auto& c = *static_cast<Call*>(call);
-  c.rc = trapped_call(c.number, c.arguments);
+  c.rc = trapped_call(c.number, c.arguments, *c.mask);
 }
 
 // On the trap stack: it becomes the alternate one (allowed, as this thread is not on the
@@ -295,16 +306,12 @@ void on_sigsys(int signal, siginfo_t* info, void* context) {
     pass_on(program_sigsys, signal, info, context);
     return;
   }
-  greg_t* registers = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
+  auto* interrupted = static_cast<ucontext_t*>(context);
+  greg_t* registers = interrupted->uc_mcontext.gregs;
   const long a[6] = {registers[REG_RDI], registers[REG_RSI], registers[REG_RDX],
                      registers[REG_R10], registers[REG_R8],  registers[REG_R9]};
   const int saved = errno;  // the program's: a system call never touches it
-  if (info->si_syscall == SYS_rt_sigprocmask) {
-    registers[REG_RAX] = kernel_sigprocmask(static_cast<ucontext_t*>(context)->uc_sigmask, a);
-    errno = saved;
-    return;
-  }
-  Call call{info->si_syscall, a, 0};
+  Call call{info->si_syscall, a, &interrupted->uc_sigmask, 0};
   serve_on_trap_stack(call);
   registers[REG_RAX] = call.rc;
   errno = saved;
@@ -389,10 +396,12 @@ std::string install_trap(bool trap_tsc) {
 
 bool trap_installed() { return installed; }
 
-bool trap_keeps(int signal) { return (signal == SIGSYS && installed) || (signal == SIGSEGV && tsc_trapped); }
+bool seam_keeps(int signal) { return kept_slot(signal) != nullptr; }
 
 long kept_action(int signal, const struct sigaction* action, struct sigaction* old) {
-  struct sigaction& theirs = signal == SIGSYS ? program_sigsys : program_sigsegv;
+  struct sigaction* slot = kept_slot(signal);
+  LOOPSIM_ASSERT(slot != nullptr);  // called only for a signal seam_keeps
+  struct sigaction& theirs = *slot;
   if (old != nullptr) *old = theirs;
   if (action != nullptr) theirs = *action;
   return 0;

@@ -46,12 +46,14 @@ void* real_symbol(const char* name);
 
 // The trap (posix/interpose_trap.cpp): the program's own system calls, served as libc's are,
 // and rdtsc answered in virtual time (`trap_tsc`: for a program libc does not start).
-// install_trap() returns why it could not install, or nothing. The trap keeps SIGSYS (and SIGSEGV, for rdtsc) for itself: trap_keeps says which,
-// and kept_action is sigaction(2) for them, which keeps the program's action apart from the
-// seam's and passes on to it what is not the trap's.
+// install_trap() returns why it could not install, or nothing.
 std::string install_trap(bool trap_tsc);
 bool trap_installed();
-bool trap_keeps(int signal);
+// The signals the seam keeps for itself: SIGSYS once the trap is installed, SIGSEGV where rdtsc
+// is trapped, and the preemption signal while the seam runs. seam_keeps says which; kept_action
+// is sigaction(2) for them, which answers and keeps the program's action, never installing it
+// (the trap passes on to it what is not the trap's).
+bool seam_keeps(int signal);
 long kept_action(int signal, const struct sigaction* action, struct sigaction* old);
 
 // A symbol's name as a template argument, so that each one is looked up once.
