@@ -18,6 +18,8 @@ install(TARGETS loopsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT lo
 # Not LIBDIR: its multiarch part depends on the prefix, and loopsim finds the seam at
 # BINDIR/../lib/loopsim whatever the prefix is.
 install(TARGETS loopsim_seam LIBRARY DESTINATION lib/loopsim COMPONENT loopsim)
+# The host a statically linked target runs in, beside the seam that loads the program into it.
+install(TARGETS loopsim_seam_host RUNTIME DESTINATION lib/loopsim COMPONENT loopsim)
 
 # Something to run once installed: every scenario, and the examples' scenarios with what they
 # need beside them (configs, scripts, files served). The targets built from C here (ev_http,

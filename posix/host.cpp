@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -212,9 +213,27 @@ int host_main(int argc, char** argv, char** envp) {
     sim::Scenario scenario = sim::parse_scenario(text, file);
     // Positions in the user's file, not in the text above (target/target.cpp).
     scenario.where = nlohmann::json::parse(where).get<std::map<std::string, std::string>>();
+    // A statically linked program, which this host loads (posix/loaded.cpp): every call it
+    // makes is its own, so it runs only with the trap.
+    if (const char* load = variable("LOOPSIM_SEAM_LOAD")) {
+      const std::string path = load;
+      remove_variable("LOOPSIM_SEAM_LOAD");
+      if (!trap_wanted) {
+        fail(host, wire::Failure::bad_input,
+             scenario.position_of({"target.exec"}) + ": the program is statically linked, and runs only with the "
+             "trap, which LOOPSIM_TRAP=off turns off");
+      }
+      if (const std::string why = load_program(path.c_str()); !why.empty()) {
+        fail(host, wire::Failure::bad_input,
+             scenario.position_of({"target.exec"}) + ": the seam cannot load the statically linked program " + path +
+             ": " + why);
+      }
+      program_main = enter_loaded;
+    }
     // The program's own system calls, trapped before its first (posix/interpose_trap.cpp).
     if (trap_wanted) {
-      if (const std::string why = install_trap(program_main == enter_program); !why.empty()) {
+      if (const std::string why = install_trap(program_main == enter_program || program_main == enter_loaded);
+          !why.empty()) {
         fail(host, wire::Failure::bad_input,
              scenario.position_of({"target.exec"}) + ": the seam cannot trap the system calls the program makes "
              "itself, outside libc: " + why + ". LOOPSIM_TRAP=off runs it without the trap, where such calls reach "
@@ -334,32 +353,17 @@ bool started_by_libc() {
   __builtin_unreachable();
 }
 
-int enter_program(int argc, char** argv, char** envp) {
-  static unsigned char random[16];
-  ::getrandom(random, sizeof random, 0);  // the seam's: from the run's seed
-  std::vector<std::uint64_t> words;
-  words.push_back(std::uint64_t(argc));
-  for (int i = 0; i < argc; ++i) words.push_back(reinterpret_cast<std::uint64_t>(argv[i]));
-  words.push_back(0);
-  for (char** e = envp; e != nullptr && *e != nullptr; ++e) words.push_back(reinterpret_cast<std::uint64_t>(*e));
-  words.push_back(0);
-  std::uint64_t entry = 0;
-  for (const auto& [type, value] : auxiliary) {
-    if (type == AT_NULL || type == AT_SYSINFO_EHDR) continue;
-    if (type == AT_ENTRY) entry = value;
-    words.push_back(type);
-    words.push_back(type == AT_RANDOM ? reinterpret_cast<std::uint64_t>(random) : value);
+// The auxiliary vector as Linux gave this process.
+void read_auxiliary() {
+  if (!auxiliary.empty()) return;
+  for (unsigned long type = 1; type < 64; ++type) {
+    errno = 0;
+    const unsigned long value = ::getauxval(type);
+    if (value != 0 || errno == 0) auxiliary.emplace_back(type, value);
   }
-  words.push_back(AT_NULL);
-  words.push_back(0);
-  LOOPSIM_ASSERT(entry != 0);  // Linux always gives AT_ENTRY
-  // Well below this frame, on the same stack, 16-byte aligned as Linux leaves it.
-  std::uintptr_t stack = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - 65536;
-  stack = (stack - words.size() * sizeof(std::uint64_t)) & ~std::uintptr_t(15);
-  std::memcpy(reinterpret_cast<void*>(stack), words.data(), words.size() * sizeof(std::uint64_t));
-  std::vector<std::uint64_t>().swap(words);  // nothing of this frame is left to free
-  jump_to(stack, entry);
 }
+
+int enter_program(int argc, char** argv, char** envp) { enter_with(argc, argv, envp, {}); }
 
 // The program's first bytes, at its entry point, while the seam's jump stands there.
 constexpr std::size_t jump_size = 12;  // movabs $to, %rax; jmp *%rax
@@ -381,11 +385,7 @@ void protect_entry(std::uintptr_t entry, int protection) {
 // (the constructors of the objects the loader runs after this one's still run before it).
 __attribute__((constructor)) void take_start() {
   if (variable("LOOPSIM_SEAM_FD") == nullptr || started_by_libc()) return;
-  for (unsigned long type = 1; type < 64; ++type) {
-    errno = 0;
-    const unsigned long value = ::getauxval(type);
-    if (value != 0 || errno == 0) auxiliary.emplace_back(type, value);
-  }
+  read_auxiliary();
   const std::uintptr_t entry = ::getauxval(AT_ENTRY);
   auto* at = reinterpret_cast<unsigned char*>(entry);
   std::memcpy(entry_bytes, at, jump_size);
@@ -412,6 +412,41 @@ extern "C" [[noreturn]] __attribute__((visibility("hidden"), used)) void loopsim
   char** argv = reinterpret_cast<char**>(stack + 1);
   program_main = enter_program;
   leave(host_main(argc, argv, argv + argc + 1));
+}
+
+void enter_with(int argc, char** argv, char** envp, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& replaced) {
+  read_auxiliary();
+  static unsigned char random[16];
+  ::getrandom(random, sizeof random, 0);  // the seam's: from the run's seed
+  std::vector<std::uint64_t> words;
+  words.push_back(std::uint64_t(argc));
+  for (int i = 0; i < argc; ++i) words.push_back(reinterpret_cast<std::uint64_t>(argv[i]));
+  words.push_back(0);
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) words.push_back(reinterpret_cast<std::uint64_t>(*e));
+  words.push_back(0);
+  std::uint64_t entry = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> vector = auxiliary;
+  for (const auto& [type, value] : replaced) {
+    auto same = std::find_if(vector.begin(), vector.end(), [&](const auto& e) { return e.first == type; });
+    if (same != vector.end()) same->second = value;
+    else vector.emplace_back(type, value);
+  }
+  for (const auto& [type, value] : vector) {
+    if (type == AT_NULL || type == AT_SYSINFO_EHDR) continue;
+    if (type == AT_ENTRY) entry = value;
+    words.push_back(type);
+    words.push_back(type == AT_RANDOM ? reinterpret_cast<std::uint64_t>(random) : value);
+  }
+  words.push_back(AT_NULL);
+  words.push_back(0);
+  LOOPSIM_ASSERT(entry != 0);  // Linux always gives AT_ENTRY
+  // Well below this frame, on the same stack, 16-byte aligned as Linux leaves it.
+  std::uintptr_t stack = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - 65536;
+  stack = (stack - words.size() * sizeof(std::uint64_t)) & ~std::uintptr_t(15);
+  std::memcpy(reinterpret_cast<void*>(stack), words.data(), words.size() * sizeof(std::uint64_t));
+  std::vector<std::uint64_t>().swap(words);  // nothing of this frame is left to free
+  std::vector<std::pair<std::uint64_t, std::uint64_t>>().swap(vector);
+  jump_to(stack, entry);
 }
 
 std::vector<std::string> handover_environment() {

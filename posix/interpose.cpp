@@ -12,11 +12,13 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -706,7 +708,7 @@ SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
     *t = to_timespec(virtual_ns(clock));
     return 0;
   }
-  return LOOPSIM_REAL(clock_gettime)(clock, t);
+  return loopsim::posix::real_clock(clock, t);
 }
 
 SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
@@ -865,6 +867,17 @@ T* pointer(long value) {
   return reinterpret_cast<T*>(value);
 }
 
+// A signal set as the kernel takes it (`size` bytes, 8 on x86-64), as libc's: false where it
+// cannot be read.
+bool kernel_set(const void* given, size_t size, sigset_t& set) {
+  sigemptyset(&set);
+  if (size != sizeof(std::uint64_t)) return false;
+  std::uint64_t bits = 0;
+  if (given == nullptr || !copy_in(&bits, given, sizeof bits)) return false;
+  std::memcpy(&set, &bits, sizeof bits);
+  return true;
+}
+
 long system_call(long number, const long* a, bool own) noexcept {
   if (current == nullptr || !current->active()) return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
   const int fd = int(a[0]);
@@ -939,6 +952,69 @@ long system_call(long number, const long* a, bool own) noexcept {
       if (making()) return random_into(pointer<void>(a[0]), size_t(a[1]));
       break;
     case SYS_exit_group: ::_exit(fd);
+    // What libc's functions of the same names serve, made bare (a statically linked program's
+    // libc makes them so). The kernel's signal sets are 8 bytes, not libc's 128.
+    case SYS_fstat: return ::fstat(fd, pointer<struct stat>(a[1]));
+    case SYS_newfstatat: return ::fstatat(fd, pointer<const char>(a[1]), pointer<struct stat>(a[2]), int(a[3]));
+    case SYS_lseek: return ::lseek(fd, off_t(a[1]), int(a[2]));
+    case SYS_splice:
+      return ::splice(fd, pointer<loff_t>(a[1]), int(a[2]), pointer<loff_t>(a[3]), size_t(a[4]), unsigned(a[5]));
+    case SYS_tee: return ::tee(fd, int(a[1]), size_t(a[2]), unsigned(a[3]));
+    case SYS_pselect6: {
+      struct Mask {
+        const void* set;
+        size_t size;
+      } given{};
+      sigset_t mask;
+      const bool masked = a[5] != 0 && copy_in(&given, pointer<const void>(a[5]), sizeof given) && given.set != nullptr;
+      if (masked && !kernel_set(given.set, given.size, mask)) return result(-EFAULT);
+      return ::pselect(fd, pointer<fd_set>(a[1]), pointer<fd_set>(a[2]), pointer<fd_set>(a[3]),
+                       pointer<const timespec>(a[4]), masked ? &mask : nullptr);
+    }
+    case SYS_alarm: return long(::alarm(unsigned(a[0])));
+    case SYS_setitimer: return ::setitimer(__itimer_which_t(a[0]), pointer<const itimerval>(a[1]), pointer<itimerval>(a[2]));
+    case SYS_getitimer: return ::getitimer(__itimer_which_t(a[0]), pointer<itimerval>(a[1]));
+    case SYS_pause: return ::pause();
+    case SYS_rt_sigsuspend: {
+      sigset_t mask;
+      if (!kernel_set(pointer<const void>(a[0]), size_t(a[1]), mask)) return result(-EFAULT);
+      return ::sigsuspend(&mask);
+    }
+    case SYS_rt_sigtimedwait: {
+      sigset_t set;
+      if (!kernel_set(pointer<const void>(a[0]), size_t(a[3]), set)) return result(-EFAULT);
+      return ::sigtimedwait(&set, pointer<siginfo_t>(a[1]), pointer<const timespec>(a[2]));
+    }
+    case SYS_rt_sigpending: {
+      sigset_t set;
+      if (size_t(a[1]) != sizeof(std::uint64_t)) return result(-EINVAL);
+      if (::sigpending(&set) != 0) return -1;
+      std::memcpy(pointer<void>(a[0]), &set, sizeof(std::uint64_t));
+      return 0;
+    }
+    case SYS_signalfd:
+    case SYS_signalfd4: {
+      sigset_t mask;
+      if (!kernel_set(pointer<const void>(a[1]), size_t(a[2]), mask)) return result(-EFAULT);
+      return ::signalfd(fd, &mask, number == SYS_signalfd4 ? int(a[3]) : 0);
+    }
+    case SYS_kill: return ::kill(pid_t(a[0]), int(a[1]));
+    case SYS_tgkill:  // raise(3) as static glibc makes it: to its own thread
+      if (a[0] == ::getpid() && a[1] == ::gettid()) return ::raise(int(a[2]));
+      break;
+    case SYS_getrlimit: return ::getrlimit(__rlimit_resource_t(a[0]), pointer<rlimit>(a[1]));
+    case SYS_setrlimit: return ::setrlimit(__rlimit_resource_t(a[0]), pointer<const rlimit>(a[1]));
+    case SYS_prlimit64:  // the calling process's, as getrlimit and setrlimit: the old value, then the new
+      if (a[0] == 0 || a[0] == ::getpid()) {
+        const auto resource = __rlimit_resource_t(a[1]);
+        if (a[3] != 0 && ::getrlimit(resource, pointer<rlimit>(a[3])) != 0) return -1;
+        if (a[2] != 0) return ::setrlimit(resource, pointer<const rlimit>(a[2]));
+        return 0;
+      }
+      break;
+    case SYS_sched_yield: return ::sched_yield();
+    case SYS_execve: return ::execve(pointer<const char>(a[0]), pointer<char* const>(a[1]), pointer<char* const>(a[2]));
+    case SYS_wait4: return ::wait4(pid_t(a[0]), pointer<int>(a[1]), int(a[2]), pointer<struct rusage>(a[3]));
     // Processes: those libc's calls make are served; a bare system call that makes one is not.
     case SYS_fork: refuse_process(own ? "fork (its own system call)" : "syscall(SYS_fork)"); break;
     case SYS_vfork: refuse_process(own ? "vfork (its own system call)" : "syscall(SYS_vfork)"); break;

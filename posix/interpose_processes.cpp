@@ -49,6 +49,8 @@ struct Environment {
 };
 
 char* const* exec_environment(const char* call, char* const* envp, Environment& made) {
+  // The new program reads the counter as it starts (glibc's loader), with no handler to answer.
+  loopsim::posix::untrap_tsc();
   if (current == nullptr) return envp;
   if (current->forked()) {
     current->before_exec(call);

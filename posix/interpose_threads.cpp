@@ -431,14 +431,14 @@ SEAM_EXPORT int sigaction(int signal, const struct sigaction* action, struct sig
   // ends a Go program, which sets one for every signal.)
   if (loopsim::posix::seam_keeps(signal)) return int(loopsim::posix::kept_action(signal, action, old));
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return int(current->sigaction(signal, action, old));
-  // A handler's mask never blocks SIGSYS once the trap is installed (above): Go's block every
+  // A handler's mask never blocks the signals the trap keeps (keep_unblocked): Go's block every
   // signal, and make system calls the trap serves.
-  if (action != nullptr && loopsim::posix::trap_installed() && sigismember(&action->sa_mask, SIGSYS) == 1) {
+  if (action != nullptr) {
     struct sigaction copy = *action;
-    sigdelset(&copy.sa_mask, SIGSYS);
-    return LOOPSIM_REAL(sigaction)(signal, &copy, old);
+    loopsim::posix::keep_unblocked(copy.sa_mask, false);
+    return loopsim::posix::install_action(signal, &copy, old, false);
   }
-  return LOOPSIM_REAL(sigaction)(signal, action, old);
+  return loopsim::posix::install_action(signal, action, old, false);
 }
 
 // signal(2) as glibc gives it: BSD semantics, the handler kept and calls restarted. A signal the
@@ -471,12 +471,11 @@ int masked(int rc, bool main) {
 
 // The preemption signal is never blocked: a thread that spins must hear it. Nor is SIGSYS once
 // the trap is installed: a trapped call with SIGSYS blocked ends the process (Linux's
-// force_sig_seccomp).
+// force_sig_seccomp). Nor SIGSEGV while rdtsc is trapped: a fault with it blocked does too.
 const sigset_t* unblocking_preemption(int how, const sigset_t* set, sigset_t& copy) {
   if (set == nullptr || current == nullptr || how == SIG_UNBLOCK) return set;
   copy = *set;
-  sigdelset(&copy, loopsim::posix::preempt_signal());
-  if (loopsim::posix::trap_installed()) sigdelset(&copy, SIGSYS);
+  loopsim::posix::keep_unblocked(copy);
   return &copy;
 }
 

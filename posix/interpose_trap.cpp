@@ -54,6 +54,9 @@ __asm__(".text\n"
         "  ret\n"
         ".size loopsim_call_on_stack, . - loopsim_call_on_stack\n");
 
+// AddressSanitizer's, where its runtime is loaded (weak: absent otherwise).
+extern "C" void __asan_unpoison_memory_region(void const volatile* address, std::size_t size) __attribute__((weak));
+
 namespace loopsim::posix {
 
 namespace {
@@ -66,8 +69,9 @@ constexpr int sys_seccomp_code = 1;
 // Below this address, a call is the program's own; at or above it, a shared object's.
 constexpr std::uint64_t shared_objects_from = 0x7000'0000'0000;
 
-// The calls trapped: each one calls::system_call routes to an interposer, and the two the trap
-// serves itself (rt_sigaction, for SIGSYS's sake; a thread's clone, refused).
+// The calls trapped: each one calls::system_call routes to an interposer, and those the trap
+// serves itself (rt_sigaction, for SIGSYS's sake; rt_sigprocmask; a thread's clone, its exit
+// and brk, served for a program the seam loaded and passed on for any other).
 constexpr int trapped_calls[] = {
     SYS_open, SYS_openat, SYS_read, SYS_write, SYS_close, SYS_readv, SYS_writev, SYS_dup, SYS_dup2, SYS_dup3, SYS_fcntl, SYS_ioctl,
     SYS_pipe, SYS_pipe2, SYS_eventfd, SYS_eventfd2, SYS_sendfile,
@@ -79,7 +83,10 @@ constexpr int trapped_calls[] = {
     SYS_clock_gettime, SYS_gettimeofday, SYS_time, SYS_nanosleep, SYS_clock_nanosleep,
     SYS_futex, SYS_getrandom, SYS_exit_group,
     SYS_fork, SYS_vfork, SYS_clone, SYS_clone3, SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
-    SYS_rt_sigaction, SYS_rt_sigprocmask,
+    SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_brk, SYS_exit,
+    SYS_fstat, SYS_newfstatat, SYS_lseek, SYS_splice, SYS_tee, SYS_pselect6, SYS_alarm, SYS_setitimer, SYS_getitimer,
+    SYS_pause, SYS_rt_sigsuspend, SYS_rt_sigtimedwait, SYS_rt_sigpending, SYS_signalfd, SYS_signalfd4, SYS_kill,
+    SYS_tgkill, SYS_getrlimit, SYS_setrlimit, SYS_prlimit64, SYS_sched_yield, SYS_wait4, SYS_execve,
 };
 static_assert(std::size(trapped_calls) < 250, "a filter's jumps reach 255 instructions");
 
@@ -137,8 +144,8 @@ long kernel_sigaction(const long* a) {
 }
 
 // rt_sigprocmask made by the program itself. The mask it changes is the one the thread returns
-// to from this handler (`mask`, the context's), which the kernel restores at sigreturn; SIGSYS
-// and the seam's preemption signal are never blocked in it, as with libc's calls.
+// to from this handler (`mask`, the context's), which the kernel restores at sigreturn; the
+// signals the seam keeps are never blocked in it (keep_unblocked), as with libc's calls.
 long kernel_sigprocmask(sigset_t& mask, const long* a) {
   if (std::size_t(a[3]) != sizeof(std::uint64_t)) return -EINVAL;
   std::uint64_t now = 0, given = 0;
@@ -153,10 +160,12 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
       default: return -EINVAL;
     }
   }
-  const auto bit = [](int signal) { return std::uint64_t(1) << (signal - 1); };
-  next &= ~(bit(SIGSYS) | bit(SIGKILL) | bit(SIGSTOP) | bit(preempt_signal()));
   if (a[2] != 0) std::memcpy(reinterpret_cast<void*>(a[2]), &now, sizeof now);
   std::memcpy(&mask, &next, sizeof next);
+  keep_unblocked(mask);
+  sigdelset(&mask, SIGKILL);
+  sigdelset(&mask, SIGSTOP);
+  std::memcpy(&next, &mask, sizeof next);
   // main()'s mask is also the seam's for a scenario's signals, as its libc calls keep it: one
   // it now lets go is delivered before the call returns, as Linux delivers it.
   if (calls::making() && this_thread() == nullptr) {
@@ -168,17 +177,57 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
   return 0;
 }
 
-// A trapped call's result, as the kernel returns it. `mask` is the one the thread returns to.
-long trapped_call(int number, const long* a, sigset_t& mask) {
+// clone3's argument (linux/sched.h's struct clone_args, its first eight fields).
+struct CloneArgs {
+  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+// A trapped call's result, as the kernel returns it. `context` is the one the thread returns
+// to, with the mask it returns to.
+long trapped_call(int number, const long* a, ucontext_t& context) {
   if (number == SYS_rt_sigaction) return kernel_sigaction(a);
-  if (number == SYS_rt_sigprocmask) return kernel_sigprocmask(mask, a);
-  // A thread's clone cannot be made from a signal handler: the new thread would return into
-  // the handler's frame on the stack the call gave it.
-  std::uint64_t flags = static_cast<unsigned long>(a[0]);  // clone's; clone3's struct begins with them
-  if (number == SYS_clone3 && (a[0] == 0 || !calls::copy_in(&flags, reinterpret_cast<const void*>(a[0]), sizeof flags))) {
-    return -EFAULT;
+  if (number == SYS_rt_sigprocmask) return kernel_sigprocmask(context.uc_sigmask, a);
+  if (number == SYS_brk) return program_loaded() ? program_break(a[0]) : LOOPSIM_REAL(syscall)(SYS_brk, a[0]);
+  if (number == SYS_exit) {
+    exit_thread();  // a thread its own clone made ends here; any other as Linux ends it
+    return LOOPSIM_REAL(syscall)(SYS_exit, a[0]);
   }
-  const bool thread = (number == SYS_clone || number == SYS_clone3) && (flags & CLONE_THREAD) != 0;
+  CloneArgs clone{static_cast<unsigned long>(a[0]), 0, std::uint64_t(a[3]), std::uint64_t(a[2]), 0,
+                  std::uint64_t(a[1]), 0, std::uint64_t(a[4])};  // clone's order: flags, stack, ptid, ctid, tls
+  if (number == SYS_clone3) {
+    clone = CloneArgs{};
+    if (a[0] == 0 || std::size_t(a[1]) < sizeof clone ||
+        !calls::copy_in(&clone, reinterpret_cast<const void*>(a[0]), sizeof clone)) {
+      return -EFAULT;
+    }
+    if (clone.stack != 0) clone.stack += clone.stack_size;  // its top
+  }
+  const bool thread = (number == SYS_clone || number == SYS_clone3) && (clone.flags & CLONE_THREAD) != 0;
+  // A loaded program's process, made by its own fork or clone (static glibc's fork, system and
+  // posix_spawn): forked as libc's fork is served, a child the seam runs as far as its exec.
+  // A child that shares its parent's memory (CLONE_VM, CLONE_VFORK: posix_spawn's) gets a copy,
+  // on the stack it was given, as the seam's vfork does.
+  const bool process = number == SYS_fork || number == SYS_vfork || ((number == SYS_clone || number == SYS_clone3) && !thread);
+  if (process && program_loaded() && calls::making()) {
+    errno = 0;
+    const pid_t pid = ::fork();
+    if (pid < 0) return -errno;
+    if (pid == 0) {
+      if ((clone.flags & CLONE_CHILD_SETTID) != 0 && clone.child_tid != 0) *reinterpret_cast<int*>(clone.child_tid) = int(::gettid());
+      if (clone.stack != 0) context.uc_mcontext.gregs[REG_RSP] = greg_t(clone.stack);
+    } else if ((clone.flags & CLONE_PARENT_SETTID) != 0 && clone.parent_tid != 0) {
+      *reinterpret_cast<int*>(clone.parent_tid) = pid;
+    }
+    return pid;
+  }
+  // A loaded program's threads are all made so (Go's runtime, static glibc's pthread_create).
+  if (thread && program_loaded() && calls::making()) {
+    if (clone.stack == 0) return -EINVAL;
+    return clone_thread(context, clone.flags | clone.exit_signal, clone.stack, clone.tls,
+                        reinterpret_cast<int*>(clone.parent_tid), reinterpret_cast<int*>(clone.child_tid));
+  }
+  // Any other program's thread clone is not made from a signal handler: the new thread would
+  // return into the handler's frame on the stack the call gave it.
   if (thread) {
     if (current != nullptr && current->active()) {
       current->refuse(number == SYS_clone ? "clone(CLONE_THREAD)" : "clone3(CLONE_THREAD)", -1,
@@ -196,7 +245,7 @@ long trapped_call(int number, const long* a, sigset_t& mask) {
 // that is not rdtsc) is the program's, by its own action.
 void pass_on(const struct sigaction& theirs, int signal, siginfo_t* info, void* context) {
   if ((theirs.sa_flags & SA_SIGINFO) != 0) {
-    theirs.sa_sigaction(signal, info, context);
+    run_handler(theirs.sa_sigaction, signal, info, context);
   } else if (theirs.sa_handler == SIG_DFL) {
     // Its default: the process ends, with a core as Linux's would. A fault comes again as the
     // instruction is run again; another signal is raised again, on the way out.
@@ -204,7 +253,7 @@ void pass_on(const struct sigaction& theirs, int signal, siginfo_t* info, void* 
     LOOPSIM_REAL(sigaction)(signal, &fallback, nullptr);
     if (info->si_code <= 0 || signal == SIGSYS) ::tgkill(::getpid(), ::gettid(), signal);
   } else if (theirs.sa_handler != SIG_IGN) {
-    theirs.sa_handler(signal);
+    run_handler(theirs.sa_sigaction, signal, info, context);  // sa_handler is the same pointer: it ignores the rest
   }
 }
 
@@ -228,7 +277,7 @@ void on_sigsegv(int signal, siginfo_t* info, void* context) {
     ticks = std::uint64_t(calls::monotonic_origin_ns + since_start(current->now()).count());
   } else {
     timespec now{};
-    LOOPSIM_REAL(clock_gettime)(CLOCK_MONOTONIC, &now);
+    real_clock(CLOCK_MONOTONIC, &now);
     ticks = std::uint64_t(now.tv_sec) * 1'000'000'000 + std::uint64_t(now.tv_nsec);
   }
   errno = saved;
@@ -240,11 +289,11 @@ void on_sigsegv(int signal, siginfo_t* info, void* context) {
 
 // A trapped call is served on a stack of the seam's: the program's may be small (a goroutine's
 // starts at a few KiB), and serving a call runs the simulation. One per thread, made at its
-// first trapped call, as large as a main thread's. While it serves, it is also the thread's
-// alternate signal stack, so that a signal that comes meanwhile (one with SA_ONSTACK, as every
-// Go handler is) stacks its frame below the call being served, not over the frame of the SIGSYS
-// that started it, which lies on the program's alternate stack; a call trapped meanwhile (from a
-// handler of the program's the seam runs) is served where that one stands.
+// first trapped call, as large as a main thread's. While it serves, its lowest part is also the
+// thread's alternate signal stack, so that a signal that comes meanwhile (one with SA_ONSTACK,
+// as every Go handler is) stacks its frame there, not over the frame of the SIGSYS that started
+// it, which lies on the program's alternate stack; a call trapped meanwhile (from a handler of
+// the program's, on that part) is served where that one stands.
 constexpr std::size_t trap_stack_size = 8 << 20;
 
 struct TrapStack {
@@ -259,21 +308,26 @@ thread_local TrapStack trap_stack;
 struct Call {
   int number;
   const long* arguments;
-  sigset_t* mask;  // the context's: the mask the thread returns to
+  ucontext_t* context;  // the one the thread returns to
   long rc;
 };
 
 void serve(void* call) {
   auto& c = *static_cast<Call*>(call);
-  c.rc = trapped_call(c.number, c.arguments, *c.mask);
+  c.rc = trapped_call(c.number, c.arguments, *c.context);
 }
 
-// On the trap stack: it becomes the alternate one (allowed, as this thread is not on the
-// alternate stack it replaces), and the call is served.
+// On the trap stack: its lowest part becomes the alternate one (allowed, as this thread is not
+// on the alternate stack it replaces), and the call is served from its top. Not the whole of
+// it: on the engine's OS thread, main()'s call may wait while the engine runs its fibers, and a
+// signal that comes then (with the engine's stack pointer elsewhere) is stacked from the top of
+// the alternate stack, where it would overwrite the frames of the call that waits.
+constexpr std::size_t signal_part = 1 << 20;
+
 void serve_as_alternate(void* call) {
   stack_t mine{};
   mine.ss_sp = trap_stack.base;
-  mine.ss_size = trap_stack_size;
+  mine.ss_size = signal_part;
   LOOPSIM_REAL(sigaltstack)(&mine, &trap_stack.program);
   serve(call);
 }
@@ -289,6 +343,10 @@ void serve_on_trap_stack(Call& call) {
       LOOPSIM_REAL(_exit)(2);
     }
     base = trap_stack.base = static_cast<char*>(made);
+    // Under AddressSanitizer (the seam's engine built with it: scripts/seam_asan.sh), the
+    // addresses may be an ended thread's trap stack's, whose frames never returned (its exit
+    // jumps off it): their poison is not this stack's.
+    if (__asan_unpoison_memory_region != nullptr) __asan_unpoison_memory_region(made, trap_stack_size);
   }
   const char* here = static_cast<const char*>(__builtin_frame_address(0));
   if (here >= base && here < base + trap_stack_size) {
@@ -311,7 +369,7 @@ void on_sigsys(int signal, siginfo_t* info, void* context) {
   const long a[6] = {registers[REG_RDI], registers[REG_RSI], registers[REG_RDX],
                      registers[REG_R10], registers[REG_R8],  registers[REG_R9]};
   const int saved = errno;  // the program's: a system call never touches it
-  Call call{info->si_syscall, a, &interrupted->uc_sigmask, 0};
+  Call call{info->si_syscall, a, interrupted, 0};
   serve_on_trap_stack(call);
   registers[REG_RAX] = call.rc;
   errno = saved;
@@ -373,12 +431,12 @@ std::string install_trap(bool trap_tsc) {
   // it has one (a goroutine's own stack is too small for it).
   action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  if (LOOPSIM_REAL(sigaction)(SIGSYS, &action, &program_sigsys) != 0) return failed("sigaction(SIGSYS)");
+  if (install_action(SIGSYS, &action, &program_sigsys, true) != 0) return failed("sigaction(SIGSYS)");
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return failed("prctl(PR_SET_NO_NEW_PRIVS)");
   std::vector<sock_filter> f = filter();
   sock_fprog program{static_cast<unsigned short>(f.size()), f.data()};
   if (LOOPSIM_REAL(syscall)(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0) {
-    LOOPSIM_REAL(sigaction)(SIGSYS, &program_sigsys, nullptr);
+    install_action(SIGSYS, &program_sigsys, nullptr, true);
     return failed("seccomp(SECCOMP_SET_MODE_FILTER)");
   }
   installed = true;
@@ -387,14 +445,28 @@ std::string install_trap(bool trap_tsc) {
   // helper the program execs, with no handler, would die of it. So only for a program libc does
   // not start (Go's runtime, which starts its helpers with its own clone, refused anyway).
   action.sa_sigaction = on_sigsegv;
-  if (trap_tsc && LOOPSIM_REAL(sigaction)(SIGSEGV, &action, &program_sigsegv) == 0) {
+  if (trap_tsc && install_action(SIGSEGV, &action, &program_sigsegv, true) == 0) {
     tsc_trapped = ::prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) == 0;
-    if (!tsc_trapped) LOOPSIM_REAL(sigaction)(SIGSEGV, &program_sigsegv, nullptr);
+    if (!tsc_trapped) install_action(SIGSEGV, &program_sigsegv, nullptr, true);
   }
   return {};
 }
 
 bool trap_installed() { return installed; }
+
+int real_clock(clockid_t clock, timespec* t) {
+  return int(LOOPSIM_REAL(syscall)(SYS_clock_gettime, long(clock), reinterpret_cast<long>(t)));
+}
+
+void keep_unblocked(sigset_t& set, bool preemption) {
+  if (installed) sigdelset(&set, SIGSYS);
+  if (tsc_trapped) sigdelset(&set, SIGSEGV);
+  if (preemption) sigdelset(&set, preempt_signal());
+}
+
+void untrap_tsc() {
+  if (tsc_trapped) tsc_trapped = ::prctl(PR_SET_TSC, PR_TSC_ENABLE, 0, 0, 0) != 0;
+}
 
 bool seam_keeps(int signal) { return kept_slot(signal) != nullptr; }
 

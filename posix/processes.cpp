@@ -111,13 +111,18 @@ long Seam::await_child(pid_t pid, const char* call) {
   LOOPSIM_ASSERT(pid > 0 && report >= 0);  // fork_process made the child and its report channel
   child_report_ = -1;
   int status = 0;
-  const auto began = std::chrono::steady_clock::now();
+  const auto real_now = [] {
+    timespec t{};
+    real_clock(CLOCK_MONOTONIC, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto began = real_now();
   const Duration limit = scenario_.target->spin_limit;
   for (;;) {
     const pid_t ended = LOOPSIM_REAL(waitpid)(pid, &status, WNOHANG);
     if (ended == pid) break;
     if (ended < 0 && errno != EINTR) refuse(call, -1, std::string("the seam lost its child: ") + std::strerror(errno));
-    if (std::chrono::steady_clock::now() - began > limit) {
+    if (real_now() - began > limit) {
       ::kill(pid, SIGKILL);
       LOOPSIM_REAL(waitpid)(pid, &status, 0);
       refuse(call, -1,

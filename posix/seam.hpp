@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/assert.hpp"
@@ -49,12 +51,48 @@ void* real_symbol(const char* name);
 // install_trap() returns why it could not install, or nothing.
 std::string install_trap(bool trap_tsc);
 bool trap_installed();
+// rdtsc reads the machine's counter again, as a program is about to exec another (the flag
+// outlives exec, and the new one has no handler for it).
+void untrap_tsc();
+// Takes out of `set` the signals no mask may block while the seam runs: SIGSYS once the trap is
+// installed, SIGSEGV while rdtsc is trapped (each raised by a fault, which Linux turns into the
+// process's end where it is blocked), and the preemption signal (`preemption`: a thread's mask,
+// not a handler's, which may keep it out while it runs).
+void keep_unblocked(sigset_t& set, bool preemption = true);
 // The signals the seam keeps for itself: SIGSYS once the trap is installed, SIGSEGV where rdtsc
 // is trapped, and the preemption signal while the seam runs. seam_keeps says which; kept_action
 // is sigaction(2) for them, which answers and keeps the program's action, never installing it
 // (the trap passes on to it what is not the trap's).
 bool seam_keeps(int signal);
 long kept_action(int signal, const struct sigaction* action, struct sigaction* old);
+
+// A statically linked program, loaded into the seam's host (posix/loaded.cpp).
+// load_program maps it, or says why it cannot; enter_loaded is then its main(), called with the
+// host's argv (its own name first, then the program's argv).
+std::string load_program(const char* path);
+bool program_loaded();
+int enter_loaded(int argc, char** argv, char** envp);
+// Enters a program libc does not start at its entry point, as Linux's exec leaves it: argc,
+// argv, the environment, and Linux's auxiliary vector with `replaced`'s entries in place of its
+// own, no vDSO and a seeded AT_RANDOM (posix/host.cpp).
+[[noreturn]] void enter_with(int argc, char** argv, char** envp,
+                             const std::vector<std::pair<std::uint64_t, std::uint64_t>>& replaced);
+// Its brk, a thread its own clone makes (the parent's context as the trap found it), and that
+// thread's exit (false where this thread was not made so).
+long program_break(long wanted);
+long clone_thread(ucontext_t& parent, std::uint64_t flags, std::uint64_t stack, std::uint64_t tls, int* parent_tid,
+                  int* child_tid);
+bool exit_thread();
+// sigaction(2) in the real kernel, for a handler of the seam's (`seams`) or of the program's:
+// for a loaded program, through an entry that swaps the thread pointer. run_handler runs one of
+// the program's from the seam's code.
+int install_action(int signal, const struct sigaction* action, struct sigaction* old, bool seams);
+void run_handler(void (*handler)(int, siginfo_t*, void*), int signal, siginfo_t* info, void* context);
+
+// A real clock's time, read by the system call and never through the vDSO: where rdtsc is
+// trapped (posix/interpose_trap.cpp), the vDSO's reads would fault, and be answered in virtual
+// time. The seam's own watches read the machine's time so.
+int real_clock(clockid_t clock, timespec* t);
 
 // A symbol's name as a template argument, so that each one is looked up once.
 template <std::size_t N>

@@ -132,21 +132,21 @@ void Seam::deliver_signals() {
       // it (Go's runtime blocks signals in places of its own), it stays pending, and the
       // handler stays installed for the kernel to run when the mask lets it go.
       struct sigaction kept{}, raised = a;
-      if (trap_installed()) sigdelset(&raised.sa_mask, SIGSYS);  // its system calls may be trapped
-      LOOPSIM_REAL(sigaction)(signal, &raised, &kept);
+      keep_unblocked(raised.sa_mask, false);  // its system calls may be trapped
+      install_action(signal, &raised, &kept, false);
       ::tgkill(::getpid(), ::gettid(), signal);
       sigset_t waiting;
       sigemptyset(&waiting);
       LOOPSIM_REAL(sigpending)(&waiting);
-      if (sigismember(&waiting, signal) != 1) LOOPSIM_REAL(sigaction)(signal, &kept, nullptr);
+      if (sigismember(&waiting, signal) != 1) install_action(signal, &kept, nullptr, false);
     } else if (a.sa_flags & SA_SIGINFO) {
       siginfo_t info;
       std::memset(&info, 0, sizeof info);
       info.si_signo = signal;
       info.si_code = SI_USER;
-      a.sa_sigaction(signal, &info, nullptr);
+      run_handler(a.sa_sigaction, signal, &info, nullptr);
     } else {
-      a.sa_handler(signal);
+      run_handler(a.sa_sigaction, signal, nullptr, nullptr);  // sa_handler: the union's same pointer
     }
     blocked_ = saved;
   }

@@ -50,7 +50,7 @@ long futex(std::atomic<int>* word, int op, int value, const timespec* timeout) {
 // A real clock's time (the program's clock_gettime is virtual); -1 where it cannot be read.
 std::int64_t clock_ns(clockid_t clock) {
   timespec t{};
-  if (LOOPSIM_REAL(clock_gettime)(clock, &t) != 0) return -1;
+  if (real_clock(clock, &t) != 0) return -1;
   return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
@@ -143,7 +143,7 @@ void install_preemption() {
   action.sa_sigaction = on_preempt;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&action.sa_mask);
-  LOOPSIM_REAL(sigaction)(preempt_signal(), &action, nullptr);
+  install_action(preempt_signal(), &action, nullptr, true);
 }
 
 TargetThread* this_thread() { return running; }

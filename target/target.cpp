@@ -192,9 +192,12 @@ bool go_program(std::ifstream& in, const Elf64_Ehdr& header) {
   return table.find(std::string_view(".go.buildinfo\0", 14)) != std::string::npos;
 }
 
-// What keeps `program` from running under the seam, or empty. The seam is a preloaded library,
-// so the program must be dynamically linked: an ELF file with a program interpreter.
-std::string unfit_program(const std::string& program) {
+// What keeps `program` from running under the seam, or empty. The seam is a preloaded library:
+// a dynamically linked program (an ELF file with a program interpreter) loads it itself; a
+// statically linked one (`load`) is loaded by the seam into a host that does
+// (posix/loaded.cpp), if it is position-dependent.
+std::string unfit_program(const std::string& program, bool& load) {
+  load = false;
   if (::access(program.c_str(), X_OK) != 0) return "is not executable (" + std::string(std::strerror(errno)) + ")";
   std::ifstream in(program, std::ios::binary);
   Elf64_Ehdr header{};
@@ -208,11 +211,13 @@ std::string unfit_program(const std::string& program) {
     if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) break;
     if (ph.p_type == PT_INTERP) return {};
   }
-  if (go_program(in, header)) {
-    return "is statically linked, a Go program built without cgo: a preloaded library cannot reach its calls "
-           "(build it with CGO_ENABLED=1, and the seam runs it: docs/targets.md)";
+  if (header.e_machine != EM_X86_64) return "is statically linked for another machine than x86-64";
+  if (header.e_type != ET_EXEC) {
+    return std::string("is statically linked and position-independent (static-pie), which the seam does not load") +
+           (go_program(in, header) ? " (build it with -buildmode=exe, or with cgo)" : " (link it with -static, or dynamically)");
   }
-  return "is statically linked: a preloaded library cannot reach its calls (link it dynamically)";
+  load = true;
+  return {};
 }
 
 // x86-64's numbers of the calls a blocked server thread is likeliest to be in.
@@ -306,11 +311,19 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     : local_(!chooser.empty()), scenario_(scenario), output_(output_for(scenario, arm)) {
   const TargetSpec& target = *scenario.target;
   const std::string where = scenario.position_of({"target.exec"});
-  if (std::string why = unfit_program(target.program); !why.empty())
-    throw ScenarioError(where + ": the target " + target.program + " " + why, "targets are dynamically linked programs (docs/targets.md)");
+  bool load = false;
+  if (std::string why = unfit_program(target.program, load); !why.empty())
+    throw ScenarioError(where + ": the target " + target.program + " " + why,
+                        "targets are ELF programs for x86-64, dynamically linked or statically position-dependent (docs/targets.md)");
   const std::string seam = seam_library();
   if (::access(seam.c_str(), R_OK) != 0)
     throw ScenarioError(where + ": the POSIX seam " + seam + " is missing", "build the project (it builds libloopsim_seam.so beside loopsim), or set LOOPSIM_SEAM");
+  // A statically linked program runs in the seam's host, which loads it (posix/loaded.cpp).
+  const std::string host = (std::filesystem::path(seam).parent_path() / "loopsim_seam_host").string();
+  if (load && ::access(host.c_str(), X_OK) != 0)
+    throw ScenarioError(where + ": the target " + target.program + " is statically linked, and the seam's host " + host +
+                            " that loads such a program is missing",
+                        "build the project (it builds loopsim_seam_host beside the seam)");
 
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(output_).parent_path(), error);
@@ -359,7 +372,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     // what to preload, below).
     if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=") ||
         entry.starts_with("LOOPSIM_SEAM_WATCH_FD=") || entry.starts_with("LOOPSIM_SEAM=") ||
-        entry.starts_with("LOOPSIM_SEAM_PRELOAD="))
+        entry.starts_with("LOOPSIM_SEAM_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_LOAD="))
       continue;
     env_strings.emplace_back(entry);
   }
@@ -382,6 +395,15 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   envp.push_back(nullptr);
   std::vector<std::string> args = target.exec;
   args.front() = target.program;
+  if (load) {
+    std::error_code ignored;
+    const std::string program = std::filesystem::absolute(target.program, ignored).string();
+    args.insert(args.begin(), std::filesystem::absolute(host, ignored).string());
+    env_strings.push_back("LOOPSIM_SEAM_LOAD=" + program);
+    envp.clear();
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string folder = target.folder.empty() ? "." : target.folder;  // target.dir, or the file's

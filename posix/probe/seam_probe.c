@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,6 +664,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(what, "nothing") == 0) return 0;
+  if (strcmp(what, "brk") == 0) {  /* where its break is, past its last segment's page, and that it moves */
+    extern char end;
+    static char line[4096];  /* stdout's buffer, so that printf takes nothing of the break */
+    setvbuf(stdout, line, _IOLBF, sizeof line);
+    const uintptr_t page = 4096, after = ((uintptr_t)&end + page - 1) & ~(page - 1);
+    char* start = sbrk(0);
+    printf("break past its end by %ld\n", (long)((uintptr_t)start - after));
+    char* grown = sbrk(1 << 20);
+    memset(grown, 1, 1 << 20);
+    printf("grown by 1 MiB: %s\n", grown == start && sbrk(0) == start + (1 << 20) ? "yes" : "no");
+    printf("shrunk back: %s\n", sbrk(-(1 << 20)) != (void*)-1 && sbrk(0) == start ? "yes" : "no");
+    fflush(stdout);
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    close(accept_one(listen_on(8080)));
+    return 0;
+  }
   if (strcmp(what, "hog") == 0) {  /* asks for memory until refused, touching none of it */
     long mib = 0;
     while (mib < (1L << 20) && malloc(64L << 20) != NULL) mib += 64;
