@@ -5,9 +5,11 @@
 # workload (10,000 "get" requests of memcached's text protocol) served by Debian's memcached
 # with four worker threads, whose every request crosses threads on the seam's baton; a Go row:
 # the Go example (examples/go/go_http.go, cgo build), whose runtime makes every system call
-# itself, each one trapped (posix/interpose_trap.cpp); and the trap's own cost: 200,000 clock
-# reads by the program's own system call (trapped) against as many through libc (interposed),
-# and none, by the seam's probe.
+# itself, each one trapped (posix/interpose_trap.cpp); the statically linked builds of the libuv
+# and Go examples, which the seam loads (posix/loaded.cpp) and whose every call is trapped; and
+# the trap's own cost: 200,000 clock reads by the program's own system call (trapped) against as
+# many through libc (interposed), and none, by the seam's probe, and as many through the static
+# probe's own libc (trapped).
 #
 #   bench/seam_overhead.sh [--runs R] [--loopsim PATH]
 #
@@ -44,9 +46,15 @@ printf 'name = "echo-threads"\nhorizon = "1s"\n\n[target]\nexec = ["memcached", 
   "$gets" >"$work/echo-threads.toml"
 printf 'name = "echo-go"\nhorizon = "1s"\n\n[target]\nexec = ["go_http", "--port", "8080"]\nport = 8080\n\n%s' \
   "$clients" >"$work/echo-go.toml"
+printf 'name = "echo-static"\nhorizon = "1s"\n\n[target]\nexec = ["uv_http_static", "--port", "8080"]\nport = 8080\n\n%s' \
+  "$clients" >"$work/echo-static.toml"
+printf 'name = "echo-gostatic"\nhorizon = "1s"\n\n[target]\nexec = ["go_http_static", "--port", "8080"]\nport = 8080\n\n%s' \
+  "$clients" >"$work/echo-gostatic.toml"
 sides="builtin seam"
 command -v memcached >/dev/null && sides="$sides threads" || echo "seam_overhead: no memcached on PATH: the threaded row is left out" >&2
 [ -x "$root/build/examples/go_http" ] && sides="$sides go" || echo "seam_overhead: no build/examples/go_http: the Go row is left out" >&2
+[ -x "$root/build/examples/uv_http_static" ] && sides="$sides static" || echo "seam_overhead: no build/examples/uv_http_static: its row is left out" >&2
+[ -x "$root/build/examples/go_http_static" ] && sides="$sides gostatic" || echo "seam_overhead: no build/examples/go_http_static: its row is left out" >&2
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -81,17 +89,31 @@ if [ -n "${wall[go]:-}" ]; then
   printf 'go calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
 fi
 
+if [ -n "${wall[static]:-}" ]; then
+  calls=$(grep -o 'loopsim seam: [0-9]*' "$work/static.base.stderr" | grep -o '[0-9]*$')
+  printf 'ratio static/seam: %.2f (uv_http linked -static, loaded, every call trapped; no target set)\n' "$(echo "${wall[static]} / ${wall[seam]}" | bc -l)"
+  printf 'static calls: %d, %.1f per request\n' "$calls" "$(echo "$calls / 10000" | bc -l)"
+fi
+if [ -n "${wall[gostatic]:-}" ]; then
+  printf 'ratio gostatic/go: %.2f (go_http built without cgo, loaded; no target set)\n' "$(echo "${wall[gostatic]} / ${wall[go]}" | bc -l)"
+fi
+
 # The trap's cost a call: the probe reads the clock N times, trapped or through libc, or not at
-# all, then answers one request.
+# all, then answers one request; and the static probe through its own libc (trapped).
 probe="$root/build/probes/seam_probe_dynamic"
 if [ -x "$probe" ]; then
   n=200000
   declare -A call_wall
-  for how in none raw libc; do
+  static_probe="$root/build/probes/seam_probe_static"
+  hows="none raw libc"
+  [ -x "$static_probe" ] && hows="$hows static-none static-libc"
+  for how in $hows; do
     count=$n
-    [ "$how" = none ] && count=0
+    [ "${how%none}" != "$how" ] && count=0
+    program=$probe mode=${how#static-}
+    [ "${how#static-}" != "$how" ] && program=$static_probe
     printf 'name = "calls-%s"\nhorizon = "2s"\n\n[target]\nexec = ["%s", "clock-reads", "%s", "%d"]\nport = 8080\n\n[[clients]]\nname = "c"\nconnect_at = "10ms"\nrequests = [{ at = "10ms", path = "/" }]\n' \
-      "$how" "$probe" "$how" "$count" >"$work/calls-$how.toml"
+      "$how" "$program" "$mode" "$count" >"$work/calls-$how.toml"
     times=()
     for _ in $(seq "$runs"); do
       start=$(date +%s%N)
@@ -103,4 +125,8 @@ if [ -x "$probe" ]; then
   done
   printf 'clock read, interposed (libc): %.0f ns a call\n' "$(echo "(${call_wall[libc]} - ${call_wall[none]}) * 1000 / $n" | bc -l)"
   printf 'clock read, trapped (its own syscall): %.0f ns a call\n' "$(echo "(${call_wall[raw]} - ${call_wall[none]}) * 1000 / $n" | bc -l)"
+  if [ -n "${call_wall[static-libc]:-}" ]; then
+    printf 'clock read, static program through its libc (trapped): %.0f ns a call\n' \
+      "$(echo "(${call_wall[static-libc]} - ${call_wall[static-none]}) * 1000 / $n" | bc -l)"
+  fi
 fi

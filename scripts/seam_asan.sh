@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The POSIX seam's engine under AddressSanitizer, inside unmodified C targets.
+# The POSIX seam's engine under AddressSanitizer, inside unmodified targets (C, Go, statically linked).
 #
 #   bash scripts/seam_asan.sh [BUILD_DIR]     (default build/, a release build)
 #
@@ -43,12 +43,15 @@ if [[ $status -eq 0 ]] || ! grep -q "AddressSanitizer: heap-buffer-overflow" "$w
 fi
 echo "seam_asan: the planted overrun is reported (exit $status, AddressSanitizer: heap-buffer-overflow)"
 
+# With statically linked programs, which the seam loads (posix/loaded.cpp), and Go's.
 scenarios=(examples/epoll/et-emfile.toml examples/epoll/et-pipelined.toml examples/libuv/uv-burst.toml
-  examples/libevent/ev-burst.toml examples/libevent/ev-windows.toml)
+  examples/libevent/ev-burst.toml examples/libevent/ev-windows.toml examples/libuv/uv-burst-static.toml
+  examples/go/go-http.toml examples/go/go-http-static.toml)
 "$loopsim" check "${scenarios[@]}"
 echo "seam_asan: ${#scenarios[@]} scenarios ran with the seam's engine under AddressSanitizer, no report"
 
 # The seam's own tests, their targets run with the sanitized seam. Left out: the memory cap's,
 # which this configuration drops for ASan's shadow.
 PATH=$PWD/$build/examples:$PATH ./"$build"/loopsim_tests 'seam*' '~*and running past it is its end' --warn NoTests
+PATH=$PWD/$build/examples:$PATH ./"$build"/loopsim_tests 'loaded:*' --warn NoTests
 echo "seam_asan: the seam's tests passed with their targets on the sanitized seam"
