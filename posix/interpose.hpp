@@ -32,7 +32,9 @@ inline long result(long rc) {
 // it returns. Nothing the engine throws may cross libc's frames: it ends the run, naming the call.
 template <typename F>
 long engine_call(const char* call, F&& serve) noexcept {
-  // A forked child's simulation is a copy, frozen at the fork (posix/processes.cpp).
+  // A forked child's simulation is a copy, frozen at the fork (posix/processes.cpp): what it
+  // does on a connection its parent makes for it, and nothing else.
+  if (current->forked() && Seam::forwarded(call)) return serve();
   if (current->forked()) {
     current->refuse(call, -1,
                     "a child is served only as far as its exec: it may close and duplicate simulated descriptors, "
@@ -61,7 +63,9 @@ long served(const char* call, F&& serve) noexcept {
   long rc = engine_call(call, serve);
   LOOPSIM_ASSERT_OP(rc, >=, -4095L);  // a failure is -errno, as Linux's system calls return it
   // A signal that came meanwhile is delivered on the way back to the program (main thread).
-  if (current->signals_pending() && this_thread() == nullptr && current->in_target()) current->deliver_signals();
+  if (!current->forked() && current->signals_pending() && this_thread() == nullptr && current->in_target()) {
+    current->deliver_signals();
+  }
   if (rc < 0) {
     errno = int(-rc);
     return -1;

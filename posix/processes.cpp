@@ -6,11 +6,15 @@
 // the one where the child runs first and to its end: the parent is held inside fork (in
 // wall-clock time, target.spin_limit at most) until the child has exited, what the child wrote
 // to simulated pipes is delivered to them, and SIGCHLD comes. That is exactly right for a child
-// that execs a helper whose output the parent reads (lighttpd's include_shell, system, popen),
-// and it is refused by name for a child that would need the parent meanwhile: one that reads a
-// simulated descriptor, waits in the simulation, or execs a program that keeps a simulated
-// socket (nginx's workers, a daemon's child).
+// that execs a helper whose output the parent reads (lighttpd's include_shell, system, popen).
+// A child that serves a connection it holds (busybox's httpd forks one per connection) has its
+// reads, writes and shutdowns on it made by the parent, which waits in fork meanwhile and
+// answers over the child's report channel (child_forward, serve_child_call). It is refused by
+// name for a child that would need the parent to run meanwhile: one that accepts, polls or
+// waits in the simulation, or execs a program that keeps a simulated socket (nginx's workers,
+// a daemon's child).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -24,6 +28,8 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <string_view>
+#include <vector>
 
 #include "base/assert.hpp"
 #include "posix/seam.hpp"
@@ -37,7 +43,21 @@ enum Report : char {
   pipe_buffer = 'P',  // a simulated pipe's write end, as a real buffer (the message's descriptor)
   refused = 'R',      // the child did something the seam does not serve: the text says what
   spawn_error = 'E',  // the child's posix_spawn failed with this error
+  call = 'C',         // a call on a connection, which the parent makes and answers (Forward)
 };
+
+// A call a child makes on a connection, as it travels to its parent: the bytes of a write
+// follow it; the answer is the result, and the bytes of a read after it.
+struct Forward {
+  char op;  // 'r' read, 'p' read that peeks, 'w' write, 's' shutdown
+  bool nonblocking;
+  int sim;  // the SimKernel descriptor: the parent's own descriptor for it is found by it
+  int how;  // shutdown's
+  std::uint64_t size;
+};
+// What one message carries of a read's or a write's bytes: a shorter read or write, as a
+// socket's may be (the caller asks again for the rest).
+constexpr std::size_t forward_bytes = 60 << 10;
 
 void send_report(int socket, char type, const void* body, std::size_t size, int fd = -1) {
   char bytes[8192];
@@ -72,10 +92,6 @@ std::string read_all(int fd) {
   }
 }
 
-void pause_briefly() {
-  const timespec millisecond{0, 1'000'000};
-  LOOPSIM_REAL(nanosleep)(&millisecond, nullptr);
-}
 
 }  // namespace
 
@@ -105,6 +121,34 @@ long Seam::fork_process() {
   return pid;
 }
 
+// In the parent, waiting in fork: a call the child makes on a connection, made on the parent's
+// own descriptor for it, and answered.
+void Seam::serve_child_call(int report, const char* bytes, std::size_t size) {
+  Forward asked{};
+  std::memcpy(&asked, bytes, std::min(size, sizeof asked));
+  const char* data = bytes + sizeof asked;
+  int fd = -1;
+  for (int at = 0; at < int(fds_.size()) && fd < 0; ++at) {
+    if (fds_[std::size_t(at)].kind == Kind::socket && fds_[std::size_t(at)].sim == asked.sim) fd = at;
+  }
+  std::vector<char> answer(sizeof(std::int64_t));
+  std::int64_t rc = -EBADF;
+  if (fd >= 0) {
+    const std::size_t length = std::min<std::size_t>(asked.size, forward_bytes);
+    if (asked.op == 'r' || asked.op == 'p') {
+      answer.resize(sizeof rc + length);
+      rc = read(fd, answer.data() + sizeof rc, length, asked.nonblocking, asked.op == 'p');
+      answer.resize(sizeof rc + std::size_t(std::max<std::int64_t>(rc, 0)));
+    } else if (asked.op == 'w') {
+      rc = write(fd, data, std::min(length, size - sizeof asked), asked.nonblocking);
+    } else if (asked.op == 's') {
+      rc = shutdown(fd, asked.how);
+    }
+  }
+  std::memcpy(answer.data(), &rc, sizeof rc);
+  LOOPSIM_REAL(send)(report, answer.data(), answer.size(), MSG_NOSIGNAL);
+}
+
 long Seam::await_child(pid_t pid, const char* call) {
   Inside inside(*this);
   const int report = child_report_;
@@ -116,9 +160,46 @@ long Seam::await_child(pid_t pid, const char* call) {
     real_clock(CLOCK_MONOTONIC, &t);
     return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
   };
-  const auto began = real_now();
+  auto began = real_now();
   const Duration limit = scenario_.target->spin_limit;
+  std::vector<std::pair<int, int>> buffers;  // simulated pipe end, real buffer
+  int spawn_failure = 0;
+  // Each report as it comes: a call on a connection is made and answered at once (the child
+  // waits for it), the rest is kept for the child's end. False once none is left.
+  const auto take_report = [&]() {
+    std::vector<char> bytes(1 + sizeof(Forward) + forward_bytes);
+    iovec part{bytes.data(), bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = LOOPSIM_REAL(recvmsg)(report, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0) return false;
+    int fd = -1;
+    if (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr && header->cmsg_type == SCM_RIGHTS) {
+      std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+    }
+    if (bytes[0] == Report::call) {
+      serve_child_call(report, bytes.data() + 1, std::size_t(n - 1));
+      began = real_now();  // the child is waiting on the simulation, not spinning
+    }
+    if (bytes[0] == Report::refused) {
+      LOOPSIM_REAL(close)(report);
+      stop_run(std::string(bytes.data() + 1, std::size_t(n - 1)));
+    }
+    if (bytes[0] == Report::spawn_error && n >= 1 + ssize_t(sizeof(int))) std::memcpy(&spawn_failure, bytes.data() + 1, sizeof(int));
+    if (bytes[0] == Report::pipe_buffer && n >= 1 + ssize_t(sizeof(int)) && fd >= 0) {
+      int sim = -1;
+      std::memcpy(&sim, bytes.data() + 1, sizeof sim);
+      buffers.emplace_back(sim, fd);
+    }
+    return true;
+  };
   for (;;) {
+    while (take_report()) {
+    }
     const pid_t ended = LOOPSIM_REAL(waitpid)(pid, &status, WNOHANG);
     if (ended == pid) break;
     if (ended < 0 && errno != EINTR) refuse(call, -1, std::string("the seam lost its child: ") + std::strerror(errno));
@@ -130,37 +211,12 @@ long Seam::await_child(pid_t pid, const char* call) {
                  " ms of wall-clock time) without ending; the seam runs a child to its end before fork returns "
                  "(docs/targets.md)");
     }
-    pause_briefly();
+    pollfd waiting{report, POLLIN, 0};
+    LOOPSIM_REAL(poll)(&waiting, 1, 1);  // a report, or a millisecond
   }
   LOOPSIM_ASSERT(WIFEXITED(status) || WIFSIGNALED(status));  // waitpid reported its end, not a stop
   // The child has ended: what it reported is all there, its descriptors in flight kept open.
-  std::vector<std::pair<int, int>> buffers;  // simulated pipe end, real buffer
-  int spawn_failure = 0;
-  for (;;) {
-    char bytes[8192];
-    iovec part{bytes, sizeof bytes};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr message{};
-    message.msg_iov = &part;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    const ssize_t n = LOOPSIM_REAL(recvmsg)(report, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n <= 0) break;
-    int fd = -1;
-    if (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr && header->cmsg_type == SCM_RIGHTS) {
-      std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
-    }
-    if (bytes[0] == Report::refused) {
-      LOOPSIM_REAL(close)(report);
-      stop_run(std::string(bytes + 1, std::size_t(n - 1)));
-    }
-    if (bytes[0] == Report::spawn_error && n >= 1 + ssize_t(sizeof(int))) std::memcpy(&spawn_failure, bytes + 1, sizeof(int));
-    if (bytes[0] == Report::pipe_buffer && n >= 1 + ssize_t(sizeof(int)) && fd >= 0) {
-      int sim = -1;
-      std::memcpy(&sim, bytes + 1, sizeof sim);
-      buffers.emplace_back(sim, fd);
-    }
+  while (take_report()) {
   }
   LOOPSIM_REAL(close)(report);
   for (const auto& [sim, fd] : buffers) {
@@ -272,6 +328,36 @@ long Seam::child_fcntl(int fd, int cmd, long arg) {
       return 0;
     default: refuse("fcntl (command " + std::to_string(cmd) + ")", fd, "a child is served only as far as its exec");
   }
+}
+
+bool Seam::forwarded(const char* call) {
+  static constexpr std::string_view calls[] = {"read", "__read_chk", "recv", "__recv_chk", "recvfrom", "__recvfrom_chk",
+                                               "readv", "recvmsg", "write", "send", "sendto", "writev", "sendmsg",
+                                               "sendfile", "sendfile64", "shutdown"};
+  return std::find(std::begin(calls), std::end(calls), std::string_view(call)) != std::end(calls);
+}
+
+long Seam::child_forward(char op, int fd, void* buffer, std::size_t size, int how, bool nonblocking) {
+  Fd* entry = simulated(fd);
+  if (entry == nullptr) return -EBADF;
+  if (entry->kind != Kind::socket) {
+    refuse(op == 'w' ? "write" : op == 's' ? "shutdown" : "read", fd,
+           "a child is served only as far as its exec, and on the connections it holds: not on a simulated "
+           "listener, pipe, poller or datagram socket (docs/targets.md)");
+  }
+  Forward asked{op, entry->nonblocking || nonblocking, entry->sim, how, std::min<std::uint64_t>(size, forward_bytes)};
+  std::vector<char> message(1 + sizeof asked);
+  message[0] = Report::call;
+  std::memcpy(message.data() + 1, &asked, sizeof asked);
+  if (op == 'w') message.insert(message.end(), static_cast<const char*>(buffer), static_cast<const char*>(buffer) + asked.size);
+  if (LOOPSIM_REAL(send)(report_, message.data(), message.size(), MSG_NOSIGNAL) < 0) LOOPSIM_REAL(_exit)(2);
+  std::vector<char> answer(sizeof(std::int64_t) + forward_bytes);
+  const ssize_t n = LOOPSIM_REAL(recv)(report_, answer.data(), answer.size(), 0);
+  if (n < ssize_t(sizeof(std::int64_t))) LOOPSIM_REAL(_exit)(2);  // the parent is gone
+  std::int64_t rc = 0;
+  std::memcpy(&rc, answer.data(), sizeof rc);
+  if ((op == 'r' || op == 'p') && rc > 0) std::memcpy(buffer, answer.data() + sizeof rc, std::size_t(rc));
+  return long(rc);
 }
 
 void Seam::spawn_failed(int error) {

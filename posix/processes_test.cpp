@@ -58,6 +58,25 @@ TEST_CASE("seam: a child that would need its parent meanwhile is refused by name
   CHECK(error.find("after the simulation saw it act") != std::string::npos);
 }
 
+TEST_CASE("seam: a child per connection serves the connection its parent accepted, its calls made by the parent") {
+  // busybox's httpd: accept, fork, the child reads the request and answers it, the parent closes
+  // its copy. The child's read, write and shutdown go to the parent, waiting in fork, which makes
+  // them on its own descriptor for the connection, in virtual time. Dynamic and static builds.
+  for (const std::string program : {"seam_probe_dynamic", "seam_probe_static"}) {
+    INFO(program);
+    sim::RunResult result = sim::run(probe("child-serves", program, "", 3));
+    CHECK(result.stats.accepted == 3);
+    CHECK(result.stats.answered == 3);
+    const std::string trace = jsonl(result.trace);
+    CHECK(trace.find("\"ev\":\"child\",\"worker\":0,\"call\":\"fork\",\"status\":0}") != std::string::npos);
+    CHECK(trace.find("\"ev\":\"answer\",\"client\":\"c#2\",\"path\":\"/\",\"status\":200}") != std::string::npos);
+    // A child that answers nothing: the clients are owed, and answered says so.
+    sim::RunResult mute = sim::run(probe("child-serves\", \"mute", program, "", 3));
+    CHECK(mute.stats.accepted == 3);
+    CHECK(mute.stats.answered == 0);
+  }
+}
+
 TEST_CASE("seam: a wrapper that execs the server at once hands the run over, and its children inherit no seam") {
   // bash defines getenv and unsetenv of its own: the seam's variables were once left in what
   // its children inherit, and each child then took the seam and died (exit 2) looking for loopsim.

@@ -356,6 +356,7 @@ void Seam::end_pass() {
 // ---- reading, writing, closing ----
 
 long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool peek) {
+  if (forked()) return child_forward(peek ? 'p' : 'r', fd, into, size, 0, nonblocking_now);
   Inside inside(*this);
   Fd* entry = simulated(fd);
   if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)
@@ -412,6 +413,7 @@ long Seam::read(int fd, void* into, std::size_t size, bool nonblocking_now, bool
 }
 
 long Seam::write(int fd, const void* from, std::size_t size, bool nonblocking_now, bool addressed) {
+  if (forked()) return child_forward('w', fd, const_cast<void*>(from), size, 0, nonblocking_now);
   Inside inside(*this);
   Fd* entry = simulated(fd);
   if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)

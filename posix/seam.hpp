@@ -301,7 +301,8 @@ class Seam final : public sim::ForeignServer {
   // call returns in the parent, in no virtual time (one of Linux's schedules, the only one the
   // seam takes). The child is served only as far as exec: what it writes to a simulated pipe
   // reaches the pipe as fork returns; what it does with a simulated descriptor otherwise
-  // (read, accept, wait) is refused by name, as is a child that outlasts target.spin_limit.
+  // (accept, wait) is refused by name, as is a child that outlasts target.spin_limit; its reads,
+  // writes and shutdowns on a connection it holds the parent makes for it (child_forward).
   // Returns 0 in the child, and the child's pid or -errno in the parent. `before_exec`, run in
   // the child (posix_spawn, system, popen), may refuse or _exit instead of returning.
   long fork_process();
@@ -316,6 +317,13 @@ class Seam final : public sim::ForeignServer {
   long child_close(int fd);
   long child_dup(int fd, int to, bool cloexec, bool lowest);
   long child_fcntl(int fd, int cmd, long arg);
+  // In the child, on a simulated connection it holds (one its parent accepted: a server that
+  // forks a child per connection, busybox's httpd): read, write and shutdown, made by the
+  // parent, which waits in fork, on its own descriptor for the same connection, and answered
+  // over the report channel (processes.cpp). Whether `call` is one of the interposers that come
+  // here; the call made.
+  static bool forwarded(const char* call);
+  long child_forward(char op, int fd, void* buffer, std::size_t size, int how, bool nonblocking);
   // In the child, at exec: each simulated descriptor the new program would keep (not
   // close-on-exec) stays a placeholder there (EBADF to any call), or is refused by name as the
   // new program's stdin, stdout or stderr (it would be used unsimulated). Pipes' write ends
@@ -455,6 +463,7 @@ class Seam final : public sim::ForeignServer {
   int report_ = -1;        // in a forked child: its socket to the parent, for refusals and pipes
   int child_report_ = -1;  // in the parent, between fork_process and await_child: the other end
   [[noreturn]] void tell_parent_refused(const std::string& message);
+  void serve_child_call(int report, const char* bytes, std::size_t size);
   void buffer_pipes();  // in the child, at the fork
   // The run stops (exit status 2) with `message`, from the parent; from a child, its parent stops it.
   [[noreturn]] void stop_run(const std::string& message);

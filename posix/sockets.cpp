@@ -277,6 +277,7 @@ long Seam::connect(int fd, const sockaddr* address, socklen_t length) {
 }
 
 long Seam::shutdown(int fd, int how) {
+  if (forked()) return child_forward('s', fd, nullptr, 0, how, false);
   Inside inside(*this);
   Fd* entry = simulated(fd);
   if (entry == nullptr) return failed(-EBADF);  // closed by another thread since (Seam::simulated)

@@ -21,6 +21,7 @@ int reraise_mode(void);
  * them. */
 int children_mode(int alone);
 int child_refused_mode(const char* what);
+int child_serves_mode(int mute);
 
 /* posix/probe/socket_probe.c: an IPv6 listener, and a CPU-time timer. */
 int families_mode(int alone);

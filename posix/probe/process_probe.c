@@ -162,3 +162,26 @@ int child_refused_mode(const char* what) {
   if (strcmp(what, "exec-self") == 0) execl("/bin/true", "true", (char*)NULL);
   for (;;) close(accept_one(listener));
 }
+
+/* A server that forks a child for each connection, as busybox's httpd does: the child reads the
+ * request (blocking) and answers it, the parent closes its copy and accepts the next. With
+ * "mute", the child answers nothing. */
+int child_serves_mode(int mute) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listen_on(8080);
+  signal(SIGCHLD, SIG_IGN);
+  for (;;) {
+    const int conn = accept_one(listener);
+    if (fork() == 0) {
+      close(listener);
+      fcntl(conn, F_SETFL, 0);
+      char request[1024];
+      const ssize_t n = read(conn, request, sizeof request);
+      static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+      if (!mute && n > 0 && write(conn, answer, sizeof answer - 1) != (ssize_t)(sizeof answer - 1)) _exit(1);
+      shutdown(conn, SHUT_WR);
+      _exit(0);
+    }
+    close(conn);
+  }
+}

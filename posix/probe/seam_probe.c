@@ -587,6 +587,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "spins") == 0) return spins_mode(alone);
   if (strcmp(what, "datagrams") == 0) return datagrams_mode();
   if (strcmp(what, "child-refused") == 0) return child_refused_mode(argc > 2 ? argv[2] : "");
+  if (strcmp(what, "child-serves") == 0) return child_serves_mode(argc > 2 && strcmp(argv[2], "mute") == 0);
   if (strcmp(what, "alarm-dies") == 0) return alarm_dies_mode(alone);
   if (strcmp(what, "reraise") == 0) return reraise_mode();
   if (strcmp(what, "sync") == 0) {  /* with "alone", natively: no listener */
