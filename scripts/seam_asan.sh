@@ -46,7 +46,7 @@ echo "seam_asan: the planted overrun is reported (exit $status, AddressSanitizer
 # With statically linked programs, which the seam loads (posix/loaded.cpp), and Go's.
 scenarios=(examples/epoll/et-emfile.toml examples/epoll/et-pipelined.toml examples/libuv/uv-burst.toml
   examples/libevent/ev-burst.toml examples/libevent/ev-windows.toml examples/libuv/uv-burst-static.toml
-  examples/go/go-http.toml examples/go/go-http-static.toml)
+  examples/go/go-http.toml examples/go/go-http-static.toml examples/busybox/busybox-httpd.toml)
 "$loopsim" check "${scenarios[@]}"
 echo "seam_asan: ${#scenarios[@]} scenarios ran with the seam's engine under AddressSanitizer, no report"
 

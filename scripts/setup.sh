@@ -11,6 +11,7 @@ packages=(
   libuv1-dev libevent-dev nginx-light python3  # the example targets (examples/), run on the seam
   redis-server memcached lighttpd nodejs mosquitto haproxy beanstalkd python3-tornado
   golang-go  # the Go example (examples/go/), its runtime's own system calls served by the trap
+  busybox-static  # busybox's httpd (examples/busybox/), statically linked: the seam loads it
   dpkg-dev file systemd man-db  # the package stage: dpkg-shlibdeps, CPack's ELF check, systemd-analyze, man
   jq  # the determinism stage reads each scenario's arms from loopsim run --json
 )
