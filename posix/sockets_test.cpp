@@ -2,6 +2,10 @@
 // probe both ways, a UDP socket into a network where no one answers, and a CPU-time timer. And
 // the program's own entropy, which replays with the run's seed.
 #include <catch2/catch.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -122,6 +126,46 @@ TEST_CASE("seam: a server whose system calls are its own, never libc's, is serve
   CHECK(result.stats.answered == 1);
   CHECK(result.stats.exit_status == 0);  // its exit_group, served as _exit
 #endif
+}
+
+TEST_CASE("seam: a program that listens on the machine's own port past the seam is stopped at once, saying so") {
+#if defined(__x86_64__)
+  // The same server without the trap (LOOPSIM_TRAP=off): its own bind and listen reach Linux,
+  // and its socket on the scenario's port is seen from /proc within a tick (it used to be found
+  // only as 120 s of silence).
+  ::setenv("LOOPSIM_TRAP", "off", 1);
+  const std::string error = error_of(probe("raw"));
+  ::unsetenv("LOOPSIM_TRAP");
+  CHECK(error.find("it holds a socket of the machine's own, listening on port 8080: a bind, listen or connect that "
+                   "reached Linux past the seam") != std::string::npos);
+#endif
+}
+
+TEST_CASE("real_socket_on finds a process's own socket on a port, by /proc/net and its descriptors") {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // port 0: one the machine has free
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  const int port = ntohs(address.sin_port);
+  CHECK(loopsim::sim::real_socket_on(::getpid(), port).empty());  // Linux lists a TCP socket once it listens
+  REQUIRE(::listen(listener, 1) == 0);
+  CHECK(loopsim::sim::real_socket_on(::getpid(), port) == "listening");
+  CHECK(loopsim::sim::real_socket_on(::getppid(), port).empty());  // another process's: not it
+  ::close(listener);
+  CHECK(loopsim::sim::real_socket_on(::getpid(), port).empty());
+  // A UDP socket is listed once bound.
+  const int datagrams = ::socket(AF_INET, SOCK_DGRAM, 0);
+  REQUIRE(datagrams >= 0);
+  address.sin_port = 0;
+  REQUIRE(::bind(datagrams, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  length = sizeof address;
+  REQUIRE(::getsockname(datagrams, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  CHECK(loopsim::sim::real_socket_on(::getpid(), ntohs(address.sin_port)) == "bound");
+  ::close(datagrams);
 }
 
 #endif  // LOOPSIM_SEAM_BUILT

@@ -236,6 +236,35 @@ std::string system_call_name(long number) {
 
 }  // namespace
 
+std::string real_socket_on(pid_t pid, int port) {
+  // The machine's sockets on the port, by inode, with their state (/proc/net/tcp's st: 0A is
+  // LISTEN, 07 CLOSE: bound or unconnected UDP).
+  std::map<std::string, std::string> on_port;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode)) continue;
+      const std::size_t colon = local.rfind(':');
+      if (colon == std::string::npos || std::strtol(local.c_str() + colon + 1, nullptr, 16) != port || inode == "0") continue;
+      on_port[inode] = state == "0A" ? "listening" : state == "07" ? "bound" : "connected";
+    }
+  }
+  if (on_port.empty()) return {};
+  std::error_code error;
+  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", error), end;
+  for (; !error && fds != end; fds.increment(error)) {
+    const std::string link = std::filesystem::read_symlink(fds->path(), error).string();
+    if (error || !link.starts_with("socket:[")) continue;
+    auto found = on_port.find(link.substr(8, link.size() - 9));
+    if (found != on_port.end()) return found->second;
+  }
+  return {};
+}
+
 std::string threads_seen(pid_t pid) {
   std::error_code error;
   std::map<std::string, int> blocked;  // by call, so that the text reads the same each time
@@ -675,6 +704,17 @@ wire::Message TargetProcess::expect(model::Chooser& chooser, wire::Type type) {
     drain(out_, false);
     drain(err_, false);
     watch_main(seen, since);
+    // A socket of the machine's own on the scenario's port: the program reached Linux past the
+    // seam, and clients of the machine's could reach it (looked for 4 times a second).
+    const std::int64_t now_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const bool look = now_ns - escape_checked_ns_ >= 250'000'000;
+    if (look) escape_checked_ns_ = now_ns;
+    if (const std::string real = look ? real_socket_on(pid_, scenario_.target->port) : ""; !real.empty()) {
+      failed("it holds a socket of the machine's own, " + real + " on port " + std::to_string(scenario_.target->port) +
+             ": a bind, listen or connect that reached Linux past the seam (neither its interposers nor its trap "
+             "saw it: LOOPSIM_TRAP=off, a shared object's own syscall instruction, or io_uring; docs/targets.md)");
+    }
     if (p[0].revents == 0) {
       if (std::chrono::steady_clock::now() - heard >= std::chrono::milliseconds(silence_ms))
         failed(silent_for_long());

@@ -63,6 +63,13 @@ inline int preempt_signal() { return SIGRTMAX - 2; }
 // /proc does not say.
 std::string threads_seen(pid_t pid);
 
+// A socket of the machine's own (TCP or UDP, IPv4 or IPv6) that process `pid` holds on local
+// `port`, from /proc/net and /proc/PID/fd: "listening", "bound" (UDP), "connected" or, where it
+// holds none, empty. Linux lists a TCP socket there once it listens or connects, not when it is
+// only bound. A target's simulated descriptors are placeholders, never sockets; one of these
+// on the scenario's port is a call that got past the seam.
+std::string real_socket_on(pid_t pid, int port);
+
 struct MainWatch {
   std::atomic<std::uint64_t> runs{0};            // odd while main() runs the program's code
   std::atomic<std::int64_t> since_virtual_ns{0};  // virtual time when it last went in
@@ -74,7 +81,7 @@ struct MainWatch {
 class TargetProcess {
  public:
   // Starts the program. Throws ScenarioError at target.exec when it cannot be started: no seam
-  // library, a static binary, not an executable.
+  // library, a static binary the seam does not load, not an executable.
   // `chooser`, if given, is a portable chooser's text (model::Chooser::portable): the target's
   // process then decides by it itself, and run() checks the decisions afterwards.
   TargetProcess(const Scenario& scenario, const std::string& arm, TargetMode mode,
@@ -129,6 +136,7 @@ class TargetProcess {
   void watch_main(std::uint64_t& seen, std::int64_t& since);
   std::int64_t watch_clock_ns() const;
   std::int64_t preempted_ns_ = 0;  // watch_clock_ns when main() was last asked to give way
+  std::int64_t escape_checked_ns_ = 0;  // the machine's monotonic clock when real_socket_on last looked
   // CPU time the program's main thread has run (/proc/PID/task/PID/schedstat), ns; -1 if unsaid.
   std::int64_t main_cpu_ns() const;
 };
