@@ -704,7 +704,7 @@ SEAM_EXPORT int getentropy(void* buffer, size_t size) noexcept {
 // ---- clocks and sleeps ----
 
 SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
-  if (making() && t != nullptr) {
+  if (virtual_clocks() && t != nullptr) {
     *t = to_timespec(virtual_ns(clock));
     return 0;
   }
@@ -712,7 +712,7 @@ SEAM_EXPORT int clock_gettime(clockid_t clock, timespec* t) noexcept {
 }
 
 SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
-  if (making()) {
+  if (virtual_clocks()) {
     if (tv != nullptr) {
       std::int64_t ns = virtual_ns(CLOCK_REALTIME);
       tv->tv_sec = time_t(ns / 1'000'000'000);
@@ -724,7 +724,7 @@ SEAM_EXPORT int gettimeofday(timeval* tv, void* tz) noexcept {
 }
 
 SEAM_EXPORT time_t time(time_t* out) noexcept {
-  if (making()) {
+  if (virtual_clocks()) {
     time_t now = time_t(virtual_ns(CLOCK_REALTIME) / 1'000'000'000);
     if (out != nullptr) *out = now;
     return now;

@@ -93,6 +93,11 @@ inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
 // whose calls go to libc but for those on simulated descriptors).
 inline bool making() { return current != nullptr && !current->forked() && current->in_target(); }
 
+// Whether the clocks the caller reads are the simulation's: the program's own threads, and a
+// forked child's (its copy of the simulation, at its parent's time: a child's date in its answer
+// must not be the machine's, or the same run would answer differently).
+inline bool virtual_clocks() { return making() || (current != nullptr && current->forked()); }
+
 // A call the seam does not serve, on a simulated descriptor: the run stops and says so.
 inline void unserved(const char* call, int fd) {
   if (owned(fd)) current->refuse(call, fd, "the seam does not implement it (docs/targets.md lists what it serves)");

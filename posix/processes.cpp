@@ -131,21 +131,24 @@ void Seam::serve_child_call(int report, const char* bytes, std::size_t size) {
   for (int at = 0; at < int(fds_.size()) && fd < 0; ++at) {
     if (fds_[std::size_t(at)].kind == Kind::socket && fds_[std::size_t(at)].sim == asked.sim) fd = at;
   }
-  std::vector<char> answer(sizeof(std::int64_t));
+  std::vector<char> answer(2 * sizeof(std::int64_t));
   std::int64_t rc = -EBADF;
   if (fd >= 0) {
     const std::size_t length = std::min<std::size_t>(asked.size, forward_bytes);
     if (asked.op == 'r' || asked.op == 'p') {
-      answer.resize(sizeof rc + length);
-      rc = read(fd, answer.data() + sizeof rc, length, asked.nonblocking, asked.op == 'p');
-      answer.resize(sizeof rc + std::size_t(std::max<std::int64_t>(rc, 0)));
+      answer.resize(2 * sizeof rc + length);
+      rc = read(fd, answer.data() + 2 * sizeof rc, length, asked.nonblocking, asked.op == 'p');
+      answer.resize(2 * sizeof rc + std::size_t(std::max<std::int64_t>(rc, 0)));
     } else if (asked.op == 'w') {
       rc = write(fd, data, std::min(length, size - sizeof asked), asked.nonblocking);
     } else if (asked.op == 's') {
       rc = shutdown(fd, asked.how);
     }
   }
+  // The result, the parent's virtual time (the child's clocks read it), then a read's bytes.
+  const std::int64_t at = since_start(now()).count();
   std::memcpy(answer.data(), &rc, sizeof rc);
+  std::memcpy(answer.data() + sizeof rc, &at, sizeof at);
   LOOPSIM_REAL(send)(report, answer.data(), answer.size(), MSG_NOSIGNAL);
 }
 
@@ -351,12 +354,14 @@ long Seam::child_forward(char op, int fd, void* buffer, std::size_t size, int ho
   std::memcpy(message.data() + 1, &asked, sizeof asked);
   if (op == 'w') message.insert(message.end(), static_cast<const char*>(buffer), static_cast<const char*>(buffer) + asked.size);
   if (LOOPSIM_REAL(send)(report_, message.data(), message.size(), MSG_NOSIGNAL) < 0) LOOPSIM_REAL(_exit)(2);
-  std::vector<char> answer(sizeof(std::int64_t) + forward_bytes);
+  std::vector<char> answer(2 * sizeof(std::int64_t) + forward_bytes);
   const ssize_t n = LOOPSIM_REAL(recv)(report_, answer.data(), answer.size(), 0);
-  if (n < ssize_t(sizeof(std::int64_t))) LOOPSIM_REAL(_exit)(2);  // the parent is gone
-  std::int64_t rc = 0;
+  if (n < ssize_t(2 * sizeof(std::int64_t))) LOOPSIM_REAL(_exit)(2);  // the parent is gone
+  std::int64_t rc = 0, at = 0;
   std::memcpy(&rc, answer.data(), sizeof rc);
-  if ((op == 'r' || op == 'p') && rc > 0) std::memcpy(buffer, answer.data() + sizeof rc, std::size_t(rc));
+  std::memcpy(&at, answer.data() + sizeof rc, sizeof at);
+  child_now_ = Instant{} + Duration(at);
+  if ((op == 'r' || op == 'p') && rc > 0) std::memcpy(buffer, answer.data() + 2 * sizeof rc, std::size_t(rc));
   return long(rc);
 }
 

@@ -148,7 +148,9 @@ std::string Seam::listened_on() const {
   return out.empty() ? "none" : out;
 }
 
-Instant Seam::now() const { return scheduler_->now(); }
+// In a forked child, the parent's virtual time as it last answered a call of the child's (the
+// child runs in none of its own): its copy of the scheduler is frozen at the fork.
+Instant Seam::now() const { return forked() && child_now_ > Instant{} ? child_now_ : scheduler_->now(); }
 
 Duration Seam::sleep(Duration duration) {
   Inside inside(*this);

@@ -464,6 +464,7 @@ class Seam final : public sim::ForeignServer {
   int child_report_ = -1;  // in the parent, between fork_process and await_child: the other end
   [[noreturn]] void tell_parent_refused(const std::string& message);
   void serve_child_call(int report, const char* bytes, std::size_t size);
+  Instant child_now_{};  // in a forked child: the parent's virtual time at its last answer
   void buffer_pipes();  // in the child, at the fork
   // The run stops (exit status 2) with `message`, from the parent; from a child, its parent stops it.
   [[noreturn]] void stop_run(const std::string& message);
