@@ -319,13 +319,18 @@ namespace {
 // The auxiliary vector as Linux gave it, read before anything else runs.
 std::vector<std::pair<std::uint64_t, std::uint64_t>> auxiliary;
 
-// Whether the program imports __libc_start_main, as every program libc starts does: the name
-// is in its dynamic string table.
-bool started_by_libc() {
-  bool found = false;
+// The program's dynamic section, as the loader mapped it (the first object it lists), read for
+// the two questions below: its string table, and whether it needs any library.
+struct ProgramDynamic {
+  std::string_view strings;
+  bool needs = false;  // a DT_NEEDED entry
+};
+
+ProgramDynamic program_dynamic() {
+  ProgramDynamic found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {
-        auto& found = *static_cast<bool*>(data);
+        auto& found = *static_cast<ProgramDynamic*>(data);
         const char* strings = nullptr;
         std::size_t size = 0;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -334,15 +339,24 @@ bool started_by_libc() {
           for (; entry->d_tag != DT_NULL; ++entry) {
             if (entry->d_tag == DT_STRTAB) strings = reinterpret_cast<const char*>(entry->d_un.d_ptr);
             if (entry->d_tag == DT_STRSZ) size = entry->d_un.d_val;
+            if (entry->d_tag == DT_NEEDED) found.needs = true;
           }
         }
-        static constexpr std::string_view name = "__libc_start_main";
-        found = strings != nullptr && std::string_view(strings, size).find(name) != std::string_view::npos;
+        if (strings != nullptr) found.strings = std::string_view(strings, size);
         return 1;  // the first object is the program
       },
       &found);
   return found;
 }
+
+// Whether the program imports __libc_start_main, as every program libc starts does: the name
+// is in its dynamic string table.
+bool started_by_libc() {
+  return program_dynamic().strings.find("__libc_start_main") != std::string_view::npos;
+}
+
+// Whether it needs any library: Go built without cgo as a PIE needs none (nor libc).
+bool links_libraries() { return program_dynamic().needs; }
 
 [[noreturn]] void jump_to(std::uintptr_t stack, std::uintptr_t entry) {
   // As the kernel starts a process: %rsp at argc, %rdx (a function for atexit) null.
@@ -363,7 +377,10 @@ void read_auxiliary() {
   }
 }
 
-int enter_program(int argc, char** argv, char** envp) { enter_with(argc, argv, envp, {}); }
+int enter_program(int argc, char** argv, char** envp) {
+  adopt_main_thread();
+  enter_with(argc, argv, envp, {});
+}
 
 // The program's first bytes, at its entry point, while the seam's jump stands there.
 constexpr std::size_t jump_size = 12;  // movabs $to, %rax; jmp *%rax
@@ -385,6 +402,8 @@ void protect_entry(std::uintptr_t entry, int protection) {
 // (the constructors of the objects the loader runs after this one's still run before it).
 __attribute__((constructor)) void take_start() {
   if (variable("LOOPSIM_SEAM_FD") == nullptr || started_by_libc()) return;
+  // One that links no library at all (Go without cgo, built as a PIE) sets its own %fs.
+  if (!links_libraries()) keep_thread_pointer();
   read_auxiliary();
   const std::uintptr_t entry = ::getauxval(AT_ENTRY);
   auto* at = reinterpret_cast<unsigned char*>(entry);

@@ -208,7 +208,7 @@ long trapped_call(int number, const long* a, ucontext_t& context) {
   // A child that shares its parent's memory (CLONE_VM, CLONE_VFORK: posix_spawn's) gets a copy,
   // on the stack it was given, as the seam's vfork does.
   const bool process = number == SYS_fork || number == SYS_vfork || ((number == SYS_clone || number == SYS_clone3) && !thread);
-  if (process && program_loaded() && calls::making()) {
+  if (process && keeps_thread_pointer() && calls::making()) {
     errno = 0;
     const pid_t pid = ::fork();
     if (pid < 0) return -errno;
@@ -221,7 +221,7 @@ long trapped_call(int number, const long* a, ucontext_t& context) {
     return pid;
   }
   // A loaded program's threads are all made so (Go's runtime, static glibc's pthread_create).
-  if (thread && program_loaded() && calls::making()) {
+  if (thread && keeps_thread_pointer() && calls::making()) {
     if (clone.stack == 0) return -EINVAL;
     return clone_thread(context, clone.flags | clone.exit_signal, clone.stack, clone.tls,
                         reinterpret_cast<int*>(clone.parent_tid), reinterpret_cast<int*>(clone.child_tid));

@@ -248,8 +248,12 @@ struct Loaded {
   std::uint64_t break_start = 0, break_now = 0, break_mapped = 0;
 };
 Loaded* loaded = nullptr;
+// Whether the program keeps a thread pointer of its own: a loaded one, or one the loader
+// started that links no library (Go built without cgo as a PIE).
+bool own_thread_pointer = false;
 
 constexpr std::uint64_t page = 4096;
+constexpr std::uint64_t static_pie_base = 0x1000'0000'0000;
 std::uint64_t page_down(std::uint64_t a) { return a & ~(page - 1); }
 std::uint64_t page_up(std::uint64_t a) { return (a + page - 1) & ~(page - 1); }
 
@@ -314,7 +318,6 @@ void* clone_started(void* argument) {
 }  // namespace
 
 std::string load_program(const char* path) {
-  if (loopsim_fsgsbase == 0 && (::getauxval(AT_HWCAP2) & hwcap2_fsgsbase) != 0) loopsim_fsgsbase = 1;
   const int fd = LOOPSIM_REAL(open)(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
   struct Closer {
@@ -324,53 +327,70 @@ std::string load_program(const char* path) {
   Elf64_Ehdr header{};
   if (::pread(fd, &header, sizeof header, 0) != ssize_t(sizeof header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
     return "it is not an ELF program";
-  if (header.e_type != ET_EXEC || header.e_machine != EM_X86_64)
-    return "only a position-dependent x86-64 program (ELF type EXEC) is loaded, and it is not one";
+  if ((header.e_type != ET_EXEC && header.e_type != ET_DYN) || header.e_machine != EM_X86_64)
+    return "it is not an x86-64 program (ELF type EXEC, or DYN for a static-pie)";
   if (header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 || header.e_phnum > 64) return "its program headers are malformed";
   std::vector<Elf64_Phdr> headers(header.e_phnum);
   const auto size = ssize_t(headers.size() * sizeof(Elf64_Phdr));
   if (::pread(fd, headers.data(), std::size_t(size), off_t(header.e_phoff)) != size) return "its program headers are cut short";
+  // A position-independent one (static-pie) goes where Linux would put it, were that not where
+  // the host is: at a base of its own, below the line under which the trap traps. It relocates
+  // itself (glibc's _dl_relocate_static_pie) from what its auxiliary vector says.
+  const std::uint64_t base = header.e_type == ET_DYN ? static_pie_base : 0;
   auto l = std::make_unique<Loaded>();
   l->path = path;
-  l->entry = header.e_entry;
+  l->entry = base + header.e_entry;
   l->phnum = header.e_phnum;
   for (const Elf64_Phdr& h : headers) {
     if (h.p_type == PT_INTERP) return "it names a program interpreter: it is dynamically linked";
     if (h.p_type == PT_TLS || h.p_type != PT_LOAD) continue;
-    if (h.p_memsz < h.p_filesz || h.p_vaddr + h.p_memsz >= 0x7000'0000'0000 || h.p_vaddr < 0x10000)
+    const std::uint64_t vaddr = base + h.p_vaddr;
+    if (h.p_memsz < h.p_filesz || vaddr + h.p_memsz >= 0x7000'0000'0000 || vaddr < 0x10000)
       return "a segment lies where the seam cannot place it";
     // Anonymous memory with the file's bytes copied in, so that the part past the file's (its
     // .bss) is zero, as Linux leaves it.
-    const std::uint64_t from = page_down(h.p_vaddr), to = page_up(h.p_vaddr + h.p_memsz);
+    const std::uint64_t from = page_down(vaddr), to = page_up(vaddr + h.p_memsz);
     void* at = LOOPSIM_REAL(mmap)(reinterpret_cast<void*>(from), to - from, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (at != reinterpret_cast<void*>(from))
       return "its segment at " + std::to_string(from) + " overlaps what this process holds there";
     if (h.p_filesz > 0 &&
-        ::pread(fd, reinterpret_cast<void*>(h.p_vaddr), h.p_filesz, off_t(h.p_offset)) != ssize_t(h.p_filesz))
+        ::pread(fd, reinterpret_cast<void*>(vaddr), h.p_filesz, off_t(h.p_offset)) != ssize_t(h.p_filesz))
       return "a segment is cut short in the file";
     const int protection = ((h.p_flags & PF_R) ? PROT_READ : 0) | ((h.p_flags & PF_W) ? PROT_WRITE : 0) |
                            ((h.p_flags & PF_X) ? PROT_EXEC : 0);
     LOOPSIM_REAL(mprotect)(reinterpret_cast<void*>(from), to - from, protection);
     if (h.p_offset <= header.e_phoff && header.e_phoff + std::uint64_t(size) <= h.p_offset + h.p_filesz)
-      l->phdr = h.p_vaddr + (header.e_phoff - h.p_offset);
+      l->phdr = vaddr + (header.e_phoff - h.p_offset);
     l->break_start = std::max(l->break_start, to);
   }
   for (const Elf64_Phdr& h : headers) {
-    if (h.p_type == PT_PHDR) l->phdr = h.p_vaddr;
+    if (h.p_type == PT_PHDR) l->phdr = base + h.p_vaddr;
   }
   if (l->phdr == 0) return "its program headers are not in a loaded segment";
   l->break_now = l->break_mapped = l->break_start;
   loaded = l.release();
+  keep_thread_pointer();
   return {};
 }
 
 bool program_loaded() { return loaded != nullptr; }
 
+void keep_thread_pointer() {
+  own_thread_pointer = true;
+  if (loopsim_fsgsbase == 0 && (::getauxval(AT_HWCAP2) & hwcap2_fsgsbase) != 0) loopsim_fsgsbase = 1;
+}
+
+bool keeps_thread_pointer() { return own_thread_pointer; }
+
+void adopt_main_thread() {
+  static LoopsimThreadBlock main_block;
+  if (own_thread_pointer) adopt_thread(main_block, read_fs());
+}
+
 int enter_loaded(int argc, char** argv, char** envp) {
   LOOPSIM_ASSERT(loaded != nullptr && argc >= 2);  // the host's own name, then the program's argv
-  static LoopsimThreadBlock main_block;
-  adopt_thread(main_block, read_fs());
+  adopt_main_thread();
   enter_with(argc - 1, argv + 1, envp,
              {{AT_PHDR, loaded->phdr},
               {AT_PHENT, sizeof(Elf64_Phdr)},
@@ -454,7 +474,7 @@ bool exit_thread() {
 }
 
 int install_action(int signal, const struct sigaction* action, struct sigaction* old, bool seams) {
-  if (loaded == nullptr || signal <= 0 || signal > 64) return LOOPSIM_REAL(sigaction)(signal, action, old);
+  if (!own_thread_pointer || signal <= 0 || signal > 64) return LOOPSIM_REAL(sigaction)(signal, action, old);
   auto& table = seams ? loopsim_seam_handlers : loopsim_program_handlers;
   const auto entry = seams ? loopsim_seam_signal_entry : loopsim_program_signal_entry;
   struct sigaction given{};
@@ -479,7 +499,7 @@ int install_action(int signal, const struct sigaction* action, struct sigaction*
 }
 
 void run_handler(void (*handler)(int, siginfo_t*, void*), int signal, siginfo_t* info, void* context) {
-  if (loaded == nullptr) return handler(signal, info, context);
+  if (!own_thread_pointer) return handler(signal, info, context);
   loopsim_call_program(signal, info, context, handler);
 }
 

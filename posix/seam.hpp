@@ -72,6 +72,13 @@ long kept_action(int signal, const struct sigaction* action, struct sigaction* o
 std::string load_program(const char* path);
 bool program_loaded();
 int enter_loaded(int argc, char** argv, char** envp);
+// Whether the program keeps a thread pointer (%fs) of its own, apart from the seam's: a loaded
+// one, and one that links no library (Go built without cgo as a PIE, which the loader starts);
+// its threads, made by its own clone, and its fork are then served. keep_thread_pointer says
+// so, before its start; adopt_main_thread, on the main thread, just before it is entered.
+void keep_thread_pointer();
+bool keeps_thread_pointer();
+void adopt_main_thread();
 // Enters a program libc does not start at its entry point, as Linux's exec leaves it: argc,
 // argv, the environment, and Linux's auxiliary vector with `replaced`'s entries in place of its
 // own, no vDSO and a seeded AT_RANDOM (posix/host.cpp).

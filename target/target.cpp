@@ -179,23 +179,10 @@ void remove_group(pid_t leader) {
   }
 }
 
-// Whether an ELF program is Go's: its toolchain names a section .go.buildinfo.
-bool go_program(std::ifstream& in, const Elf64_Ehdr& header) {
-  if (header.e_shoff == 0 || header.e_shstrndx == SHN_UNDEF || header.e_shstrndx >= header.e_shnum) return false;
-  Elf64_Shdr names{};
-  in.clear();
-  in.seekg(std::streamoff(header.e_shoff + std::uint64_t(header.e_shstrndx) * header.e_shentsize));
-  if (!in.read(reinterpret_cast<char*>(&names), sizeof names) || names.sh_size > (1u << 20)) return false;
-  std::string table(names.sh_size, '\0');
-  in.seekg(std::streamoff(names.sh_offset));
-  if (!in.read(table.data(), std::streamsize(table.size()))) return false;
-  return table.find(std::string_view(".go.buildinfo\0", 14)) != std::string::npos;
-}
-
 // What keeps `program` from running under the seam, or empty. The seam is a preloaded library:
 // a dynamically linked program (an ELF file with a program interpreter) loads it itself; a
-// statically linked one (`load`) is loaded by the seam into a host that does
-// (posix/loaded.cpp), if it is position-dependent.
+// statically linked one (`load`), position-dependent or static-pie, is loaded by the seam into a
+// host that does (posix/loaded.cpp).
 std::string unfit_program(const std::string& program, bool& load) {
   load = false;
   if (::access(program.c_str(), X_OK) != 0) return "is not executable (" + std::string(std::strerror(errno)) + ")";
@@ -212,10 +199,7 @@ std::string unfit_program(const std::string& program, bool& load) {
     if (ph.p_type == PT_INTERP) return {};
   }
   if (header.e_machine != EM_X86_64) return "is statically linked for another machine than x86-64";
-  if (header.e_type != ET_EXEC) {
-    return std::string("is statically linked and position-independent (static-pie), which the seam does not load") +
-           (go_program(in, header) ? " (build it with -buildmode=exe, or with cgo)" : " (link it with -static, or dynamically)");
-  }
+  if (header.e_type != ET_EXEC && header.e_type != ET_DYN) return "is an ELF file that is not a program (a relocatable object, a core)";
   load = true;
   return {};
 }
@@ -343,7 +327,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   bool load = false;
   if (std::string why = unfit_program(target.program, load); !why.empty())
     throw ScenarioError(where + ": the target " + target.program + " " + why,
-                        "targets are ELF programs for x86-64, dynamically linked or statically position-dependent (docs/targets.md)");
+                        "targets are ELF programs for x86-64, dynamically or statically linked (docs/targets.md)");
   const std::string seam = seam_library();
   if (::access(seam.c_str(), R_OK) != 0)
     throw ScenarioError(where + ": the POSIX seam " + seam + " is missing", "build the project (it builds libloopsim_seam.so beside loopsim), or set LOOPSIM_SEAM");
