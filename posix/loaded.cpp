@@ -253,7 +253,9 @@ Loaded* loaded = nullptr;
 bool own_thread_pointer = false;
 
 constexpr std::uint64_t page = 4096;
-constexpr std::uint64_t static_pie_base = 0x1000'0000'0000;
+// 32 TiB: below the trap's line, above what Linux gives a process by default, and outside
+// AddressSanitizer's shadow (which ends near 16 TiB), for the seam built with it.
+constexpr std::uint64_t static_pie_base = 0x2000'0000'0000;
 std::uint64_t page_down(std::uint64_t a) { return a & ~(page - 1); }
 std::uint64_t page_up(std::uint64_t a) { return (a + page - 1) & ~(page - 1); }
 
