@@ -989,8 +989,7 @@ long system_call(long number, const long* a, bool own) noexcept {
       sigset_t set;
       if (size_t(a[1]) != sizeof(std::uint64_t)) return result(-EINVAL);
       if (::sigpending(&set) != 0) return -1;
-      std::memcpy(pointer<void>(a[0]), &set, sizeof(std::uint64_t));
-      return 0;
+      return copy_out(pointer<void>(a[0]), &set, sizeof(std::uint64_t)) ? 0 : result(-EFAULT);
     }
     case SYS_signalfd:
     case SYS_signalfd4: {

@@ -12,6 +12,7 @@
 #include <exception>
 
 #include "posix/seam.hpp"
+#include "posix/user_memory.hpp"
 
 namespace loopsim::posix::calls {
 
@@ -74,19 +75,8 @@ long served(const char* call, F&& serve) noexcept {
   return rc;
 }
 
-// Reads `size` bytes of the program's memory at `from` as the kernel copies from user space:
-// false (Linux's EFAULT) where they cannot be read, instead of a fault inside the seam. Where
-// process_vm_readv is not allowed (a seccomp filter), a plain copy.
-inline bool copy_in(void* to, const void* from, std::size_t size) {
-  iovec local{to, size}, remote{const_cast<void*>(from), size};
-  const ssize_t n = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
-  if (n == ssize_t(size)) return true;
-  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-    std::memcpy(to, from, size);
-    return true;
-  }
-  return false;
-}
+using posix::copy_in;
+using posix::copy_out;
 
 inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
 // Whether the program is calling, from a thread the simulation runs (not from a forked child,

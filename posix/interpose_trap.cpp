@@ -160,7 +160,6 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
       default: return -EINVAL;
     }
   }
-  if (a[2] != 0) std::memcpy(reinterpret_cast<void*>(a[2]), &now, sizeof now);
   std::memcpy(&mask, &next, sizeof next);
   keep_unblocked(mask);
   sigdelset(&mask, SIGKILL);
@@ -174,6 +173,9 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
     std::memcpy(&blocked, &next, sizeof next);
     current->on_engine([&] { current->mask_changed(blocked); });
   }
+  // The old mask is written last: a bad pointer there fails the call, the mask already changed,
+  // as Linux's rt_sigprocmask has it.
+  if (a[2] != 0 && !calls::copy_out(reinterpret_cast<void*>(a[2]), &now, sizeof now)) return -EFAULT;
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "base/assert.hpp"
+#include "posix/user_memory.hpp"
 #include "target/target_wire.hpp"
 
 namespace loopsim::posix {
@@ -527,26 +528,6 @@ long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) 
   }
   return rc < 0 ? failed(rc) : rc;
 }
-
-namespace {
-
-// Copies `size` bytes into the program's memory at `to` as the kernel copies to user space:
-// false (Linux's EFAULT) where `to` is not writable, instead of a fault inside the seam. The
-// copy is the kernel's own, by process_vm_writev on this process; where that call is not
-// allowed (a seccomp filter), a plain copy.
-bool copy_out(void* to, const void* from, std::size_t size) {
-  if (size == 0) return true;
-  iovec local{const_cast<void*>(from), size}, remote{to, size};
-  ssize_t n = ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0);
-  if (n == ssize_t(size)) return true;
-  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-    std::memcpy(to, from, size);
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms) {
   Inside inside(*this);
