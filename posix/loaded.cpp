@@ -238,7 +238,7 @@ namespace loopsim::posix {
 namespace {
 
 constexpr unsigned long hwcap2_fsgsbase = 1ul << 1;  // Linux's HWCAP2_FSGSBASE (asm/hwcap2.h)
-constexpr int arch_set_gs = 0x1001, arch_get_fs = 0x1003;
+constexpr int arch_set_gs = 0x1001, arch_get_fs = 0x1003, arch_get_gs = 0x1004;
 
 struct Loaded {
   std::string path;
@@ -259,11 +259,13 @@ constexpr std::uint64_t static_pie_base = 0x2000'0000'0000;
 std::uint64_t page_down(std::uint64_t a) { return a & ~(page - 1); }
 std::uint64_t page_up(std::uint64_t a) { return (a + page - 1) & ~(page - 1); }
 
-std::uint64_t read_fs() {
-  std::uint64_t fs = 0;
-  LOOPSIM_REAL(syscall)(SYS_arch_prctl, arch_get_fs, &fs);
-  return fs;
+// A thread pointer of this OS thread: `code` is arch_get_fs or arch_get_gs.
+std::uint64_t read_base(int code) {
+  std::uint64_t base = 0;
+  LOOPSIM_REAL(syscall)(SYS_arch_prctl, code, &base);
+  return base;
 }
+std::uint64_t read_fs() { return read_base(arch_get_fs); }
 
 // This OS thread runs the program's code from now on, with `program_fs` its thread pointer
 // there. The block lives as long as the thread: the main thread's for the process, a clone's
@@ -436,8 +438,7 @@ long clone_thread(ucontext_t& parent, std::uint64_t flags, std::uint64_t stack, 
   // The thread pointer it starts with: its own (CLONE_SETTLS), or its parent's in the program.
   std::uint64_t fs = tls;
   if ((flags & CLONE_SETTLS) == 0) {
-    std::uint64_t block = 0;
-    LOOPSIM_REAL(syscall)(SYS_arch_prctl, 0x1004, &block);  // ARCH_GET_GS
+    const std::uint64_t block = read_base(arch_get_gs);
     fs = block != 0 ? reinterpret_cast<LoopsimThreadBlock*>(block)->program_fs : read_fs();
   }
   start->fs = fs;

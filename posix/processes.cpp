@@ -168,9 +168,10 @@ long Seam::await_child(pid_t pid, const char* call) {
   std::vector<std::pair<int, int>> buffers;  // simulated pipe end, real buffer
   int spawn_failure = 0;
   // Each report as it comes: a call on a connection is made and answered at once (the child
-  // waits for it), the rest is kept for the child's end. False once none is left.
+  // waits for it), the rest is kept for the child's end. False once none is left. One buffer
+  // serves the whole wait: the loop below asks about once a millisecond.
+  std::vector<char> bytes(1 + sizeof(Forward) + forward_bytes);
   const auto take_report = [&]() {
-    std::vector<char> bytes(1 + sizeof(Forward) + forward_bytes);
     iovec part{bytes.data(), bytes.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr message{};
