@@ -33,6 +33,14 @@ struct ArmReport {
   std::string error, error_hint;
   // An arm with a violated property: its run told in words (checker/story.hpp).
   std::vector<std::string> story;
+
+  // Whether this arm expects `property` violated (a sabotage arm's claim).
+  bool expects(const std::string& property) const {
+    for (const std::string& p : expect_violated) {
+      if (p == property) return true;
+    }
+    return false;
+  }
 };
 
 // An arm's outcome: a base arm held or was violated, a sabotage arm (one that expects a

@@ -22,6 +22,12 @@ namespace {
 
 constexpr std::size_t fiber_stack = 256 * 1024;
 
+}  // namespace
+
+// Named, not anonymous: FiberExecution::Switches holds one, and a type of the header's may not
+// hold one with internal linkage (GCC's -Wsubobject-linkage, in a unity build).
+namespace fiber_detail {
+
 // The fiber stacks an execution's world allocates, so that a pause knows which stack it leaves
 // (for the sanitizer); with an arena, passed on to its watch, which a snapshot reads.
 class Stacks final : public base::StackWatch {
@@ -51,6 +57,12 @@ class Stacks final : public base::StackWatch {
   std::vector<std::pair<char*, std::size_t>> ranges_;
 };
 
+}  // namespace fiber_detail
+
+namespace {
+
+using fiber_detail::Stacks;
+
 struct FiberSaved final : Saved {
   Arena::Image image;
   ctxd::fcontext_t fiber = nullptr;
@@ -64,7 +76,7 @@ struct FiberSaved final : Saved {
 
 // The sanitizer's bookkeeping of which stack is running (a no-op without it).
 struct FiberExecution::Switches {
-  Stacks stacks;
+  fiber_detail::Stacks stacks;
   const void* main_low = nullptr;  // the explorer's stack, learnt when the fiber first runs
   std::size_t main_size = 0;
   const void* paused_on = nullptr;  // an address on the stack the fiber side paused on

@@ -13,11 +13,6 @@ namespace loopsim::reports {
 
 namespace {
 
-bool expected(const checker::ArmReport& arm, const std::string& property) {
-  return std::find(arm.expect_violated.begin(), arm.expect_violated.end(), property) !=
-         arm.expect_violated.end();
-}
-
 std::string figures(const checker::Verdict& v) {
   std::string bound = show(v.bound, v.unit);
   if (v.bound_text.find(' ') != std::string::npos) bound += " (" + v.bound_text + ")";
@@ -45,7 +40,7 @@ std::string properties_cell(const checker::ArmReport& arm) {
   return cell;
 }
 
-std::string pad(std::string s, std::size_t width) {
+std::string column(std::string s, std::size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s + ' ';
 }
@@ -145,7 +140,7 @@ std::string arm_verdict(const checker::ArmReport& arm) {
 std::vector<std::string> arm_problems(const checker::ArmReport& arm) {
   std::vector<std::string> problems;
   for (const checker::Verdict& v : arm.verdicts) {
-    if (v.held || expected(arm, v.property)) continue;
+    if (v.held || arm.expects(v.property)) continue;
     problems.push_back(about(v) + " violated: " + figures(v) + (v.detail.empty() ? "" : "; " + v.detail));
   }
   for (const std::string& p : arm.judgement.missed_violations) {
@@ -173,17 +168,17 @@ void print_check_table(const std::vector<ScenarioOutcome>& outcomes, std::ostrea
       for (const auto& arm : o.report->arms) arm_width = std::max(arm_width, arm.name.size());
     }
   }
-  out << pad("scenario", name_width) << pad("arm", arm_width) << pad("verdict", 10) << pad("wall ms", 8)
+  out << column("scenario", name_width) << column("arm", arm_width) << column("verdict", 10) << column("wall ms", 8)
       << "properties\n";
   for (const ScenarioOutcome& o : outcomes) {
     if (!o.ok()) {
-      out << pad(scenario_name(o), name_width) << pad("-", arm_width) << pad("ERROR", 10) << pad("-", 8)
+      out << column(scenario_name(o), name_width) << column("-", arm_width) << column("ERROR", 10) << column("-", 8)
           << o.error << '\n';
       continue;
     }
     for (const checker::ArmReport& arm : o.report->arms) {
-      out << pad(o.report->scenario, name_width) << pad(arm.name, arm_width) << pad(arm_verdict(arm), 10)
-          << pad(wall_ms(arm.wall_ns), 8) << properties_cell(arm) << '\n';
+      out << column(o.report->scenario, name_width) << column(arm.name, arm_width) << column(arm_verdict(arm), 10)
+          << column(wall_ms(arm.wall_ns), 8) << properties_cell(arm) << '\n';
     }
   }
   CheckTotals t = totals(outcomes);

@@ -25,15 +25,10 @@ const char* json_name(checker::ArmOutcome outcome) {
 
 const char* unit_name(checker::Unit unit) { return unit == checker::Unit::ns ? "ns" : "count"; }
 
-bool expected(const ArmReport& arm, const std::string& property) {
-  return std::find(arm.expect_violated.begin(), arm.expect_violated.end(), property) !=
-         arm.expect_violated.end();
-}
-
 std::string verdict_word(const ArmReport& arm, const checker::Verdict& v) {
   if (!v.decided) return "undecided (limit)";
-  if (v.held) return expected(arm, v.property) ? "held (expected violated!)" : "held";
-  return expected(arm, v.property) ? "violated (expected)" : "VIOLATED";
+  if (v.held) return arm.expects(v.property) ? "held (expected violated!)" : "held";
+  return arm.expects(v.property) ? "violated (expected)" : "VIOLATED";
 }
 
 // A run's verdict: an arm that could not run makes it an error, whatever the others said.
@@ -114,7 +109,7 @@ void print_table(const RunReport& report, std::ostream& out) {
     // so; of a caught sabotage too when it was the one arm asked for (--arm).
     const bool told = !arm.story.empty() && (!arm.judgement.held || report.arms.size() == 1);
     for (const checker::Verdict& v : arm.verdicts) {
-      if (!told && !v.held && !expected(arm, v.property)) out << "    " << v.property << ": " << v.detail << '\n';
+      if (!told && !v.held && !arm.expects(v.property)) out << "    " << v.property << ": " << v.detail << '\n';
     }
     if (!arm.cut.empty())
       out << "    " << arm.cut_at << ": the run stopped before its horizon: " << arm.cut << '\n';

@@ -27,9 +27,9 @@ std::string located(const std::string& name, std::size_t line, std::size_t colum
 }
 
 // One parsed line and where it came from; typed field access that fails with the line number.
-class Line {
+class ParsedLine {
  public:
-  Line(const json& object, const std::string& text, const std::string& name, std::size_t number)
+  ParsedLine(const json& object, const std::string& text, const std::string& name, std::size_t number)
       : object_(object), text_(text), name_(name), number_(number) {}
 
   // "file:line:column: what", the column that of the field `key` in the line, else 1.
@@ -147,12 +147,12 @@ class Line {
 class ClientBook {
  public:
   // The client an event of the clients' side is about: it must name one.
-  sim::ClientIndex required(const Line& line) {
-    if (!line.has("client")) line.fail("missing field \"client\"", Line::schema_hint);
+  sim::ClientIndex required(const ParsedLine& line) {
+    if (!line.has("client")) line.fail("missing field \"client\"", ParsedLine::schema_hint);
     return provisional(line);
   }
   // The client a loop's event is about, if the loop knew it.
-  sim::ClientIndex provisional(const Line& line) {
+  sim::ClientIndex provisional(const ParsedLine& line) {
     if (!line.has("client")) return sim::no_client;
     const std::string& label = line.text("client");
     auto [it, added] = ids_.try_emplace(label, sim::ClientIndex(labels_.size()));
@@ -167,7 +167,7 @@ class ClientBook {
     std::int32_t group;
     std::int32_t member;  // -1: a group of one
   };
-  Label parse(const std::string& label, const Line& line) {
+  Label parse(const std::string& label, const ParsedLine& line) {
     if (label.empty()) line.fail("empty client label", "labels are \"fast\" or \"burst#17\"", "client");
     std::string group = label;
     std::int32_t member = -1;
@@ -214,21 +214,21 @@ std::vector<sim::ClientIndex> ClientBook::finish(sim::Trace& trace) const {
   return final_index;
 }
 
-std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l, Instant t,
+std::optional<sim::TraceEvent> loop_event(const std::string& kind, const ParsedLine& l, Instant t,
                                           ClientBook& book) {
   if (kind == "pass_begin") {
     return ev::PassBegin{t, l.small("worker"), l.natural("pass"), l.timeout("timeout_ns")};
   }
   if (kind == "events") {
     const json& fds = l.field("fds");
-    if (!fds.is_array()) l.fail("\"fds\" must be an array", Line::schema_hint, "fds");
+    if (!fds.is_array()) l.fail("\"fds\" must be an array", ParsedLine::schema_hint, "fds");
     ev::Events e{t, l.small("worker"), l.natural("pass"), {}};
     for (const json& fd : fds) {
-      if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", Line::schema_hint, "fds");
+      if (!fd.is_number_integer()) l.fail("\"fds\" must hold integers", ParsedLine::schema_hint, "fds");
       e.fds.push_back(fd.get<int>());
     }
     if (l.integer("count") != std::int64_t(e.fds.size())) {
-      l.fail("\"count\" differs from the number of \"fds\"", Line::schema_hint, "count");
+      l.fail("\"count\" differs from the number of \"fds\"", ParsedLine::schema_hint, "count");
     }
     if (l.has("work")) e.work = l.integer("work");
     return e;
@@ -257,7 +257,7 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const Line& l
 
 // What the loop reports under rules R5 (shutdown), R7 (posts), R9 (a full handle table) and
 // R10 (hand-offs).
-std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l, Instant t,
+std::optional<sim::TraceEvent> rule_event(const std::string& kind, const ParsedLine& l, Instant t,
                                           ClientBook& book) {
   if (kind == "post") return ev::Post{t, l.integer("id"), l.text("poster")};
   if (kind == "post_run") return ev::PostRun{t, l.small("worker"), l.integer("id")};
@@ -281,17 +281,17 @@ std::optional<sim::TraceEvent> rule_event(const std::string& kind, const Line& l
   return std::nullopt;
 }
 
-sim::TraceEvent choice_event(const Line& l, Instant t) {
+sim::TraceEvent choice_event(const ParsedLine& l, Instant t) {
   auto kind = model::choice_kind_from_name(l.text("kind"));
   if (!kind) l.fail("unknown choice kind \"" + l.text("kind") + "\"", "kinds are order, fault, slack", "kind");
   std::int64_t options = l.integer("options"), pick = l.integer("pick");
   if (options > std::numeric_limits<std::uint32_t>::max() || pick < 0 || pick >= options) {
-    l.fail("a choice's pick must lie in [0, options)", Line::schema_hint, "pick");
+    l.fail("a choice's pick must lie in [0, options)", ParsedLine::schema_hint, "pick");
   }
   return ev::Choice{t, std::uint8_t(*kind), std::uint32_t(options), std::uint32_t(pick)};
 }
 
-sim::TraceEvent event_of(const Line& l, ClientBook& book) {
+sim::TraceEvent event_of(const ParsedLine& l, ClientBook& book) {
   Instant t = l.instant("t");
   const std::string& kind = l.text("ev");
   if (kind == "connect") return ev::Connect{t, book.required(l)};
@@ -317,13 +317,13 @@ sim::TraceEvent event_of(const Line& l, ClientBook& book) {
 }
 
 // What a line holds is the kind it names, as the schema (sim::event_kinds) has it.
-sim::TraceEvent checked_event_of(const Line& l, ClientBook& book) {
+sim::TraceEvent checked_event_of(const ParsedLine& l, ClientBook& book) {
   sim::TraceEvent event = event_of(l, book);
   LOOPSIM_ASSERT(l.text("ev") == sim::kind_of(event));
   return event;
 }
 
-void read_header(const Line& l, sim::Trace& trace) {
+void read_header(const ParsedLine& l, sim::Trace& trace) {
   if (!l.has("loopsim_trace")) l.fail("not a loopsim trace: no header", "write one with loopsim run --trace F");
   if (l.integer("loopsim_trace") != 1) l.fail("unsupported trace version", "this loopsim reads version 1", "loopsim_trace");
   trace.scenario = l.text("scenario");
@@ -339,26 +339,26 @@ void read_header(const Line& l, sim::Trace& trace) {
   if (l.has("liveness_watched")) trace.liveness_watched = l.flag("liveness_watched");
   if (l.has("keep")) {
     const nlohmann::json& keep = l.field("keep");
-    if (!keep.is_number_unsigned()) l.fail("\"keep\" must be a whole number (a mask of event kinds)", Line::schema_hint, "keep");
+    if (!keep.is_number_unsigned()) l.fail("\"keep\" must be a whole number (a mask of event kinds)", ParsedLine::schema_hint, "keep");
     trace.keep = keep.get<sim::EventMask>();
   }
   if (trace.workers < 1 || trace.workers > 256)  // as many as a scenario may have
-    l.fail("\"workers\" must lie in [1, 256]", Line::schema_hint, "workers");
+    l.fail("\"workers\" must lie in [1, 256]", ParsedLine::schema_hint, "workers");
 }
 
 // A loop's event names a worker the header counted: the views keep a row a worker.
-void check_workers(const Line& line, const sim::TraceEvent& event, std::int64_t workers) {
+void check_workers(const ParsedLine& line, const sim::TraceEvent& event, std::int64_t workers) {
   std::visit(
       [&](const auto& e) {
         if constexpr (requires { e.worker; }) {
           if (e.worker < 0 || e.worker >= workers)
             line.fail("\"worker\" is " + std::to_string(e.worker) + ", but the header counts " +
-                          std::to_string(workers) + " worker(s)", Line::schema_hint, "worker");
+                          std::to_string(workers) + " worker(s)", ParsedLine::schema_hint, "worker");
         }
         if constexpr (requires { e.to; }) {
           if (e.to < 0 || e.to >= workers)
             line.fail("\"to\" is " + std::to_string(e.to) + ", but the header counts " + std::to_string(workers) +
-                          " worker(s)", Line::schema_hint, "to");
+                          " worker(s)", ParsedLine::schema_hint, "to");
         }
       },
       event);
@@ -407,7 +407,7 @@ sim::Trace read_jsonl(std::istream& in, const std::string& name) {
     ++number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     json object = parse_line(text, name, number);
-    Line line(object, text, name, number);
+    ParsedLine line(object, text, name, number);
     if (!header) {
       read_header(line, trace);
       header = true;
