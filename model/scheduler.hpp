@@ -130,6 +130,12 @@ class Scheduler {
   // must not block.
   // `tag` says what the callback does and to what.
   void at(Instant when, std::function<void()> callback, Tag tag);
+  // Room for `count` more happenings to come, made at once: a world that schedules a hundred
+  // thousand connects up front holds no growth slack, and no old and new queue side by side.
+  // With room to spare for what comes beside them (the threads' first resumes, timers), lest
+  // the first of those double the queue.
+  void expect_happenings(std::size_t count) { queue_.reserve(queue_.size() + count + expected_spare); }
+  static constexpr std::size_t expected_spare = 1024;
   // A windowed happening: at `drawn` (an instant of `window`) unless windows are explored, in
   // which case it is offered every placement in the window (see the top of this file).
   void at(const Window& window, Instant drawn, std::function<void()> callback, Tag tag);

@@ -24,10 +24,15 @@ Clients::Clients(model::Scheduler& scheduler, model::SimKernel& kernel, Trace& t
 void Clients::schedule(const std::vector<ClientGroup>& groups) {
   // Each held connection costs its client and its kernel state: room for all of them at once,
   // so that a million idle clients do not also pay for a vector's growth slack.
-  std::size_t total = 0;
-  for (const ClientGroup& group : groups) total += std::size_t(std::max(group.count, 0));
+  std::size_t total = 0, happenings = 0;
+  for (const ClientGroup& group : groups) {
+    total += std::size_t(std::max(group.count, 0));
+    happenings += std::size_t(std::max(group.count, 0)) * (1 + group.requests.size());  // a connect, each request
+  }
   clients_.reserve(clients_.size() + total);
+  trace_.clients.reserve(trace_.clients.size() + total);
   kernel_.expect_connections(total);
+  scheduler_.expect_happenings(happenings);
   for (const ClientGroup& group : groups) {
     auto group_index = std::int32_t(trace_.groups.size());
     trace_.groups.push_back(group.name);

@@ -69,20 +69,21 @@ class Clients final : public model::ClientSink {
     PathQueue unanswered;  // paths sent and not answered yet
     std::size_t answered = 0;
     AnswerStream input;  // a head at most: a body is counted off, not kept
-    bool established = false;
-    bool done = false;  // closed or refused
     // A closed loop's: when it stops sending (connect time + duration; 0: never), and its
     // path mix's draws (0 without a mix, so that twins stay twins).
     std::optional<Instant> deadline;  // a time-bound closed loop's: it sends nothing new after it
     std::uint64_t draws = 0;
-    bool held_back = false;  // established, and waiting out send_after_connect
-    bool shut = false;       // half-closed: it sends nothing more
-    bool read_tick = false;  // a slow reader's next share is on its way
     // A delaying network (rtt, jitter): when the last thing sent each way arrives (nothing
     // overtakes it), and the jitter's draws.
     Instant up_at{};
     Instant down_at{};
     std::uint64_t net_draws = 0;
+    // Its flags, together at the end: a held connection's client is one of a million.
+    bool established = false;
+    bool done = false;       // closed or refused
+    bool held_back = false;  // established, and waiting out send_after_connect
+    bool shut = false;       // half-closed: it sends nothing more
+    bool read_tick = false;  // a slow reader's next share is on its way
     bool told_close = false;  // an answer said Connection: close: it sends nothing more
     // Skipped: group and group_index, fixed for the run by the client's place: clients are made
     // once, group after group, and fed in that order or in the canonical one, which sorts by
@@ -90,10 +91,10 @@ class Clients final : public model::ClientSink {
     static constexpr auto state_fields = state::fields(
         state::f::skip<&Client::group>, state::f::skip<&Client::group_index>, state::f::conn_name<&Client::conn>,
         state::f::value<&Client::next_request>, state::f::value<&Client::due>, state::f::value<&Client::unanswered>,
-        state::f::value<&Client::answered>, state::f::value<&Client::input>, state::f::value<&Client::established>,
-        state::f::value<&Client::done>, state::f::deadline<&Client::deadline>, state::f::value<&Client::draws>,
+        state::f::value<&Client::answered>, state::f::value<&Client::input>, state::f::deadline<&Client::deadline>,
+        state::f::value<&Client::draws>, state::f::until<&Client::up_at>, state::f::until<&Client::down_at>,
+        state::f::value<&Client::net_draws>, state::f::value<&Client::established>, state::f::value<&Client::done>,
         state::f::value<&Client::held_back>, state::f::value<&Client::shut>, state::f::value<&Client::read_tick>,
-        state::f::until<&Client::up_at>, state::f::until<&Client::down_at>, state::f::value<&Client::net_draws>,
         state::f::value<&Client::told_close>);
   };
 

@@ -204,7 +204,7 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
   }
   const std::string_view before = bytes;
   Step step = Step::more;
-  switch (framing_) {
+  switch (framing()) {
     case ClientGroup::Framing::http: step = next_http(bytes, status); break;
     case ClientGroup::Framing::terminator: step = next_terminated(bytes, status); break;
     case ClientGroup::Framing::length: step = next_sized(bytes, status); break;
@@ -301,17 +301,17 @@ AnswerStream::Step AnswerStream::http_body(std::string_view& bytes) {
 AnswerStream::Step AnswerStream::next_terminated(std::string_view& bytes, int& status) {
   // head_ keeps the terminator's length less one of what came last, so that one split across
   // two reads is found.
-  const std::size_t keep = terminator_.size() - 1;
+  const std::size_t keep = terminator().size() - 1;
   const std::size_t had = head_.size();
   head_.append(bytes);
-  const std::size_t end = head_.find(terminator_);
+  const std::size_t end = head_.find(terminator());
   if (end == std::string::npos) {
     taken_ += bytes.size();
     bytes = {};
     if (head_.size() > keep) head_.erase(0, head_.size() - keep);
     return Step::more;
   }
-  bytes.remove_prefix(end + terminator_.size() - had);
+  bytes.remove_prefix(end + terminator().size() - had);
   head_.clear();
   taken_ = 0;
   status = 200;
@@ -319,10 +319,10 @@ AnswerStream::Step AnswerStream::next_terminated(std::string_view& bytes, int& s
 }
 
 AnswerStream::Step AnswerStream::next_sized(std::string_view& bytes, int& status) {
-  const std::size_t take = std::size_t(std::min<std::uint64_t>(length_ - taken_, bytes.size()));
+  const std::size_t take = std::size_t(std::min<std::uint64_t>(length() - taken_, bytes.size()));
   bytes.remove_prefix(take);
   taken_ += take;
-  if (taken_ < length_) return Step::more;
+  if (taken_ < length()) return Step::more;
   taken_ = 0;
   status = 200;
   return Step::answer;

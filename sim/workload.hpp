@@ -73,8 +73,8 @@ class AnswerStream {
  public:
   enum class Step : std::uint8_t { more, answer, malformed };
   AnswerStream() = default;
-  explicit AnswerStream(const ClientGroup& group)
-      : framing_(group.framing), terminator_(group.terminator), length_(std::uint64_t(group.answer_bytes)) {}
+  // `group` outlives the stream: its framing is read from it, not copied into every client's.
+  explicit AnswerStream(const ClientGroup& group) : group_(&group) {}
   // Takes bytes from the front of `bytes` up to the end of one answer: `answer` (its status in
   // `status`, the rest of `bytes` left for the next call), `more` once all of `bytes` is taken
   // with the answer not yet whole, or `malformed` from the first byte that cannot be framed on
@@ -104,33 +104,35 @@ class AnswerStream {
   Step broke(std::string_view& bytes);
   void saw(std::string_view taken);
 
+  // The group's framing (HTTP without a group), its terminator, its answers' length.
+  ClientGroup::Framing framing() const { return group_ != nullptr ? group_->framing : ClientGroup::Framing::http; }
+  const std::string& terminator() const { return group_->terminator; }
+  std::uint64_t length() const { return std::uint64_t(group_->answer_bytes); }
+
   enum class Chunk : std::uint8_t { none, size, data, data_end, trailer };
-  ClientGroup::Framing framing_ = ClientGroup::Framing::http;
-  std::string terminator_;
-  std::uint64_t length_ = 0;
+  const ClientGroup* group_ = nullptr;
   std::string head_;  // the current answer's head (or line) so far
   std::uint64_t body_left_ = 0;
+  std::uint64_t taken_ = 0;            // the current answer's bytes so far (terminator, length)
+  std::vector<std::int64_t> pending_;  // RESP: elements still to come at each open aggregate
+  std::string seen_;
   int status_ = 0;
   bool in_body_ = false;
   bool broken_ = false;
   bool closes_next_ = false;  // the answer whose body is coming said close
   bool closes_ = false;
   Chunk chunk_ = Chunk::none;
-  std::uint64_t taken_ = 0;            // the current answer's bytes so far (terminator, length)
-  std::vector<std::int64_t> pending_;  // RESP: elements still to come at each open aggregate
-  std::string seen_;
   bool connack_ = false;  // MQTT: the packet in hand is a CONNACK, whose second byte is its code
 
  public:
-  // Skipped: the framing, fixed by the group.
+  // Skipped: the group, whose framing is fixed for the run.
   static constexpr auto state_fields = state::fields(
-      state::f::skip<&AnswerStream::framing_>, state::f::skip<&AnswerStream::terminator_>,
-      state::f::skip<&AnswerStream::length_>, state::f::value<&AnswerStream::head_>,
-      state::f::value<&AnswerStream::body_left_>, state::f::value<&AnswerStream::status_>,
-      state::f::value<&AnswerStream::in_body_>, state::f::value<&AnswerStream::broken_>,
-      state::f::value<&AnswerStream::closes_next_>, state::f::value<&AnswerStream::closes_>,
-      state::f::value<&AnswerStream::chunk_>, state::f::value<&AnswerStream::taken_>,
+      state::f::skip<&AnswerStream::group_>, state::f::value<&AnswerStream::head_>,
+      state::f::value<&AnswerStream::body_left_>, state::f::value<&AnswerStream::taken_>,
       state::f::value<&AnswerStream::pending_>, state::f::value<&AnswerStream::seen_>,
+      state::f::value<&AnswerStream::status_>, state::f::value<&AnswerStream::in_body_>,
+      state::f::value<&AnswerStream::broken_>, state::f::value<&AnswerStream::closes_next_>,
+      state::f::value<&AnswerStream::closes_>, state::f::value<&AnswerStream::chunk_>,
       state::f::value<&AnswerStream::connack_>);
   friend struct state::Access;
 };
