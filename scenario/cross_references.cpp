@@ -216,4 +216,20 @@ void check_poster_times(C c, const toml::table& root, const Scenario& s) {
   }
 }
 
+// An action the run ends before is refused, not left never to happen: a run stops at its
+// horizon, and what falls due there or later does not happen.
+void check_action_times(C c, const toml::table& root, const Scenario& s) {
+  const toml::array* actions = root["actions"].as_array();
+  for (std::size_t i = 0; actions != nullptr && i < s.actions.size() && i < actions->size(); ++i) {
+    const ActionSpec& a = s.actions[i];
+    if (a.at.lo < s.horizon) continue;
+    const toml::table& table = *actions->get(i)->as_table();
+    const toml::node* at = table.get("at");
+    c.fail(at != nullptr ? at->source() : table.source(),
+           cat("actions.at: ", instant_text(a.at.lo), " is not before the horizon (", instant_text(s.horizon),
+               "): the run ends first, and the action would never happen"),
+           "an action happens before the horizon: move it earlier, or the horizon later");
+  }
+}
+
 }  // namespace loopsim::sim::reading

@@ -97,6 +97,7 @@ Scenario to_scenario(C c, const toml::table& root) {
   check_references(c, root, s);
   check_totals(c, root, s);
   check_poster_times(c, root, s);
+  check_action_times(c, root, s);
   if (root.empty()) {
     c.fail(root.source(), "the scenario is empty", "a scenario needs something to run or judge; see scenarios/README.md");
   }

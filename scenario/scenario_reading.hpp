@@ -240,6 +240,7 @@ void check_target(C c, const toml::table& root);
 void check_builtin_signals(C c, const toml::table& root, Scenario& s);
 void check_totals(C c, const toml::table& root, const Scenario& s);
 void check_poster_times(C c, const toml::table& root, const Scenario& s);
+void check_action_times(C c, const toml::table& root, const Scenario& s);
 
 // ---- between the two halves ------------------------------------------------------------
 

@@ -414,6 +414,24 @@ TEST_CASE("The loop's rule knobs, posters and actions load") {
   CHECK_THAT(error_for("[[actions]]\nkind = \"reboot\"\n").what(), Catch::Contains("unknown value"));
 }
 
+TEST_CASE("An action the run ends before is refused where it is written, not left never to happen") {
+  // A run stops at its horizon: what falls due there or later does not happen.
+  CHECK_THAT(error_for("horizon = \"1s\"\n[[actions]]\nkind = \"shutdown\"\nat = \"1s\"\n").what(),
+             Catch::Equals("t.toml:4:6: actions.at: 1s is not before the horizon (1s): the run ends first, and the "
+                           "action would never happen"));
+  CHECK_THAT(error_for("horizon = \"1s\"\n[[actions]]\nkind = \"shutdown\"\nat = \"2s..3s\"\n").what(),
+             Catch::Contains("2s is not before the horizon"));
+  // Just before it, or a window that opens before it, happens.
+  CHECK(sim::parse_scenario("horizon = \"1s\"\n[[actions]]\nkind = \"shutdown\"\nat = \"999ms\"\n", "t.toml")
+            .actions.size() == 1);
+  CHECK(sim::parse_scenario("horizon = \"1s\"\n[[actions]]\nkind = \"shutdown\"\nat = \"900ms..2s\"\n", "t.toml")
+            .actions.size() == 1);
+  // An arm that moves the horizon is checked with its own.
+  CHECK_THAT(error_for("horizon = \"5s\"\n[[actions]]\nkind = \"shutdown\"\nat = \"2s\"\n"
+                       "[[arms]]\nname = \"short\"\nset = { horizon = \"1s\" }\n").what(),
+             Catch::Contains("not before the horizon (1s)"));
+}
+
 TEST_CASE("Required keys, counts and enum values are checked") {
   CHECK_THAT(error_for("seed = 1\n\n[[clients]]\ncount = 2\n").what(),
              Catch::Equals("t.toml:3:1: [[clients]] needs name"));
