@@ -78,6 +78,15 @@ long served(const char* call, F&& serve) noexcept {
 using posix::copy_in;
 using posix::copy_out;
 
+// getrandom's bytes, from the scenario's seed (Seam::random_bytes). Linux gives at most 32 MiB - 1
+// a call from the urandom source.
+inline long random_into(void* buffer, std::size_t size) {
+  if (buffer == nullptr && size > 0) return result(-EFAULT);
+  const std::size_t n = size < 33554431 ? size : 33554431;
+  current->random_bytes(buffer, n);
+  return long(n);
+}
+
 inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
 // Whether the program is calling, from a thread the simulation runs (not from a forked child,
 // whose calls go to libc but for those on simulated descriptors).

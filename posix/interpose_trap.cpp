@@ -7,7 +7,7 @@
 // Calls from a shared object (libc, the dynamic loader, the vDSO, the seam, any other library)
 // pass as they did, so the interposers stay the fast path, and the seam's own calls into libc
 // are never trapped. The handler reads the call's number and arguments from the thread's
-// registers, routes them through calls::system_call (posix/interpose.cpp), and writes the result
+// registers, routes them through calls::system_call (posix/interpose_system_call.cpp), and writes the result
 // back as the kernel would: the value, or -errno.
 //
 // The line is an address, fixed rather than measured, because a filter outlives exec: a helper
