@@ -39,6 +39,39 @@ using Instant = KernelClock::time_point;
 // number of nanoseconds.
 constexpr Duration since_start(Instant t) { return t.time_since_epoch(); }
 
+// An Instant or none, as std::optional<Instant> has it, in the room of one Instant: a held
+// connection keeps five such deadlines, and a million connections are held. None is kept as the
+// clock's least value, which no time the kernel gives reaches (times start at its epoch), and is
+// read back only as none: has_value() false, and std::nullopt where it becomes an optional.
+class MaybeInstant {
+ public:
+  constexpr MaybeInstant() = default;
+  constexpr MaybeInstant(std::nullopt_t) {}
+  constexpr MaybeInstant(Instant t) : t_(t) {}
+  constexpr MaybeInstant& operator=(std::nullopt_t) {
+    t_ = none_;
+    return *this;
+  }
+  constexpr MaybeInstant& operator=(Instant t) {
+    t_ = t;
+    return *this;
+  }
+  constexpr void reset() { t_ = none_; }
+  constexpr bool has_value() const { return t_ != none_; }
+  constexpr explicit operator bool() const { return has_value(); }
+  constexpr const Instant& operator*() const { return t_; }
+  constexpr const Instant* operator->() const { return &t_; }
+  constexpr operator std::optional<Instant>() const {
+    return has_value() ? std::optional<Instant>(t_) : std::optional<Instant>();
+  }
+  friend constexpr bool operator==(const MaybeInstant&, const MaybeInstant&) = default;
+
+ private:
+  static constexpr Instant none_ = Instant::min();
+  Instant t_ = none_;
+};
+static_assert(sizeof(MaybeInstant) == sizeof(Instant));
+
 // A wait's timeout is a std::optional<Duration>: none (this name, for reading) waits until
 // something is ready.
 inline constexpr std::nullopt_t wait_forever = std::nullopt;

@@ -184,11 +184,11 @@ class Loop {
     // and the deadline this connection's entry in timers_ was filed under (none: no entry). The
     // digest skips timer_at: where the entry is filed is bookkeeping; the phases' deadlines
     // say when the connection times out.
-    std::optional<Instant> head_until;   // from a request's first byte, or the admission
-    std::optional<Instant> body_until;   // from its head's end
-    std::optional<Instant> idle_until;   // from the last answer written, nothing since
-    std::optional<Instant> write_until;  // output waiting: from the last progress
-    std::optional<Instant> timer_at;
+    MaybeInstant head_until;   // from a request's first byte, or the admission
+    MaybeInstant body_until;   // from its head's end
+    MaybeInstant idle_until;   // from the last answer written, nothing since
+    MaybeInstant write_until;  // output waiting: from the last progress
+    MaybeInstant timer_at;
     static constexpr auto state_fields = state::fields(
         state::f::value<&Connection::open>, state::f::value<&Connection::closing>,
         state::f::value<&Connection::want_write>, state::f::value<&Connection::owed_turn>,

@@ -273,6 +273,8 @@ template <class T>
 struct is_optional : std::false_type {};
 template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <>
+struct is_optional<MaybeInstant> : std::true_type {};
 
 // The nanoseconds of a time (a Duration, or an Instant since the kernel's epoch), atomic or
 // not; -1 for none (an empty optional), which the deadline and since policies feed as it is.

@@ -71,7 +71,7 @@ class Clients final : public model::ClientSink {
     AnswerStream input;  // a head at most: a body is counted off, not kept
     // A closed loop's: when it stops sending (connect time + duration; 0: never), and its
     // path mix's draws (0 without a mix, so that twins stay twins).
-    std::optional<Instant> deadline;  // a time-bound closed loop's: it sends nothing new after it
+    MaybeInstant deadline;  // a time-bound closed loop's: it sends nothing new after it
     std::uint64_t draws = 0;
     // A delaying network (rtt, jitter): when the last thing sent each way arrives (nothing
     // overtakes it), and the jitter's draws.

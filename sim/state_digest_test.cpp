@@ -81,6 +81,8 @@ void perturb(T& field) {
     field += Duration(1);
   } else if constexpr (std::is_same_v<T, std::optional<Instant>>) {
     field = field ? std::nullopt : std::optional<Instant>(Instant(Duration(0)));
+  } else if constexpr (std::is_same_v<T, MaybeInstant>) {
+    field = field ? MaybeInstant() : MaybeInstant(Instant(Duration(0)));
   } else if constexpr (std::is_same_v<T, AtomicInstant>) {
     field.store(field.load() ? std::nullopt : std::optional<Instant>(Instant(Duration(0))));
   } else if constexpr (state::is_atomic<T>::value) {
