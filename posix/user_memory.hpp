@@ -13,30 +13,29 @@
 
 namespace loopsim::posix {
 
-// Reads `size` bytes of the program's memory at `from` into `to`.
-inline bool copy_in(void* to, const void* from, std::size_t size) {
+// Copies `size` bytes between the seam's memory at `ours` and the program's at `theirs`: into
+// the program's when `out`, else from it.
+inline bool copy_user(void* ours, void* theirs, std::size_t size, bool out) {
   if (size == 0) return true;
-  iovec local{to, size}, remote{const_cast<void*>(from), size};
-  const ssize_t n = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+  iovec local{ours, size}, remote{theirs, size};
+  const ssize_t n = out ? ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0)
+                        : ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
   if (n == ssize_t(size)) return true;
   if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-    std::memcpy(to, from, size);
+    out ? std::memcpy(theirs, ours, size) : std::memcpy(ours, theirs, size);
     return true;
   }
   return false;
 }
 
+// Reads `size` bytes of the program's memory at `from` into `to`.
+inline bool copy_in(void* to, const void* from, std::size_t size) {
+  return copy_user(to, const_cast<void*>(from), size, false);
+}
+
 // Writes `size` bytes from `from` into the program's memory at `to`.
 inline bool copy_out(void* to, const void* from, std::size_t size) {
-  if (size == 0) return true;
-  iovec local{const_cast<void*>(from), size}, remote{to, size};
-  const ssize_t n = ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0);
-  if (n == ssize_t(size)) return true;
-  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-    std::memcpy(to, from, size);
-    return true;
-  }
-  return false;
+  return copy_user(const_cast<void*>(from), to, size, true);
 }
 
 }  // namespace loopsim::posix
