@@ -20,6 +20,7 @@
 #pragma once
 
 #include <boost/context/fiber.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -133,9 +134,15 @@ class Scheduler {
   // Room for `count` more happenings to come, made at once: a world that schedules a hundred
   // thousand connects up front holds no growth slack, and no old and new queue side by side.
   // With room to spare for what comes beside them (the threads' first resumes, timers), lest
-  // the first of those double the queue.
-  void expect_happenings(std::size_t count) { queue_.reserve(queue_.size() + count + expected_spare); }
+  // the first of those double the queue: as many again, up to expected_spare. The spare is
+  // bounded by the count because a search copies the whole queue, spare room included, into
+  // every snapshot.
+  void expect_happenings(std::size_t count) {
+    queue_.reserve(queue_.size() + count + std::min(count, expected_spare));
+  }
   static constexpr std::size_t expected_spare = 1024;
+  // Entries the queue has room for without growing.
+  std::size_t queue_room() const { return queue_.capacity(); }
   // A windowed happening: at `drawn` (an instant of `window`) unless windows are explored, in
   // which case it is offered every placement in the window (see the top of this file).
   void at(const Window& window, Instant drawn, std::function<void()> callback, Tag tag);
