@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -79,11 +80,19 @@ using posix::copy_in;
 using posix::copy_out;
 
 // getrandom's bytes, from the scenario's seed (Seam::random_bytes). Linux gives at most 32 MiB - 1
-// a call from the urandom source.
+// a call from the urandom source. The bytes are drawn in chunks of a multiple of 8, so that the
+// stream is the one a single draw gives, and copied out as Linux copies them: a buffer it cannot
+// write ends the call with what was written, or EFAULT when nothing was.
 inline long random_into(void* buffer, std::size_t size) {
-  if (buffer == nullptr && size > 0) return result(-EFAULT);
   const std::size_t n = size < 33554431 ? size : 33554431;
-  current->random_bytes(buffer, n);
+  unsigned char chunk[256];
+  for (std::size_t at = 0; at < n; at += sizeof chunk) {
+    const std::size_t length = std::min(sizeof chunk, n - at);
+    current->random_bytes(chunk, length);
+    if (!copy_out(static_cast<unsigned char*>(buffer) + at, chunk, length)) {
+      return at > 0 ? long(at) : result(-EFAULT);
+    }
+  }
   return long(n);
 }
 

@@ -209,12 +209,15 @@ long system_call(long number, const long* a, bool own) noexcept {
     case SYS_clone:
       if (makes_process(static_cast<unsigned long>(a[0]))) refuse_process(own ? "clone (its own system call)" : "syscall(SYS_clone)");
       break;
-    case SYS_clone3:
-      // struct clone_args begins with its flags (a __u64).
-      if (a[0] == 0 || makes_process(*pointer<const std::uint64_t>(a[0]))) {
+    case SYS_clone3: {
+      // struct clone_args begins with its flags (a __u64). Arguments that cannot be read go to
+      // the kernel, which fails them EFAULT, as Linux does.
+      std::uint64_t flags = 0;
+      if (a[0] != 0 && copy_in(&flags, pointer<const void>(a[0]), sizeof flags) && makes_process(flags)) {
         refuse_process(own ? "clone3 (its own system call)" : "syscall(SYS_clone3)");
       }
       break;
+    }
     default: break;
   }
   return LOOPSIM_REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);

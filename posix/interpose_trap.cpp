@@ -215,10 +215,10 @@ long trapped_call(int number, const long* a, ucontext_t& context) {
     const pid_t pid = ::fork();
     if (pid < 0) return -errno;
     if (pid == 0) {
-      if ((clone.flags & CLONE_CHILD_SETTID) != 0 && clone.child_tid != 0) *reinterpret_cast<int*>(clone.child_tid) = int(::gettid());
+      if ((clone.flags & CLONE_CHILD_SETTID) != 0) put_thread_word(reinterpret_cast<int*>(clone.child_tid), int(::gettid()));
       if (clone.stack != 0) context.uc_mcontext.gregs[REG_RSP] = greg_t(clone.stack);
-    } else if ((clone.flags & CLONE_PARENT_SETTID) != 0 && clone.parent_tid != 0) {
-      *reinterpret_cast<int*>(clone.parent_tid) = pid;
+    } else if ((clone.flags & CLONE_PARENT_SETTID) != 0) {
+      put_thread_word(reinterpret_cast<int*>(clone.parent_tid), pid);
     }
     return pid;
   }

@@ -299,7 +299,7 @@ void* clone_started(void* argument) {
   std::unique_ptr<CloneStart> start(static_cast<CloneStart*>(argument));
   LoopsimThreadBlock block{};
   adopt_thread(block, start->fs);
-  if (start->child_settid != nullptr) *start->child_settid = int(::gettid());
+  put_thread_word(start->child_settid, int(::gettid()));
   clone_cleartid = start->child_cleartid;
   auto frame = std::make_unique<ResumeFrame>();
   frame->context = start->context;
@@ -457,7 +457,7 @@ long clone_thread(ucontext_t& parent, std::uint64_t flags, std::uint64_t stack, 
     clockid_t clock{};
     pid_t tid = 0;
     if (pthread_getcpuclockid(os, &clock) == 0) tid = pid_t(~(long(clock) >> 3));
-    if ((flags & CLONE_PARENT_SETTID) && parent_tid != nullptr) *parent_tid = tid;
+    if (flags & CLONE_PARENT_SETTID) put_thread_word(parent_tid, tid);
     current->switch_point();
     return tid;
   });
@@ -467,7 +467,7 @@ bool exit_thread() {
   if (clone_exit == nullptr) return false;
   if (int* word = std::exchange(clone_cleartid, nullptr)) {
     // As Linux at a thread's exit: the word cleared, and one waiter woken (a join's).
-    *word = 0;
+    put_thread_word(word, 0);
     const long wake[6] = {reinterpret_cast<long>(word), FUTEX_WAKE, 1, 0, 0, 0};
     calls::futex_call(wake);
   }

@@ -120,7 +120,8 @@ TEST_CASE("seam: a server whose system calls are its own, never libc's, is serve
   const std::string common =
       "socket ok\nsetsockopt ok\nbind ok\nlisten ok\naccept before a client EAGAIN\nread a bad descriptor EBADF\n"
       "rt_sigaction SIGSYS ok\nrt_sigaction with a bad size EINVAL\nrt_sigprocmask's old set at address 8 EFAULT\n"
-      "rt_sigpending at address 8 EFAULT\n";
+      "rt_sigpending at address 8 EFAULT\ngetrandom at address 8 EFAULT\nclone3 at address 8 EFAULT\n"
+      "syscall(SYS_getrandom) at address 8 EFAULT\nsyscall(SYS_clone3) at address 8 EFAULT\n";
   CHECK(native == common);
   CHECK(simulated == common + "accepted after 9 ms of virtual time\nread 52 bytes\nwrite ok\nclose ok\nSIGSYS caught 0\n");
   CHECK(result.stats.accepted == 1);

@@ -38,4 +38,11 @@ inline bool copy_out(void* to, const void* from, std::size_t size) {
   return copy_user(const_cast<void*>(from), to, size, true);
 }
 
+// Writes a thread id (or a cleared word) where clone's CLONE_*_SETTID or CLONE_CHILD_CLEARTID
+// pointer says, as Linux's put_user does there: an address that cannot be written is let be,
+// and the call goes on.
+inline void put_thread_word(int* where, int value) {
+  if (where != nullptr) copy_out(where, &value, sizeof value);
+}
+
 }  // namespace loopsim::posix

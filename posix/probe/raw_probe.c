@@ -69,6 +69,14 @@ int raw_mode(int alone) {
   /* A signal set written where nothing may be written: EFAULT, not a fault in whoever serves it. */
   said("rt_sigprocmask's old set at address 8", raw(SYS_rt_sigprocmask, SIG_BLOCK, 0, 8, 8, 0, 0));
   said("rt_sigpending at address 8", raw(SYS_rt_sigpending, 8, 8, 0, 0, 0, 0));
+  /* Random bytes, and clone3's arguments, at an address that cannot be reached: EFAULT, by the
+   * program's own instruction and by libc's syscall(). */
+  said("getrandom at address 8", raw(SYS_getrandom, 8, 16, 0, 0, 0, 0));
+  said("clone3 at address 8", raw(SYS_clone3, 8, 88, 0, 0, 0, 0));
+  long rc = syscall(SYS_getrandom, 8, 16, 0);
+  said("syscall(SYS_getrandom) at address 8", rc < 0 ? -errno : rc);
+  rc = syscall(SYS_clone3, 8, 88);
+  said("syscall(SYS_clone3) at address 8", rc < 0 ? -errno : rc);
   if (alone) return 0;
 
   struct timespec before, after;
