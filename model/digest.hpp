@@ -1,15 +1,20 @@
-// A state digest: fields fed in a fixed order, hashed with XXH3 at the end. Equal sequences
-// give equal digests. The values are gathered and hashed in one call: a streaming update per
-// 8-byte field costs several times the hash itself.
+// A state digest: fields fed in a fixed order, hashed with XXH3. Equal sequences give equal
+// digests. The values are gathered in blocks of 64 and each block hashed in one streaming call
+// (a streaming update per 8-byte field costs several times the hash itself): the value is
+// XXH3's of the whole sequence, as one call over it would give, with no heap. A digest lives
+// where it is taken, on a stack: a buffer kept in the world would be copied into every snapshot
+// a search takes of it.
 #pragma once
 
+#ifndef XXH_STATIC_LINKING_ONLY
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t's size, to keep it here
+#endif
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
-#include <vector>
 
 #include "realloop/kernel.hpp"
 
@@ -17,12 +22,13 @@ namespace loopsim::model {
 
 class Digest {
  public:
-  Digest() { values_.reserve(64); }
+  Digest() { clear(); }
   Digest(const Digest&) = delete;
   Digest& operator=(const Digest&) = delete;
 
   Digest& add(std::int64_t value) {
-    values_.push_back(value);
+    if (count_ == block) flush();
+    values_[count_++] = value;
     return *this;
   }
   Digest& add(Duration value) { return add(std::int64_t(value.count())); }
@@ -35,14 +41,28 @@ class Digest {
     }
     return *this;
   }
-  // Starts again, keeping the buffer: a digest taken at every step allocates once.
-  void clear() { values_.clear(); }
+  // Starts again.
+  void clear() {
+    XXH3_64bits_reset(&state_);
+    count_ = 0;
+  }
+  // The digest of everything added so far.
   std::uint64_t value() const {
-    return XXH3_64bits(values_.data(), values_.size() * sizeof(std::int64_t));
+    flush();
+    return XXH3_64bits_digest(&state_);
   }
 
  private:
-  std::vector<std::int64_t> values_;
+  static constexpr std::size_t block = 64;
+  void flush() const {
+    XXH3_64bits_update(&state_, values_, count_ * sizeof(std::int64_t));
+    count_ = 0;
+  }
+  // A digest's value is read without changing what it is: the values in hand go into the
+  // hash's state, which holds them as well.
+  mutable XXH3_state_t state_;
+  mutable std::int64_t values_[block];
+  mutable std::size_t count_ = 0;
 };
 
 }  // namespace loopsim::model

@@ -97,7 +97,6 @@ struct World::Impl {
   std::uint64_t steps = 0;
   bool finished = false;
   std::optional<ev::Lasso> lasso;
-  mutable model::Digest digest;  // the buffer World::digest() fills, kept between steps
   // The last digest taken, by the horizon it was taken to: the scheduler's epoch then, its value
   // and whether anything was past the horizon. Never reused to key a state: each digest asked for
   // is taken afresh (a reuse never hit in measured searches, and one missed epoch would have
@@ -115,13 +114,13 @@ struct World::Impl {
       void clamped(std::int64_t) override { any = true; }
       bool any = false;
     } flag;
-    digest.clear();
+    model::Digest digest;
     const state::Names* names = nullptr;
     if (canonical) {
       canonical->refresh();
       names = &*canonical;
     }
-    state::visit([this](std::int64_t v) { digest.add(v); }, *this, scheduler.now(), names, nullptr, to, &flag);
+    state::visit([&digest](std::int64_t v) { digest.add(v); }, *this, scheduler.now(), names, nullptr, to, &flag);
     digest_taken = Taken{scheduler.epoch(), to, digest.value(), flag.any};
     LOOPSIM_ASSERT(!flag.any || to);  // only a digest up to a horizon clamps anything
     beyond = flag.any;
@@ -134,13 +133,13 @@ struct World::Impl {
   // result, whose trace is history, not state (a search judges properties that read history
   // without merging states: explore/world_system.cpp); the choosers and the recorder (they
   // pass decisions and reports on); the step count, whether it finished, a liveness finding
-  // and the digest's buffer (bookkeeping).
+  // and the last digest taken (bookkeeping).
   static constexpr auto state_fields = state::fields(
       state::f::reference("scenario"), state::f::skip<&Impl::result>, state::f::skip<&Impl::seeded>,
       state::f::value<&Impl::scheduler>, state::f::skip<&Impl::recording>, state::f::value<&Impl::kernel>,
       state::f::value<&Impl::clients>, state::f::skip<&Impl::recorder>, state::f::value<&Impl::monitors>,
       state::f::value<&Impl::process>, state::f::skip<&Impl::steps>, state::f::skip<&Impl::finished>,
-      state::f::skip<&Impl::lasso>, state::f::skip<&Impl::digest>, state::f::skip<&Impl::digest_taken>,
+      state::f::skip<&Impl::lasso>, state::f::skip<&Impl::digest_taken>,
       state::f::skip<&Impl::canonical>);
 };
 
