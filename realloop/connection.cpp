@@ -65,9 +65,15 @@ void Loop::admit(int fd) {
   watch_connection(fd, *served);
 }
 
+int Loop::watch(int fd, std::uint32_t interest) {
+  const int rc = kernel_.watch(poller_, fd, interest, Trigger::edge);
+  if (rc == 0) watch_span_ = std::max(watch_span_, std::size_t(fd) + 1);
+  return rc;
+}
+
 bool Loop::watch_connection(int fd, Connection& c) {
   const auto interest = io::readable | io::read_hangup | (c.want_write ? io::writable : 0u);
-  if (kernel_.watch(poller_, fd, interest, Trigger::edge) < 0) {
+  if (watch(fd, interest) < 0) {
     close_connection(fd);  // e.g. ENOMEM or ENOSPC: unwatched, it would never be served
     return false;
   }

@@ -96,7 +96,6 @@ Loop::Loop(Kernel& kernel, LoopConfig config, LoopObserver& observer, int worker
   LOOPSIM_ASSERT_OP(config_.max_events, >, 0);
   LOOPSIM_ASSERT_OP(config_.drain_chunk, >=, 0);
   LOOPSIM_ASSERT_OP(config_.yield_batch, >=, 0);
-  events_.resize(std::size_t(config_.max_events));
 }
 
 Loop::~Loop() {
@@ -116,7 +115,7 @@ int Loop::attach(int listener) {
   if (poller_ < 0) return poller_;
   wake_ = kernel_.wake_create();
   if (wake_ < 0) return wake_;
-  if (int rc = kernel_.watch(poller_, wake_, io::readable, Trigger::edge); rc < 0) return rc;
+  if (int rc = watch(wake_, io::readable); rc < 0) return rc;
   listener_ = listener;
   // R9: two handles a connection; the table is sized now, once, as the seed's loop did.
   if (config_.handle_policy == HandlePolicy::fixed) handle_capacity_ = std::size_t(config_.max_handles / 2);
@@ -127,7 +126,7 @@ int Loop::attach(int listener) {
     listener_closed_ = true;
     return 0;
   }
-  return kernel_.watch(poller_, listener_, io::readable, Trigger::edge);
+  return watch(listener_, io::readable);
 }
 
 int Loop::open(const ListenSpec& spec) {
@@ -273,7 +272,11 @@ void Loop::run_pass() {
   ++pass_;
   const std::optional<Duration> timeout = wait_timeout();
   observer_.pass_begin(worker_, pass_, timeout);
-  int n = kernel_.wait(poller_, events_, timeout);
+  // The room is max_events, or the descriptors the interest set can hold if fewer: a wait
+  // returns each at most once, so it returns the same events either way.
+  const std::size_t room = std::max<std::size_t>(1, std::min(std::size_t(config_.max_events), watch_span_));
+  if (events_.size() < room) events_.resize(room);
+  int n = kernel_.wait(poller_, std::span(events_.data(), room), timeout);
   LOOPSIM_ASSERT_OP(n, >=, 0);
   pass_started_.store(kernel_.now());
   observer_.events(worker_, pass_, std::span(events_.data(), std::size_t(n)));

@@ -227,6 +227,8 @@ class Loop {
   void place(int fd);
   void admit(int fd);
   bool watch_connection(int fd, Connection& connection);  // R15; closes it and says false on failure
+  // Adds `fd` to the poller's interest set, edge-triggered; the kernel's answer.
+  int watch(int fd, std::uint32_t interest);
   // connection.cpp: serving (R8, R11)
   void serve(int fd);
   Input read_input(Connection& connection);
@@ -317,6 +319,10 @@ class Loop {
   std::vector<Connection> connections_;  // indexed by descriptor
   std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
+  // One past the highest descriptor this loop has watched: its poller's interest set holds at
+  // most this many, and so does a wait's answer. A wait's room is no larger (run_pass), so a
+  // search's snapshots of the loop do not carry max_events of unused room.
+  std::size_t watch_span_ = 0;
   // R12: at most one entry per connection, (deadline, descriptor), earliest first. Filed
   // lazily: an entry may be earlier than the connection's deadline now; it is then filed again.
   std::set<std::pair<std::int64_t, int>> timers_;
@@ -339,10 +345,12 @@ class Loop {
  public:
   // The state, field by field (realloop/state.hpp). Skipped: the kernel, observer, group and
   // pool (collaborators), the configuration (fixed for a run), the mailbox's lock, load_
-  // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's passes look alike) and events_ (scratch, filled by each
-  // wait before it is read), timers_ (derived: each connection's timer_at) and the Date cache
-  // (derived from the kernel's calendar, which a simulated kernel does not keep). Posts are
-  // callbacks: each is digested by what it does (Post::what).
+  // (derived: the held count and the mailbox's size), the pass counter (so that an idle loop's
+  // passes look alike), events_ (scratch, filled by each wait before it is read) and its room
+  // (watch_span_, which changes how much of it a wait may fill, never what a wait returns),
+  // timers_ (derived: each connection's timer_at) and the Date cache (derived from the kernel's
+  // calendar, which a simulated kernel does not keep). Posts are callbacks: each is digested by
+  // what it does (Post::what).
   static constexpr auto state_fields = state::fields(
       state::f::reference("kernel_"), state::f::skip<&Loop::config_>, state::f::reference("observer_"),
       state::f::value<&Loop::worker_>, state::f::skip<&Loop::group_>, state::f::skip<&Loop::accept_only_>,
@@ -359,7 +367,7 @@ class Loop {
       state::f::value<&Loop::deferring_>, state::f::value<&Loop::deferred_>, state::f::skip<&Loop::pass_>,
       state::f::value<&Loop::connection_count_>, state::f::skip<&Loop::load_>, state::f::value<&Loop::handle_capacity_>,
       state::f::value<&Loop::inverted_accepts_>, state::f::value<&Loop::connections_>,
-      state::f::value<&Loop::owed_turns_>, state::f::skip<&Loop::events_>, state::f::skip<&Loop::timers_>,
+      state::f::value<&Loop::owed_turns_>, state::f::skip<&Loop::events_>, state::f::skip<&Loop::watch_span_>, state::f::skip<&Loop::timers_>,
       state::f::deadline<&Loop::drain_until_>, state::f::value<&Loop::drain_resets_>,
       state::f::deadline<&Loop::idle_close_at_>, state::f::since<&Loop::drain_began_>, state::f::skip<&Loop::date_>,
       state::f::value<&Loop::reload_key_>);
