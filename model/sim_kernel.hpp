@@ -221,6 +221,10 @@ class SimKernel final : public Kernel {
   // server wrote that the client never took (in the send buffer).
   std::size_t unread_bytes(ConnId conn) const { return conns_[conn].to_server.size() + conns_[conn].client_pending.size(); }
   std::size_t unsent_bytes(ConnId conn) const { return conns_[conn].to_client.size(); }
+  // K11: the size of the send buffer behind server descriptor `fd`, grown once autotuning grew
+  // it, as Linux's getsockopt(SO_SNDBUF) reports it; the configured size for any other
+  // descriptor.
+  std::size_t send_buffer_of(int fd) const;
   // A few of conn_digest's fields, in a few operations (sim::Canonical::twin_key): the bytes
   // each way.
   std::uint64_t conn_key(ConnId conn) const;

@@ -474,6 +474,13 @@ std::uint64_t SimKernel::conn_key(ConnId id) const {
   return state::fold(conn.to_server.size(), conn.to_client.size());
 }
 
+std::size_t SimKernel::send_buffer_of(int fd) const {
+  if (fd < 0 || std::size_t(fd) >= fds_.size() || fds_[std::size_t(fd)].kind != FdKind::socket) {
+    return config_.send_buffer;
+  }
+  return send_size(conns_[fds_[std::size_t(fd)].conn]);
+}
+
 void SimKernel::digest(Digest& d) const {
   state::visit([&d](std::int64_t v) { d.add(v); }, *this, scheduler_.now());
 }

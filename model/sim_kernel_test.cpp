@@ -589,7 +589,7 @@ TEST_CASE("K11 writes are short when the send buffer fills, and draining it is a
   CHECK(f.poll(p).size() == 1);
 }
 
-TEST_CASE("K11 autotuning: a write beyond the send buffer is a choice, and a grown buffer stays grown") {
+TEST_CASE("K11 autotuning: a write beyond the send buffer is a choice, and a grown buffer stays grown, as SO_SNDBUF says") {
   struct Scripted : Chooser {
     std::vector<std::uint32_t> picks;
     std::vector<Choice> seen;
@@ -614,8 +614,11 @@ TEST_CASE("K11 autotuning: a write beyond the send buffer is a choice, and a gro
     f.kernel.set_client_reading(c, false);
     CHECK(f.kernel.write(s, std::string_view("01234")) == 5);  // fits: no choice
     CHECK(chooser.seen.empty());
+    CHECK(f.kernel.send_buffer_of(s) == 10);  // what getsockopt(SO_SNDBUF) reports
     const std::string big(200, 'x');
     CHECK(f.kernel.write(s, big) == (grow ? 95 : 5));  // the buffer as it is, or grown to 100
+    CHECK(f.kernel.send_buffer_of(s) == (grow ? 100u : 10u));  // Linux reports the grown size
+    CHECK(f.kernel.send_buffer_of(l) == 10);  // not a connection: the configured size
     REQUIRE(chooser.seen.size() == 1);
     CHECK(chooser.seen[0].kind == ChoiceKind::take);
     CHECK(chooser.seen[0].options == 2);

@@ -213,7 +213,11 @@ long Seam::getsockopt(int fd, int level, int name, void* value, socklen_t* lengt
       case SO_ERROR: return put_int(value, length, 0);
       case SO_ACCEPTCONN: return put_int(value, length, f.kind == Kind::listener);
       case SO_DOMAIN: return put_int(value, length, pair ? AF_UNIX : f.inet6 ? AF_INET6 : AF_INET);
-      case SO_SNDBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.send_buffer));
+      case SO_SNDBUF:  // K11: a connection's as autotuning left it
+        return put_int(value, length,
+                       pair                      ? 212992
+                       : f.kind == Kind::socket ? int(kernel_->send_buffer_of(f.sim))
+                                                : int(scenario_.kernel.send_buffer));
       case SO_RCVBUF: return put_int(value, length, pair ? 212992 : int(scenario_.kernel.receive_buffer));
       default: break;
     }
