@@ -63,11 +63,16 @@ long served(const char* call, F&& serve) noexcept {
   LOOPSIM_ASSERT(current != nullptr);  // only an interposer that found the seam running calls in
   const int saved = errno;
   long rc = engine_call(call, serve);
-  LOOPSIM_ASSERT_OP(rc, >=, -4095L);  // a failure is -errno, as Linux's system calls return it
-  // A signal that came meanwhile is delivered on the way back to the program (main thread).
-  if (!current->forked() && current->signals_pending() && this_thread() == nullptr && current->in_target()) {
+  // A thread other than main() whose call a signal cut short, every handler asking SA_RESTART:
+  // the handlers run here, on its own OS thread, and the call is made again, as Linux restarts it.
+  while (rc == -EINTR && !current->forked() && this_thread() != nullptr && current->take_restart()) {
     current->deliver_signals();
+    rc = engine_call(call, serve);
   }
+  LOOPSIM_ASSERT_OP(rc, >=, -4095L);  // a failure is -errno, as Linux's system calls return it
+  // A signal that came meanwhile is delivered on the way back to the program, on the thread
+  // that takes it.
+  if (!current->forked() && current->signals_pending() && current->in_target()) current->deliver_signals();
   if (rc < 0) {
     errno = int(-rc);
     return -1;

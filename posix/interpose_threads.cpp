@@ -454,17 +454,19 @@ SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
   return LOOPSIM_REAL(signal)(signal, handler);
 }
 
-// The mask is the real one for every signal, and main()'s is also the seam's for its own
-// (Seam::mask_changed): the real kernel never sees those come.
+// The mask is the real one for every signal, and each thread's is also the seam's for its own
+// (Seam::mask_changed): the real kernel never sees those come. What a change lets go is
+// delivered before the call returns: on main() by mask_changed, on another thread here.
 namespace {
-bool on_main() { return making() && loopsim::posix::this_thread() == nullptr; }
-
-int masked(int rc, bool main) {
-  if (rc != 0 || !main) return rc;
+int masked(int rc, bool served_here) {
+  if (rc != 0 || !served_here) return rc;
   sigset_t now;
   sigemptyset(&now);
   LOOPSIM_REAL(pthread_sigmask)(SIG_BLOCK, nullptr, &now);
   current->on_engine([&] { current->mask_changed(now); });
+  if (loopsim::posix::this_thread() != nullptr && current->signals_pending() && current->in_target()) {
+    current->deliver_signals();
+  }
   return rc;
 }
 }  // namespace
@@ -480,16 +482,16 @@ const sigset_t* unblocking_preemption(int how, const sigset_t* set, sigset_t& co
 }
 
 SEAM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
-  const bool main = on_main();
+  const bool served_here = making();
   sigset_t copy;
   return masked(LOOPSIM_REAL(pthread_sigmask)(how, unblocking_preemption(how, set, copy), old),
-                main);
+                served_here);
 }
 
 SEAM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
-  const bool main = on_main();
+  const bool served_here = making();
   sigset_t copy;
-  return masked(LOOPSIM_REAL(sigprocmask)(how, unblocking_preemption(how, set, copy), old), main);
+  return masked(LOOPSIM_REAL(sigprocmask)(how, unblocking_preemption(how, set, copy), old), served_here);
 }
 
 SEAM_EXPORT int sigpending(sigset_t* set) noexcept {
@@ -498,17 +500,24 @@ SEAM_EXPORT int sigpending(sigset_t* set) noexcept {
   return rc;
 }
 
-// Waits for a signal, on main(), in virtual time (Seam::suspend, Seam::wait_signal). Elsewhere
-// they are refused by name: the seam delivers the process's signals to main().
+// Waits for a signal, on any thread, in virtual time (Seam::suspend, Seam::wait_signal). The
+// handler runs as the call returns (served), under the call's mask; then the thread's own is back.
+namespace {
+int suspended(long rc) {
+  current->on_engine([] { current->end_suspend(); });
+  return int(rc);
+}
+}  // namespace
+
 SEAM_EXPORT int pause() {
-  if (making()) return int(served(__func__, [&] { return current->suspend("pause", nullptr); }));
+  if (making()) return suspended(served(__func__, [&] { return current->suspend("pause", nullptr); }));
   return LOOPSIM_REAL(pause)();
 }
 
 SEAM_EXPORT int sigsuspend(const sigset_t* mask) {
   if (making()) {
     if (mask == nullptr) return int(result(-EFAULT));
-    return int(served(__func__, [&] { return current->suspend("sigsuspend", mask); }));
+    return suspended(served(__func__, [&] { return current->suspend("sigsuspend", mask); }));
   }
   return LOOPSIM_REAL(sigsuspend)(mask);
 }
@@ -699,20 +708,23 @@ SEAM_EXPORT unsigned int alarm(unsigned int seconds) noexcept {
 }
 
 // A signal the program sends itself (node's handlers re-raise what they caught) is delivered
-// before the call returns, as Linux delivers a signal sent to the caller's own thread.
+// before the call returns to the thread that takes it: raise()'s caller, as Linux delivers a
+// signal sent to the caller's own thread, and kill()'s as Seam::raise_signal says.
 namespace {
-int to_self(int signal) {
-  current->raise_signal(signal);
+int to_self(int signal, bool to_process) {
+  current->raise_signal(signal, to_process);
   return 0;
 }
 }  // namespace
 
 SEAM_EXPORT int raise(int signal) noexcept {
-  if (making() && loopsim::posix::Seam::simulated_signal(signal)) return to_self(signal);
+  if (making() && loopsim::posix::Seam::simulated_signal(signal)) return to_self(signal, false);
   return LOOPSIM_REAL(raise)(signal);
 }
 
 SEAM_EXPORT int kill(pid_t pid, int signal) noexcept {
-  if (making() && loopsim::posix::Seam::simulated_signal(signal) && (pid == 0 || pid == getpid())) return to_self(signal);
+  if (making() && loopsim::posix::Seam::simulated_signal(signal) && (pid == 0 || pid == getpid())) {
+    return to_self(signal, true);
+  }
   return LOOPSIM_REAL(kill)(pid, signal);
 }

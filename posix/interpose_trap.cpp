@@ -165,9 +165,10 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
   sigdelset(&mask, SIGKILL);
   sigdelset(&mask, SIGSTOP);
   std::memcpy(&next, &mask, sizeof next);
-  // main()'s mask is also the seam's for a scenario's signals, as its libc calls keep it: one
-  // it now lets go is delivered before the call returns, as Linux delivers it.
-  if (calls::making() && this_thread() == nullptr) {
+  // A thread's mask is also the seam's for a scenario's signals, as its libc calls keep it. One
+  // main() now lets go is delivered before the call returns, as Linux delivers it; another
+  // thread takes it as its next served call returns.
+  if (calls::making()) {
     sigset_t blocked;
     sigemptyset(&blocked);
     std::memcpy(&blocked, &next, sizeof next);

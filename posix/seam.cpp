@@ -131,6 +131,12 @@ const Seam::PerThread& Seam::here() const {
   return per_thread_[i];
 }
 
+std::uint64_t& Seam::mask_of(model::ThreadId thread) const {
+  const auto i = std::size_t(thread + 1);
+  if (i >= per_thread_.size()) per_thread_.resize(i + 1);
+  return per_thread_[i].blocked;
+}
+
 int Seam::worker() const { return here().worker; }
 
 int Seam::blocker() {
@@ -332,6 +338,12 @@ bool Seam::block_until(int sim, std::uint32_t ready) {
   // goes on waiting; without, the call fails EINTR, and the handler runs as it returns.
   if (rc != -EINTR) return true;
   if (!restarts()) return false;
+  if (scheduler_->current() != thread_) {
+    // Another thread's handlers run on its own OS thread: the call fails EINTR to its
+    // interposer, which runs them and makes the call again (served, posix/interpose.hpp).
+    here().restart = true;
+    return false;
+  }
   const int depth = std::exchange(here().depth, 0);  // the handlers' calls are the program's
   deliver_signals();
   here().depth = depth;

@@ -264,23 +264,32 @@ class Seam final : public sim::ForeignServer {
   static bool simulated_signal(int signal);
   // sigaction(2) for a simulated signal: the disposition is kept, never installed.
   long sigaction(int signal, const struct sigaction* action, struct sigaction* old);
-  // ForeignServer: a signal arrives for the process. It is the main thread's: a wait it blocks
-  // in returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
+  // ForeignServer: a signal arrives for the process. It goes to the main thread, or, where that
+  // one blocks it, to the first thread that does not (Seam::post_signal): a wait it blocks in
+  // returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
   void signal(int signal) override;
   bool signals_pending() const { return deliverable() != 0; }
-  // raise(), or kill() of its own process, from the program: delivered now, on the main thread
-  // (from another, when that one next returns from a call).
-  void raise_signal(int signal);
-  // On the program's main thread, as a call returns to it: runs what came, as Linux does on
-  // the way back to user space: the handler, nothing if ignored, or the default action (these
-  // signals' is to end the process, status 128 + the signal's number).
+  // raise() (`to_process` false), or kill() of its own process, from the program: it comes for
+  // the process, and the caller takes it now where it should (Seam::raise_signal).
+  void raise_signal(int signal, bool to_process);
+  // On a thread of the program's, as a call returns to it (on its own OS thread): runs what came
+  // that the thread does not block, as Linux does on the way back to user space: the handler,
+  // nothing if ignored, or the default action (these signals' is to end the process, status
+  // 128 + the signal's number).
   void deliver_signals();
-  // main() changed its signal mask (sigprocmask, pthread_sigmask), to `now_blocked`: the seam
-  // keeps the part of it that covers its signals, and delivers what the change unblocked.
+  // A thread changed its signal mask (sigprocmask, pthread_sigmask), to `now_blocked`: the seam
+  // keeps the part of it that covers its signals. On main() it delivers what the change
+  // unblocked; another thread's interposer does, as the call returns to it.
   void mask_changed(const sigset_t& now_blocked);
-  // pause(2) (`mask` null) and sigsuspend(2), on main(): waits, in virtual time and under
-  // `mask` if given, until a signal is delivered (its handler run under that mask); -EINTR.
+  // A call of this thread's failed EINTR at a signal whose handlers all asked SA_RESTART, on a
+  // thread that is not main(): its interposer runs the handlers, then makes the call again.
+  bool take_restart() { return std::exchange(here().restart, false); }
+  // pause(2) (`mask` null) and sigsuspend(2): waits, in virtual time and under `mask` if given,
+  // until a signal is delivered (its handler run under that mask); -EINTR. On a thread other
+  // than main(), the handler runs as the call returns, and its interposer then calls
+  // end_suspend, which puts the thread's own mask back.
   long suspend(const char* call, const sigset_t* mask);
+  void end_suspend();
   // sigwaitinfo(2) and sigtimedwait(2), on any thread: waits for a signal of `set` and takes it,
   // its handler not run; its number. On main(), a signal outside `set` that main() does not
   // block cuts the wait short (-EINTR; its handler runs as the call returns); the end of
@@ -400,9 +409,11 @@ class Seam final : public sim::ForeignServer {
   // false: a signal interrupted the wait, and the call fails EINTR.
   bool block_until(int sim, std::uint32_t ready);
   bool restarts() const;  // every pending signal's handler asked SA_RESTART (or is ignored)
-  // Pending signals main() does not block, and so would be delivered now.
-  std::uint64_t deliverable() const { return pending_signals_ & ~blocked_; }
+  // Pending signals the running thread does not block, and so would be delivered now.
+  std::uint64_t deliverable() const { return pending_signals_ & ~here().blocked; }
+  std::uint64_t& mask_of(model::ThreadId thread) const;  // the thread's mask of the seam's signals
   bool ignored(int signal) const;
+  struct sigaction sigaction_of(int signal) const;  // what the program asked, or SIG_DFL
   void post_signal(int signal);  // a signal comes for the process, from the scenario or the program
   void shutdown_begins(int signal);  // the program takes `signal`: a shutdown_begin, if the scenario sent it
   static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
@@ -420,7 +431,10 @@ class Seam final : public sim::ForeignServer {
     int depth = 0;     // Inside's count
     int blocker = -1;  // a simulated poller for its blocking calls, made when first needed
     bool in_pass = false;
+    bool restart = false;  // take_restart
     std::uint64_t passes = 0;
+    std::uint64_t blocked = 0;  // its signal mask, for the seam's signals
+    std::optional<std::uint64_t> suspended;  // its own mask, while its handlers run under sigsuspend's
   };
   PerThread& here();
   const PerThread& here() const;
@@ -459,7 +473,6 @@ class Seam final : public sim::ForeignServer {
   bool futex_interrupted_ = false;
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
-  std::uint64_t blocked_ = 0;   // main()'s signal mask, for the seam's signals
   // What each thread waits for in sigwait and its kin, while it does: by ThreadId, in order.
   std::map<model::ThreadId, std::uint64_t> awaiting_;
   std::uint64_t asked_ = 0;     // stopping signals the scenario sent, their shutdown not begun

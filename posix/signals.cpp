@@ -1,6 +1,6 @@
 // Signals in virtual time: the seam keeps the dispositions of the signals a scenario can send,
-// and main()'s mask of them, and delivers each to the program's main thread as Linux would, on
-// its way back from a call.
+// and each thread's mask of them, and delivers each to a thread of the program's as Linux would
+// (main() first, else a thread that does not block it), on its way back from a call.
 #include <signal.h>
 #include <sys/signalfd.h>
 
@@ -46,15 +46,21 @@ bool Seam::ignored(int signal) const {
   return handler == SIG_IGN || (handler == SIG_DFL && signal == SIGCHLD);
 }
 
-// Linux discards an ignored signal that is not blocked when it is sent, and wakes no one for
-// it; a blocked one stays pending. A wait of main()'s gives way to one it would deliver, or to
-// one of the set sigwait is waiting for.
+// Linux discards an ignored signal that main() does not block when it is sent, and wakes no one
+// for it; a blocked one stays pending. It goes to main() if main() does not block it; otherwise
+// to a thread that does not (Linux's complete_signal), here the first made whose wait a signal
+// can cut short, else the first made. That thread's wait gives way to it, as does a wait for it
+// in sigwait and its kin. Pending, it is the process's: any thread that lets it go takes it.
 void Seam::post_signal(int signal) {
   LOOPSIM_ASSERT(signal > 0 && signal < 64);  // the seam's signals fit its 64-bit sets
-  if ((blocked_ & bit(signal)) == 0 && ignored(signal)) return;
+  if ((mask_of(thread_) & bit(signal)) == 0 && ignored(signal)) return;
   pending_signals_ |= bit(signal);
   signals_changed();
-  if ((deliverable() & bit(signal)) != 0 && !kernel_->interrupt(thread_) && futex_wait_) {
+  if ((mask_of(thread_) & bit(signal)) != 0) {
+    for (const auto& t : threads_) {
+      if (!t->finished && (mask_of(t->fiber) & bit(signal)) == 0 && kernel_->interrupt(t->fiber)) break;
+    }
+  } else if (!kernel_->interrupt(thread_) && futex_wait_) {
     // main() waits on a futex (a Go program's idle thread does): the wait ends EINTR.
     auto it = waiting_.find(*futex_wait_);
     LOOPSIM_ASSERT(it != waiting_.end());  // main() is in its queue while futex_wait_ is set
@@ -73,12 +79,18 @@ void Seam::signal(int signal) {
   post_signal(signal);
 }
 
-// From main() it is delivered now; from another thread it is pending for main(), whose wait
-// gives way to it, as for a scenario's signal.
-void Seam::raise_signal(int signal) {
-  if (this_thread() != nullptr) return on_engine([this, signal] { post_signal(signal); });
-  post_signal(signal);
-  deliver_signals();
+// It comes for the process, as a scenario's signal does. raise() is the caller's, which takes it
+// before the call returns where its mask lets it go; kill() of the process is main()'s, unless
+// main() blocks it: then the caller, running, may take it, as Linux's complete_signal lets it.
+// (Linux keeps a raise() the caller blocks pending for that thread alone; here it is the
+// process's.)
+void Seam::raise_signal(int signal, bool to_process) {
+  bool mine = true;
+  on_engine([&] {
+    post_signal(signal);
+    mine = !to_process || scheduler_->current() == thread_ || (mask_of(thread_) & bit(signal)) != 0;
+  });
+  if (mine) deliver_signals();
 }
 
 // The shutdown began when the scenario's signal reached the program, once for each one it sent:
@@ -111,19 +123,30 @@ bool Seam::restarts() const {
 }
 
 void Seam::deliver_signals() {
-  while (deliverable() != 0) {
-    const int signal = take_signal(~blocked_);
+  for (;;) {
+    // Which signal, and what its action asks: the engine's to decide (a default action ends the
+    // process there). The handler runs here, on the thread that takes it; on main() these are
+    // one OS thread.
+    int signal = 0;
     struct sigaction a{};
-    a.sa_handler = SIG_DFL;
-    if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
-    if (ignored(signal)) continue;
-    shutdown_begins(signal);
-    if (a.sa_handler == SIG_DFL) exited(128 + signal, signal);  // each of these ends the process
-    if (a.sa_flags & SA_RESETHAND) actions_[signal].sa_handler = SIG_DFL;
-    // The handler runs with its signal blocked, and with what sa_mask adds, as Linux runs it.
-    const std::uint64_t saved = blocked_;
-    if ((a.sa_flags & SA_NODEFER) == 0) blocked_ |= bit(signal);
-    blocked_ |= simulated_bits(a.sa_mask);
+    std::uint64_t saved = 0;
+    on_engine([&] {
+      while (signal == 0 && deliverable() != 0) {
+        const int next = take_signal(~here().blocked);
+        a = sigaction_of(next);
+        if (ignored(next)) continue;
+        shutdown_begins(next);
+        if (a.sa_handler == SIG_DFL) exited(128 + next, next);  // each of these ends the process
+        if (a.sa_flags & SA_RESETHAND) actions_[next].sa_handler = SIG_DFL;
+        // The handler runs with its signal blocked, and with what sa_mask adds, as Linux runs it.
+        std::uint64_t& blocked = here().blocked;
+        saved = blocked;
+        if ((a.sa_flags & SA_NODEFER) == 0) blocked |= bit(next);
+        blocked |= simulated_bits(a.sa_mask);
+        signal = next;
+      }
+    });
+    if (signal == 0) return;
     LOOPSIM_ASSERT(a.sa_handler != SIG_IGN && a.sa_handler != SIG_DFL);  // a handler of the program's
     if (a.sa_flags & SA_ONSTACK) {
       // A handler that asked for the alternate stack (every Go handler does, and reads the
@@ -148,8 +171,15 @@ void Seam::deliver_signals() {
     } else {
       run_handler(a.sa_sigaction, signal, nullptr, nullptr);  // sa_handler: the union's same pointer
     }
-    blocked_ = saved;
+    on_engine([&] { here().blocked = saved; });
   }
+}
+
+struct sigaction Seam::sigaction_of(int signal) const {
+  struct sigaction a{};
+  a.sa_handler = SIG_DFL;
+  if (auto it = actions_.find(signal); it != actions_.end()) a = it->second;
+  return a;
 }
 
 std::uint64_t Seam::simulated_bits(const sigset_t& set) {
@@ -161,9 +191,10 @@ std::uint64_t Seam::simulated_bits(const sigset_t& set) {
 }
 
 void Seam::mask_changed(const sigset_t& now_blocked) {
-  blocked_ = simulated_bits(now_blocked);
-  // Linux delivers what the change unblocked before the call returns.
-  if (deliverable() != 0) deliver_signals();
+  here().blocked = simulated_bits(now_blocked);
+  // Linux delivers what the change unblocked before the call returns: here on main(), which
+  // runs on the engine's OS thread; another thread's interposer delivers as it returns.
+  if (this_thread() == nullptr && scheduler_->current() == thread_ && deliverable() != 0) deliver_signals();
 }
 
 void Seam::await_signal(const char* call, std::optional<Instant> deadline) {
@@ -184,20 +215,26 @@ void Seam::await_signal(const char* call, std::optional<Instant> deadline) {
 }
 
 long Seam::suspend(const char* call, const sigset_t* mask) {
-  // A handler runs on main() alone here: the seam delivers a process's signals there.
-  if (scheduler_->current() != thread_) {
-    refuse(call, -1, "on a thread other than main(): the seam runs a process's signal handlers on main()");
-  }
-  const std::uint64_t saved = blocked_;
+  const std::uint64_t saved = here().blocked;
   {
     Inside inside(*this);
-    if (mask != nullptr) blocked_ = simulated_bits(*mask);
+    if (mask != nullptr) here().blocked = simulated_bits(*mask);
     while (deliverable() == 0) await_signal(call);
+  }
+  if (scheduler_->current() != thread_) {
+    // Another thread's handler runs on its own OS thread, as the call returns there (served,
+    // posix/interpose.hpp), still under the call's mask; then end_suspend puts the thread's back.
+    here().suspended = saved;
+    return -EINTR;
   }
   // The handler runs under the call's mask; the program's comes back as the call returns.
   deliver_signals();
-  blocked_ = saved;
+  here().blocked = saved;
   return -EINTR;
+}
+
+void Seam::end_suspend() {
+  if (auto saved = std::exchange(here().suspended, std::nullopt)) here().blocked = *saved;
 }
 
 void Seam::add_pending(sigset_t& into) const {
@@ -211,7 +248,6 @@ void Seam::add_pending(sigset_t& into) const {
 long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Duration> timeout) {
   Inside inside(*this);
   const model::ThreadId me = scheduler_->current();
-  const bool main = me == thread_;
   std::optional<Instant> deadline;
   if (timeout) deadline = now() + *timeout;
   std::uint64_t& awaited = awaiting_[me];
@@ -223,10 +259,10 @@ long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Dura
       shutdown_begins(signal);
       return signal;
     }
-    // signal(7): a handler interrupts the wait, whatever SA_RESTART says (handlers run on main()).
-    if ((main && deliverable() != 0) || (deadline && now() >= *deadline)) {
+    // signal(7): a handler interrupts the wait, whatever SA_RESTART says.
+    if (deliverable() != 0 || (deadline && now() >= *deadline)) {
       awaiting_.erase(me);
-      return main && deliverable() != 0 ? -EINTR : -EAGAIN;
+      return deliverable() != 0 ? -EINTR : -EAGAIN;
     }
     await_signal(call, deadline);
   }

@@ -68,6 +68,27 @@ TEST_CASE("seam: a thread of its own for signals takes them with sigwait, as Lin
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: a signal main() blocks goes to a thread that does not, which runs its handler, and sigsuspend takes it there, as on Linux") {
+  const auto [native, simulated, result] = both_ways("mask-thread");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "the worker's read -1 EINTR, handlers run on it 1\nthe worker's read again 1 x, handlers run on it 2\n"
+                  "the worker's sigsuspend -1 EINTR, handlers run on it 3, USR1 blocked again 1\n"
+                  "main: handlers run on it 0, USR1 pending 0\nmain: USR1 pending 1, handlers run on it 0\n"
+                  "main: unblocked, handlers run on it 1\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: a default action taken on a thread other than main() ends the target, as it ends the process live") {
+  const auto [native, simulated, result] = both_ways("mask-thread-dies", SIGUSR2);
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "main: USR2 for the process\n");
+  CHECK(simulated == native);
+  REQUIRE(result.stats.exit_status);
+  CHECK(*result.stats.exit_status == 128 + SIGUSR2);
+  CHECK(result.stats.exit_signal == SIGUSR2);
+}
+
 TEST_CASE("seam: signalfd reads the blocked signals, and epoll waits for them, as Linux's do") {
   const auto [native, simulated, result] = both_ways("signalfd");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);

@@ -247,8 +247,9 @@ long Seam::create_thread(pthread_t* thread, const pthread_attr_t* attributes, vo
   threads_.push_back(std::move(t));
   made->fiber = scheduler_->spawn("thread " + std::to_string(made->index), [this, made] { run_thread(*made); },
                                   model::Scheduler::default_stack);
+  // pthread_create(3): the new thread's mask is its maker's.
+  mask_of(made->fiber) = mask_of(scheduler_->current());
   const auto slot = std::size_t(made->fiber + 1);
-  if (slot >= per_thread_.size()) per_thread_.resize(slot + 1);
   per_thread_[slot].worker = made->index;
   return 0;
 }

@@ -13,6 +13,8 @@ int sigpipe_dies_mode(int alone);
 int signal_waits_mode(int alone);
 int timers_mode(int alone);
 int signal_thread_mode(int alone);
+int mask_thread_mode(int alone);
+int mask_thread_dies_mode(int alone);
 int signalfd_mode(int alone);
 int alarm_dies_mode(int alone);
 int reraise_mode(void);

@@ -374,6 +374,99 @@ int signal_thread_mode(int alone) {
   return 0;
 }
 
+/* main() blocks the signals, a worker does not (a common design: the others leave signals to one
+ * thread that waits in a call of its own). A signal for the process goes to the worker, as
+ * Linux's complete_signal chooses: its read is cut short (EINTR) where the handler did not ask
+ * SA_RESTART, and goes on after the handler where it did. The handler runs on the worker. */
+static volatile sig_atomic_t on_worker, on_main;
+static pthread_t mask_main;
+static void took(int signal) {
+  (void)signal;
+  if (pthread_equal(pthread_self(), mask_main)) {
+    ++on_main;
+  } else {
+    ++on_worker;
+  }
+}
+
+static void* unblocked_worker(void* pipe_end) {
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+  char byte = 0;
+  ssize_t n = read(*(int*)pipe_end, &byte, 1);
+  printf("the worker's read %zd %s, handlers run on it %d\n", n, n < 0 ? strerrorname_np(errno) : "ok",
+         (int)on_worker);
+  n = read(*(int*)pipe_end, &byte, 1);
+  printf("the worker's read again %zd %c, handlers run on it %d\n", n, byte, (int)on_worker);
+  /* Blocking them again, it waits for one under sigsuspend's empty mask, which takes it. */
+  pthread_sigmask(SIG_BLOCK, &usr, NULL);
+  sigset_t none, now;
+  sigemptyset(&none);
+  const int rc = sigsuspend(&none);
+  pthread_sigmask(SIG_BLOCK, NULL, &now);
+  printf("the worker's sigsuspend %d %s, handlers run on it %d, USR1 blocked again %d\n", rc, strerrorname_np(errno),
+         (int)on_worker, sigismember(&now, SIGUSR1));
+  return NULL;
+}
+
+int mask_thread_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  mask_main = pthread_self();
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = took;
+  sigaction(SIGUSR1, &action, NULL);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR2, &action, NULL);
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL); /* the worker inherits it, and lets it go */
+  int ends[2];
+  if (pipe(ends) != 0) return 1;
+  pthread_t worker;
+  pthread_create(&worker, NULL, unblocked_worker, &ends[0]);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* no SA_RESTART: the worker's read fails EINTR */
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR2); /* SA_RESTART: its read goes on */
+  nanosleep(&later, NULL);
+  if (write(ends[1], "x", 1) != 1) return 1;
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* to the worker, in sigsuspend */
+  pthread_join(worker, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  printf("main: handlers run on it %d, USR1 pending %d\n", (int)on_main, sigismember(&pending, SIGUSR1));
+  /* With the worker gone, a signal main() blocks waits for main() to let it go. */
+  kill(getpid(), SIGUSR1);
+  sigpending(&pending);
+  printf("main: USR1 pending %d, handlers run on it %d\n", sigismember(&pending, SIGUSR1), (int)on_main);
+  pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+  printf("main: unblocked, handlers run on it %d\n", (int)on_main);
+  serve_one(listener);
+  return 0;
+}
+
+/* The same, but SIGUSR2 has its default action: the worker that takes it ends the process. */
+int mask_thread_dies_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  serve_one(listening(alone));
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL);
+  int ends[2];
+  if (pipe(ends) != 0) return 1;
+  pthread_t worker;
+  pthread_create(&worker, NULL, unblocked_worker, &ends[0]);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  printf("main: USR2 for the process\n");
+  kill(getpid(), SIGUSR2);
+  pthread_join(worker, NULL);
+  printf("survived\n");
+  return 0;
+}
+
 /* signalfd: the blocked signals as a descriptor, waited for with epoll (systemd's services and
  * many C daemons take their signals so). */
 int signalfd_mode(int alone) {
