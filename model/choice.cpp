@@ -23,12 +23,6 @@ std::optional<ChoiceKind> choice_kind_from_name(const std::string& name) {
 
 std::uint64_t SeededChooser::next() { return splitmix64(state_); }
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 std::uint32_t SeededChooser::choose(ChoiceKind kind, std::uint32_t options) {
   LOOPSIM_ASSERT_OP(options, >=, 2u);

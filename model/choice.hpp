@@ -51,7 +51,12 @@ std::unique_ptr<Chooser> rebuild_chooser(const std::string& text);
 
 // SplitMix64: advances `state` and returns the next 64 bits. Every random draw in loopsim
 // (choices, and the workloads' arrivals and path mixes) comes from it, seeded by the scenario.
-std::uint64_t splitmix64(std::uint64_t& state);
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 // Uniform picks from SplitMix64 seeded with the scenario's seed. No other source of randomness.
 class SeededChooser final : public Chooser {

@@ -110,7 +110,7 @@ void Scheduler::rest(std::uint64_t site) {
 void Scheduler::learn(std::uint64_t what) {
   if (current_ == no_thread || landing_) return;
   Thread& thread = *threads_[std::size_t(current_)];
-  thread.context = mix(mix(thread.context, what), shared_ ? shared_() : 0);
+  if (digesting_) thread.context = mix(mix(thread.context, what), shared_ ? shared_() : 0);
   thread.resting = false;
   thread.in_call = 0;
 }
@@ -144,7 +144,7 @@ void Scheduler::unwind() {
   batch_keys_.clear();
   batch_keys_taken_ = batch_keys_shared_ = 0;
   open_.clear();
-  pending_.clear();
+  for (auto& sums : pending_) sums.clear();
   for (ThreadId id = 0; id < ThreadId(threads_.size()); ++id) {
     Thread& thread = *threads_[std::size_t(id)];
     if (thread.state == Thread::State::done) continue;
@@ -771,25 +771,26 @@ std::uint64_t Scheduler::pending_part(const Entry& e) {
   return fold(v, std::uint64_t(e.window != 0 ? since_start(e.window_end).count() : -1));
 }
 
-namespace {
-std::uint64_t subject_key(loopsim::state::Name kind, std::uint32_t subject) {
-  return (std::uint64_t(kind) << 32) | subject;
+std::uint64_t& Scheduler::pending_sum(loopsim::state::Name kind, std::uint32_t subject) {
+  static_assert(std::tuple_size_v<decltype(pending_)> == std::size_t(loopsim::state::Name::conn) + 1);
+  std::vector<std::uint64_t>& sums = pending_[std::size_t(kind)];
+  if (subject >= sums.size()) sums.resize(std::size_t(subject) + 1);
+  return sums[subject];
 }
-}  // namespace
 
 void Scheduler::came(const Entry& e) {
   if (e.kind != Kind::callback) return;
-  if (auto name = subject_name(e.tag.what)) pending_[subject_key(*name, e.tag.subject)] += pending_part(e);
+  if (auto name = subject_name(e.tag.what)) pending_sum(*name, e.tag.subject) += pending_part(e);
 }
 
 void Scheduler::went(const Entry& e) {
   if (e.kind != Kind::callback) return;
-  if (auto name = subject_name(e.tag.what)) pending_[subject_key(*name, e.tag.subject)] -= pending_part(e);
+  if (auto name = subject_name(e.tag.what)) pending_sum(*name, e.tag.subject) -= pending_part(e);
 }
 
 std::uint64_t Scheduler::pending_about(loopsim::state::Name kind, std::uint32_t subject) const {
-  auto it = pending_.find(subject_key(kind, subject));
-  return it == pending_.end() ? 0 : it->second;
+  const std::vector<std::uint64_t>& sums = pending_[std::size_t(kind)];
+  return subject < sums.size() ? sums[subject] : 0;
 }
 
 void Scheduler::digest(Digest& d) const {

@@ -203,6 +203,14 @@ class Scheduler {
   // What the threads may read without a kernel call that others (threads, callbacks) write: a
   // loop's mailbox, its shutdown flag. Digested into the context at every call's return.
   void set_shared_inputs(std::function<std::uint64_t()> shared) { shared_ = std::move(shared); }
+  // No digest of this run's states will be taken (a run that looks for no cycle): what a thread
+  // learnt is not folded into its context, which only a digest reads. Its kernel need not work
+  // out what was learnt either (digesting()).
+  void digests_unused() {
+    digesting_ = false;
+    shared_ = {};
+  }
+  bool digesting() const { return digesting_; }
 
   // A kernel call begins, made by the running thread: open windowed happenings may land here
   // (choices of kind `land`), before the call goes on, without moving virtual time. (A landing
@@ -396,8 +404,10 @@ class Scheduler {
   mutable std::vector<std::uint64_t> classes_;
   Commutes commutes_;
   std::function<std::uint64_t()> shared_;
-  // pending_about's sums, by (kind, subject): looked up, never iterated.
-  std::unordered_map<std::uint64_t, std::uint64_t> pending_;
+  bool digesting_ = true;
+  // pending_about's sums, by kind, then subject (a client's index, a connection's id: dense).
+  std::array<std::vector<std::uint64_t>, 2> pending_;
+  std::uint64_t& pending_sum(loopsim::state::Name kind, std::uint32_t subject);
   bool explore_windows_ = false;
   bool landing_ = false;          // a happening lands inside a call
   // seq_ + 1 when the last instant before `until` was left with its open windows offered a

@@ -93,18 +93,24 @@ ConnId SimKernel::conn_of(int fd) const {
 
 namespace {
 // What a call taught its caller, folded value by value.
+// Nothing is folded where no digest will read it (Scheduler::digests_unused).
 class Learnt {
  public:
-  explicit Learnt(int op) : value_(std::uint64_t(op) + 1) {}
+  Learnt(const Scheduler& scheduler, int op) : on_(scheduler.digesting()), value_(std::uint64_t(op) + 1) {}
   Learnt& add(std::int64_t v) {
+    if (!on_) return *this;
     std::uint64_t state = value_ ^ (std::uint64_t(v) * 0xff51afd7ed558ccdull);
     value_ = splitmix64(state);
     return *this;
   }
-  Learnt& add(std::string_view bytes) { return add(std::int64_t(XXH3_64bits(bytes.data(), bytes.size()))); }
+  Learnt& add(std::string_view bytes) {
+    if (!on_) return *this;
+    return add(std::int64_t(XXH3_64bits(bytes.data(), bytes.size())));
+  }
   std::uint64_t value() const { return value_; }
 
  private:
+  bool on_;
   std::uint64_t value_;
 };
 
@@ -145,12 +151,12 @@ auto SimKernel::call(int op, const Call& what, Body body) {
   count_call();
   scheduler_.call_point(what);
   auto result = body();
-  scheduler_.learn(Learnt(op).add(std::int64_t(result)).value());
+  scheduler_.learn(Learnt(scheduler_, op).add(std::int64_t(result)).value());
   return result;
 }
 
 Instant SimKernel::now() {
-  scheduler_.learn(Learnt(op_now).add(scheduler_.since_rest().count()).value());
+  scheduler_.learn(Learnt(scheduler_, op_now).add(scheduler_.since_rest().count()).value());
   return Instant(scheduler_.now());
 }
 
@@ -158,7 +164,7 @@ void SimKernel::spend(Duration duration) {
   scheduler_.call_point(Call{Call::Kind::spend, -1});
   worked(0, duration > Duration(0));
   spend_now(duration);
-  scheduler_.learn(Learnt(op_spend).value());
+  scheduler_.learn(Learnt(scheduler_, op_spend).value());
 }
 
 Duration SimKernel::spend_interruptibly(Duration duration) {
@@ -169,7 +175,7 @@ Duration SimKernel::spend_interruptibly(Duration duration) {
   sleeper_ = scheduler_.current();
   const bool woken = scheduler_.block(until);
   sleeper_ = no_thread;
-  scheduler_.learn(Learnt(op_spend).value());
+  scheduler_.learn(Learnt(scheduler_, op_spend).value());
   return woken ? std::max(until - scheduler_.now(), Duration(0)) : Duration(0);
 }
 
@@ -223,7 +229,7 @@ int SimKernel::file_open() { return call(op_file, Call{K::allocate, -1}, [&] { r
 void SimKernel::wake_signal(int wake) {
   scheduler_.call_point(Call{K::wake_signal, wake});
   wake_signal_now(wake);
-  scheduler_.learn(Learnt(op_wake_signal).value());
+  scheduler_.learn(Learnt(scheduler_, op_wake_signal).value());
 }
 
 void SimKernel::wake_drain(int wake) {
@@ -231,14 +237,14 @@ void SimKernel::wake_drain(int wake) {
   const FdEntry* e = entry(wake, FdKind::wake);
   worked(0, e != nullptr && wakes_[e->object]);
   wake_drain_now(wake);
-  scheduler_.learn(Learnt(op_wake_drain).value());
+  scheduler_.learn(Learnt(scheduler_, op_wake_drain).value());
 }
 
 std::int64_t SimKernel::peek(int fd, std::span<char> into) {
   count_call();
   scheduler_.call_point(Call{K::read, fd});
   std::int64_t n = read_now(fd, into, false);
-  Learnt learnt(op_read);
+  Learnt learnt(scheduler_, op_read);
   learnt.add(n);
   if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
   scheduler_.learn(learnt.value());
@@ -252,7 +258,7 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
   std::int64_t n = read_now(fd, into);
   if (conn != no_conn && sink_ != nullptr) sink_->served(conn, false, into.size(), n);
   worked(0, n > 0);
-  Learnt learnt(op_read);
+  Learnt learnt(scheduler_, op_read);
   learnt.add(n);
   if (n > 0) learnt.add(std::string_view(into.data(), std::size_t(n)));
   scheduler_.learn(learnt.value());
@@ -262,14 +268,14 @@ std::int64_t SimKernel::read(int fd, std::span<char> into) {
 int SimKernel::socketpair(int ends[2]) {
   scheduler_.call_point(Call{K::allocate, -1});
   int rc = socketpair_now(ends);
-  scheduler_.learn(Learnt(op_pair).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
+  scheduler_.learn(Learnt(scheduler_, op_pair).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
   return rc;
 }
 
 int SimKernel::pipe(int ends[2]) {
   scheduler_.call_point(Call{K::allocate, -1});
   int rc = pipe_now(ends);
-  scheduler_.learn(Learnt(op_pipe).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
+  scheduler_.learn(Learnt(scheduler_, op_pipe).add(rc).add(rc == 0 ? ends[0] : -1).add(rc == 0 ? ends[1] : -1).value());
   return rc;
 }
 
@@ -285,7 +291,7 @@ int SimKernel::pipe(int ends[2]) {
   }
   int n = wait_now(poller, into, timeout);
   scheduler_.leave_rest();
-  Learnt learnt(op_wait);
+  Learnt learnt(scheduler_, op_wait);
   learnt.add(n);
   for (int i = 0; i < n; ++i) {
     const PollEvent& e = into[std::size_t(i)];

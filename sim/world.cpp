@@ -274,7 +274,7 @@ bool World::stalled() const { return impl_->kernel.stalled(); }
 
 Monitors& World::monitors() { return impl_->monitors; }
 
-void World::digests_unused() { impl_->scheduler.set_shared_inputs({}); }
+void World::digests_unused() { impl_->scheduler.digests_unused(); }
 
 void World::abandon() {
   Impl& w = *impl_;
