@@ -256,7 +256,7 @@ void Clients::send_due(ClientIndex client) {
     bool last = counted && c.next_request + 1 == limit;
     std::string text = request_text(path, last && !group.keep_alive, group);
     if (delayed(group)) together += text;
-    else up(client, Carried::send, [this, conn = c.conn, text] { kernel_.send(conn, text); }, text);
+    else kernel_.send(c.conn, text);  // no network between: sent now (Clients::up)
     trace_.add(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
@@ -338,6 +338,7 @@ void Clients::refused(model::ConnId conn, int error) {
 
 void Clients::received(model::ConnId conn, std::string_view bytes) {
   ClientIndex client = owner(conn);
+  if (!delayed(*clients_[std::size_t(client)].group)) return read_answers(client, bytes);  // as down() would, uncopied
   down(client, Carried::received, [this, client, text = std::string(bytes)] {
     read_answers(client, text);
   }, bytes);

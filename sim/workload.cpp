@@ -23,7 +23,10 @@ constexpr std::uint64_t ln2_q62 = 3196577161300663915ull;
 
 std::string request_text(const std::string& path, bool close, const ClientGroup& group) {
   if (group.raw) return path;  // bytes, sent as written
-  std::string text = "GET " + path + " HTTP/1.1\r\nHost: loopsim\r\n";
+  // One allocation for the usual request: the head's lines and a Content-Length's.
+  std::string text;
+  text.reserve(64 + path.size() + (group.body > 0 ? std::size_t(group.body) : 0));
+  text.append("GET ").append(path).append(" HTTP/1.1\r\nHost: loopsim\r\n");
   if (close) text += "Connection: close\r\n";
   switch (group.stall) {
     case ClientGroup::Stall::none:
