@@ -247,17 +247,20 @@ bool Loop::serve_parsed(int fd, Connection& c, std::size_t& consumed) {
       respond(fd, c, refusal);
       return false;
     }
-    std::string text(rest.substr(0, request.length));
     consumed += request.length;
-    http::parse_request(text, text.size(), request);  // views into `text` now
-    observer_.request_begin(worker_, fd, request.target);
     if (config_.mode == HandlerMode::pool && pool_ != nullptr) {
+      std::string text(rest.substr(0, request.length));
+      http::parse_request(text, text.size(), request);  // views into `text` now
+      observer_.request_begin(worker_, fd, request.target);
       c.input.erase(0, consumed);  // before the pool may call back into this connection
       consumed = 0;
       c.in_pool = true;
       pool_->submit(*this, fd, c.generation, std::move(text));
       return false;
     }
+    // On the loop's thread the request's views into the input stay good while its handler runs:
+    // only this thread reads into the input or cuts it, and it is here until the answer.
+    observer_.request_begin(worker_, fd, request.target);
     http::Response response = http::handle(request, kernel_);
     if (says_close(std::string_view(c.input).substr(consumed))) response.close = true;
     respond(fd, c, response);
