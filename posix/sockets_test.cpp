@@ -32,6 +32,19 @@ TEST_CASE("seam: an IPv6 listener and a CPU-time timer answer as Linux's do") {
   CHECK(result.stats.accepted == 1);
 }
 
+// K11 at the seam: SO_SNDBUF passes on the connection's buffer as it stands (the kernel's rule is
+// tested in model/sim_kernel_test.cpp). Not compared with Linux: on loopback Linux has grown the
+// buffer as the connection was set up (docs/design.md, K11).
+TEST_CASE("seam: SO_SNDBUF says the send buffer autotuning grew at the first write that would be short") {
+  const std::string grows = temp_path("seam-sndbuf");
+  sim::run(loopsim::testing::writing_to(probe("sndbuf"), grows));
+  CHECK(file_text(grows + ".base.stdout") ==
+        "SO_SNDBUF at accept 16384\na write of 1 MiB took 1048576, SO_SNDBUF after 4194304\n");
+  const std::string fixed = temp_path("seam-sndbuf-fixed");
+  sim::run(loopsim::testing::writing_to(probe("sndbuf", "seam_probe_dynamic", "[kernel]\nsend_buffer_max = 0\n"), fixed));
+  CHECK(file_text(fixed + ".base.stdout") == "SO_SNDBUF at accept 16384\na write of 1 MiB took 16384, SO_SNDBUF after 16384\n");
+}
+
 TEST_CASE("seam: a UDP socket sends whole datagrams to no one, and none comes back") {
   const std::string prefix = temp_path("seam-datagrams");
   const sim::RunResult result = sim::run(loopsim::testing::writing_to(probe("datagrams"), prefix));

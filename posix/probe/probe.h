@@ -27,6 +27,7 @@ int child_serves_mode(int mute);
 
 /* posix/probe/socket_probe.c: an IPv6 listener, and a CPU-time timer. */
 int families_mode(int alone);
+int sndbuf_mode(void);
 int datagrams_mode(void);
 
 /* posix/probe/spin_probe.c: threads that spin on each other in user space. */

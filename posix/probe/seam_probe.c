@@ -580,6 +580,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "signalfd") == 0) return signalfd_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);
   if (strcmp(what, "families") == 0) return families_mode(alone);
+  if (strcmp(what, "sndbuf") == 0) return sndbuf_mode();
   if (strcmp(what, "raw") == 0) return raw_mode(alone);
   if (strcmp(what, "onstack") == 0) return onstack_mode();
   if (strcmp(what, "clock-reads") == 0) return calls_mode(argc > 2 ? argv[2] : "", argc > 3 ? atol(argv[3]) : 0);

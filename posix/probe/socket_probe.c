@@ -106,3 +106,22 @@ int datagrams_mode(void) {
   close(accept_one(listener));
   return 0;
 }
+
+/* "sndbuf": what SO_SNDBUF says of an accepted connection before and after one large write (K11).
+ * The simulation grows the buffer at the first write that would be short, where Linux has grown
+ * it as the connection was set up: so this is checked against the scenario, not against Linux. */
+int sndbuf_mode(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int fd = accept_one(listen_on(8080));
+  int size = 0;
+  socklen_t length = sizeof size;
+  getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length);
+  printf("SO_SNDBUF at accept %d\n", size);
+  static char megabyte[1 << 20];
+  const ssize_t n = write(fd, megabyte, sizeof megabyte);
+  length = sizeof size;
+  getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length);
+  printf("a write of 1 MiB took %zd, SO_SNDBUF after %d\n", n, size);
+  close(fd);
+  return 0;
+}
