@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/by_descriptor.hpp"
 #include "model/scheduler.hpp"
 #include "realloop/kernel.hpp"
 #include "realloop/state.hpp"
@@ -306,7 +307,7 @@ class SimKernel final : public Kernel {
   };
   struct Poller {
     int fd = -1;
-    std::map<int, Interest> items;
+    ByDescriptor<Interest> items;
     std::deque<int> ready;
     ThreadId waiter = no_thread;
     std::optional<Instant> last_empty_poll;  // when a non-blocking wait last found nothing

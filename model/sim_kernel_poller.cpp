@@ -122,10 +122,10 @@ int SimKernel::watch_now(int poller_fd, int fd, std::uint32_t interest, Trigger 
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   if (fd == poller_fd) return -EINVAL;
   Poller& poller = pollers_[p->object];
-  auto [it, inserted] = poller.items.try_emplace(fd, Interest{interest, trigger, false, false});
+  auto [item, inserted] = poller.items.try_emplace(fd, Interest{interest, trigger, false, false});
   if (!inserted) return -EEXIST;
   fds_[std::size_t(fd)].watched_by.push_back(poller_fd);
-  enqueue(poller, fd, it->second);  // registering a ready item queues it at once
+  enqueue(poller, fd, *item);  // registering a ready item queues it at once
   return 0;
 }
 
@@ -133,12 +133,12 @@ int SimKernel::rewatch_now(int poller_fd, int fd, std::uint32_t interest, Trigge
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   Poller& poller = pollers_[p->object];
-  auto it = poller.items.find(fd);
-  if (it == poller.items.end()) return -ENOENT;
-  it->second.events = interest;
-  it->second.trigger = trigger;
-  it->second.disabled = false;  // K6: re-arming
-  enqueue(poller, fd, it->second);
+  Interest* item = poller.items.find(fd);
+  if (item == nullptr) return -ENOENT;
+  item->events = interest;
+  item->trigger = trigger;
+  item->disabled = false;  // K6: re-arming
+  enqueue(poller, fd, *item);
   return 0;
 }
 
@@ -146,7 +146,7 @@ int SimKernel::unwatch_now(int poller_fd, int fd) {
   FdEntry* p = entry(poller_fd, FdKind::poller);
   if (p == nullptr || entry(fd) == nullptr) return -EBADF;
   Poller& poller = pollers_[p->object];
-  if (poller.items.erase(fd) == 0) return -ENOENT;
+  if (!poller.items.erase(fd)) return -ENOENT;
   std::erase(poller.ready, fd);
   std::erase(fds_[std::size_t(fd)].watched_by, poller_fd);
   return 0;
@@ -167,7 +167,6 @@ std::int64_t SimKernel::kqueue_data(int fd) const {
 
 int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
   std::size_t n = 0;
-  std::vector<int> again;
   while (n < into.size() && !poller.ready.empty()) {
     int fd = poller.ready.front();
     poller.ready.pop_front();
@@ -178,11 +177,13 @@ int SimKernel::harvest(Poller& poller, std::span<PollEvent> into) {
     std::int64_t data = kqueue_data(fd);
     into[n++] = PollEvent{fd, ready, data};
     if (item.trigger == Trigger::oneshot) item.disabled = true;
-    if (item.trigger == Trigger::level) again.push_back(fd);
   }
-  for (int fd : again) {
-    poller.items.at(fd).queued = true;
-    poller.ready.push_back(fd);
+  // Level-triggered items reported go back to the tail, in the order they were reported.
+  for (std::size_t i = 0; i < n; ++i) {
+    Interest& item = poller.items.at(into[i].fd);
+    if (item.trigger != Trigger::level) continue;
+    item.queued = true;
+    poller.ready.push_back(into[i].fd);
   }
   return int(n);
 }

@@ -43,6 +43,10 @@ struct is_map : std::false_type {};
 template <class K, class V, class C, class A>
 struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class T>
+struct is_by_descriptor : std::false_type {};
+template <class I>
+struct is_by_descriptor<model::ByDescriptor<I>> : std::true_type {};
+template <class T>
 struct is_set : std::false_type {};
 template <class K, class C, class A>
 struct is_set<std::set<K, C, A>> : std::true_type {};
@@ -95,6 +99,8 @@ void perturb(T& field) {
     field.append("x");
   } else if constexpr (is_map<T>::value) {
     field.emplace(typename T::key_type{987}, typename T::mapped_type{});
+  } else if constexpr (is_by_descriptor<T>::value) {
+    field.try_emplace(987, typename T::mapped_type{});
   } else if constexpr (is_set<T>::value) {
     field.insert(typename T::key_type{987});
   } else {
