@@ -14,6 +14,20 @@
 using namespace loopsim;
 using namespace loopsim::testing;
 
+namespace {
+// The probe's `mode` dies of `signal` natively, having said `said`; under the seam it says the
+// same and ends as the default action ends it: status 128 + the signal, named.
+void dies_as_on_linux(const std::string& mode, int signal, const std::string& said) {
+  const auto [native, simulated, result] = both_ways(mode, signal);
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == said);
+  CHECK(simulated == native);
+  REQUIRE(result.stats.exit_status);
+  CHECK(*result.stats.exit_status == 128 + signal);
+  CHECK(result.stats.exit_signal == signal);
+}
+}  // namespace
+
 TEST_CASE("seam: SIGPIPE comes with EPIPE, to the writing thread, unless MSG_NOSIGNAL, ignored or blocked") {
   const auto [native, simulated, result] = both_ways("sigpipe");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
@@ -80,13 +94,7 @@ TEST_CASE("seam: a signal main() blocks goes to a thread that does not, which ru
 }
 
 TEST_CASE("seam: a default action taken on a thread other than main() ends the target, as it ends the process live") {
-  const auto [native, simulated, result] = both_ways("mask-thread-dies", SIGUSR2);
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "main: USR2 for the process\n");
-  CHECK(simulated == native);
-  REQUIRE(result.stats.exit_status);
-  CHECK(*result.stats.exit_status == 128 + SIGUSR2);
-  CHECK(result.stats.exit_signal == SIGUSR2);
+  dies_as_on_linux("mask-thread-dies", SIGUSR2, "main: USR2 for the process\n");
 }
 
 TEST_CASE("seam: signalfd reads the blocked signals, and epoll waits for them, as Linux's do") {
@@ -99,13 +107,7 @@ TEST_CASE("seam: signalfd reads the blocked signals, and epoll waits for them, a
 }
 
 TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the process live") {
-  const auto [native, simulated, result] = both_ways("alarm-dies", SIGALRM);
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "alarm in 1 s\n");
-  CHECK(simulated == native);
-  REQUIRE(result.stats.exit_status);
-  CHECK(*result.stats.exit_status == 128 + SIGALRM);
-  CHECK(result.stats.exit_signal == SIGALRM);
+  dies_as_on_linux("alarm-dies", SIGALRM, "alarm in 1 s\n");
 }
 
 TEST_CASE("seam: a signal an SA_ONSTACK handler takes waits, pending, while the program's own mask blocks it") {

@@ -53,6 +53,15 @@ static void serve_one(int listener) {
   if (listener >= 0) close(accept_one(listener));
 }
 
+/* sigaction(2) with `handler`, `flags` and an empty sa_mask. */
+static void catch_with(int signal, void (*handler)(int), int flags) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = handler;
+  action.sa_flags = flags;
+  sigaction(signal, &action, NULL);
+}
+
 int sigpipe_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   serve_one(listening(alone));
@@ -144,10 +153,7 @@ static pthread_t send_signals(struct Sending* sending) {
 int signal_waits_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const int listener = listening(alone);
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = on_usr1;
-  sigaction(SIGUSR1, &action, NULL);
+  catch_with(SIGUSR1, on_usr1, 0);
   signal(SIGUSR2, SIG_IGN);
 
   /* pause: an ignored signal does not end it; a caught one does, its handler run first. */
@@ -238,10 +244,7 @@ static void die_of_it(int signal) {
 
 int reraise_mode(void) {
   const int listener = listen_on(8080);
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = die_of_it;
-  sigaction(SIGTERM, &action, NULL);
+  catch_with(SIGTERM, die_of_it, 0);
   for (;;) serve_one(listener);
 }
 
@@ -263,12 +266,8 @@ static long timer_left_ms(void) {
 int timers_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const int listener = listening(alone);
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = on_alarm;
-  sigaction(SIGALRM, &action, NULL);
-  action.sa_handler = on_usr1;
-  sigaction(SIGUSR1, &action, NULL);
+  catch_with(SIGALRM, on_alarm, 0);
+  catch_with(SIGUSR1, on_usr1, 0);
 
   /* A one-shot timer: getitimer shows what is left, and pause ends with its SIGALRM. */
   struct itimerval once = {{0, 0}, {0, 50000}}, old;
@@ -409,22 +408,24 @@ static void* unblocked_worker(void* pipe_end) {
   return NULL;
 }
 
+/* main() blocks SIGUSR1 and SIGUSR2 and starts the worker, which lets them go and reads `ends[0]`. */
+static pthread_t start_unblocked_worker(int ends[2]) {
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL); /* the worker inherits it, and lets it go */
+  if (pipe(ends) != 0) _exit(1);
+  pthread_t worker;
+  pthread_create(&worker, NULL, unblocked_worker, &ends[0]);
+  return worker;
+}
+
 int mask_thread_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const int listener = listening(alone);
   mask_main = pthread_self();
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = took;
-  sigaction(SIGUSR1, &action, NULL);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGUSR2, &action, NULL);
-  const sigset_t usr = usr_signals();
-  pthread_sigmask(SIG_BLOCK, &usr, NULL); /* the worker inherits it, and lets it go */
+  catch_with(SIGUSR1, took, 0);
+  catch_with(SIGUSR2, took, SA_RESTART);
   int ends[2];
-  if (pipe(ends) != 0) return 1;
-  pthread_t worker;
-  pthread_create(&worker, NULL, unblocked_worker, &ends[0]);
+  const pthread_t worker = start_unblocked_worker(ends);
   const struct timespec later = {0, 300 * 1000 * 1000};
   nanosleep(&later, NULL);
   kill(getpid(), SIGUSR1); /* no SA_RESTART: the worker's read fails EINTR */
@@ -442,6 +443,7 @@ int mask_thread_mode(int alone) {
   kill(getpid(), SIGUSR1);
   sigpending(&pending);
   printf("main: USR1 pending %d, handlers run on it %d\n", sigismember(&pending, SIGUSR1), (int)on_main);
+  const sigset_t usr = usr_signals();
   pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
   printf("main: unblocked, handlers run on it %d\n", (int)on_main);
   serve_one(listener);
@@ -452,12 +454,8 @@ int mask_thread_mode(int alone) {
 int mask_thread_dies_mode(int alone) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   serve_one(listening(alone));
-  const sigset_t usr = usr_signals();
-  pthread_sigmask(SIG_BLOCK, &usr, NULL);
   int ends[2];
-  if (pipe(ends) != 0) return 1;
-  pthread_t worker;
-  pthread_create(&worker, NULL, unblocked_worker, &ends[0]);
+  const pthread_t worker = start_unblocked_worker(ends);
   const struct timespec later = {0, 300 * 1000 * 1000};
   nanosleep(&later, NULL);
   printf("main: USR2 for the process\n");
