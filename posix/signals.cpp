@@ -49,8 +49,8 @@ bool Seam::ignored(int signal) const {
 // Linux discards an ignored signal that main() does not block when it is sent, and wakes no one
 // for it; a blocked one stays pending. It goes to main() if main() does not block it; otherwise
 // to a thread that does not (Linux's complete_signal), here the first made whose wait a signal
-// can cut short, else the first made. That thread's wait gives way to it, as does a wait for it
-// in sigwait and its kin. Pending, it is the process's: any thread that lets it go takes it.
+// can cut short; if none is waiting so, the first that lets it go as a call returns takes it.
+// A wait for it in sigwait and its kin gives way too. Pending, it is the process's.
 void Seam::post_signal(int signal) {
   LOOPSIM_ASSERT(signal > 0 && signal < 64);  // the seam's signals fit its 64-bit sets
   if ((mask_of(thread_) & bit(signal)) == 0 && ignored(signal)) return;

@@ -186,16 +186,35 @@ Instant Clients::arrival(Client& c, Instant& last) {
   return last;
 }
 
-void Clients::up(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes) {
+template <class Act>
+void Clients::carry(ClientIndex client, Carried what, Instant Client::*last, Act&& act, std::string_view bytes) {
+  constexpr bool takes_bytes = std::is_invocable_v<Act&, std::string_view>;
   Client& c = clients_[std::size_t(client)];
-  if (!delayed(*c.group)) return act();
-  scheduler_.at(arrival(c, c.up_at), std::move(act), tag(model::Happening::network, client, carrying(what, bytes)));
+  if (!delayed(*c.group)) {
+    if constexpr (takes_bytes) {
+      act(bytes);
+    } else {
+      act();
+    }
+    return;
+  }
+  std::function<void()> arrives;
+  if constexpr (takes_bytes) {
+    arrives = [act = std::forward<Act>(act), text = std::string(bytes)]() mutable { act(std::string_view(text)); };
+  } else {
+    arrives = std::forward<Act>(act);
+  }
+  scheduler_.at(arrival(c, c.*last), std::move(arrives), tag(model::Happening::network, client, carrying(what, bytes)));
 }
 
-void Clients::down(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes) {
-  Client& c = clients_[std::size_t(client)];
-  if (!delayed(*c.group)) return act();
-  scheduler_.at(arrival(c, c.down_at), std::move(act), tag(model::Happening::network, client, carrying(what, bytes)));
+template <class Act>
+void Clients::up(ClientIndex client, Carried what, Act&& act, std::string_view bytes) {
+  carry(client, what, &Client::up_at, std::forward<Act>(act), bytes);
+}
+
+template <class Act>
+void Clients::down(ClientIndex client, Carried what, Act&& act, std::string_view bytes) {
+  carry(client, what, &Client::down_at, std::forward<Act>(act), bytes);
 }
 
 std::uint64_t Clients::carrying(Carried what, std::string_view bytes) {
@@ -239,7 +258,7 @@ void Clients::send_due(ClientIndex client) {
   std::string together;
   auto send_together = [&] {
     if (together.empty()) return;
-    up(client, Carried::send, [this, conn = c.conn, text = together] { kernel_.send(conn, text); }, together);
+    up(client, Carried::send, [this, conn = c.conn](std::string_view text) { kernel_.send(conn, text); }, together);
     together.clear();
   };
   LOOPSIM_ASSERT(c.conn != model::no_conn);  // established: it has its connection
@@ -256,7 +275,7 @@ void Clients::send_due(ClientIndex client) {
     bool last = counted && c.next_request + 1 == limit;
     std::string text = request_text(path, last && !group.keep_alive, group);
     if (delayed(group)) together += text;
-    else kernel_.send(c.conn, text);  // no network between: sent now (Clients::up)
+    else up(client, Carried::send, [this, conn = c.conn](std::string_view bytes) { kernel_.send(conn, bytes); }, text);
     trace_.add(ev::Send{scheduler_.now(), client, path});
     c.unanswered.push(path);
     ++c.next_request;
@@ -338,10 +357,7 @@ void Clients::refused(model::ConnId conn, int error) {
 
 void Clients::received(model::ConnId conn, std::string_view bytes) {
   ClientIndex client = owner(conn);
-  if (!delayed(*clients_[std::size_t(client)].group)) return read_answers(client, bytes);  // as down() would, uncopied
-  down(client, Carried::received, [this, client, text = std::string(bytes)] {
-    read_answers(client, text);
-  }, bytes);
+  down(client, Carried::received, [this, client](std::string_view text) { read_answers(client, text); }, bytes);
 }
 
 void Clients::read_answers(ClientIndex client, std::string_view bytes) {

@@ -111,9 +111,16 @@ class Clients final : public model::ClientSink {
   // A message: its kind and its bytes' digest.
   static std::uint64_t carrying(Carried what, std::string_view bytes);
   // A delaying network: `act` happens when a message sent now toward the server (up) or the
-  // client (down) arrives; at once without rtt or jitter. `what` and `bytes` say what it is.
-  void up(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
-  void down(ClientIndex client, Carried what, std::function<void()> act, std::string_view bytes = {});
+  // client (down) arrives; at once without rtt or jitter. `what` and `bytes` say what it is. An
+  // `act` that takes a std::string_view is given the bytes: as they are when it happens at once,
+  // and a copy kept with the message while it travels (a message costs nothing more unless it
+  // waits).
+  template <class Act>
+  void up(ClientIndex client, Carried what, Act&& act, std::string_view bytes = {});
+  template <class Act>
+  void down(ClientIndex client, Carried what, Act&& act, std::string_view bytes = {});
+  template <class Act>
+  void carry(ClientIndex client, Carried what, Instant Client::*last, Act&& act, std::string_view bytes);
   Instant arrival(Client& c, Instant& last);
   void open(ClientIndex client);  // the SYN leaves (after up's delay)
   void arrive_established(ClientIndex client);
