@@ -1,13 +1,11 @@
 #include "posix/seam.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <linux/sockios.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -32,16 +30,6 @@ void Seam::main_running(bool yes) {
   if (main_watch->runs.load(std::memory_order_relaxed) % 2 == std::uint64_t(yes)) return;
   if (yes) main_watch->since_virtual_ns.store(since_start(now()).count(), std::memory_order_relaxed);
   main_watch->runs.fetch_add(1, std::memory_order_release);
-}
-
-void* real_symbol(const char* name) {
-  void* symbol = ::dlsym(RTLD_NEXT, name);
-  if (symbol == nullptr) {  // only if libc lacks what it has always had
-    static const char text[] = "loopsim seam: a libc symbol is missing\n";
-    ::syscall(SYS_write, 2, text, sizeof text - 1);
-    ::syscall(SYS_exit_group, 2);
-  }
-  return symbol;
 }
 
 namespace {

@@ -108,11 +108,18 @@ struct Name {
   constexpr Name(const char (&name)[N]) { std::copy_n(name, N, text); }
 };
 // libc's `name`, of type F: looked up on the first call, remembered after (dlsym is a hash
-// lookup, and the interposers are on every call's path).
+// lookup, and the interposers are on every call's path). Remembered in an atomic, not a guarded
+// static: a sanitizer's runtime calls in here before it is set up, and intercepts the guard's
+// functions. Two threads' first calls may both look it up; both find the same address.
 template <typename F, Name name>
 F* real() {
-  static F* const symbol = reinterpret_cast<F*>(real_symbol(name.text));
-  return symbol;
+  static std::atomic<F*> symbol{nullptr};
+  F* found = symbol.load(std::memory_order_relaxed);
+  if (found == nullptr) {
+    found = reinterpret_cast<F*>(real_symbol(name.text));
+    symbol.store(found, std::memory_order_relaxed);
+  }
+  return found;
 }
 // libc's `name`, typed by its declaration in libc's own headers, so that the compiler checks
 // every call made through it: LOOPSIM_REAL(accept4)(fd, address, length, flags).
