@@ -15,10 +15,13 @@
 namespace loopsim::model {
 
 // AddressSanitizer must be told of every switch between stacks, or it takes a fiber's stack
-// for a stack overflow and an unwinding exception for a jump into the unknown.
+// for a stack overflow and an unwinding exception for a jump into the unknown. ThreadSanitizer
+// must be too, with a fiber of its own for each stack, or it mixes their call stacks and their
+// clocks.
 struct StackBounds {
   const void* bottom = nullptr;
   std::size_t size = 0;
+  void* tsan_fiber = nullptr;  // ThreadSanitizer's handle for this stack (its builds only)
 };
 
 struct Scheduler::Thread {

@@ -374,6 +374,10 @@ class Seam final : public sim::ForeignServer {
   // Set, the seam reads one byte past a heap block of its own as it starts: what only the seam
   // built with AddressSanitizer notices (scripts/seam_asan.sh shows that it does).
   static constexpr const char* test_overrun_variable = "LOOPSIM_SEAM_TEST_OVERRUN";
+  // Set, the seam built with ThreadSanitizer passes the baton with relaxed atomics, which order
+  // nothing: what its threads hand each other races, and TSan must say so (scripts/seam_tsan.sh
+  // shows that it does). Other builds ignore it.
+  static constexpr const char* test_race_variable = "LOOPSIM_SEAM_TEST_RACE";
 
  private:
   void scribble_errno(int value, Instant at);

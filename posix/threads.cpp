@@ -32,6 +32,19 @@ thread_local bool engine_here = false;
 // passed on.
 std::atomic<pid_t> baton_holder{0};
 
+// How the baton orders what its holders did: release as it is given, acquire as it is taken.
+// In the seam built with ThreadSanitizer, relaxed with Seam::test_race_variable set (read before
+// the first thread starts): a baton that orders nothing, which TSan must report.
+#if defined(__SANITIZE_THREAD__)
+std::memory_order giving = std::memory_order_release;
+std::memory_order taking = std::memory_order_acquire;
+std::memory_order passing = std::memory_order_acq_rel;
+#else
+constexpr std::memory_order giving = std::memory_order_release;
+constexpr std::memory_order taking = std::memory_order_acquire;
+constexpr std::memory_order passing = std::memory_order_acq_rel;
+#endif
+
 // The calling OS thread's id, read once a thread (gettid is a system call, and the baton
 // changes hands at every switch). A fork's child keeps its parent's thread's value, which would
 // be wrong there; but a child never passes the baton (making() is false in it: its calls go to
@@ -150,17 +163,22 @@ TargetThread* this_thread() { return running; }
 bool on_engine_thread() { return engine_here; }
 void set_engine_thread() {
   engine_here = true;
+#if defined(__SANITIZE_THREAD__)
+  if (std::getenv(Seam::test_race_variable) != nullptr) {
+    giving = taking = passing = std::memory_order_relaxed;
+  }
+#endif
   baton_holder.store(this_tid(), std::memory_order_release);
 }
 
 void Baton::give(bool ending) {
   pid_t held_by_me = this_tid();
-  const bool held = baton_holder.compare_exchange_strong(held_by_me, 0, std::memory_order_acq_rel);
+  const bool held = baton_holder.compare_exchange_strong(held_by_me, 0, passing);
   // A thread cancelled while it waited for its turn (asynchronous cancellation: redis's bio
   // threads at shutdown) unwinds and tells its proxy it ended without holding the baton; the
   // holder keeps it.
   LOOPSIM_ASSERT(held || ending);
-  word_.store(1, std::memory_order_release);
+  word_.store(1, giving);
   futex(&word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
 
@@ -168,9 +186,9 @@ bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
   const std::int64_t start = limit_ns > 0 ? clock_ns(cpu) : 0;
   for (;;) {
     int expected = 1;
-    if (word_.compare_exchange_strong(expected, 0, std::memory_order_acquire)) {
+    if (word_.compare_exchange_strong(expected, 0, taking)) {
       const pid_t me = this_tid();
-      const pid_t was = baton_holder.exchange(me, std::memory_order_acq_rel);
+      const pid_t was = baton_holder.exchange(me, passing);
       LOOPSIM_ASSERT(was == 0 || was == me);  // given, or given back by a thread that ended
       return true;
     }

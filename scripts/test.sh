@@ -17,6 +17,9 @@ stage "example targets: unmodified programs on the simulated kernel (loopsim che
 stage "seam under ASan: the seam's engine built with AddressSanitizer inside unmodified C targets"
 bash scripts/seam_asan.sh build
 
+stage "seam under TSan: the seam's engine built with ThreadSanitizer inside unmodified threaded targets"
+bash scripts/seam_tsan.sh build
+
 stage "package: the .deb built, checked, installed, served from, purged (docs/deploy.md)"
 bash scripts/package_test.sh build
 

@@ -381,18 +381,25 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
-    // loopsim's own: the target sees none of them (LOOPSIM_SEAM and LOOPSIM_SEAM_PRELOAD only say
-    // what to preload, below).
+    // loopsim's own: the target sees none of them (LOOPSIM_SEAM and LOOPSIM_SEAM_PRELOAD[_AFTER]
+    // only say what to preload, below).
     if (entry.starts_with("LD_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_FD=") ||
         entry.starts_with("LOOPSIM_SEAM_WATCH_FD=") || entry.starts_with("LOOPSIM_SEAM=") ||
-        entry.starts_with("LOOPSIM_SEAM_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_LOAD="))
+        entry.starts_with("LOOPSIM_SEAM_PRELOAD=") || entry.starts_with("LOOPSIM_SEAM_PRELOAD_AFTER=") ||
+        entry.starts_with("LOOPSIM_SEAM_LOAD="))
       continue;
     env_strings.emplace_back(entry);
   }
-  // A sanitizer's runtime must come before the seam built with it (LOOPSIM_SEAM_PRELOAD).
+  // A sanitizer's runtime goes before the seam built with it (LOOPSIM_SEAM_PRELOAD: ASan's, which
+  // must be first), or after it (LOOPSIM_SEAM_PRELOAD_AFTER: TSan's, whose interceptors then see
+  // the seam's calls to libc, and not the program's calls to the seam as well).
   const char* before = std::getenv("LOOPSIM_SEAM_PRELOAD");
-  const bool sanitized = before != nullptr && *before != '\0';
-  env_strings.push_back("LD_PRELOAD=" + (sanitized ? std::string(before) + " " : std::string()) + seam);
+  const char* after = std::getenv("LOOPSIM_SEAM_PRELOAD_AFTER");
+  const bool preload_before = before != nullptr && *before != '\0';
+  const bool preload_after = after != nullptr && *after != '\0';
+  const bool sanitized = preload_before || preload_after;
+  env_strings.push_back("LD_PRELOAD=" + (preload_before ? std::string(before) + " " : std::string()) + seam +
+                        (preload_after ? " " + std::string(after) : std::string()));
   env_strings.push_back("LOOPSIM_SEAM_FD=" + std::to_string(pair[1]));
   // The watch on main(): a page both processes map (MainWatch).
   const int watch_fd = ::memfd_create("loopsim-main-watch", MFD_CLOEXEC);
@@ -433,7 +440,7 @@ TargetProcess::TargetProcess(const Scenario& scenario, const std::string& arm, T
     ::setpgid(0, 0);  // its own group, which loopsim ends as it ends (watch_ending)
     // Its memory is bounded: heap and anonymous mappings (RLIMIT_DATA) past target_data_max
     // fail to allocate, and the program's end (bad_alloc, abort, or its own error) is reported.
-    // Not under a sanitizer's runtime (LOOPSIM_SEAM_PRELOAD): its shadow memory is a reservation
+    // Not under a sanitizer's runtime (LOOPSIM_SEAM_PRELOAD[_AFTER]): its shadow memory is a reservation
     // of terabytes that the cap would refuse.
     if (!sanitized) {
       rlimit data{rlim_t(target_data_max), rlim_t(target_data_max)};
