@@ -337,8 +337,20 @@ requests = [{ at = "999999.9s", path = "/" }]
   const std::string many = "name = \"x\"\nhorizon = \"100s\"\n[[clients]]\nname = \"wrk\"\ncount = 41\nrequests = 100002\n";
   const std::string rated = "name = \"x\"\nhorizon = \"1000000s\"\n[[clients]]\nname = \"a\"\nconnect_at = \"999999.99s\"\n"
                             "rate = 1000\ncount = 5\n[[clients]]\nname = \"b\"\nconnect_at = \"999999s..999999.99s\"\nrate = 1000\ncount = 10\n";
+  // fuzz/findings/shape-4: an action near the horizon (a SIGTERM 22 ms before it) was moved
+  // past it, and an action at or after the horizon does not load. Fixed
+  // times and windows alike stay before it.
+  const std::string stopped = "name = \"x\"\nhorizon = \"1s\"\n[[clients]]\nname = \"a\"\nconnect_at = \"100ms\"\n"
+                              "[[actions]]\nkind = \"signal\"\nsignal = \"SIGTERM\"\nat = \"978ms\"\n"
+                              "[[actions]]\nkind = \"shutdown\"\nat = \"990ms..999ms\"\n";
+  bool kept_late = false;
   for (std::uint64_t run = 0; run < 20; ++run) {
     INFO(run);
+    const sim::Scenario s = sim::parse_scenario(explore::shaped_text(stopped, "shape.toml", 1, run), "varied.toml");
+    for (const sim::ActionSpec& a : s.actions) {
+      CHECK(a.at.lo < s.horizon);
+      kept_late = kept_late || a.at.lo >= Instant{Duration{990'000'000}};
+    }
     const sim::Scenario m = sim::parse_scenario(explore::shaped_text(many, "shape.toml", 1, run), "varied.toml");
     CHECK(std::int64_t(m.clients[0].count) * m.clients[0].closed_requests <= sim::total_requests_max);
     const sim::Scenario r = sim::parse_scenario(explore::shaped_text(rated, "shape.toml", 1, run), "varied.toml");
@@ -351,6 +363,7 @@ requests = [{ at = "999999.9s", path = "/" }]
     CHECK(l.clients[0].requests[0].at.lo >= Instant{Duration{999'999'900'000'000}});
     CHECK(l.clients[0].requests[0].at.lo <= Instant{sim::duration_max});
   }
+  CHECK(kept_late);  // the clamp applied: some run's action stood just before the horizon
 }
 
 TEST_CASE("generate's time limit stops a run under way, not only between runs: reported as a limit", "[generate]") {

@@ -47,8 +47,9 @@ std::string moved_window(const model::Window& w, std::int64_t by) {
 // Redraws the `at` of each table in `list`: moved by `shift` with the workload, then anywhere
 // within spread_ns / 2 either side; or drops it (with `optional`). A window ("A..B") moves by
 // `shift` as a whole, as the workload does; an `until` keeps its distance, and so the window
-// stays within the limit too.
-void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift) {
+// stays within the limit too. Each `at` (a window's start) stays before `before`: an action
+// must come before the horizon, or the file does not load.
+void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t shift, std::int64_t before = time_max + 1) {
   if (list == nullptr) return;
   for (std::size_t i = list->size(); i-- > 0;) {
     toml::table* t = list->get(i)->as_table();
@@ -62,7 +63,9 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
     if (at->get().find("..") != std::string::npos) {
       const model::Window w = sim::parse_window(at->get());
       const std::int64_t until = t->contains("until") ? duration_ns(*t, "until") : since_start(w.hi).count();
-      const std::int64_t by = std::clamp<std::int64_t>(shift, -since_start(w.lo).count(), time_max - std::max(until, since_start(w.hi).count()));
+      const std::int64_t by = std::clamp<std::int64_t>(
+          shift, -since_start(w.lo).count(),
+          std::min(time_max - std::max(until, since_start(w.hi).count()), before - 1 - since_start(w.lo).count()));
       t->insert_or_assign("at", moved_window(w, by));
       if (t->contains("until")) t->insert_or_assign("until", time_text(until + by));
       continue;
@@ -70,7 +73,7 @@ void redraw_times(toml::array* list, Draws& draws, bool optional, std::int64_t s
     const std::int64_t was = sim::parse_duration(at->get()).count();
     const std::int64_t width = t->contains("until") ? duration_ns(*t, "until") - was : 0;
     const std::int64_t now = std::clamp<std::int64_t>(was + shift + std::int64_t(draws.below(spread_ns)) - spread_ns / 2, 0,
-                                                      time_max - std::max<std::int64_t>(width, 0));
+                                                      std::min(time_max - std::max<std::int64_t>(width, 0), before - 1));
     t->insert_or_assign("at", time_text(now));
     if (t->contains("until")) t->insert_or_assign("until", time_text(now + width));
   }
@@ -148,7 +151,7 @@ std::string varied(const sim::Scenario& base, toml::table doc, std::uint64_t see
     }
   }
   redraw_times(doc.get_as<toml::array>("faults"), draws, true, shift);
-  redraw_times(doc.get_as<toml::array>("actions"), draws, true, shift);
+  redraw_times(doc.get_as<toml::array>("actions"), draws, true, shift, since_start(base.horizon).count());
   // Without a stop (a shutdown, SIGTERM, SIGINT, SIGQUIT) there is no drain to judge.
   bool stops = false;
   if (const toml::array* actions = doc.get_as<toml::array>("actions")) {
