@@ -121,7 +121,7 @@ enum Op : int {
 }  // namespace
 
 bool SimKernel::interrupt(ThreadId thread) {
-  if (thread != no_thread && thread == sleeper_) {
+  if (thread != no_thread && std::find(sleepers_.begin(), sleepers_.end(), thread) != sleepers_.end()) {
     scheduler_.wake(thread);
     return true;
   }
@@ -171,10 +171,11 @@ Duration SimKernel::spend_interruptibly(Duration duration) {
   scheduler_.call_point(Call{Call::Kind::spend, -1});
   worked(0, duration > Duration(0));
   const Instant until = scheduler_.now() + with_slack(std::max(duration, Duration(0)));
-  LOOPSIM_ASSERT(sleeper_ == no_thread);
-  sleeper_ = scheduler_.current();
+  const ThreadId me = scheduler_.current();
+  LOOPSIM_ASSERT(std::find(sleepers_.begin(), sleepers_.end(), me) == sleepers_.end());  // a thread sleeps once
+  sleepers_.push_back(me);
   const bool woken = scheduler_.block(until);
-  sleeper_ = no_thread;
+  std::erase(sleepers_, me);
   scheduler_.learn(Learnt(scheduler_, op_spend).value());
   return woken ? std::max(until - scheduler_.now(), Duration(0)) : Duration(0);
 }

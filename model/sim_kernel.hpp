@@ -139,7 +139,7 @@ class SimKernel final : public Kernel {
   bool interrupt(ThreadId thread);
   // A sleep a signal may cut short (a target's nanosleep and its kin): spends `duration`, with
   // its slack, as spend does, unless interrupt(the sleeping thread) comes first; then what was
-  // left of it, else 0. One thread at a time sleeps so (signals go to a target's main thread).
+  // left of it, else 0. Any of a target's threads may sleep so, several at once.
   Duration spend_interruptibly(Duration duration);
   // recv(MSG_PEEK) (K11): what read would return, leaving the bytes (and the readiness they
   // make) where they are; an error pending is taken as read takes it. On a pipe -ENOTSOCK.
@@ -435,7 +435,7 @@ class SimKernel final : public Kernel {
   std::optional<Instant> calls_instant_;
   std::uint64_t calls_at_instant_ = 0;
   bool stalled_ = false;
-  ThreadId sleeper_ = no_thread;  // in spend_interruptibly
+  std::vector<ThreadId> sleepers_;  // in spend_interruptibly, in the order they began
   std::uint64_t server_releases_ = 0;
   void count_call();
   Work& work_of_current() {
@@ -465,7 +465,7 @@ class SimKernel final : public Kernel {
       state::f::value<&SimKernel::accept_faults_>, state::f::skip<&SimKernel::next_port_>,
       state::f::skip<&SimKernel::work_>, state::f::skip<&SimKernel::calls_instant_>,
       state::f::skip<&SimKernel::calls_at_instant_>, state::f::skip<&SimKernel::stalled_>,
-      state::f::value<&SimKernel::sleeper_>, state::f::skip<&SimKernel::server_releases_>);
+      state::f::value<&SimKernel::sleepers_>, state::f::skip<&SimKernel::server_releases_>);
   friend struct state::Access;
 };
 

@@ -119,11 +119,13 @@ const Seam::PerThread& Seam::here() const {
   return per_thread_[i];
 }
 
-std::uint64_t& Seam::mask_of(model::ThreadId thread) const {
+Seam::PerThread& Seam::of(model::ThreadId thread) const {
   const auto i = std::size_t(thread + 1);
   if (i >= per_thread_.size()) per_thread_.resize(i + 1);
-  return per_thread_[i].blocked;
+  return per_thread_[i];
 }
+
+std::uint64_t& Seam::mask_of(model::ThreadId thread) const { return of(thread).blocked; }
 
 int Seam::worker() const { return here().worker; }
 
@@ -150,10 +152,7 @@ Instant Seam::now() const { return forked() && child_now_ > Instant{} ? child_no
 Duration Seam::sleep(Duration duration) {
   Inside inside(*this);
   duration = std::max(duration, Duration(0));
-  if (scheduler_->current() != thread_) {  // signals go to main(): another thread's sleep is whole
-    kernel_->spend(duration);
-    return Duration(0);
-  }
+  // On any thread: a signal it lets go cuts the sleep short (post_signal chooses the thread).
   for (;;) {
     const Duration left = kernel_->spend_interruptibly(duration);
     if (left == Duration(0) || deliverable() != 0) return left;

@@ -194,7 +194,7 @@ class Seam final : public sim::ForeignServer {
   void file_failed(int slot);
   void file_closed(int fd);  // before the real close
   Instant now() const;
-  // A sleep (nanosleep and its kin). On main() a signal that is delivered cuts it short, as
+  // A sleep (nanosleep and its kin). On any thread, a signal delivered to it cuts it short, as
   // Linux's (signal(7): a sleep is never restarted): what was left of it; otherwise 0.
   Duration sleep(Duration duration);
   int descriptor_limit() const;
@@ -426,6 +426,7 @@ class Seam final : public sim::ForeignServer {
   bool ignored(int signal) const;
   struct sigaction sigaction_of(int signal) const;  // what the program asked, or SIG_DFL
   void post_signal(int signal);  // a signal comes for the process, from the scenario or the program
+  bool interrupt(model::ThreadId thread);  // cuts short the wait `thread` is in, if a signal can
   void shutdown_begins(int signal);  // the program takes `signal`: a shutdown_begin, if the scenario sent it
   static std::uint64_t simulated_bits(const sigset_t& set);  // the seam's signals in `set`
   // Blocks main() until a signal wakes it (SimKernel::interrupt), for `call`, or until
@@ -446,9 +447,14 @@ class Seam final : public sim::ForeignServer {
     std::uint64_t passes = 0;
     std::uint64_t blocked = 0;  // its signal mask, for the seam's signals
     std::optional<std::uint64_t> suspended;  // its own mask, while its handlers run under sigsuspend's
+    // The futex word it waits on, in FUTEX_WAIT (a wait a signal cuts short), and whether
+    // post_signal cut it short (took it off the word's queue).
+    std::optional<const void*> futex_wait;
+    bool futex_interrupted = false;
   };
   PerThread& here();
   const PerThread& here() const;
+  PerThread& of(model::ThreadId thread) const;  // any thread's, made if need be
   int blocker();  // here()'s poller, made if need be; -errno if none could be
   void run_request(Request request);
   void stop_if_ended();
@@ -480,8 +486,6 @@ class Seam final : public sim::ForeignServer {
   // Who waits on each address, by ThreadId: looked up, never iterated.
   std::map<const void*, std::deque<model::ThreadId>> waiting_;
   // main()'s futex wait, while it waits: its address, and whether a signal ended it.
-  std::optional<const void*> futex_wait_;
-  bool futex_interrupted_ = false;
   int preemptions_ = 0;  // switches taken at switch_point, bounded by [target] preemptions
   std::uint64_t pending_signals_ = 0;       // bit n: signal n came and was not delivered yet
   // What each thread waits for in sigwait and its kin, while it does: by ThreadId, in order.

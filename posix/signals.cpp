@@ -58,20 +58,30 @@ void Seam::post_signal(int signal) {
   signals_changed();
   if ((mask_of(thread_) & bit(signal)) != 0) {
     for (const auto& t : threads_) {
-      if (!t->finished && (mask_of(t->fiber) & bit(signal)) == 0 && kernel_->interrupt(t->fiber)) break;
+      if (!t->finished && (mask_of(t->fiber) & bit(signal)) == 0 && interrupt(t->fiber)) break;
     }
-  } else if (!kernel_->interrupt(thread_) && futex_wait_) {
-    // main() waits on a futex (a Go program's idle thread does): the wait ends EINTR.
-    auto it = waiting_.find(*futex_wait_);
-    LOOPSIM_ASSERT(it != waiting_.end());  // main() is in its queue while futex_wait_ is set
-    std::erase(it->second, thread_);
-    if (it->second.empty()) waiting_.erase(it);
-    futex_interrupted_ = true;
-    scheduler_->wake(thread_);
+  } else {
+    interrupt(thread_);
   }
   for (const auto& [thread, awaited] : awaiting_) {
     if ((awaited & bit(signal)) != 0) kernel_->interrupt(thread);
   }
+}
+
+// A wait of `thread`'s that a signal cuts short ends: one the kernel knows (a poller's, a sleep),
+// or a FUTEX_WAIT (a Go program's idle thread waits so), which ends EINTR. False if it waits in
+// neither.
+bool Seam::interrupt(model::ThreadId thread) {
+  if (kernel_->interrupt(thread)) return true;
+  PerThread& t = of(thread);
+  if (!t.futex_wait || t.futex_interrupted) return false;  // not waiting, or already cut short
+  auto it = waiting_.find(*t.futex_wait);
+  LOOPSIM_ASSERT(it != waiting_.end());  // the thread is in the word's queue while futex_wait is set
+  std::erase(it->second, thread);
+  if (it->second.empty()) waiting_.erase(it);
+  t.futex_interrupted = true;
+  scheduler_->wake(thread);
+  return true;
 }
 
 void Seam::signal(int signal) {

@@ -93,6 +93,15 @@ TEST_CASE("seam: a signal main() blocks goes to a thread that does not, which ru
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: a signal for a thread asleep, or waiting on a futex, off main() cuts the wait short there, as on Linux") {
+  const auto [native, simulated, result] = both_ways("mask-thread-waits");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "the worker's nanosleep -1 EINTR, handlers run on it 1, over 4 s left 1\n"
+                  "the worker's futex wait -1 EINTR, handlers run on it 2\nmain: handlers run on it 0\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
 TEST_CASE("seam: a default action taken on a thread other than main() ends the target, as it ends the process live") {
   dies_as_on_linux("mask-thread-dies", SIGUSR2, "main: USR2 for the process\n");
 }

@@ -342,14 +342,10 @@ long Seam::wait_on(const void* address, std::optional<Instant> deadline, bool in
   std::deque<model::ThreadId>& queue = waiting_[address];
   LOOPSIM_ASSERT(std::find(queue.begin(), queue.end(), me) == queue.end());  // a thread waits once
   queue.push_back(me);
-  const bool on_main = interruptible && me == thread_;
-  if (on_main) futex_wait_ = address;
+  if (interruptible) here().futex_wait = address;
   const bool woken = scheduler_->block(deadline);
-  if (on_main) futex_wait_.reset();
-  if (on_main && futex_interrupted_) {  // post_signal took it off the queue
-    futex_interrupted_ = false;
-    return -EINTR;
-  }
+  if (interruptible) here().futex_wait.reset();
+  if (interruptible && std::exchange(here().futex_interrupted, false)) return -EINTR;  // post_signal took it off the queue
   if (woken) return 0;
   // The deadline came first: no longer waiting (a wake that came since has found it gone).
   auto it = waiting_.find(address);

@@ -15,6 +15,7 @@ int timers_mode(int alone);
 int signal_thread_mode(int alone);
 int mask_thread_mode(int alone);
 int mask_thread_dies_mode(int alone);
+int mask_thread_waits_mode(int alone);
 int signalfd_mode(int alone);
 int alarm_dies_mode(int alone);
 int reraise_mode(void);

@@ -576,6 +576,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "signal-thread") == 0) return signal_thread_mode(alone);
   if (strcmp(what, "mask-thread") == 0) return mask_thread_mode(alone);
   if (strcmp(what, "mask-thread-dies") == 0) return mask_thread_dies_mode(alone);
+  if (strcmp(what, "mask-thread-waits") == 0) return mask_thread_waits_mode(alone);
   if (strcmp(what, "cond-clock") == 0) return cond_clock_mode(alone);
   if (strcmp(what, "signalfd") == 0) return signalfd_mode(alone);
   if (strcmp(what, "children") == 0) return children_mode(alone);

@@ -3,6 +3,7 @@
  * seam's (posix/signals_test.cpp). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -462,6 +464,44 @@ int mask_thread_dies_mode(int alone) {
   kill(getpid(), SIGUSR2);
   pthread_join(worker, NULL);
   printf("survived\n");
+  return 0;
+}
+
+/* The same design, the worker waiting otherwise: in a sleep, then on a futex. A signal it lets go
+ * cuts each short (signal(7): a sleep is never restarted, and FUTEX_WAIT fails EINTR where the
+ * handler did not ask SA_RESTART), and its handler runs on the worker. */
+static int waits_word;
+static void* sleeping_worker(void* unused) {
+  (void)unused;
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+  const struct timespec long_sleep = {5, 0};
+  struct timespec left = {0, 0};
+  int rc = nanosleep(&long_sleep, &left);
+  printf("the worker's nanosleep %d %s, handlers run on it %d, over 4 s left %d\n", rc, strerrorname_np(errno),
+         (int)on_worker, left.tv_sec >= 4);
+  rc = (int)syscall(SYS_futex, &waits_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+  printf("the worker's futex wait %d %s, handlers run on it %d\n", rc, strerrorname_np(errno), (int)on_worker);
+  return NULL;
+}
+
+int mask_thread_waits_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  mask_main = pthread_self();
+  catch_with(SIGUSR1, took, 0);
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL); /* the worker inherits it, and lets it go */
+  pthread_t worker;
+  pthread_create(&worker, NULL, sleeping_worker, NULL);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* to the worker, asleep */
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* to the worker, on the futex */
+  pthread_join(worker, NULL);
+  printf("main: handlers run on it %d\n", (int)on_main);
+  serve_one(listener);
   return 0;
 }
 
