@@ -106,9 +106,13 @@ void Seam::scribble_errno(int value, Instant at) {
 
 bool Seam::in_target() const {
   if (kernel_ == nullptr) return false;
+  // Without allocating (here() may): a sanitizer's allocator reads the clock while it holds its
+  // lock, and the clock's interposer asks this. A thread with no record yet is at depth 0.
+  const auto i = std::size_t(scheduler_->current() + 1);
+  const bool outside = i >= per_thread_.size() || per_thread_[i].depth == 0;
   // A target thread runs only while it holds the baton: its proxy is the simulated thread now.
-  if (const TargetThread* t = this_thread()) return scheduler_->current() == t->fiber && here().depth == 0;
-  return on_engine_thread() && scheduler_->current() == thread_ && here().depth == 0;
+  if (const TargetThread* t = this_thread()) return scheduler_->current() == t->fiber && outside;
+  return on_engine_thread() && scheduler_->current() == thread_ && outside;
 }
 
 Seam::PerThread& Seam::here() { return const_cast<PerThread&>(std::as_const(*this).here()); }
