@@ -4,6 +4,7 @@
 #include <boost/context/stack_context.hpp>
 
 #include <array>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -145,6 +146,7 @@ Scheduler::~Scheduler() { unwind(); }
 
 void Scheduler::unwind() {
   LOOPSIM_ASSERT(current_ == no_thread);
+  unwound_ = true;
   queue_.clear();
   now_batch_.clear();
   non_callbacks_now_ = 0;
@@ -163,6 +165,7 @@ void Scheduler::unwind() {
 }
 
 void Scheduler::push(Entry entry) {
+  if (unwound_) return;  // nothing runs any more: see unwind
   came(entry);
   if (entry.when == now_ && !now_batch_.empty()) {
     add_to_batch(std::move(entry));  // joins the instant being run
@@ -187,6 +190,7 @@ void Scheduler::drop_stale_heads() {
   while (!queue_.empty() && stale(queue_.front())) {
     std::pop_heap(queue_.begin(), queue_.end(), Later{});
     queue_.pop_back();
+    if (stale_queued_ > 0) --stale_queued_;
   }
 }
 
@@ -340,10 +344,23 @@ bool Scheduler::load_next_instant(Instant until) {
     while (!queue_.empty() && queue_.front().when == now_) {
       std::pop_heap(queue_.begin(), queue_.end(), Later{});
       if (!stale(queue_.back())) add_to_batch(std::move(queue_.back()));
+      else if (stale_queued_ > 0) --stale_queued_;
       queue_.pop_back();
     }
   }
+  give_back_room();
   return true;
+}
+
+// Halving when a quarter is used keeps taking and pushing amortized constant time, and the
+// room never below what expect_happenings would make for what is left.
+void Scheduler::give_back_room() {
+  const std::size_t room = queue_.capacity();
+  if (room <= 4 * expected_spare || queue_.size() >= room / 4) return;
+  std::vector<Entry> kept;
+  kept.reserve(std::max(room / 2, queue_.size() + expected_spare));
+  std::move(queue_.begin(), queue_.end(), std::back_inserter(kept));  // the heap's order kept
+  queue_.swap(kept);
 }
 
 const char* happening_name(Happening what) {
@@ -673,6 +690,7 @@ bool Scheduler::block(std::optional<Instant> deadline) {
   thread.state = Thread::State::blocked;
   thread.woken = false;
   ++thread.generation;
+  thread.deadline_queued = deadline.has_value();
   if (deadline) {
     push(Entry{std::max(*deadline, now_), seq_++, Kind::resume, current_, thread.generation,
                nullptr});
@@ -687,6 +705,23 @@ void Scheduler::wake(ThreadId id) {
   if (thread.state != Thread::State::blocked || thread.woken) return;
   thread.woken = true;
   push(Entry{now_, seq_++, Kind::resume, id, ++thread.generation, nullptr});
+  if (std::exchange(thread.deadline_queued, false)) {
+    ++stale_queued_;
+    purge_stale();
+  }
+}
+
+// A loop that waits with a timeout (its next timer) and is woken first leaves its resumption
+// at the timeout in the queue, stale: a hundred thousand connections accepted in a burst, one
+// wait each, would leave a hundred thousand until their timeouts came. Once at least half the
+// queue is stale, and that is more than a few, they go at once: amortized constant time per
+// entry. Stale entries are invisible (no digest sees them, nothing runs them), and the queue's
+// order is by (when, seq), a total order, so rebuilding the heap changes nothing that happens.
+void Scheduler::purge_stale() {
+  if (stale_queued_ < stale_purge_floor || 2 * stale_queued_ <= queue_.size()) return;
+  std::erase_if(queue_, [this](const Entry& e) { return stale(e); });
+  std::make_heap(queue_.begin(), queue_.end(), Later{});
+  stale_queued_ = 0;
 }
 
 void Scheduler::resume(ThreadId id) {

@@ -141,8 +141,14 @@ class Scheduler {
     queue_.reserve(queue_.size() + count + std::min(count, expected_spare));
   }
   static constexpr std::size_t expected_spare = 1024;
-  // Entries the queue has room for without growing.
+  // Entries the queue has room for without growing. As happenings are taken, a queue left
+  // three-quarters empty gives half its room back (give_back_room): the room made for a
+  // hundred thousand connects is not kept beside the connections they made.
   std::size_t queue_room() const { return queue_.capacity(); }
+  // Entries in the queue of later instants, stale resumptions among them: never more stale
+  // than live ones, once there are stale_purge_floor of them (purge_stale).
+  std::size_t queued() const { return queue_.size(); }
+  static constexpr std::size_t stale_purge_floor = 1024;
   // A windowed happening: at `drawn` (an instant of `window`) unless windows are explored, in
   // which case it is offered every placement in the window (see the top of this file).
   void at(const Window& window, Instant drawn, std::function<void()> callback, Tag tag);
@@ -244,7 +250,9 @@ class Scheduler {
   // Windowed happenings still open (deferred past their start and not landed).
   std::size_t open_windows() const { return open_.size(); }
   // Unwinds every thread that has not finished: its stack's destructors run now, while what
-  // they refer to still exists. Nothing is resumed after it.
+  // they refer to still exists. Nothing is resumed after it, and nothing is scheduled: a
+  // happening the unwinding stacks or the worlds' destructors schedule (a loop closing its
+  // connections schedules their deliveries) would never run, and is dropped, not kept.
   void unwind();
 
   // A simulated thread's record, defined in model/scheduler_thread.hpp.
@@ -343,6 +351,11 @@ class Scheduler {
   Entry take_next();
   bool stale(const Entry& entry) const;
   void drop_stale_heads();
+  void give_back_room();
+  void purge_stale();
+  // Stale resumptions left in queue_ by threads woken before their deadline (a count that
+  // errs low, never high: purge_stale's trigger).
+  std::size_t stale_queued_ = 0;
   void drop_stale_now();
   // now_batch_'s one way in and one way out, which keep non_callbacks_now_.
   void add_to_batch(Entry entry);
@@ -387,6 +400,7 @@ class Scheduler {
   std::uint64_t epoch_ = 0;
   std::uint64_t seq_ = 0;
   ThreadId current_ = no_thread;
+  bool unwound_ = false;  // unwind() has begun: push() drops what comes
   Chooser* chooser_;
   TwinClass twins_;
   TwinKey twin_key_;

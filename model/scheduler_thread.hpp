@@ -44,11 +44,15 @@ struct Scheduler::Thread {
   // Decisions taken inside the kernel call it is making (a fault's, a slack's), so that two in
   // one call are two states.
   std::uint32_t in_call = 0;
+  // Blocked with a deadline: its resumption at the deadline is in the queue, and goes stale if
+  // the thread is woken first (Scheduler::wake counts it for purge_stale).
+  bool deadline_queued = false;
   // Skipped: the name and body (fixed), the fibers and stack (the thread's machine state, which
   // its context and its owner's declared state stand for), generation (bumped at every block,
   // to tell stale resumptions, which the digest leaves out), and rest_at, when it last left its
   // rest point (the context holds times relative to it), and resume_at (its pending resumption,
-  // which the pending work's digest holds relative to now).
+  // which the pending work's digest holds relative to now), and deadline_queued (bookkeeping of
+  // the queue's stale entries, which no digest sees).
   static constexpr auto state_fields = loopsim::state::fields(
       loopsim::state::f::skip<&Thread::name>, loopsim::state::f::skip<&Thread::body>,
       loopsim::state::f::skip<&Thread::fiber>, loopsim::state::f::skip<&Thread::sink>,
@@ -57,7 +61,7 @@ struct Scheduler::Thread {
       loopsim::state::f::skip<&Thread::fake_stack>, loopsim::state::f::value<&Thread::cancelled>,
       loopsim::state::f::value<&Thread::context>, loopsim::state::f::value<&Thread::resting>,
       loopsim::state::f::skip<&Thread::rest_at>, loopsim::state::f::skip<&Thread::resume_at>,
-      loopsim::state::f::value<&Thread::in_call>);
+      loopsim::state::f::value<&Thread::in_call>, loopsim::state::f::skip<&Thread::deadline_queued>);
 };
 
 }  // namespace loopsim::model

@@ -258,10 +258,11 @@ void check_clients() {
 }
 
 void check_scheduler() {
-  // name, body, the fibers, generation, the stack and the sanitizer's, rest_at, resume_at
+  // name, body, the fibers, generation, the stack and the sanitizer's, rest_at, resume_at,
+  // deadline_queued
   // (model/scheduler_thread.hpp says why each).
   using Thread = model::Scheduler::Thread;
-  CHECK(skipped_fields<Thread>([] { return Plain<Thread>{}; }) == Skips{"name", "body", "fiber", "sink", "generation", "stack", "fake_stack", "rest_at", "resume_at"});
+  CHECK(skipped_fields<Thread>([] { return Plain<Thread>{}; }) == Skips{"name", "body", "fiber", "sink", "generation", "stack", "fake_stack", "rest_at", "resume_at", "deadline_queued"});
 }
 
 }  // namespace
