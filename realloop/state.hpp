@@ -102,6 +102,37 @@ struct MemberName {
   }();
 };
 
+// A value kept on the heap and made at its first use: a member most objects of its kind never
+// use (the answer parser of an idle client, one of a million held) costs a pointer, not its
+// size. Copies are deep. To the digest, one not made yet is a T{}: a value made and one never
+// made digest alike while they are equal.
+template <class T>
+class Lazy {
+ public:
+  using value_type = T;
+  Lazy() = default;
+  Lazy(const Lazy& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
+  Lazy(Lazy&&) noexcept = default;
+  Lazy& operator=(const Lazy& other) {
+    if (this != &other) value_ = other.value_ ? std::make_unique<T>(*other.value_) : nullptr;
+    return *this;
+  }
+  Lazy& operator=(Lazy&&) noexcept = default;
+  ~Lazy() = default;
+  explicit operator bool() const { return value_ != nullptr; }
+  const T* operator->() const { return value_.get(); }
+  const T& operator*() const { return *value_; }
+  // The value, made by `make()` if it is not made yet.
+  template <class Make>
+  T& get(Make&& make) {
+    if (value_ == nullptr) value_ = std::make_unique<T>(make());
+    return *value_;
+  }
+
+ private:
+  std::unique_ptr<T> value_;
+};
+
 // A declared member: its policy and name as a Field (whose address names the component for the
 // digest-drop test), and the member pointer, which is how the digest reads it.
 template <auto M>
@@ -441,6 +472,11 @@ template <class T, class D>
 struct is_unique_ptr<std::unique_ptr<T, D>> : std::true_type {};
 
 template <class T>
+struct is_lazy : std::false_type {};
+template <class T>
+struct is_lazy<Lazy<T>> : std::true_type {};
+
+template <class T>
 struct is_pair : std::false_type {};
 template <class A, class B>
 struct is_pair<std::pair<A, B>> : std::true_type {};
@@ -533,6 +569,12 @@ void feed(const Feed<Add>& in, const T& v) {
       in.add(std::int64_t(-1));
     } else {
       feed(in, *v);
+    }
+  } else if constexpr (is_lazy<T>::value) {
+    if (v) {
+      feed(in, *v);
+    } else {
+      feed(in, typename T::value_type{});
     }
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
     in.add(std::int64_t(v));

@@ -103,6 +103,8 @@ void perturb(T& field) {
     field.try_emplace(987, typename T::mapped_type{});
   } else if constexpr (is_set<T>::value) {
     field.insert(typename T::key_type{987});
+  } else if constexpr (state::is_lazy<T>::value) {
+    perturb(field.get([] { return typename T::value_type{}; }));
   } else {
     field.push_back(typename T::value_type{});
   }
@@ -255,6 +257,7 @@ void check_clients() {
   CHECK(skipped_fields<sim::PathQueue>([] { return Plain<sim::PathQueue>{}; }).empty());
   // The framing, fixed by the group: its kind, terminator and length.
   CHECK(skipped_fields<sim::AnswerStream>([] { return Plain<sim::AnswerStream>{}; }) == Skips{"group_"});
+  CHECK(skipped_fields<sim::AnswerParser>([] { return Plain<sim::AnswerParser>{}; }) == Skips{"group_"});
 }
 
 void check_scheduler() {
@@ -277,6 +280,27 @@ TEST_CASE("digest completeness: the clients' every field is seen, and the skips 
 
 TEST_CASE("digest completeness: a simulated thread's every field is seen, and the skips are these") {
   check_scheduler();
+}
+
+TEST_CASE("digest completeness: a lazy member not made yet digests as a fresh one made") {
+  sim::ClientGroup group;
+  sim::AnswerStream never(group);
+  sim::AnswerStream fed(group);
+  std::string_view nothing;
+  int status = 0;
+  REQUIRE(fed.next(nothing, status) == sim::AnswerStream::Step::more);  // made, nothing taken
+  CHECK(digest_of(never, Instant(Duration(0))) == digest_of(fed, Instant(Duration(0))));
+  std::string_view half = "HTTP/1.1 2";
+  REQUIRE(fed.next(half, status) == sim::AnswerStream::Step::more);
+  CHECK(digest_of(never, Instant(Duration(0))) != digest_of(fed, Instant(Duration(0))));
+  sim::AnswerStream copy = fed;  // a deep copy: the copy's parser is its own
+  std::string_view rest = "00 OK\r\nContent-Length: 0\r\n\r\n";
+  REQUIRE(copy.next(rest, status) == sim::AnswerStream::Step::answer);
+  CHECK(status == 200);
+  CHECK(digest_of(copy, Instant(Duration(0))) != digest_of(fed, Instant(Duration(0))));
+  std::string_view again = "00 OK\r\nContent-Length: 0\r\n\r\n";
+  REQUIRE(fed.next(again, status) == sim::AnswerStream::Step::answer);  // the original, untouched by the copy
+  CHECK(digest_of(copy, Instant(Duration(0))) == digest_of(fed, Instant(Duration(0))));
 }
 
 TEST_CASE("digest completeness: times are fed relative to now, so equal states at other times agree") {

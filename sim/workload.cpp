@@ -127,7 +127,7 @@ std::optional<std::uint64_t> chunk_size(std::string_view line) {
   return size;
 }
 
-// The line at `at` of `input`, as AnswerStream::take_line reads one: its end (the CRLF's
+// The line at `at` of `input`, as AnswerParser::take_line reads one: its end (the CRLF's
 // index), 0 while incomplete, or answer_malformed past answer_head_max.
 std::size_t line_end(std::string_view input, std::size_t at) {
   const std::size_t end = input.find("\r\n", at);
@@ -174,18 +174,18 @@ std::size_t parse_answer(std::string_view input, int& status) {
   return input.size() >= total ? total : 0;
 }
 
-void AnswerStream::saw(std::string_view taken) {
+void AnswerParser::saw(std::string_view taken) {
   if (seen_.size() < unframed_kept) seen_.append(taken.substr(0, unframed_kept - seen_.size()));
 }
 
-AnswerStream::Step AnswerStream::broke(std::string_view& bytes) {
+AnswerParser::Step AnswerParser::broke(std::string_view& bytes) {
   broken_ = true;
   head_.clear();
   bytes = {};
   return Step::malformed;
 }
 
-bool AnswerStream::take_line(std::string_view& bytes) {
+bool AnswerParser::take_line(std::string_view& bytes) {
   const std::size_t had = head_.size();
   const std::size_t room = answer_head_max + 2 - std::min(had, answer_head_max + 2);
   head_.append(bytes.substr(0, room));
@@ -200,7 +200,7 @@ bool AnswerStream::take_line(std::string_view& bytes) {
   return true;
 }
 
-AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next(std::string_view& bytes, int& status) {
   if (broken_) {
     bytes = {};
     return Step::malformed;
@@ -230,7 +230,7 @@ AnswerStream::Step AnswerStream::next(std::string_view& bytes, int& status) {
   return step;
 }
 
-AnswerStream::Step AnswerStream::next_http(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_http(std::string_view& bytes, int& status) {
   if (!in_body_) {
     const std::size_t had = head_.size();
     const std::size_t room = answer_head_max + 4 - had;
@@ -265,7 +265,7 @@ AnswerStream::Step AnswerStream::next_http(std::string_view& bytes, int& status)
 
 // RFC 9112 §7.1: chunks of a hex size (extensions after ';' ignored), each followed by CRLF; a
 // last chunk of size 0; trailer lines up to an empty one.
-AnswerStream::Step AnswerStream::http_body(std::string_view& bytes) {
+AnswerParser::Step AnswerParser::http_body(std::string_view& bytes) {
   for (;;) {
     if (chunk_ == Chunk::none || chunk_ == Chunk::data) {
       const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
@@ -301,7 +301,7 @@ AnswerStream::Step AnswerStream::http_body(std::string_view& bytes) {
   }
 }
 
-AnswerStream::Step AnswerStream::next_terminated(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_terminated(std::string_view& bytes, int& status) {
   // head_ keeps the terminator's length less one of what came last, so that one split across
   // two reads is found.
   const std::size_t keep = terminator().size() - 1;
@@ -321,7 +321,7 @@ AnswerStream::Step AnswerStream::next_terminated(std::string_view& bytes, int& s
   return Step::answer;
 }
 
-AnswerStream::Step AnswerStream::next_sized(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_sized(std::string_view& bytes, int& status) {
   const std::size_t take = std::size_t(std::min<std::uint64_t>(length() - taken_, bytes.size()));
   bytes.remove_prefix(take);
   taken_ += take;
@@ -335,7 +335,7 @@ AnswerStream::Step AnswerStream::next_sized(std::string_view& bytes, int& status
 // Length in one to four bytes, seven bits each, least significant first, the eighth bit saying
 // another follows; then that many bytes. A fifth length byte is malformed. A CONNACK whose code
 // (its second byte: 3.1.1's return code, 5.0's reason code) is not 0 refuses: status 500.
-AnswerStream::Step AnswerStream::next_mqtt(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_mqtt(std::string_view& bytes, int& status) {
   while (!in_body_) {
     if (bytes.empty()) return Step::more;
     head_ += bytes.front();
@@ -361,7 +361,7 @@ AnswerStream::Step AnswerStream::next_mqtt(std::string_view& bytes, int& status)
 }
 
 // prefix32: a 4-byte big-endian length, then that many bytes.
-AnswerStream::Step AnswerStream::next_prefixed(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_prefixed(std::string_view& bytes, int& status) {
   if (!in_body_) {
     const std::size_t take = std::min<std::size_t>(4 - head_.size(), bytes.size());
     head_.append(bytes.substr(0, take));
@@ -378,7 +378,7 @@ AnswerStream::Step AnswerStream::next_prefixed(std::string_view& bytes, int& sta
   return packet_body(bytes, status);
 }
 
-AnswerStream::Step AnswerStream::packet_body(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::packet_body(std::string_view& bytes, int& status) {
   const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));
   bytes.remove_prefix(take);
   body_left_ -= take;
@@ -394,7 +394,7 @@ AnswerStream::Step AnswerStream::packet_body(std::string_view& bytes, int& statu
 // RESP2 and RESP3 (https://redis.io/docs/reference/protocol-spec/): a value is a line of a type
 // byte and text; bulk kinds ($ ! =) then carry that many bytes and a CRLF; aggregates (* ~ >)
 // that many values, a map (%) twice that many. A length of -1 is a null.
-AnswerStream::Step AnswerStream::next_resp(std::string_view& bytes, int& status) {
+AnswerParser::Step AnswerParser::next_resp(std::string_view& bytes, int& status) {
   for (;;) {
     if (body_left_ > 0) {
       const std::size_t take = std::size_t(std::min<std::uint64_t>(body_left_, bytes.size()));

@@ -69,12 +69,12 @@ std::size_t parse_answer(std::string_view input, int& status);
 // - a length: that many bytes;
 // - RESP (2 and 3): one value, an aggregate with all its elements.
 // What does not frame is kept, its first unframed_kept bytes, for the report.
-class AnswerStream {
+class AnswerParser {
  public:
   enum class Step : std::uint8_t { more, answer, malformed };
-  AnswerStream() = default;
+  AnswerParser() = default;
   // `group` outlives the stream: its framing is read from it, not copied into every client's.
-  explicit AnswerStream(const ClientGroup& group) : group_(&group) {}
+  explicit AnswerParser(const ClientGroup& group) : group_(&group) {}
   // Takes bytes from the front of `bytes` up to the end of one answer: `answer` (its status in
   // `status`, the rest of `bytes` left for the next call), `more` once all of `bytes` is taken
   // with the answer not yet whole, or `malformed` from the first byte that cannot be framed on
@@ -127,13 +127,41 @@ class AnswerStream {
  public:
   // Skipped: the group, whose framing is fixed for the run.
   static constexpr auto state_fields = state::fields(
-      state::f::skip<&AnswerStream::group_>, state::f::value<&AnswerStream::head_>,
-      state::f::value<&AnswerStream::body_left_>, state::f::value<&AnswerStream::taken_>,
-      state::f::value<&AnswerStream::pending_>, state::f::value<&AnswerStream::seen_>,
-      state::f::value<&AnswerStream::status_>, state::f::value<&AnswerStream::in_body_>,
-      state::f::value<&AnswerStream::broken_>, state::f::value<&AnswerStream::closes_next_>,
-      state::f::value<&AnswerStream::closes_>, state::f::value<&AnswerStream::chunk_>,
-      state::f::value<&AnswerStream::connack_>);
+      state::f::skip<&AnswerParser::group_>, state::f::value<&AnswerParser::head_>,
+      state::f::value<&AnswerParser::body_left_>, state::f::value<&AnswerParser::taken_>,
+      state::f::value<&AnswerParser::pending_>, state::f::value<&AnswerParser::seen_>,
+      state::f::value<&AnswerParser::status_>, state::f::value<&AnswerParser::in_body_>,
+      state::f::value<&AnswerParser::broken_>, state::f::value<&AnswerParser::closes_next_>,
+      state::f::value<&AnswerParser::closes_>, state::f::value<&AnswerParser::chunk_>,
+      state::f::value<&AnswerParser::connack_>);
+  friend struct state::Access;
+};
+
+// A client's answer stream: its parser, made at the first bytes that come (an idle keep-alive
+// client, one of a million held, costs two pointers here, not the parser's 128 bytes).
+class AnswerStream {
+ public:
+  using Step = AnswerParser::Step;
+  static constexpr std::size_t unframed_kept = AnswerParser::unframed_kept;
+  AnswerStream() = default;
+  // `group` outlives the stream (see AnswerParser).
+  explicit AnswerStream(const ClientGroup& group) : group_(&group) {}
+  Step next(std::string_view& bytes, int& status) {
+    return parser_.get([this] { return group_ != nullptr ? AnswerParser(*group_) : AnswerParser(); }).next(bytes, status);
+  }
+  bool closes() const { return parser_ && parser_->closes(); }
+  const std::string& unframed() const { return parser_ ? parser_->unframed() : no_bytes; }
+  bool broken() const { return parser_ && parser_->broken(); }
+
+ private:
+  static inline const std::string no_bytes;
+  const ClientGroup* group_ = nullptr;
+  state::Lazy<AnswerParser> parser_;
+
+ public:
+  // Skipped: the group, as the parser's.
+  static constexpr auto state_fields =
+      state::fields(state::f::skip<&AnswerStream::group_>, state::f::value<&AnswerStream::parser_>);
   friend struct state::Access;
 };
 
