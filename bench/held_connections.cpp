@@ -208,10 +208,15 @@ std::size_t peak_resident_bytes() {  // VmHWM from /proc/self/status, in kB
 // The heap a trace holds, buffer by buffer (each as malloc handed it out).
 struct TraceBytes {
   std::size_t events = 0;    // the events deque's blocks, each as malloc handed it out, and its map
-  std::size_t payloads = 0;  // Events::fds vectors and strings beyond the small-string buffer
+  std::size_t payloads = 0;  // Events::fds and strings beyond what they keep in place
   std::size_t labels = 0;    // clients, groups, group sizes, names
   std::size_t total() const { return events + payloads + labels; }
 };
+
+// A trace's string or descriptor list beyond what it keeps in place (sim::Text, sim::FdList).
+std::size_t block_bytes(const void* block) {
+  return block == nullptr ? 0 : malloc_usable_size(const_cast<void*>(block));
+}
 
 template <class Buffer>
 std::size_t buffer_bytes(const Buffer& b) {
@@ -239,8 +244,8 @@ TraceBytes trace_bytes(const sim::Trace& trace) {
     std::visit(
         [&](const auto& e) {
           using E = std::decay_t<decltype(e)>;
-          if constexpr (std::is_same_v<E, sim::ev::Events>) out.payloads += buffer_bytes(e.fds);
-          if constexpr (requires { e.path; }) out.payloads += string_bytes(e.path);
+          if constexpr (std::is_same_v<E, sim::ev::Events>) out.payloads += block_bytes(e.fds.heap_block());
+          if constexpr (requires { e.path; }) out.payloads += block_bytes(e.path.heap_block());
         },
         event);
   }

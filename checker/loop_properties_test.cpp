@@ -225,7 +225,7 @@ struct Passes {
   Duration now{0};
   std::uint64_t pass = 0;
   // One pass; returns the index of its wait's return.
-  std::size_t wait(std::optional<Duration> timeout, Duration waited, std::int64_t work_before, std::vector<int> fds = {}, int worker = 0) {
+  std::size_t wait(std::optional<Duration> timeout, Duration waited, std::int32_t work_before, std::vector<int> fds = {}, int worker = 0) {
     ++pass;
     add(t, ev::PassBegin{Instant{now}, worker, pass, timeout});
     now += waited;

@@ -239,7 +239,7 @@ std::string event_clause(const Trace& trace, const sim::TraceEvent& event) {
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, ev::Connect>) return name(e.client) + " connected";
         else if constexpr (std::is_same_v<E, ev::Established>) return name(e.client) + "'s handshake completed";
-        else if constexpr (std::is_same_v<E, ev::Send>) return name(e.client) + " sent \"" + sim::shown_bytes(e.path.substr(0, 40)) + "\"";
+        else if constexpr (std::is_same_v<E, ev::Send>) return name(e.client) + " sent \"" + sim::shown_bytes(e.path.view().substr(0, 40)) + "\"";
         else if constexpr (std::is_same_v<E, ev::Answer>) return name(e.client) + " got its answer";
         else if constexpr (std::is_same_v<E, ev::Reset>) return name(e.client) + " reset its connection";
         else if constexpr (std::is_same_v<E, ev::Accept>) {
@@ -295,7 +295,7 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
               if (std::size_t(trace.clients[std::size_t(e.client)].group) < groups.size()) {
                 GroupSends& g = groups[std::size_t(trace.clients[std::size_t(e.client)].group)];
                 g.sends.add(e.t);
-                g.add(e.path);
+                g.add(e.path.str());
               }
             }
           } else if constexpr (std::is_same_v<E, ev::Answer>) {
@@ -340,7 +340,7 @@ std::vector<std::string> story(const Trace& trace, const std::vector<Verdict>& v
     const auto* send = std::get_if<ev::Send>(&event);
     if (send == nullptr || send->client < 0 || std::size_t(send->client) >= told.size()) continue;
     Told& c = told[std::size_t(send->client)];
-    if (seen[std::size_t(send->client)]++ >= c.answered && c.unanswered_paths.size() < 3) c.unanswered_paths.push_back(send->path);
+    if (seen[std::size_t(send->client)]++ >= c.answered && c.unanswered_paths.size() < 3) c.unanswered_paths.push_back(send->path.str());
   }
 
   lines.push_back("What the clients did:");

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/compact.hpp"
 #include "model/by_descriptor.hpp"
 #include "model/scheduler.hpp"
 #include "realloop/kernel.hpp"
@@ -242,7 +243,7 @@ class SimKernel final : public Kernel {
     FdKind kind = FdKind::free;
     std::uint32_t object = 0;      // index into the kind's table (but a socket's)
     ConnId conn = no_conn;         // a socket's connection
-    std::vector<int> watched_by;   // pollers whose interest set holds this descriptor
+    base::IntList watched_by;      // pollers whose interest set holds this descriptor
     static constexpr auto state_fields = state::fields(
         state::f::value<&FdEntry::kind>, state::f::value<&FdEntry::object>, state::f::conn_name<&FdEntry::conn>,
         state::f::value<&FdEntry::watched_by>);

@@ -422,7 +422,7 @@ int SimKernel::close_now(int fd) {
     return 0;
   } else if (e->kind == FdKind::poller) {
     Poller& poller = pollers_[e->object];
-    for (const auto& [watched, item] : poller.items) std::erase(fds_[std::size_t(watched)].watched_by, fd);
+    for (const auto& [watched, item] : poller.items) fds_[std::size_t(watched)].watched_by.erase(fd);
     poller.items.clear();
     poller.ready.clear();
   }

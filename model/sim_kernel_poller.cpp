@@ -148,7 +148,7 @@ int SimKernel::unwatch_now(int poller_fd, int fd) {
   Poller& poller = pollers_[p->object];
   if (!poller.items.erase(fd)) return -ENOENT;
   std::erase(poller.ready, fd);
-  std::erase(fds_[std::size_t(fd)].watched_by, poller_fd);
+  fds_[std::size_t(fd)].watched_by.erase(poller_fd);
   return 0;
 }
 

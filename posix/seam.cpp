@@ -555,7 +555,7 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
     LOOPSIM_ASSERT_OP(n, <=, int(scratch.size()));  // the kernel fills no more than it was given
     seen.t = now();
     // The first wait of the loop is the pass's: what came before it is the previous pass's work.
-    if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
+    if (seen.work < 0) seen.work = sim::ev::work_count(kernel_->work_before_wait(scheduler_->current()));
     for (int i = 0; i < std::max(n, 0); ++i) {
       int fd = process_fd(scratch[std::size_t(i)].fd);
       auto it = p.watched.find(fd);
@@ -630,7 +630,7 @@ long Seam::poll(struct pollfd* fds, std::size_t n, std::optional<Duration> timeo
     rc = kernel_->wait(poller, scratch, left);
     LOOPSIM_ASSERT_OP(rc, <=, int(scratch.size()));
     seen.t = now();
-    if (seen.work < 0) seen.work = std::int64_t(kernel_->work_before_wait(scheduler_->current()));
+    if (seen.work < 0) seen.work = sim::ev::work_count(kernel_->work_before_wait(scheduler_->current()));
     std::map<int, std::uint32_t> now_ready;
     for (int i = 0; i < std::max(rc, 0); ++i) now_ready[scratch[std::size_t(i)].fd] = scratch[std::size_t(i)].ready;
     for (std::size_t i = 0; i < n; ++i) {

@@ -25,7 +25,7 @@ class Recorder final : public LoopObserver {
   }
   void events(int worker, std::uint64_t pass, std::span<const PollEvent> events) override {
     if (!trace_.keeps<ev::Events>()) return;
-    ev::Events e{now(), worker, pass, {}, std::int64_t(kernel_.work_before_wait(scheduler_.current()))};
+    ev::Events e{now(), worker, pass, {}, ev::work_count(kernel_.work_before_wait(scheduler_.current()))};
     e.fds.reserve(events.size());
     for (const PollEvent& event : events) e.fds.push_back(event.fd);
     record(std::move(e));

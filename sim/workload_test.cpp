@@ -128,7 +128,7 @@ paths = [{ path = "/fast", weight = 3 }, { path = "/hello" }]
 )toml";
   auto counts = [](const sim::Trace& trace) {
     std::map<std::string, int> n;
-    for (const auto& s : all<sim::ev::Send>(trace)) ++n[s.path];
+    for (const auto& s : all<sim::ev::Send>(trace)) ++n[s.path.str()];
     return n;
   };
   auto first = run_text(text, 1);
@@ -569,7 +569,7 @@ property = "answered"
   // The other read the same answer as RESP: not a value. It is named, with what came.
   auto unframed = all<sim::ev::Unframed>(trace, 1);
   REQUIRE(unframed.size() == 1);
-  CHECK(unframed[0].bytes.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(unframed[0].bytes.view().rfind("HTTP/1.1 200", 0) == 0);
   checker::Verdict v = answered(trace);
   CHECK_FALSE(v.held);
   CHECK(v.detail.find("as-resp received bytes that do not frame as an answer (clients.framing): \"HTTP/1.1 200") !=

@@ -72,7 +72,7 @@ class Line {
   Line& client(const Trace& trace, ClientIndex client) {
     return client == no_client ? *this : str("client", trace.client_name(client));
   }
-  Line& fds(const std::vector<int>& fds) {
+  Line& fds(const FdList& fds) {
     key_("fds");
     out_ += '[';
     for (std::size_t i = 0; i < fds.size(); ++i) {

@@ -4,6 +4,7 @@
 // Written as JSON Lines; the schema is docs/trace.md.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <deque>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "realloop/kernel.hpp"
+#include "base/compact.hpp"
 #include "realloop/observer.hpp"
 
 namespace loopsim::sim {
@@ -35,15 +37,22 @@ std::string latin1_bytes(std::string_view utf8);
 std::string shown_bytes(std::string_view bytes);
 int errno_from_name(const std::string& name);  // 0 when unknown
 
+using base::Text;
+using FdList = base::IntList;
+
 namespace ev {
+inline std::int32_t work_count(std::uint64_t calls) {
+  return calls > std::uint64_t(INT32_MAX) ? INT32_MAX : std::int32_t(calls);
+}
 // `timeout`: the wait's; none, it waited until something was ready (the file writes -1).
 struct PassBegin { Instant t; int worker; std::uint64_t pass; std::optional<Duration> timeout; };
 // `work`: the calls that got something done between the thread's previous wait and this one,
-// counted by the kernel (SimKernel::work_before_wait); -1 where unknown (an older trace).
-struct Events { Instant t; int worker; std::uint64_t pass; std::vector<int> fds; std::int64_t work = -1; };
+// counted by the kernel (SimKernel::work_before_wait, through work_count: a count past 2^31 - 1
+// is kept as that); -1 where unknown (an older trace).
+struct Events { Instant t; int worker; std::uint64_t pass; FdList fds; std::int32_t work = -1; };
 struct Accept { Instant t; int worker; Door door; int result; ClientIndex client; };
 struct BatchEnd { Instant t; int worker; Door door; int accepted; BatchStop stop; bool owed; };
-struct RequestBegin { Instant t; int worker; int fd; ClientIndex client; std::string path; };
+struct RequestBegin { Instant t; int worker; int fd; ClientIndex client; Text path; };
 struct RequestEnd { Instant t; int worker; int fd; ClientIndex client; int status; };
 struct Close { Instant t; int worker; int fd; ClientIndex client; };
 struct PassEnd { Instant t; int worker; std::uint64_t pass; bool accept_owed; bool handoff_owed; };
@@ -52,13 +61,13 @@ struct Connect { Instant t; ClientIndex client; };
 struct Established { Instant t; ClientIndex client; };
 struct SynDropped { Instant t; ClientIndex client; Instant retry_at; };
 struct Refused { Instant t; ClientIndex client; int error; };
-struct Send { Instant t; ClientIndex client; std::string path; };
-struct Answer { Instant t; ClientIndex client; std::string path; int status; };
+struct Send { Instant t; ClientIndex client; Text path; };
+struct Answer { Instant t; ClientIndex client; Text path; int status; };
 struct PeerClosed { Instant t; ClientIndex client; };
 // Bytes the client received that do not frame as an answer by its group's framing: from the
 // first byte that cannot be framed, or those of an answer still incomplete at the run's end
 // while requests wait. The first AnswerStream::unframed_kept of them.
-struct Unframed { Instant t; ClientIndex client; std::string bytes; };
+struct Unframed { Instant t; ClientIndex client; Text bytes; };
 // A choice point's decision (model/choice.hpp): `kind`, one of `options`, `pick` taken.
 struct Choice { Instant t; std::uint8_t kind; std::uint32_t options; std::uint32_t pick; };
 // A fault landing: the descriptor limit changed, or a client reset its connection.
@@ -66,7 +75,7 @@ struct Rlimit { Instant t; std::int64_t value; };
 struct Reset { Instant t; ClientIndex client; };
 // R7: a foreign thread posted (poster names its [[posters]] entry); the post's callback began
 // running on a loop; a loop drained posts.
-struct Post { Instant t; std::int64_t id; std::string poster; };
+struct Post { Instant t; std::int64_t id; Text poster; };
 struct PostRun { Instant t; int worker; std::int64_t id; };
 struct Drain { Instant t; int worker; DrainPoint point; int count; };
 // R9: the handle table was full: a connection refused (reset), or accepting held back.
@@ -84,7 +93,7 @@ struct Handoff { Instant t; int worker; int to; ClientIndex client; };
 struct ProcessExit { Instant t; int status; int signal = 0; };
 // A child a target started (fork, system, popen, posix_spawn) ran to its end as `call` returned
 // (posix/processes.cpp): it exited with `status`, or `signal` ended it (`status` 128 + it).
-struct Child { Instant t; int worker; int status; int signal = 0; std::string call; };
+struct Child { Instant t; int worker; int status; int signal = 0; Text call; };
 // A target's thread ran sim::spin_slice of its own CPU time without a call, and gave way for
 // sim::spin_cost of virtual time (a spin on a lock another thread holds).
 struct GaveWay { Instant t; int worker; };
@@ -121,6 +130,9 @@ using TraceEvent =
                  ev::Backpressure, ev::ShutdownBegin, ev::ListenerClosed, ev::LoopExit,
                  ev::Handoff, ev::ProcessExit, ev::Lasso, ev::RunEnd, ev::ShutdownAsked, ev::Unframed,
                  ev::Child, ev::GaveWay, ev::Read, ev::Wrote, ev::Left>;
+
+// Every kind within 40 bytes (Text and FdList keep strings and lists small): an event costs 48.
+static_assert(sizeof(TraceEvent) == 48);
 
 // Which kinds of event a run records: bit i stands for TraceEvent's alternative i. A run at
 // --trace-level verdicts keeps only what the properties it judges read (checker::events_needed).

@@ -58,10 +58,10 @@ class Writer {
  private:
   template <class T>
   void put(const T& value) {
-    if constexpr (std::is_same_v<T, std::string>) {
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Text>) {
       put(std::uint32_t(value.size()));
-      bytes.append(value);
-    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+      bytes.append(std::string_view(value));
+    } else if constexpr (std::is_same_v<T, FdList>) {
       put(std::uint32_t(value.size()));
       for (int v : value) put(v);
     } else if constexpr (std::is_same_v<T, Instant>) {
@@ -93,18 +93,22 @@ class Reader {
   }
   template <class T>
   void get(T& value) {
-    if constexpr (std::is_same_v<T, std::string>) {
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Text>) {
       std::uint32_t n = 0;
       get(n);
       need(n);
-      value.assign(bytes_.data() + at_, n);
+      value = T(bytes_.substr(at_, n));
       at_ += n;
-    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    } else if constexpr (std::is_same_v<T, FdList>) {
       std::uint32_t n = 0;
       get(n);
       need(std::size_t(n) * sizeof(int));
-      value.resize(n);
-      for (int& v : value) get(v);
+      value.clear();
+      for (std::uint32_t i = 0; i < n; ++i) {
+        int v = 0;
+        get(v);
+        value.push_back(v);
+      }
     } else if constexpr (std::is_same_v<T, Instant>) {
       std::int64_t ns = 0;
       get(ns);

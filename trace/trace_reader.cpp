@@ -230,7 +230,7 @@ std::optional<sim::TraceEvent> loop_event(const std::string& kind, const ParsedL
     if (l.integer("count") != std::int64_t(e.fds.size())) {
       l.fail("\"count\" differs from the number of \"fds\"", ParsedLine::schema_hint, "count");
     }
-    if (l.has("work")) e.work = l.integer("work");
+    if (l.has("work")) e.work = l.small("work");
     return e;
   }
   if (kind == "accept") {
