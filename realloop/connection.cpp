@@ -24,7 +24,6 @@ bool head_complete(std::string_view input) {
 }
 }  // namespace
 
-int Loop::fd_of(const Connection& c) const { return int(&c - connections_.data()); }
 
 Loop::Connection* Loop::connection(int fd) {
   if (fd < 0 || std::size_t(fd) >= connections_.size()) return nullptr;
@@ -85,7 +84,7 @@ void Loop::serve(int fd) {
   Connection* c = connection(fd);
   LOOPSIM_ASSERT(c != nullptr);
   for (;;) {
-    Input input = read_input(*c);
+    Input input = read_input(fd, *c);
     if (input == Input::reset) {
       close_connection(fd);
       return;
@@ -110,7 +109,7 @@ void Loop::serve(int fd) {
 // until max_input is buffered (Input::full: the caller must come back for the rest); or, R14,
 // until a read comes back short: the buffer is empty, and what comes next is a new edge, unless
 // an event said the peer hung up, whose end of stream no edge will announce again.
-Loop::Input Loop::read_input(Connection& c) {
+Loop::Input Loop::read_input(int fd, Connection& c) {
   char buffer[read_chunk];
   c.input_full = false;
   for (;;) {
@@ -122,7 +121,7 @@ Loop::Input Loop::read_input(Connection& c) {
         return Input::full;
       }
     }
-    std::int64_t n = kernel_.read(fd_of(c), std::span(buffer, want));
+    std::int64_t n = kernel_.read(fd, std::span(buffer, want));
     if (n == -EAGAIN) return Input::open;
     if (n == 0) return Input::ended;
     if (n < 0) return Input::reset;

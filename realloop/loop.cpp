@@ -251,7 +251,7 @@ std::optional<Duration> Loop::wait_timeout() {
   }
   // R12 and R5: the next deadline, whether a connection's or the drain's.
   std::optional<Instant> next;
-  if (!timers_.empty()) next = Instant(Duration(timers_.begin()->first));
+  if (!timers_.empty()) next = *connections_[std::size_t(timers_.front())].timer_at;
   if (shutting_down_ && config_.drain_timeout.count() > 0) {
     const Instant drain_end = *drain_until_;
     next = std::min(next.value_or(drain_end), drain_end);

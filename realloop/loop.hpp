@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/paged.hpp"
 #include "realloop/atomic_instant.hpp"
 #include "realloop/config.hpp"
 #include "realloop/http.hpp"
@@ -177,13 +178,14 @@ class Loop {
     bool hangup_told = false;
     // R15: registered with the poller. Not yet while its eager read is served.
     bool watched = false;
+    std::uint32_t timer_slot = 0;  // with timer_at: its place in timers_
     std::uint64_t generation = 0;  // bumped at every close: tells reuses of a descriptor apart
     std::string input;
     Output output;
     // R12: when each phase in progress times out (its start plus its timeout; none: not in it),
     // and the deadline this connection's entry in timers_ was filed under (none: no entry). The
-    // digest skips timer_at: where the entry is filed is bookkeeping; the phases' deadlines
-    // say when the connection times out.
+    // digest skips timer_at and timer_slot: where the entry is filed is bookkeeping; the
+    // phases' deadlines say when the connection times out.
     MaybeInstant head_until;   // from a request's first byte, or the admission
     MaybeInstant body_until;   // from its head's end
     MaybeInstant idle_until;   // from the last answer written, nothing since
@@ -195,7 +197,8 @@ class Loop {
         state::f::value<&Connection::in_pool>, state::f::value<&Connection::answered>,
         state::f::value<&Connection::input_full>, state::f::value<&Connection::peer_ended>,
         state::f::value<&Connection::continue_sent>, state::f::value<&Connection::hangup_told>,
-        state::f::value<&Connection::watched>, state::f::value<&Connection::generation>,
+        state::f::value<&Connection::watched>, state::f::skip<&Connection::timer_slot>,
+        state::f::value<&Connection::generation>,
         state::f::value<&Connection::input>, state::f::value<&Connection::output>,
         state::f::deadline<&Connection::head_until>, state::f::deadline<&Connection::body_until>,
         state::f::deadline<&Connection::idle_until>, state::f::deadline<&Connection::write_until>,
@@ -231,7 +234,7 @@ class Loop {
   int watch(int fd, std::uint32_t interest);
   // connection.cpp: serving (R8, R11)
   void serve(int fd);
-  Input read_input(Connection& connection);
+  Input read_input(int fd, Connection& connection);
   bool answer_requests(int fd, Connection& connection);
   void answer_and_flush(int fd, Connection& connection);
   bool serve_parsed(int fd, Connection& connection, std::size_t& consumed);
@@ -258,7 +261,12 @@ class Loop {
   void expire_timers();
   void expire(int fd, Connection& connection, Timeout why);
   void expire_drain();
-  int fd_of(const Connection& connection) const;
+  // timers_ as a heap: whether a's entry comes before b's, and the moves that keep its order.
+  bool timer_before(int a, int b) const;
+  void timer_place(std::size_t slot, int fd);
+  void timer_up(std::size_t slot);
+  void timer_down(std::size_t slot);
+  void timer_take(std::size_t slot);
 
   Kernel& kernel_;
   LoopConfig config_;
@@ -316,16 +324,18 @@ class Loop {
   std::atomic<std::int64_t> load_{0};
   std::size_t handle_capacity_ = 0;  // R9, in connections (two handles each); 0: unbounded
   std::uint64_t inverted_accepts_ = 0;
-  std::vector<Connection> connections_;  // indexed by descriptor
+  base::Paged<Connection> connections_;  // indexed by descriptor
   std::deque<int> owed_turns_;           // R8: connections with complete requests left
   std::vector<PollEvent> events_;
   // One past the highest descriptor this loop has watched: its poller's interest set holds at
   // most this many, and so does a wait's answer. A wait's room is no larger (run_pass), so a
   // search's snapshots of the loop do not carry max_events of unused room.
   std::size_t watch_span_ = 0;
-  // R12: at most one entry per connection, (deadline, descriptor), earliest first. Filed
+  // R12: at most one entry per connection, by (deadline, descriptor), earliest first. Filed
   // lazily: an entry may be earlier than the connection's deadline now; it is then filed again.
-  std::set<std::pair<std::int64_t, int>> timers_;
+  // A binary heap of descriptors, each connection's timer_at its key and timer_slot its place:
+  // four bytes a connection, where a std::set's node took 48.
+  std::vector<int> timers_;
   std::optional<Instant> drain_until_;  // R5: when the shutdown's drain_timeout runs out (none: no shutdown yet)
   int drain_resets_ = 0;   // R5: connections reset because the drain ran out of time
   // R5: the end of the drain's grace, before which nothing quiet closes, and when the drain

@@ -37,24 +37,73 @@ void Loop::arm_timer(int fd, Connection& c) {
   if (!deadline) return;  // a stale entry, if any, is dropped when it comes due
   if (c.timer_at && *c.timer_at <= deadline->at && deadline->at - *c.timer_at <= refile_slack) return;
   drop_timer(fd, c);
-  timers_.emplace(deadline->at.time_since_epoch().count(), fd);
   c.timer_at = deadline->at;
+  timers_.push_back(fd);
+  timer_place(timers_.size() - 1, fd);
+  timer_up(timers_.size() - 1);
 }
 
 void Loop::drop_timer(int fd, Connection& c) {
   if (!c.timer_at) return;
-  std::size_t erased = timers_.erase({c.timer_at->time_since_epoch().count(), fd});
-  LOOPSIM_ASSERT_OP(erased, ==, 1u);
+  LOOPSIM_ASSERT(c.timer_slot < timers_.size() && timers_[c.timer_slot] == fd);
+  timer_take(c.timer_slot);
   c.timer_at.reset();
+}
+
+// The heap's order is (deadline, descriptor): a total order, so the entries come due in the
+// order a sorted set of the pairs would give them.
+bool Loop::timer_before(int a, int b) const {
+  const Instant at_a = *connections_[std::size_t(a)].timer_at;
+  const Instant at_b = *connections_[std::size_t(b)].timer_at;
+  return at_a != at_b ? at_a < at_b : a < b;
+}
+
+void Loop::timer_place(std::size_t slot, int fd) {
+  timers_[slot] = fd;
+  connections_[std::size_t(fd)].timer_slot = std::uint32_t(slot);
+}
+
+void Loop::timer_up(std::size_t slot) {
+  const int fd = timers_[slot];
+  while (slot > 0) {
+    const std::size_t parent = (slot - 1) / 2;
+    if (!timer_before(fd, timers_[parent])) break;
+    timer_place(slot, timers_[parent]);
+    slot = parent;
+  }
+  timer_place(slot, fd);
+}
+
+void Loop::timer_down(std::size_t slot) {
+  const int fd = timers_[slot];
+  for (;;) {
+    std::size_t child = 2 * slot + 1;
+    if (child >= timers_.size()) break;
+    if (child + 1 < timers_.size() && timer_before(timers_[child + 1], timers_[child])) ++child;
+    if (!timer_before(timers_[child], fd)) break;
+    timer_place(slot, timers_[child]);
+    slot = child;
+  }
+  timer_place(slot, fd);
+}
+
+// Takes the entry at `slot` out: the last entry fills its place and moves up or down.
+void Loop::timer_take(std::size_t slot) {
+  const int last = timers_.back();
+  timers_.pop_back();
+  if (slot == timers_.size()) return;
+  timer_place(slot, last);
+  timer_up(slot);
+  timer_down(connections_[std::size_t(last)].timer_slot);
 }
 
 void Loop::expire_timers() {
   const Instant now = kernel_.now();
-  while (!timers_.empty() && timers_.begin()->first <= now.time_since_epoch().count()) {
-    const int fd = timers_.begin()->second;
-    timers_.erase(timers_.begin());
+  while (!timers_.empty() && *connections_[std::size_t(timers_.front())].timer_at <= now) {
+    const int fd = timers_.front();
     Connection* c = connection(fd);
     LOOPSIM_ASSERT(c != nullptr);  // a close drops the connection's entry
+    timer_take(0);
     c->timer_at.reset();
     auto deadline = deadline_of(*c);
     if (!deadline) continue;
