@@ -16,34 +16,42 @@
 
 namespace loopsim::sim {
 
+// What PathQueue keeps once something is sent: the paths, and the first not answered.
+struct SentPaths {
+  std::vector<std::string> items;
+  std::size_t head = 0;
+  static constexpr auto state_fields =
+      state::fields(state::f::value<&SentPaths::items>, state::f::value<&SentPaths::head>);
+};
+
 // The paths a client sent and has no answer to yet, oldest first. A vector and the index of its
 // head, compacted once everything is answered (or the answered part is most of it): a std::deque
 // would allocate 576 bytes for every client, even one that never sends.
 class PathQueue {
  public:
-  void push(const std::string& path) { items_.push_back(path); }
-  bool empty() const { return head_ == items_.size(); }
+  void push(const std::string& path) { sent_.get([] { return SentPaths{}; }).items.push_back(path); }
+  bool empty() const { return !sent_ || sent_->head == sent_->items.size(); }
   // The oldest, taken off ("?" when there is none: an answer to nothing asked).
   std::string pop() {
     if (empty()) return "?";
-    std::string path = std::move(items_[head_++]);
+    SentPaths& q = sent_.get([] { return SentPaths{}; });
+    std::string path = std::move(q.items[q.head++]);
     if (empty()) {
-      items_.clear();
-      head_ = 0;
-    } else if (head_ >= 32 && head_ * 2 >= items_.size()) {
-      items_.erase(items_.begin(), items_.begin() + std::ptrdiff_t(head_));
-      head_ = 0;
+      q.items.clear();
+      q.head = 0;
+    } else if (q.head >= 32 && q.head * 2 >= q.items.size()) {
+      q.items.erase(q.items.begin(), q.items.begin() + std::ptrdiff_t(q.head));
+      q.head = 0;
     }
     return path;
   }
 
  private:
-  std::vector<std::string> items_;
-  std::size_t head_ = 0;
+  // Made at the first send: an idle client, one of a million held, keeps a pointer.
+  state::Lazy<SentPaths> sent_;
 
  public:
-  static constexpr auto state_fields = state::fields(
-      state::f::value<&PathQueue::items_>, state::f::value<&PathQueue::head_>);
+  static constexpr auto state_fields = state::fields(state::f::value<&PathQueue::sent_>);
   friend struct state::Access;
 };
 
