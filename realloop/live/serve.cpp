@@ -32,9 +32,32 @@ std::atomic<LinuxKernel*> kernel_target{nullptr};  // a second signal ends handl
 static_assert(std::atomic<Loop*>::is_always_lock_free, "read from a signal handler");
 static_assert(std::atomic<int>::is_always_lock_free, "changed in a signal handler");
 
+// How many handlers are between loading a target and their last write to it. A handler runs
+// on whichever thread the signal picks, so clearing the targets is not enough: one that loaded
+// a loop (or the reload pipe) just before may still be writing to its eventfd. Whoever clears
+// the targets waits for this to reach 0 before the loops, the kernel or the pipe go away;
+// otherwise that write could land on a descriptor closed, or reused, by then.
+std::atomic<int> handlers_inside{0};
+
+class HandlerInside {
+ public:
+  HandlerInside() { handlers_inside.fetch_add(1); }
+  ~HandlerInside() { handlers_inside.fetch_sub(1); }
+  HandlerInside(const HandlerInside&) = delete;
+  HandlerInside& operator=(const HandlerInside&) = delete;
+};
+
+// Called after the targets are cleared (sequentially consistent stores): a handler that enters
+// after this sees them cleared, and one inside is waited for. Never called from a handler, so
+// the handler it waits for runs on another thread and ends.
+void wait_for_handlers() {
+  while (handlers_inside.load() != 0) std::this_thread::yield();
+}
+
 extern "C" void on_stop_signal(int) {
   // The first signal begins the drain, a second stops at once. Loop::shutdown and Loop::stop
   // are an atomic store and an eventfd write: async-signal-safe.
+  const HandlerInside inside;
   const bool first = signals_seen.fetch_add(1) == 0;
   if (LinuxKernel* kernel = kernel_target.load(); kernel != nullptr && !first) kernel->cancel_spending();
   for (auto& target : targets) {
@@ -51,6 +74,7 @@ std::atomic<int> reload_pipe{-1};
 static_assert(std::atomic<int>::is_always_lock_free, "read from a signal handler");
 
 extern "C" void on_reload_signal(int) {
+  const HandlerInside inside;
   const int saved = errno;
   const char byte = 'h';
   if (int fd = reload_pipe.load(); fd >= 0) [[maybe_unused]] auto n = ::write(fd, &byte, 1);  // async-signal-safe
@@ -90,6 +114,7 @@ class StopSignals {
     }
     for (auto& target : targets) target.store(nullptr);
     kernel_target.store(nullptr);
+    wait_for_handlers();
   }
 
  private:
@@ -125,6 +150,7 @@ class Reloader {
       ::sigaction(SIGHUP, &previous_, nullptr);
     }
     reload_pipe.store(-1);
+    wait_for_handlers();
     const char end = 'x';
     [[maybe_unused]] auto n = ::write(write_, &end, 1);
     thread_.join();
