@@ -44,8 +44,19 @@ namespace {
 
 // The waits below go through the engine only when they must: an object taken at the first try
 // costs no switch.
-long wait_for(const char* call, const void* object, std::optional<Instant> deadline) {
-  return engine_call(call, [&] { return current->wait_on(object, deadline); });
+//
+// A signal for the waiting thread cuts its wait short, and its handlers run here, on the
+// thread, during the wait, as Linux runs them where glibc waits on a futex. Then the caller
+// looks at the object again and waits on (a lock, a barrier, a condition variable: glibc waits
+// again after its futex wait fails EINTR), as if woken for nothing: 0. A semaphore's wait
+// (`fails`) is Linux's FUTEX_WAIT, restarted only where every handler asked SA_RESTART, and
+// otherwise failing EINTR (sem_wait(3)): -EINTR.
+long wait_for(const char* call, const void* object, std::optional<Instant> deadline, bool fails = false) {
+  const long rc = engine_call(call, [&] { return current->wait_on(object, deadline, true); });
+  if (rc != -EINTR) return rc;
+  const bool restarts = current->restarts();
+  current->deliver_signals();
+  return fails && !restarts ? -EINTR : 0;
 }
 
 // After a release (an unlock, a post): wakes whoever waits on `object`, and offers a switch.
@@ -59,12 +70,15 @@ void released(const char* call, const void* object) {
 }
 
 // A lock taken by trying: `attempt` returns 0, EBUSY (held: wait for a release) or an error.
+// `fails`: a signal's handler may end the wait, EINTR (wait_for).
 template <typename Try>
-int acquire(const char* call, const void* object, std::optional<Instant> deadline, Try attempt) {
+int acquire(const char* call, const void* object, std::optional<Instant> deadline, Try attempt, bool fails = false) {
   for (;;) {
     int rc = attempt();
     if (rc != EBUSY) return rc;
-    if (wait_for(call, object, deadline) == -ETIMEDOUT) {
+    const long waited = wait_for(call, object, deadline, fails);
+    if (waited == -EINTR) return EINTR;
+    if (waited == -ETIMEDOUT) {
       LOOPSIM_ASSERT(deadline.has_value());  // only a wait with a deadline times out
       rc = attempt();
       return rc == EBUSY ? ETIMEDOUT : rc;
@@ -114,11 +128,16 @@ clockid_t clock_of(const pthread_cond_t* c) {
 int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::optional<Instant> deadline) {
   int rc = unlock_mutex(m);
   if (rc != 0) return rc;
-  // Released and waiting in one step of the engine: no signal can fall between the two.
+  // Released and waiting in one step of the engine: no signal can fall between the two. A
+  // signal's handlers run during the wait, which then goes on (wait_for).
   long waited = engine_call(call, [&] {
     current->wake_on(m, INT_MAX);
-    return current->wait_on(c, deadline);
+    return current->wait_on(c, deadline, true);
   });
+  while (waited == -EINTR) {
+    current->deliver_signals();
+    waited = engine_call(call, [&] { return current->wait_on(c, deadline, true); });
+  }
   // Woken, or timed out where a deadline was set: a condition variable's wait knows no other end.
   LOOPSIM_ASSERT(waited == 0 || (waited == -ETIMEDOUT && deadline.has_value()));
   rc = lock_mutex(call, m, wait_forever);
@@ -129,10 +148,13 @@ int cond_wait(const char* call, pthread_cond_t* c, pthread_mutex_t* m, std::opti
 // sem_* report errors through errno; a wait that succeeds leaves errno as it found it.
 int sem_acquire(const char* call, sem_t* s, std::optional<Instant> deadline) {
   const int saved = errno;
-  int rc = acquire(call, s, deadline, [&] {
-    if (LOOPSIM_REAL(sem_trywait)(s) == 0) return 0;
-    return errno == EAGAIN ? EBUSY : errno;
-  });
+  int rc = acquire(
+      call, s, deadline,
+      [&] {
+        if (LOOPSIM_REAL(sem_trywait)(s) == 0) return 0;
+        return errno == EAGAIN ? EBUSY : errno;
+      },
+      true);
   if (rc == 0) {
     errno = saved;
     return 0;
@@ -171,7 +193,14 @@ SEAM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attribut
 
 SEAM_EXPORT int pthread_join(pthread_t thread, void** value) {
   if (making()) {
-    if (TargetThread* t = current->thread_of(thread)) return int(engine_call(__func__, [&] { return current->join(*t, value); }));
+    if (TargetThread* t = current->thread_of(thread)) {
+      // A signal for the joining thread runs its handlers during the wait, which goes on.
+      for (;;) {
+        const long rc = engine_call(__func__, [&] { return current->join(*t, value); });
+        if (rc != -EINTR) return int(rc);
+        current->deliver_signals();
+      }
+    }
   }
   return LOOPSIM_REAL(pthread_join)(thread, value);
 }
@@ -720,6 +749,11 @@ int to_self(int signal, bool to_process) {
 SEAM_EXPORT int raise(int signal) noexcept {
   if (making() && loopsim::posix::Seam::simulated_signal(signal)) return to_self(signal, false);
   return LOOPSIM_REAL(raise)(signal);
+}
+
+SEAM_EXPORT int pthread_kill(pthread_t thread, int signal) noexcept {
+  if (making() && loopsim::posix::Seam::simulated_signal(signal) && current->kill_thread(thread, signal)) return 0;
+  return LOOPSIM_REAL(pthread_kill)(thread, signal);
 }
 
 SEAM_EXPORT int kill(pid_t pid, int signal) noexcept {

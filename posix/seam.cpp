@@ -79,6 +79,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   if (anchor_ < 0) refuse("open", -1, "the seam could not open its placeholder (\"/\" with O_PATH)");
   current = this;
   set_engine_thread();
+  main_os_ = ::pthread_self();
   install_preemption();
   thread_ = scheduler.spawn("target", [this] {
     main_running(true);
@@ -117,11 +118,7 @@ bool Seam::in_target() const {
 
 Seam::PerThread& Seam::here() { return const_cast<PerThread&>(std::as_const(*this).here()); }
 
-const Seam::PerThread& Seam::here() const {
-  const auto i = std::size_t(scheduler_->current() + 1);
-  if (i >= per_thread_.size()) per_thread_.resize(i + 1);
-  return per_thread_[i];
-}
+const Seam::PerThread& Seam::here() const { return of(scheduler_->current()); }
 
 Seam::PerThread& Seam::of(model::ThreadId thread) const {
   const auto i = std::size_t(thread + 1);

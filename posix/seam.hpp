@@ -246,8 +246,8 @@ class Seam final : public sim::ForeignServer {
   long join(TargetThread& thread, void** value);
   // The running simulated thread waits on `address` (a mutex's, a condition's, a futex word's)
   // until woken or `deadline` (none: until woken): 0, or -ETIMEDOUT. An `interruptible` wait
-  // (a futex's) of main()'s also ends at a signal the seam would deliver: -EINTR, as Linux's
-  // FUTEX_WAIT (a mutex's or a join's is not: Linux goes on waiting after the handler).
+  // (a futex's, a lock's) also ends at a signal for the thread: -EINTR, as Linux's FUTEX_WAIT
+  // (a lock's or a join's interposer runs the handlers and waits again, as glibc does).
   long wait_on(const void* address, std::optional<Instant> deadline, bool interruptible = false);
   // Wakes up to `most` of the threads waiting on `address`, first come first woken; how many.
   int wake_on(const void* address, int most);
@@ -276,14 +276,19 @@ class Seam final : public sim::ForeignServer {
   // returns EINTR (SimKernel::interrupt); otherwise it learns of it at its next call's return.
   void signal(int signal) override;
   bool signals_pending() const { return deliverable() != 0; }
-  // raise() (`to_process` false), or kill() of its own process, from the program: it comes for
-  // the process, and the caller takes it now where it should (Seam::raise_signal).
+  // raise() (`to_process` false: the caller's alone), or kill() of its own process (it comes for
+  // the process), from the program; the caller takes it now where it should (Seam::raise_signal).
   void raise_signal(int signal, bool to_process);
+  // pthread_kill(3) to one of the program's threads (main() or one it started): pending for that
+  // thread alone, taken where its mask lets it go, cutting its wait short as post_signal does.
+  // False where `thread` is none of them, for libc to send.
+  bool kill_thread(pthread_t thread, int signal);
   // On a thread of the program's, as a call returns to it (on its own OS thread): runs what came
   // that the thread does not block, as Linux does on the way back to user space: the handler,
   // nothing if ignored, or the default action (these signals' is to end the process, status
   // 128 + the signal's number).
   void deliver_signals();
+  bool restarts() const;  // every signal the thread may take asked SA_RESTART (or is ignored)
   // A thread changed its signal mask (sigprocmask, pthread_sigmask), to `now_blocked`: the seam
   // keeps the part of it that covers its signals. On main() it delivers what the change
   // unblocked; another thread's interposer does, as the call returns to it.
@@ -310,8 +315,8 @@ class Seam final : public sim::ForeignServer {
   // signalfd(2): a descriptor readable while a signal of `mask` is pending, whose read takes
   // them (struct signalfd_siginfo each). `fd` -1 makes one; a signalfd's own number sets its mask.
   long signalfd(int fd, const sigset_t& mask, int flags);
-  // sigpending(2)'s part for the seam's signals: those pending that main() blocks, or that
-  // wait for main() to return from a call.
+  // sigpending(2)'s part for the seam's signals: those pending for the process (that main()
+  // blocks, or that wait for main() to return from a call), and the calling thread's own.
   void add_pending(sigset_t& into) const;
 
   // getrandom(2) and getentropy(3): bytes of a stream seeded by the scenario's seed, so that a
@@ -419,9 +424,10 @@ class Seam final : public sim::ForeignServer {
   void known_as(int sim, int fd);  // the program's descriptor for SimKernel's `sim`
   // false: a signal interrupted the wait, and the call fails EINTR.
   bool block_until(int sim, std::uint32_t ready);
-  bool restarts() const;  // every pending signal's handler asked SA_RESTART (or is ignored)
   // Pending signals the running thread does not block, and so would be delivered now.
-  std::uint64_t deliverable() const { return pending_signals_ & ~here().blocked; }
+  std::uint64_t deliverable() const { return pending_here() & ~here().blocked; }
+  // What the running thread may take: its own pending signals and the process's.
+  std::uint64_t pending_here() const { return pending_signals_ | here().pending; }
   std::uint64_t& mask_of(model::ThreadId thread) const;  // the thread's mask of the seam's signals
   bool ignored(int signal) const;
   struct sigaction sigaction_of(int signal) const;  // what the program asked, or SIG_DFL
@@ -446,6 +452,9 @@ class Seam final : public sim::ForeignServer {
     bool restart = false;  // take_restart
     std::uint64_t passes = 0;
     std::uint64_t blocked = 0;  // its signal mask, for the seam's signals
+    // Signals sent to this thread alone (raise, a tgkill of its own), pending while its mask
+    // blocks them: Linux's task pending set, which no other thread takes or sees.
+    std::uint64_t pending = 0;
     std::optional<std::uint64_t> suspended;  // its own mask, while its handlers run under sigsuspend's
     // The futex word it waits on, in FUTEX_WAIT (a wait a signal cuts short), and whether
     // post_signal cut it short (took it off the word's queue).
@@ -480,6 +489,7 @@ class Seam final : public sim::ForeignServer {
   sim::Trace* trace_ = nullptr;
   const sim::Clients* clients_ = nullptr;
   model::ThreadId thread_ = model::no_thread;
+  pthread_t main_os_{};  // main()'s OS thread: the engine's, which runs its fiber
   int anchor_ = -1;   // the real descriptor placeholders are copied from
   mutable std::vector<PerThread> per_thread_;  // by ThreadId + 1
   std::vector<std::unique_ptr<TargetThread>> threads_;  // in the order they were started

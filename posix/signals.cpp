@@ -33,8 +33,12 @@ long Seam::sigaction(int signal, const struct sigaction* action, struct sigactio
   auto it = actions_.find(signal);
   if (old != nullptr) *old = it != actions_.end() ? it->second : none;
   if (action != nullptr) actions_[signal] = *action;
-  // Linux: setting SIG_IGN discards what is pending of the signal, blocked or not.
-  if (action != nullptr && ignored(signal)) pending_signals_ &= ~bit(signal);
+  // Linux: setting SIG_IGN discards what is pending of the signal, blocked or not, the
+  // process's and every thread's.
+  if (action != nullptr && ignored(signal)) {
+    pending_signals_ &= ~bit(signal);
+    for (PerThread& t : per_thread_) t.pending &= ~bit(signal);
+  }
   signals_changed();
   return 0;
 }
@@ -89,18 +93,51 @@ void Seam::signal(int signal) {
   post_signal(signal);
 }
 
-// It comes for the process, as a scenario's signal does. raise() is the caller's, which takes it
-// before the call returns where its mask lets it go; kill() of the process is main()'s, unless
-// main() blocks it: then the caller, running, may take it, as Linux's complete_signal lets it.
-// (Linux keeps a raise() the caller blocks pending for that thread alone; here it is the
-// process's.)
+// raise() is the caller's alone, as Linux's tgkill makes it: taken before the call returns where
+// its mask lets it go, and otherwise pending for that thread, which no other takes (an ignored
+// one it does not block is dropped, as post_signal drops the process's). kill() of the process
+// comes for the process, as a scenario's signal does: main()'s, unless main() blocks it; then
+// the caller, running, may take it, as Linux's complete_signal lets it.
 void Seam::raise_signal(int signal, bool to_process) {
   bool mine = true;
   on_engine([&] {
+    if (!to_process) {
+      PerThread& t = here();
+      if ((t.blocked & bit(signal)) != 0 || !ignored(signal)) t.pending |= bit(signal);
+      signals_changed();
+      return;
+    }
     post_signal(signal);
-    mine = !to_process || scheduler_->current() == thread_ || (mask_of(thread_) & bit(signal)) != 0;
+    mine = scheduler_->current() == thread_ || (mask_of(thread_) & bit(signal)) != 0;
   });
   if (mine) deliver_signals();
+}
+
+bool Seam::kill_thread(pthread_t os, int signal) {
+  model::ThreadId to = model::no_thread;
+  bool finished = false;
+  if (::pthread_equal(os, main_os_) != 0) {
+    to = thread_;
+  } else if (TargetThread* t = thread_of(os)) {
+    to = t->fiber;
+    finished = t->finished;
+  }
+  if (to == model::no_thread) return false;
+  if (finished) return true;  // glibc: a thread that ended, not yet joined, takes nothing, and 0
+  if (to == scheduler_->current()) {
+    raise_signal(signal, false);
+    return true;
+  }
+  on_engine([&] {
+    PerThread& t = of(to);
+    const bool blocked = (t.blocked & bit(signal)) != 0;
+    if (!blocked && ignored(signal)) return;
+    t.pending |= bit(signal);
+    signals_changed();
+    if (!blocked) interrupt(to);
+    if (auto it = awaiting_.find(to); it != awaiting_.end() && (it->second & bit(signal)) != 0) kernel_->interrupt(to);
+  });
+  return true;
 }
 
 // The shutdown began when the scenario's signal reached the program, once for each one it sent:
@@ -112,11 +149,13 @@ void Seam::shutdown_begins(int signal) {
 }
 
 // The lowest pending signal of `among` (which has one) leaves the pending set, and the
-// signalfds say so.
+// signalfds say so. The running thread's own come first, then the process's, as Linux's
+// dequeue_signal takes them.
 int Seam::take_signal(std::uint64_t among) {
-  LOOPSIM_ASSERT((pending_signals_ & among) != 0);  // __builtin_ctzll of 0 is undefined
-  const int signal = __builtin_ctzll(pending_signals_ & among);
-  pending_signals_ &= ~bit(signal);
+  LOOPSIM_ASSERT((pending_here() & among) != 0);  // __builtin_ctzll of 0 is undefined
+  std::uint64_t& from = (here().pending & among) != 0 ? here().pending : pending_signals_;
+  const int signal = __builtin_ctzll(from & among);
+  from &= ~bit(signal);
   signals_changed();
   return signal;
 }
@@ -249,7 +288,7 @@ void Seam::end_suspend() {
 
 void Seam::add_pending(sigset_t& into) const {
   for (int signal = 1; signal < 64; ++signal) {
-    if ((pending_signals_ & bit(signal)) != 0) sigaddset(&into, signal);
+    if ((pending_here() & bit(signal)) != 0) sigaddset(&into, signal);
   }
 }
 
@@ -263,7 +302,7 @@ long Seam::wait_signal(const char* call, const sigset_t& set, std::optional<Dura
   std::uint64_t& awaited = awaiting_[me];
   awaited = simulated_bits(set);
   for (;;) {
-    if ((pending_signals_ & awaited) != 0) {
+    if ((pending_here() & awaited) != 0) {
       const int signal = take_signal(awaited);
       awaiting_.erase(me);
       shutdown_begins(signal);
@@ -331,6 +370,9 @@ long Seam::signalfd(int fd, const sigset_t& mask, int flags) {
 }
 
 // Only where a signalfd's readiness changes: the kernel calls are the seam's, not the program's.
+// Readiness is the process's pending signals: a signal one thread raised for itself, blocked,
+// does not make the descriptor ready (Linux's signalfd_poll looks at the poller's own too); a
+// read by that thread still takes it.
 void Seam::signals_changed() {
   for (Fd& f : fds_) {
     if (f.kind != Kind::signalfd) continue;
@@ -349,7 +391,7 @@ long Seam::read_signals(Fd& f, void* into, std::size_t size) {
   if (size < sizeof(signalfd_siginfo)) return -EINVAL;
   std::size_t done = 0;
   while (done + sizeof(signalfd_siginfo) <= size) {
-    if ((pending_signals_ & f.counter) == 0) break;
+    if ((pending_here() & f.counter) == 0) break;  // the reader's own too, as Linux's signalfd_read
     const int signal = take_signal(f.counter);
     shutdown_begins(signal);
     signalfd_siginfo info;

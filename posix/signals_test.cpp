@@ -93,6 +93,37 @@ TEST_CASE("seam: a signal main() blocks goes to a thread that does not, which ru
   CHECK(result.stats.accepted == 1);
 }
 
+TEST_CASE("seam: a raise the calling thread blocks waits for that thread alone, unseen by main(), as on Linux") {
+  const auto [native, simulated, result] = both_ways("raise-thread");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "the worker raised USR1, blocked: pending 1, handlers run on it 0\n"
+                  "main: its sleep 0, USR1 pending 0, handlers run on it 0\n"
+                  "the worker let it go: handlers run on it 1\nmain: the worker joined, handlers run on it 0\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: a signal for a thread waiting on a lock runs its handler during the wait, and a semaphore's wait fails EINTR without SA_RESTART, as on Linux") {
+  const auto [native, simulated, result] = both_ways("lock-signal");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "main: holding the lock, handlers run on the worker 1\nthe worker's lock 0, handlers run on it 1\n"
+                  "the worker's sem_wait -1 EINTR, handlers run on it 2\n"
+                  "main: the worker waits on, handlers run on it 3\nthe worker's sem_wait again 0, handlers run on it 3\n"
+                  "main: handlers run on it 0\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
+TEST_CASE("seam: pthread_kill's signal is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
+  const auto [native, simulated, result] = both_ways("thread-kill");
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
+                  "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"
+                  "the worker let it go: handlers run on it 2\nmain: the worker joined, handlers run on it 1\n");
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
+
 TEST_CASE("seam: a signal for a thread asleep, or waiting on a futex, off main() cuts the wait short there, as on Linux") {
   const auto [native, simulated, result] = both_ways("mask-thread-waits");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);

@@ -330,7 +330,11 @@ TargetThread* Seam::thread_of(pthread_t thread) {
 long Seam::join(TargetThread& t, void** value) {
   if (t.detached || t.joined) return EINVAL;
   if (t.fiber == scheduler_->current()) return EDEADLK;
-  while (!t.gone) wait_on(&t, wait_forever);
+  // Interruptible, as glibc's wait on the thread's futex: the interposer runs the handlers and
+  // joins again.
+  while (!t.gone) {
+    if (wait_on(&t, wait_forever, true) == -EINTR) return -EINTR;
+  }
   t.joined = true;
   if (value != nullptr) *value = t.value;
   return 0;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -448,6 +449,143 @@ int mask_thread_mode(int alone) {
   const sigset_t usr = usr_signals();
   pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
   printf("main: unblocked, handlers run on it %d\n", (int)on_main);
+  serve_one(listener);
+  return 0;
+}
+
+/* raise(3) on a thread that blocks the signal: Linux keeps it pending for that thread alone (a
+ * tgkill to itself). main(), which lets it go and sleeps meanwhile, neither takes it (its sleep
+ * runs out) nor sees it pending; the worker takes it when it lets it go. */
+static void* raising_worker(void* unused) {
+  (void)unused;
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL);
+  raise(SIGUSR1);
+  sigset_t pending;
+  sigpending(&pending);
+  printf("the worker raised USR1, blocked: pending %d, handlers run on it %d\n", sigismember(&pending, SIGUSR1),
+         (int)on_worker);
+  const struct timespec later = {0, 600 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+  printf("the worker let it go: handlers run on it %d\n", (int)on_worker);
+  return NULL;
+}
+
+int raise_thread_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  mask_main = pthread_self();
+  catch_with(SIGUSR1, took, 0);
+  pthread_t worker;
+  pthread_create(&worker, NULL, raising_worker, NULL);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  const int rc = nanosleep(&later, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  printf("main: its sleep %d, USR1 pending %d, handlers run on it %d\n", rc, sigismember(&pending, SIGUSR1),
+         (int)on_main);
+  pthread_join(worker, NULL);
+  printf("main: the worker joined, handlers run on it %d\n", (int)on_main);
+  serve_one(listener);
+  return 0;
+}
+
+/* A signal for a thread that waits on a lock: Linux runs its handler during the wait, which then
+ * goes on (glibc waits on a futex and waits again). A semaphore's wait fails EINTR instead, unless
+ * the handler asked SA_RESTART (sem_wait(3)). main() blocks SIGUSR1 and SIGUSR2, so each goes to
+ * the worker, which lets them go. */
+static pthread_mutex_t waited_lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t waited_semaphore;
+static void* lock_waiting_worker(void* unused) {
+  (void)unused;
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+  int rc = pthread_mutex_lock(&waited_lock);
+  printf("the worker's lock %d, handlers run on it %d\n", rc, (int)on_worker);
+  pthread_mutex_unlock(&waited_lock);
+  rc = sem_wait(&waited_semaphore);
+  printf("the worker's sem_wait %d %s, handlers run on it %d\n", rc, rc < 0 ? strerrorname_np(errno) : "ok",
+         (int)on_worker);
+  rc = sem_wait(&waited_semaphore);
+  printf("the worker's sem_wait again %d, handlers run on it %d\n", rc, (int)on_worker);
+  return NULL;
+}
+
+int lock_signal_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  mask_main = pthread_self();
+  catch_with(SIGUSR1, took, 0);
+  catch_with(SIGUSR2, took, SA_RESTART);
+  sem_init(&waited_semaphore, 0, 0);
+  const sigset_t usr = usr_signals();
+  pthread_sigmask(SIG_BLOCK, &usr, NULL);
+  pthread_mutex_lock(&waited_lock);
+  pthread_t worker;
+  pthread_create(&worker, NULL, lock_waiting_worker, NULL);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* the worker waits for the lock */
+  nanosleep(&later, NULL);
+  printf("main: holding the lock, handlers run on the worker %d\n", (int)on_worker);
+  pthread_mutex_unlock(&waited_lock);
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR1); /* the worker waits on the semaphore: no SA_RESTART */
+  nanosleep(&later, NULL);
+  kill(getpid(), SIGUSR2); /* it waits on it again: SA_RESTART */
+  nanosleep(&later, NULL);
+  printf("main: the worker waits on, handlers run on it %d\n", (int)on_worker);
+  sem_post(&waited_semaphore);
+  pthread_join(worker, NULL);
+  printf("main: handlers run on it %d\n", (int)on_main);
+  serve_one(listener);
+  return 0;
+}
+
+/* pthread_kill(3): a signal for one thread. The worker, asleep, is cut short by SIGUSR1 and runs
+ * its handler; main(), asleep too and letting it go, sleeps on. SIGUSR2, which the worker blocks,
+ * waits pending for the worker alone, where main()'s sigpending does not see it, until the worker
+ * lets it go. Then the worker sends main() SIGUSR1, which main() takes waiting in pthread_join. */
+static void* killed_worker(void* unused) {
+  (void)unused;
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+  const struct timespec long_sleep = {5, 0};
+  int rc = nanosleep(&long_sleep, NULL);
+  printf("the worker's nanosleep %d %s, handlers run on it %d\n", rc, strerrorname_np(errno), (int)on_worker);
+  const struct timespec later = {0, 600 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  printf("the worker: USR2 pending %d\n", sigismember(&pending, SIGUSR2));
+  pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
+  printf("the worker let it go: handlers run on it %d\n", (int)on_worker);
+  pthread_kill(mask_main, SIGUSR1);
+  return NULL;
+}
+
+int thread_kill_mode(int alone) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const int listener = listening(alone);
+  mask_main = pthread_self();
+  catch_with(SIGUSR1, took, 0);
+  catch_with(SIGUSR2, took, 0);
+  pthread_t worker;
+  pthread_create(&worker, NULL, killed_worker, NULL);
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  nanosleep(&later, NULL);
+  pthread_kill(worker, SIGUSR1);
+  const int rc = nanosleep(&later, NULL);
+  pthread_kill(worker, SIGUSR2);
+  sigset_t pending;
+  sigpending(&pending);
+  printf("main: its sleep %d, USR2 pending %d, handlers run on it %d\n", rc, sigismember(&pending, SIGUSR2),
+         (int)on_main);
+  pthread_join(worker, NULL);
+  printf("main: the worker joined, handlers run on it %d\n", (int)on_main);
   serve_one(listener);
   return 0;
 }
