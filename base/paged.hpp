@@ -36,8 +36,14 @@ class Paged {
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](std::size_t i) { return pages_[i / PageSize][i % PageSize]; }
-  const T& operator[](std::size_t i) const { return pages_[i / PageSize][i % PageSize]; }
+  T& operator[](std::size_t i) {
+    LOOPSIM_ASSERT_OP(i, <, size_);
+    return pages_[i / PageSize][i % PageSize];
+  }
+  const T& operator[](std::size_t i) const {
+    LOOPSIM_ASSERT_OP(i, <, size_);
+    return pages_[i / PageSize][i % PageSize];
+  }
 
   // Grows with values made by T{}; shrinks by making the elements beyond `n` T{} again, and
   // letting go of the pages left empty.

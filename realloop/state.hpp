@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/assert.hpp"
 #include "realloop/kernel.hpp"
 
 namespace loopsim::state {
@@ -120,8 +121,17 @@ class Lazy {
   Lazy& operator=(Lazy&&) noexcept = default;
   ~Lazy() = default;
   explicit operator bool() const { return value_ != nullptr; }
-  const T* operator->() const { return value_.get(); }
-  const T& operator*() const { return *value_; }
+  // The value, which must be made already.
+  const T* operator->() const { return &**this; }
+  T* operator->() { return &**this; }
+  const T& operator*() const {
+    LOOPSIM_ASSERT(value_ != nullptr);
+    return *value_;
+  }
+  T& operator*() {
+    LOOPSIM_ASSERT(value_ != nullptr);
+    return *value_;
+  }
   // The value, made by `make()` if it is not made yet.
   template <class Make>
   T& get(Make&& make) {

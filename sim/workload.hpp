@@ -34,7 +34,7 @@ class PathQueue {
   // The oldest, taken off ("?" when there is none: an answer to nothing asked).
   std::string pop() {
     if (empty()) return "?";
-    SentPaths& q = sent_.get([] { return SentPaths{}; });
+    SentPaths& q = *sent_;  // made: something was sent
     std::string path = std::move(q.items[q.head++]);
     if (empty()) {
       q.items.clear();
