@@ -26,6 +26,15 @@ void dies_as_on_linux(const std::string& mode, int signal, const std::string& sa
   CHECK(*result.stats.exit_status == 128 + signal);
   CHECK(result.stats.exit_signal == signal);
 }
+
+// The probe's `mode` says `said` natively, the same under the seam, and is served its client.
+void says_as_on_linux(const std::string& mode, const std::string& said) {
+  const auto [native, simulated, result] = both_ways(mode);
+  INFO("Linux:\n" << native << "the seam:\n" << simulated);
+  CHECK(native == said);
+  CHECK(simulated == native);
+  CHECK(result.stats.accepted == 1);
+}
 }  // namespace
 
 TEST_CASE("seam: SIGPIPE comes with EPIPE, to the writing thread, unless MSG_NOSIGNAL, ignored or blocked") {
@@ -74,63 +83,45 @@ TEST_CASE("seam: alarm, setitimer, getitimer and sigtimedwait act as Linux's, in
 }
 
 TEST_CASE("seam: a thread of its own for signals takes them with sigwait, as Linux gives them to it") {
-  const auto [native, simulated, result] = both_ways("signal-thread");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "the signal thread's sigtimedwait -1 EAGAIN\nthe signal thread's sigwait 0 took USR1\n"
-                  "the signal thread's sigwaitinfo took USR2\nmain: usr1 handler runs 0\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("signal-thread",
+                   "the signal thread's sigtimedwait -1 EAGAIN\nthe signal thread's sigwait 0 took USR1\n"
+                   "the signal thread's sigwaitinfo took USR2\nmain: usr1 handler runs 0\n");
 }
 
 TEST_CASE("seam: a signal main() blocks goes to a thread that does not, which runs its handler, and sigsuspend takes it there, as on Linux") {
-  const auto [native, simulated, result] = both_ways("mask-thread");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "the worker's read -1 EINTR, handlers run on it 1\nthe worker's read again 1 x, handlers run on it 2\n"
-                  "the worker's sigsuspend -1 EINTR, handlers run on it 3, USR1 blocked again 1\n"
-                  "main: handlers run on it 0, USR1 pending 0\nmain: USR1 pending 1, handlers run on it 0\n"
-                  "main: unblocked, handlers run on it 1\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("mask-thread",
+                   "the worker's read -1 EINTR, handlers run on it 1\nthe worker's read again 1 x, handlers run on it 2\n"
+                   "the worker's sigsuspend -1 EINTR, handlers run on it 3, USR1 blocked again 1\n"
+                   "main: handlers run on it 0, USR1 pending 0\nmain: USR1 pending 1, handlers run on it 0\n"
+                   "main: unblocked, handlers run on it 1\n");
 }
 
 TEST_CASE("seam: a raise the calling thread blocks waits for that thread alone, unseen by main(), as on Linux") {
-  const auto [native, simulated, result] = both_ways("raise-thread");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "the worker raised USR1, blocked: pending 1, handlers run on it 0\n"
-                  "main: its sleep 0, USR1 pending 0, handlers run on it 0\n"
-                  "the worker let it go: handlers run on it 1\nmain: the worker joined, handlers run on it 0\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("raise-thread",
+                   "the worker raised USR1, blocked: pending 1, handlers run on it 0\n"
+                   "main: its sleep 0, USR1 pending 0, handlers run on it 0\n"
+                   "the worker let it go: handlers run on it 1\nmain: the worker joined, handlers run on it 0\n");
 }
 
 TEST_CASE("seam: a signal for a thread waiting on a lock runs its handler during the wait, and a semaphore's wait fails EINTR without SA_RESTART, as on Linux") {
-  const auto [native, simulated, result] = both_ways("lock-signal");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "main: holding the lock, handlers run on the worker 1\nthe worker's lock 0, handlers run on it 1\n"
-                  "the worker's sem_wait -1 EINTR, handlers run on it 2\n"
-                  "main: the worker waits on, handlers run on it 3\nthe worker's sem_wait again 0, handlers run on it 3\n"
-                  "main: handlers run on it 0\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("lock-signal",
+                   "main: holding the lock, handlers run on the worker 1\nthe worker's lock 0, handlers run on it 1\n"
+                   "the worker's sem_wait -1 EINTR, handlers run on it 2\n"
+                   "main: the worker waits on, handlers run on it 3\nthe worker's sem_wait again 0, handlers run on it 3\n"
+                   "main: handlers run on it 0\n");
 }
 
 TEST_CASE("seam: pthread_kill's signal is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
-  const auto [native, simulated, result] = both_ways("thread-kill");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
-                  "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"
-                  "the worker let it go: handlers run on it 2\nmain: the worker joined, handlers run on it 1\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("thread-kill",
+                   "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
+                   "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"
+                   "the worker let it go: handlers run on it 2\nmain: the worker joined, handlers run on it 1\n");
 }
 
 TEST_CASE("seam: a signal for a thread asleep, or waiting on a futex, off main() cuts the wait short there, as on Linux") {
-  const auto [native, simulated, result] = both_ways("mask-thread-waits");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "the worker's nanosleep -1 EINTR, handlers run on it 1, over 4 s left 1\n"
-                  "the worker's futex wait -1 EINTR, handlers run on it 2\nmain: handlers run on it 0\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("mask-thread-waits",
+                   "the worker's nanosleep -1 EINTR, handlers run on it 1, over 4 s left 1\n"
+                   "the worker's futex wait -1 EINTR, handlers run on it 2\nmain: handlers run on it 0\n");
 }
 
 TEST_CASE("seam: a default action taken on a thread other than main() ends the target, as it ends the process live") {
@@ -138,12 +129,9 @@ TEST_CASE("seam: a default action taken on a thread other than main() ends the t
 }
 
 TEST_CASE("seam: signalfd reads the blocked signals, and epoll waits for them, as Linux's do") {
-  const auto [native, simulated, result] = both_ways("signalfd");
-  INFO("Linux:\n" << native << "the seam:\n" << simulated);
-  CHECK(native == "empty: -1 EAGAIN\nshort buffer: -1 EINVAL\nready at once: 1\nread 128: USR1\nready after: 0\n"
-                  "waited: 1\nread 128: USR2, usr1 handler runs 0\n");
-  CHECK(simulated == native);
-  CHECK(result.stats.accepted == 1);
+  says_as_on_linux("signalfd",
+                   "empty: -1 EAGAIN\nshort buffer: -1 EINVAL\nready at once: 1\nread 128: USR1\nready after: 0\n"
+                   "waited: 1\nread 128: USR2, usr1 handler runs 0\n");
 }
 
 TEST_CASE("seam: SIGALRM's default action ends the target, as it ends the process live") {
