@@ -80,6 +80,7 @@ void Seam::start(model::Scheduler& scheduler, model::SimKernel& kernel, sim::Tra
   current = this;
   set_engine_thread();
   main_os_ = ::pthread_self();
+  main_tid_ = ::gettid();
   install_preemption();
   thread_ = scheduler.spawn("target", [this] {
     main_running(true);

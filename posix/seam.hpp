@@ -283,6 +283,8 @@ class Seam final : public sim::ForeignServer {
   // thread alone, taken where its mask lets it go, cutting its wait short as post_signal does.
   // False where `thread` is none of them, for libc to send.
   bool kill_thread(pthread_t thread, int signal);
+  // tgkill(2) to one of the program's threads by its id, as kill_thread.
+  bool kill_task(pid_t tid, int signal);
   // On a thread of the program's, as a call returns to it (on its own OS thread): runs what came
   // that the thread does not block, as Linux does on the way back to user space: the handler,
   // nothing if ignored, or the default action (these signals' is to end the process, status
@@ -490,6 +492,8 @@ class Seam final : public sim::ForeignServer {
   const sim::Clients* clients_ = nullptr;
   model::ThreadId thread_ = model::no_thread;
   pthread_t main_os_{};  // main()'s OS thread: the engine's, which runs its fiber
+  pid_t main_tid_ = 0;   // ...and its id
+  void send_to_thread(model::ThreadId to, bool finished, int signal);
   int anchor_ = -1;   // the real descriptor placeholders are copied from
   mutable std::vector<PerThread> per_thread_;  // by ThreadId + 1
   std::vector<std::unique_ptr<TargetThread>> threads_;  // in the order they were started

@@ -114,19 +114,35 @@ void Seam::raise_signal(int signal, bool to_process) {
 }
 
 bool Seam::kill_thread(pthread_t os, int signal) {
-  model::ThreadId to = model::no_thread;
-  bool finished = false;
   if (::pthread_equal(os, main_os_) != 0) {
-    to = thread_;
-  } else if (TargetThread* t = thread_of(os)) {
-    to = t->fiber;
-    finished = t->finished;
+    send_to_thread(thread_, false, signal);
+    return true;
   }
-  if (to == model::no_thread) return false;
-  if (finished) return true;  // glibc: a thread that ended, not yet joined, takes nothing, and 0
+  TargetThread* t = thread_of(os);
+  if (t == nullptr) return false;
+  send_to_thread(t->fiber, t->finished, signal);
+  return true;
+}
+
+bool Seam::kill_task(pid_t tid, int signal) {
+  if (tid == main_tid_) {
+    send_to_thread(thread_, false, signal);
+    return true;
+  }
+  // The newest first, as thread_of: Linux gives an ended thread's id again.
+  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
+    if ((*it)->tid != tid) continue;
+    send_to_thread((*it)->fiber, (*it)->finished, signal);
+    return true;
+  }
+  return false;
+}
+
+void Seam::send_to_thread(model::ThreadId to, bool finished, int signal) {
+  if (finished) return;  // glibc: a thread that ended, not yet joined, takes nothing, and 0
   if (to == scheduler_->current()) {
     raise_signal(signal, false);
-    return true;
+    return;
   }
   on_engine([&] {
     PerThread& t = of(to);
@@ -137,7 +153,6 @@ bool Seam::kill_thread(pthread_t os, int signal) {
     if (!blocked) interrupt(to);
     if (auto it = awaiting_.find(to); it != awaiting_.end() && (it->second & bit(signal)) != 0) kernel_->interrupt(to);
   });
-  return true;
 }
 
 // The shutdown began when the scenario's signal reached the program, once for each one it sent:

@@ -111,11 +111,13 @@ TEST_CASE("seam: a signal for a thread waiting on a lock runs its handler during
                    "main: handlers run on it 0\n");
 }
 
-TEST_CASE("seam: pthread_kill's signal is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
-  says_as_on_linux("thread-kill",
-                   "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
-                   "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"
-                   "the worker let it go: handlers run on it 2\nmain: the worker joined, handlers run on it 1\n");
+TEST_CASE("seam: pthread_kill's signal, or tgkill's, is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
+  for (const char* mode : {"thread-kill", "thread-tgkill"}) {
+    INFO(mode);
+    says_as_on_linux(mode, "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
+                           "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"
+                           "the worker let it go: handlers run on it 2\nmain: the worker joined, handlers run on it 1\n");
+  }
 }
 
 TEST_CASE("seam: a signal for a thread asleep, or waiting on a futex, off main() cuts the wait short there, as on Linux") {

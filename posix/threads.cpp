@@ -131,6 +131,7 @@ void* trampoline(void* argument) {
   auto* t = static_cast<TargetThread*>(argument);
   t->run.take();
   running = t;
+  t->tid = this_tid();
   sigset_t preempting;
   sigemptyset(&preempting);
   sigaddset(&preempting, preempt_signal());

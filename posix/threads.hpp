@@ -45,6 +45,7 @@ struct Request {
 struct TargetThread {
   int index = 0;  // 1, 2, ... in the order the program started them (its main thread is 0)
   pthread_t os{};
+  pid_t tid = 0;  // its OS thread's id, once it runs (for a tgkill to it)
   model::ThreadId fiber = model::no_thread;  // its proxy
   void* (*start)(void*) = nullptr;
   void* argument = nullptr;

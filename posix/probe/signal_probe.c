@@ -543,12 +543,24 @@ int lock_signal_mode(int alone) {
   return 0;
 }
 
-/* pthread_kill(3): a signal for one thread. The worker, asleep, is cut short by SIGUSR1 and runs
- * its handler; main(), asleep too and letting it go, sleeps on. SIGUSR2, which the worker blocks,
- * waits pending for the worker alone, where main()'s sigpending does not see it, until the worker
- * lets it go. Then the worker sends main() SIGUSR1, which main() takes waiting in pthread_join. */
+/* pthread_kill(3), or tgkill(2) by the thread's id: a signal for one thread. The worker, asleep,
+ * is cut short by SIGUSR1 and runs its handler; main(), asleep too and letting it go, sleeps on.
+ * SIGUSR2, which the worker blocks, waits pending for the worker alone, where main()'s sigpending
+ * does not see it, until the worker lets it go. Then the worker sends main() SIGUSR1, which main()
+ * takes waiting in pthread_join. */
+static int by_id;
+static pid_t worker_id;
+static void send_to(pthread_t thread, pid_t id, int signal) {
+  if (by_id) {
+    syscall(SYS_tgkill, getpid(), id, signal);
+  } else {
+    pthread_kill(thread, signal);
+  }
+}
+
 static void* killed_worker(void* unused) {
   (void)unused;
+  worker_id = gettid();
   sigset_t usr2;
   sigemptyset(&usr2);
   sigaddset(&usr2, SIGUSR2);
@@ -563,12 +575,13 @@ static void* killed_worker(void* unused) {
   printf("the worker: USR2 pending %d\n", sigismember(&pending, SIGUSR2));
   pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
   printf("the worker let it go: handlers run on it %d\n", (int)on_worker);
-  pthread_kill(mask_main, SIGUSR1);
+  send_to(mask_main, getpid(), SIGUSR1);
   return NULL;
 }
 
-int thread_kill_mode(int alone) {
+int thread_kill_mode(int alone, int tgkill) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  by_id = tgkill;
   const int listener = listening(alone);
   mask_main = pthread_self();
   catch_with(SIGUSR1, took, 0);
@@ -577,9 +590,9 @@ int thread_kill_mode(int alone) {
   pthread_create(&worker, NULL, killed_worker, NULL);
   const struct timespec later = {0, 300 * 1000 * 1000};
   nanosleep(&later, NULL);
-  pthread_kill(worker, SIGUSR1);
+  send_to(worker, worker_id, SIGUSR1);
   const int rc = nanosleep(&later, NULL);
-  pthread_kill(worker, SIGUSR2);
+  send_to(worker, worker_id, SIGUSR2);
   sigset_t pending;
   sigpending(&pending);
   printf("main: its sleep %d, USR2 pending %d, handlers run on it %d\n", rc, sigismember(&pending, SIGUSR2),
