@@ -58,6 +58,17 @@ inline std::string error_of(const sim::Scenario& scenario) {
   return "(no error)";
 }
 
+// Sets an environment variable for a scope: the target inherits this process's environment.
+struct ScopedEnvironment {
+  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnvironment() { ::unsetenv(name_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // The probe's `mode` run twice: natively, without a listener (Linux's answers), and under the
 // seam. Its stdout each time, and the run. Natively it must exit 0, or, given `dies_of`, be
 // ended by that signal (or its shell report 128 + it).

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -233,11 +234,15 @@ class Seam final : public sim::ForeignServer {
   // ---- the target's threads (posix/threads.hpp) ----
 
   // Runs `f` on the engine's OS thread, on the calling thread's simulated thread: directly when
-  // called there, else handed to the calling target thread's proxy, the baton with it.
+  // called there, else handed to the calling target thread's proxy, the baton with it. The
+  // program's errno is left as it was: the engine's turn may run on this OS thread and set it,
+  // and passing the baton may too (a futex wait that finds it passed already fails EAGAIN).
   template <typename F>
   void on_engine(F&& f) {
     using Body = std::remove_reference_t<F>;
+    const int program_errno = errno;
     run_request(Request{&f, [](void* body) { (*static_cast<Body*>(body))(); }});
+    errno = program_errno;
   }
   // pthread_create: a real thread that waits for the baton, and its proxy. Returns 0 or the
   // error pthread_create would (positive), as pthread functions do.
@@ -375,8 +380,10 @@ class Seam final : public sim::ForeignServer {
 
   // A test's hook: with LOOPSIM_SEAM_TEST_ERRNO=N in the target's environment, the engine writes
   // errno = N on its OS thread every millisecond of virtual time, from a scheduled happening, as
-  // a client or a timer calling libc would. posix/seam_test.cpp shows with it that a call which
-  // waited meanwhile hands the program back its own errno (calls::served).
+  // a client or a timer calling libc would; and each baton a thread takes sets it, as a futex
+  // wait that finds the baton given already does. The seam's tests show with it that a call
+  // which waited meanwhile hands the program back its own errno (calls::served), and that a
+  // call cut short by a signal says EINTR on any thread.
   static constexpr const char* test_errno_variable = "LOOPSIM_SEAM_TEST_ERRNO";
   // Set, the seam reads one byte past a heap block of its own as it starts: what only the seam
   // built with AddressSanitizer notices (scripts/seam_asan.sh shows that it does).

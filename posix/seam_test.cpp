@@ -550,21 +550,6 @@ std::vector<std::string> unprivileged_lines(const std::string& text) {
 
 }  // namespace
 
-namespace {
-
-// Sets an environment variable for a scope: the target inherits this process's environment.
-struct ScopedEnvironment {
-  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnvironment() { ::unsetenv(name_); }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-};
-
-}  // namespace
-
 TEST_CASE("seam: fstat, the pipe size commands and the descriptor limit answer as Linux does") {
   // While the target sleeps or blocks, the engine writes errno = 77 on the same OS thread every
   // millisecond of virtual time (Seam::test_errno_variable), as a client's libc call would.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,10 @@ thread_local bool engine_here = false;
 // one OS thread runs the program's code or the seam's at a time (threads.hpp). 0 while it is
 // passed on.
 std::atomic<pid_t> baton_holder{0};
+
+// Seam::test_errno_variable's value (read before the first thread starts), or 0: a baton taken
+// sets errno to it, as a futex wait that finds the baton given already fails EAGAIN.
+int errno_on_take = 0;
 
 // How the baton orders what its holders did: release as it is given, acquire as it is taken.
 // In the seam built with ThreadSanitizer, relaxed with Seam::test_race_variable set (read before
@@ -169,6 +174,7 @@ void set_engine_thread() {
     giving = taking = passing = std::memory_order_relaxed;
   }
 #endif
+  if (const char* value = std::getenv(Seam::test_errno_variable)) errno_on_take = std::atoi(value);
   baton_holder.store(this_tid(), std::memory_order_release);
 }
 
@@ -191,6 +197,7 @@ bool Baton::take(std::int64_t limit_ns, clockid_t cpu) {
       const pid_t me = this_tid();
       const pid_t was = baton_holder.exchange(me, passing);
       LOOPSIM_ASSERT(was == 0 || was == me);  // given, or given back by a thread that ended
+      if (errno_on_take != 0) errno = errno_on_take;
       return true;
     }
     if (limit_ns <= 0) {
