@@ -81,7 +81,7 @@ long broken_pipe(long rc, int flags) {
   if (action.sa_handler == SIG_DFL && sigismember(&blocked, SIGPIPE) == 0) {
     current->on_engine([] { current->exited(128 + SIGPIPE, SIGPIPE); });
   }
-  ::tgkill(::getpid(), ::gettid(), SIGPIPE);
+  LOOPSIM_REAL(tgkill)(::getpid(), ::gettid(), SIGPIPE);
   errno = EPIPE;
   return rc;
 }

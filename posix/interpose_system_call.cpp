@@ -187,12 +187,7 @@ long system_call(long number, const long* a, bool own) noexcept {
       return ::signalfd(fd, &mask, number == SYS_signalfd4 ? int(a[3]) : 0);
     }
     case SYS_kill: return ::kill(pid_t(a[0]), int(a[1]));
-    case SYS_tgkill:  // raise(3) as static glibc makes it: to its own thread; or to another of the program's
-      if (a[0] == ::getpid() && a[1] == ::gettid()) return ::raise(int(a[2]));
-      if (a[0] == ::getpid() && making() && loopsim::posix::Seam::simulated_signal(int(a[2])) && current->kill_task(pid_t(a[1]), int(a[2]))) {
-        return 0;
-      }
-      break;
+    case SYS_tgkill: return ::tgkill(pid_t(a[0]), pid_t(a[1]), int(a[2]));  // raise(3) as static glibc makes it, too
     case SYS_getrlimit: return ::getrlimit(__rlimit_resource_t(a[0]), pointer<rlimit>(a[1]));
     case SYS_setrlimit: return ::setrlimit(__rlimit_resource_t(a[0]), pointer<const rlimit>(a[1]));
     case SYS_prlimit64:  // the calling process's, as getrlimit and setrlimit: the old value, then the new

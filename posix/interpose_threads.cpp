@@ -756,6 +756,17 @@ SEAM_EXPORT int pthread_kill(pthread_t thread, int signal) noexcept {
   return LOOPSIM_REAL(pthread_kill)(thread, signal);
 }
 
+// libc's tgkill(): to the caller's own thread, as raise(); to another of the program's, as
+// pthread_kill (Seam::kill_task finds it by its id). The trapped system call of a static
+// binary comes here too.
+SEAM_EXPORT int tgkill(pid_t process, pid_t thread, int signal) noexcept {
+  if (making() && process == ::getpid() && loopsim::posix::Seam::simulated_signal(signal)) {
+    if (thread == ::gettid()) return to_self(signal, false);
+    if (current->kill_task(thread, signal)) return 0;
+  }
+  return LOOPSIM_REAL(tgkill)(process, thread, signal);
+}
+
 SEAM_EXPORT int kill(pid_t pid, int signal) noexcept {
   if (making() && loopsim::posix::Seam::simulated_signal(signal) && (pid == 0 || pid == getpid())) {
     return to_self(signal, true);

@@ -254,7 +254,7 @@ void pass_on(const struct sigaction& theirs, int signal, siginfo_t* info, void* 
     // instruction is run again; another signal is raised again, on the way out.
     struct sigaction fallback = default_action();
     LOOPSIM_REAL(sigaction)(signal, &fallback, nullptr);
-    if (info->si_code <= 0 || signal == SIGSYS) ::tgkill(::getpid(), ::gettid(), signal);
+    if (info->si_code <= 0 || signal == SIGSYS) LOOPSIM_REAL(tgkill)(::getpid(), ::gettid(), signal);
   } else if (theirs.sa_handler != SIG_IGN) {
     run_handler(theirs.sa_sigaction, signal, info, context);  // sa_handler is the same pointer: it ignores the rest
   }

@@ -504,6 +504,15 @@ class Seam final : public sim::ForeignServer {
   int anchor_ = -1;   // the real descriptor placeholders are copied from
   mutable std::vector<PerThread> per_thread_;  // by ThreadId + 1
   std::vector<std::unique_ptr<TargetThread>> threads_;  // in the order they were started
+  // The newest of the program's threads that `matches`: Linux gives an ended thread's
+  // identifiers (its pthread_t, its id) to a later one.
+  template <typename Matches>
+  TargetThread* newest_thread(Matches matches) const {
+    for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
+      if (matches(**it)) return it->get();
+    }
+    return nullptr;
+  }
   // Who waits on each address, by ThreadId: looked up, never iterated.
   std::map<const void*, std::deque<model::ThreadId>> waiting_;
   // main()'s futex wait, while it waits: its address, and whether a signal ended it.

@@ -129,13 +129,10 @@ bool Seam::kill_task(pid_t tid, int signal) {
     send_to_thread(thread_, false, signal);
     return true;
   }
-  // The newest first, as thread_of: Linux gives an ended thread's id again.
-  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
-    if ((*it)->tid != tid) continue;
-    send_to_thread((*it)->fiber, (*it)->finished, signal);
-    return true;
-  }
-  return false;
+  TargetThread* t = newest_thread([&](const TargetThread& candidate) { return candidate.tid == tid; });
+  if (t == nullptr) return false;
+  send_to_thread(t->fiber, t->finished, signal);
+  return true;
 }
 
 void Seam::send_to_thread(model::ThreadId to, bool finished, int signal) {
@@ -221,7 +218,7 @@ void Seam::deliver_signals() {
       struct sigaction kept{}, raised = a;
       keep_unblocked(raised.sa_mask, false);  // its system calls may be trapped
       install_action(signal, &raised, &kept, false);
-      ::tgkill(::getpid(), ::gettid(), signal);
+      LOOPSIM_REAL(tgkill)(::getpid(), ::gettid(), signal);
       sigset_t waiting;
       sigemptyset(&waiting);
       LOOPSIM_REAL(sigpending)(&waiting);

@@ -115,8 +115,8 @@ TEST_CASE("seam: a signal for a thread waiting on a lock runs its handler during
                    "main: handlers run on it 0\n");
 }
 
-TEST_CASE("seam: pthread_kill's signal, or tgkill's, is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
-  for (const char* mode : {"thread-kill", "thread-tgkill"}) {
+TEST_CASE("seam: pthread_kill's signal, or tgkill's (libc's or the system call), is for that thread alone: it cuts its sleep short, or waits pending for it, as on Linux") {
+  for (const char* mode : {"thread-kill", "thread-tgkill", "thread-tgkill-libc"}) {
     INFO(mode);
     says_as_on_linux(mode, "the worker's nanosleep -1 EINTR, handlers run on it 1\n"
                            "main: its sleep 0, USR2 pending 0, handlers run on it 0\nthe worker: USR2 pending 1\n"

@@ -328,11 +328,7 @@ void Seam::spun(const std::string& who, Duration limit) {
 }
 
 TargetThread* Seam::thread_of(pthread_t thread) {
-  // The newest first: an exited thread's identifier is given again to a later one.
-  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
-    if (pthread_equal((*it)->os, thread)) return it->get();
-  }
-  return nullptr;
+  return newest_thread([&](const TargetThread& t) { return pthread_equal(t.os, thread) != 0; });
 }
 
 long Seam::join(TargetThread& t, void** value) {

@@ -16,7 +16,7 @@ int signal_thread_mode(int alone);
 int mask_thread_mode(int alone);
 int raise_thread_mode(int alone);
 int lock_signal_mode(int alone);
-int thread_kill_mode(int alone, int tgkill);
+int thread_kill_mode(int alone, int how);
 int mask_thread_dies_mode(int alone);
 int mask_thread_waits_mode(int alone);
 int signalfd_mode(int alone);

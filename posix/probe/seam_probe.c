@@ -579,6 +579,7 @@ int main(int argc, char** argv) {
   if (strcmp(what, "lock-signal") == 0) return lock_signal_mode(alone);
   if (strcmp(what, "thread-kill") == 0) return thread_kill_mode(alone, 0);
   if (strcmp(what, "thread-tgkill") == 0) return thread_kill_mode(alone, 1);
+  if (strcmp(what, "thread-tgkill-libc") == 0) return thread_kill_mode(alone, 2);
   if (strcmp(what, "mask-thread-dies") == 0) return mask_thread_dies_mode(alone);
   if (strcmp(what, "mask-thread-waits") == 0) return mask_thread_waits_mode(alone);
   if (strcmp(what, "cond-clock") == 0) return cond_clock_mode(alone);

@@ -543,16 +543,19 @@ int lock_signal_mode(int alone) {
   return 0;
 }
 
-/* pthread_kill(3), or tgkill(2) by the thread's id: a signal for one thread. The worker, asleep,
+/* pthread_kill(3), or tgkill(2) by the thread's id (its system call, or libc's tgkill()): a
+ * signal for one thread. The worker, asleep,
  * is cut short by SIGUSR1 and runs its handler; main(), asleep too and letting it go, sleeps on.
  * SIGUSR2, which the worker blocks, waits pending for the worker alone, where main()'s sigpending
  * does not see it, until the worker lets it go. Then the worker sends main() SIGUSR1, which main()
  * takes waiting in pthread_join. */
-static int by_id;
+static int by_id; /* 0: pthread_kill; 1: the tgkill system call; 2: libc's tgkill() */
 static pid_t worker_id;
 static void send_to(pthread_t thread, pid_t id, int signal) {
-  if (by_id) {
+  if (by_id == 1) {
     syscall(SYS_tgkill, getpid(), id, signal);
+  } else if (by_id == 2) {
+    tgkill(getpid(), id, signal);
   } else {
     pthread_kill(thread, signal);
   }
@@ -579,9 +582,9 @@ static void* killed_worker(void* unused) {
   return NULL;
 }
 
-int thread_kill_mode(int alone, int tgkill) {
+int thread_kill_mode(int alone, int how) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  by_id = tgkill;
+  by_id = how;
   const int listener = listening(alone);
   mask_main = pthread_self();
   catch_with(SIGUSR1, took, 0);
