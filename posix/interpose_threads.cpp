@@ -429,7 +429,6 @@ long loopsim::posix::calls::futex_call(const long* a) {
     case FUTEX_WAIT_BITSET: {
       int value = 0;
       if (!copy_in(&value, word, sizeof value)) return result(-EFAULT);
-      if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
       std::optional<Instant> deadline;
       if (timeout != nullptr) {
         timespec limit{};
@@ -437,7 +436,22 @@ long loopsim::posix::calls::futex_call(const long* a) {
         deadline = op == FUTEX_WAIT ? current->now() + from_timespec(limit)
                                     : deadline_of(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, limit);
       }
-      return served("futex(FUTEX_WAIT)", [&] { return current->wait_on(word, deadline, true); });
+      // A signal's handler runs as the wait returns (served). A wait without a timeout whose
+      // handlers all asked SA_RESTART is then made again, the word read again, as Linux restarts
+      // futex_wait's -ERESTARTSYS; one with a timeout fails EINTR (-ERESTART_RESTARTBLOCK, which
+      // a handler turns into EINTR). glibc's sem_wait, made of it, waits on or fails as it.
+      const int saved = errno;
+      for (;;) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != int(a[2])) return result(-EAGAIN);
+        bool restarts = false;
+        const long rc = served("futex(FUTEX_WAIT)", [&] {
+          const long waited = current->wait_on(word, deadline, true);
+          restarts = waited == -EINTR && !deadline && current->restarts();
+          return waited;
+        });
+        if (!restarts) return rc;
+        errno = saved;
+      }
     }
     case FUTEX_WAKE:
     case FUTEX_WAKE_BITSET:

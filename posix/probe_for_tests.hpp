@@ -71,15 +71,16 @@ struct ScopedEnvironment {
 
 // The probe's `mode` run twice: natively, without a listener (Linux's answers), and under the
 // seam. Its stdout each time, and the run. Natively it must exit 0, or, given `dies_of`, be
-// ended by that signal (or its shell report 128 + it).
+// ended by that signal (or its shell report 128 + it). `program`: which build of the probe, the
+// same both ways (a static one's libc calls reach the seam as trapped system calls).
 struct BothWays {
   std::string native, simulated;
   sim::RunResult result;
 };
-inline BothWays both_ways(const std::string& mode, int dies_of = 0) {
+inline BothWays both_ways(const std::string& mode, int dies_of = 0, const std::string& program = "seam_probe_dynamic") {
   BothWays both;
   const std::string native_out = temp_path("seam-" + mode + "-native");
-  const int status = std::system((probes + "/seam_probe_dynamic " + mode + " alone > " + native_out).c_str());
+  const int status = std::system((probes + "/" + program + " " + mode + " alone > " + native_out).c_str());
   if (dies_of == 0) {
     REQUIRE(status == 0);
   } else {
@@ -89,7 +90,7 @@ inline BothWays both_ways(const std::string& mode, int dies_of = 0) {
   }
   both.native = file_text(native_out);
   const std::string prefix = temp_path("seam-" + mode);
-  both.result = sim::run(loopsim::testing::writing_to(probe(mode), prefix));
+  both.result = sim::run(loopsim::testing::writing_to(probe(mode, program), prefix));
   both.simulated = file_text(prefix + ".base.stdout");
   return both;
 }
