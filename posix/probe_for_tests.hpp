@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/loopsim_process_for_tests.hpp"
 #include "scenario/scenario.hpp"
@@ -56,6 +57,14 @@ inline std::string error_of(const sim::Scenario& scenario) {
     return e.what();
   }
   return "(no error)";
+}
+
+// The builds of the probe a comparison runs: the static one too, but where the seam's tests run
+// under ThreadSanitizer (scripts/seam_tsan.sh preloads its runtime after the seam): a static
+// program's libc is its own, and TSan's runtime never sees its threads.
+inline std::vector<std::string> probe_builds() {
+  if (std::getenv("LOOPSIM_SEAM_PRELOAD_AFTER") != nullptr) return {"seam_probe_dynamic"};
+  return {"seam_probe_dynamic", "seam_probe_static"};
 }
 
 // Sets an environment variable for a scope: the target inherits this process's environment.

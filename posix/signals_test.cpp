@@ -31,10 +31,11 @@ void dies_as_on_linux(const std::string& mode, int signal, const std::string& sa
 // The probe's `mode` says `said` natively, the same under the seam, and is served its client.
 // Each baton a thread takes sets errno (Seam::test_errno_variable), as a futex wait that finds
 // it given already does: a call a signal cuts short must say EINTR all the same.
-// Both builds of the probe: the static one's calls reach the seam as trapped system calls.
+// Both builds of the probe (probe_builds): the static one's calls reach the seam as trapped
+// system calls.
 void says_as_on_linux(const std::string& mode, const std::string& said) {
   ScopedEnvironment scribbler(posix::Seam::test_errno_variable, "77");
-  for (const char* program : {"seam_probe_dynamic", "seam_probe_static"}) {
+  for (const std::string& program : probe_builds()) {
     const auto [native, simulated, result] = both_ways(mode, 0, program);
     INFO(program << "\nLinux:\n" << native << "the seam:\n" << simulated);
     CHECK(native == said);

@@ -34,7 +34,9 @@
 #   TSan defers an asynchronous signal until the thread next enters its runtime, which a thread
 #   spinning in uninstrumented code never does.
 # - programs the seam loads (statically linked: busybox, the static Go and libuv builds, the
-#   static probes): their libc is their own, and TSan's runtime never sees their threads.
+#   static probes): their libc is their own, and TSan's runtime never sees their threads. The
+#   signal tests that compare both builds of the probe run the dynamic one only here
+#   (probe_builds, posix/probe_for_tests.hpp).
 # - redis, whose allocator (jemalloc) is linked beside TSan's; and the dynamically linked Go
 #   server, whose start faults inside TSan's runtime as the loader runs it.
 # And, for time alone, the two `generate` tests (about 160 s here together): they run the same
