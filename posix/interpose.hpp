@@ -101,6 +101,15 @@ inline long random_into(void* buffer, std::size_t size) {
   return long(n);
 }
 
+// A thread's new signal mask, as the seam keeps it for a scenario's signals. What the change lets
+// go is delivered before the call returns, as Linux delivers it: on main() by mask_changed, on
+// another thread here, on its own OS thread. Both ways a mask changes come here: libc's
+// pthread_sigmask and sigprocmask, and a static binary's trapped rt_sigprocmask.
+inline void mask_now(const sigset_t& blocked) {
+  current->on_engine([&] { current->mask_changed(blocked); });
+  if (this_thread() != nullptr && current->signals_pending() && current->in_target()) current->deliver_signals();
+}
+
 inline bool owned(int fd) { return current != nullptr && current->owns(fd); }
 // Whether the program is calling, from a thread the simulation runs (not from a forked child,
 // whose calls go to libc but for those on simulated descriptors).

@@ -498,18 +498,14 @@ SEAM_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
 }
 
 // The mask is the real one for every signal, and each thread's is also the seam's for its own
-// (Seam::mask_changed): the real kernel never sees those come. What a change lets go is
-// delivered before the call returns: on main() by mask_changed, on another thread here.
+// (mask_now): the real kernel never sees those come.
 namespace {
 int masked(int rc, bool served_here) {
   if (rc != 0 || !served_here) return rc;
   sigset_t now;
   sigemptyset(&now);
   LOOPSIM_REAL(pthread_sigmask)(SIG_BLOCK, nullptr, &now);
-  current->on_engine([&] { current->mask_changed(now); });
-  if (loopsim::posix::this_thread() != nullptr && current->signals_pending() && current->in_target()) {
-    current->deliver_signals();
-  }
+  mask_now(now);
   return rc;
 }
 }  // namespace

@@ -165,17 +165,12 @@ long kernel_sigprocmask(sigset_t& mask, const long* a) {
   sigdelset(&mask, SIGKILL);
   sigdelset(&mask, SIGSTOP);
   std::memcpy(&next, &mask, sizeof next);
-  // A thread's mask is also the seam's for a scenario's signals, as its libc calls keep it. What
-  // the change lets go is delivered before the call returns, as Linux delivers it: on main() by
-  // mask_changed, on another thread here, on its own OS thread (as for libc's pthread_sigmask).
+  // A thread's mask is also the seam's for a scenario's signals, as its libc calls keep it.
   if (calls::making()) {
     sigset_t blocked;
     sigemptyset(&blocked);
     std::memcpy(&blocked, &next, sizeof next);
-    current->on_engine([&] { current->mask_changed(blocked); });
-    if (loopsim::posix::this_thread() != nullptr && current->signals_pending() && current->in_target()) {
-      current->deliver_signals();
-    }
+    calls::mask_now(blocked);
   }
   // The old mask is written last: a bad pointer there fails the call, the mask already changed,
   // as Linux's rt_sigprocmask has it.
