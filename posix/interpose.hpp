@@ -1,5 +1,6 @@
-// What the interposers share (posix/interpose.cpp, posix/interpose_threads.cpp): how a call is
-// served, whether the seam serves it, and the virtual clocks.
+// What the interposers share (posix/interpose.cpp, posix/interpose_threads.cpp,
+// posix/interpose_signals.cpp and the rest): how a call is served, whether the seam serves it,
+// and the virtual clocks.
 #pragma once
 
 #include <sys/uio.h>
