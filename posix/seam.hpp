@@ -473,6 +473,9 @@ class Seam final : public sim::ForeignServer {
   PerThread& here();
   const PerThread& here() const;
   PerThread& of(model::ThreadId thread) const;  // any thread's, made if need be
+  // `signal` pends for the thread `t`, unless it is ignored and `t` does not block it: Linux
+  // drops such a signal as it is sent. Whether it pended.
+  bool pend_for(PerThread& t, int signal);
   int blocker();  // here()'s poller, made if need be; -errno if none could be
   void run_request(Request request);
   void stop_if_ended();

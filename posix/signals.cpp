@@ -102,9 +102,7 @@ void Seam::raise_signal(int signal, bool to_process) {
   bool mine = true;
   on_engine([&] {
     if (!to_process) {
-      PerThread& t = here();
-      if ((t.blocked & bit(signal)) != 0 || !ignored(signal)) t.pending |= bit(signal);
-      signals_changed();
+      pend_for(here(), signal);
       return;
     }
     post_signal(signal);
@@ -143,13 +141,17 @@ void Seam::send_to_thread(model::ThreadId to, bool finished, int signal) {
   }
   on_engine([&] {
     PerThread& t = of(to);
-    const bool blocked = (t.blocked & bit(signal)) != 0;
-    if (!blocked && ignored(signal)) return;
-    t.pending |= bit(signal);
-    signals_changed();
-    if (!blocked) interrupt(to);
+    if (!pend_for(t, signal)) return;
+    if ((t.blocked & bit(signal)) == 0) interrupt(to);
     if (auto it = awaiting_.find(to); it != awaiting_.end() && (it->second & bit(signal)) != 0) kernel_->interrupt(to);
   });
+}
+
+bool Seam::pend_for(PerThread& t, int signal) {
+  if ((t.blocked & bit(signal)) == 0 && ignored(signal)) return false;
+  t.pending |= bit(signal);
+  signals_changed();
+  return true;
 }
 
 // The shutdown began when the scenario's signal reached the program, once for each one it sent:
