@@ -364,7 +364,7 @@ TEST_CASE("explore and generate report a target's error as run does: exit 2 and 
   // caught: every target error, from a wrong port to a refused call, aborted explore (134).
   const std::string out = loopsim::testing::temp_path("explore-target-errors");
   for (auto [mode, port, says] : {std::tuple{"elsewhere", 8081, "never listened on port 8081"},
-                                  std::tuple{"dup", 8080, "the seam does not implement it"}}) {
+                                  std::tuple{"unserved", 8080, "the target called fcntl(F_SETOWN)"}}) {
     INFO(mode);
     const std::string file = probe_scenario(std::string("target-") + mode, mode, port, one_client);
     Outcome run = loopsim::testing::run_loopsim("run " + file);

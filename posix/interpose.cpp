@@ -484,24 +484,24 @@ SEAM_EXPORT int close(int fd) {
   return LOOPSIM_REAL(close)(fd);
 }
 
+// A duplicate of a simulated descriptor opens the same simulated file (Seam::duplicate); one made
+// onto a simulated number closes it first. In a forked child, on its own table.
 SEAM_EXPORT int dup(int fd) noexcept {
   if (in_child() && owned(fd)) return int(result(current->child_dup(fd, 0, false, true)));
-  unserved("dup", fd);
+  if (owned(fd)) return int(served(__func__, [&] { return current->duplicate(fd, 0, false, true); }));
   return LOOPSIM_REAL(dup)(fd);
 }
 SEAM_EXPORT int dup2(int fd, int to) noexcept {
   if (in_child() && (owned(fd) || owned(to))) return int(result(current->child_dup(fd, to, false, false)));
-  unserved("dup2", fd);
-  unserved("dup2 (onto it)", to);
+  if (owned(fd) || owned(to)) return int(served(__func__, [&] { return current->duplicate(fd, to, false, false); }));
   return LOOPSIM_REAL(dup2)(fd, to);
 }
 SEAM_EXPORT int dup3(int fd, int to, int flags) noexcept {
-  if (in_child() && (owned(fd) || owned(to))) {
-    if (fd == to || (flags & ~O_CLOEXEC) != 0) return int(result(-EINVAL));
-    return int(result(current->child_dup(fd, to, (flags & O_CLOEXEC) != 0, false)));
+  if ((owned(fd) || owned(to)) && (fd == to || (flags & ~O_CLOEXEC) != 0)) return int(result(-EINVAL));
+  if (in_child() && (owned(fd) || owned(to))) return int(result(current->child_dup(fd, to, (flags & O_CLOEXEC) != 0, false)));
+  if (owned(fd) || owned(to)) {
+    return int(served(__func__, [&] { return current->duplicate(fd, to, (flags & O_CLOEXEC) != 0, false); }));
   }
-  unserved("dup3", fd);
-  unserved("dup3 (onto it)", to);
   return LOOPSIM_REAL(dup3)(fd, to, flags);
 }
 

@@ -121,11 +121,6 @@ inline bool making() { return current != nullptr && !current->forked() && curren
 // must not be the machine's, or the same run would answer differently).
 inline bool virtual_clocks() { return making() || (current != nullptr && current->forked()); }
 
-// A call the seam does not serve, on a simulated descriptor: the run stops and says so.
-inline void unserved(const char* call, int fd) {
-  if (owned(fd)) current->refuse(call, fd, "the seam does not implement it (docs/targets.md lists what it serves)");
-}
-
 inline std::int64_t virtual_ns(clockid_t clock) {
   std::int64_t t = since_start(current->now()).count();
   switch (clock) {

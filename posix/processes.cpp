@@ -129,7 +129,7 @@ void Seam::serve_child_call(int report, const char* bytes, std::size_t size) {
   const char* data = bytes + sizeof asked;
   int fd = -1;
   for (int at = 0; at < int(fds_.size()) && fd < 0; ++at) {
-    if (fds_[std::size_t(at)].kind == Kind::socket && fds_[std::size_t(at)].sim == asked.sim) fd = at;
+    if (kind_of(at) == Kind::socket && fds_[std::size_t(at)].sim == asked.sim) fd = at;
   }
   std::vector<char> answer(2 * sizeof(std::int64_t));
   std::int64_t rc = -EBADF;
@@ -263,7 +263,7 @@ bool Seam::pristine() const {
   for (const sim::TraceEvent& event : trace_->events) {
     if (!std::holds_alternative<sim::ev::Child>(event)) return false;
   }
-  for (const Fd& f : fds_) {
+  for (const Fd& f : files_) {
     if (f.kind != Kind::none && f.kind != Kind::file) return false;
   }
   return true;
@@ -306,25 +306,19 @@ long Seam::child_dup(int fd, int to, bool cloexec, bool lowest) {
     made = LOOPSIM_REAL(dup3)(fd, to, cloexec ? O_CLOEXEC : 0);
   }
   if (made < 0) return -errno;
-  if (owns(fd)) {
-    if (std::size_t(made) >= fds_.size()) fds_.resize(std::size_t(made) + 1);
-    fds_[std::size_t(made)] = fds_[std::size_t(fd)];
-    fds_[std::size_t(made)].cloexec = cloexec;
-    // A poller's copy is a poller too: listed, so that its close forgets it as one (and what
-    // it watches is forgotten with the descriptors closed).
-    if (fds_[std::size_t(made)].kind == Kind::poller) pollers_.push_back(made);
-  }
+  // The copy opens the same file, as the parent's dup does (a poller's is listed as one).
+  if (owns(fd)) share(made, fds_[std::size_t(fd)].sim, cloexec);
   return made;
 }
 
 long Seam::child_fcntl(int fd, int cmd, long arg) {
-  Fd& f = fds_[std::size_t(fd)];
+  Fd& f = file_of(fd);
   switch (cmd) {
     case F_DUPFD: return child_dup(fd, int(arg), false, true);
     case F_DUPFD_CLOEXEC: return child_dup(fd, int(arg), true, true);
-    case F_GETFD: return f.cloexec ? FD_CLOEXEC : 0;
+    case F_GETFD: return fds_[std::size_t(fd)].cloexec ? FD_CLOEXEC : 0;
     case F_SETFD:
-      f.cloexec = (arg & FD_CLOEXEC) != 0;
+      fds_[std::size_t(fd)].cloexec = (arg & FD_CLOEXEC) != 0;
       return 0;
     case F_GETFL: return (f.nonblocking ? O_NONBLOCK : 0) | (f.kind == Kind::pipe_read ? O_RDONLY : f.kind == Kind::pipe_write ? O_WRONLY : O_RDWR);
     case F_SETFL:
@@ -377,8 +371,8 @@ void Seam::spawn_failed(int error) {
 void Seam::buffer_pipes() {
   std::map<int, int> buffers;  // simulated pipe end -> the real buffer standing for it
   for (int fd = 0; fd < int(fds_.size()); ++fd) {
-    const Fd& f = fds_[std::size_t(fd)];
-    if (f.kind != Kind::pipe_write) continue;
+    if (kind_of(fd) != Kind::pipe_write) continue;
+    const Fd& f = file_of(fd);
     auto [it, made] = buffers.try_emplace(f.sim, -1);
     if (made) {
       it->second = ::memfd_create("loopsim-child-pipe", MFD_CLOEXEC);
@@ -386,16 +380,16 @@ void Seam::buffer_pipes() {
       send_report(report_, Report::pipe_buffer, &f.sim, sizeof f.sim, it->second);
     }
     // Should the exec fail, the child writes there too, as to the pipe (its error, before _exit).
-    LOOPSIM_REAL(dup3)(it->second, fd, f.cloexec ? O_CLOEXEC : 0);
-    fds_[std::size_t(fd)] = Fd{};
+    LOOPSIM_REAL(dup3)(it->second, fd, fds_[std::size_t(fd)].cloexec ? O_CLOEXEC : 0);
+    forget(fd, false);  // the number is the buffer's now
   }
   for (const auto& [sim, buffer] : buffers) LOOPSIM_REAL(close)(buffer);
 }
 
 void Seam::before_exec(const char* call) {
   for (int fd = 0; fd < int(fds_.size()); ++fd) {
-    const Fd& f = fds_[std::size_t(fd)];
-    if (f.kind == Kind::none || f.kind == Kind::file || f.cloexec) continue;  // its placeholder closes at exec
+    const Kind kind = kind_of(fd);
+    if (kind == Kind::none || kind == Kind::file || fds_[std::size_t(fd)].cloexec) continue;  // its placeholder closes at exec
     {
       // One left open by oversight (a listener made without SOCK_CLOEXEC) keeps its number in the
       // new program, as a placeholder that fails any call with EBADF. One handed over as stdin,

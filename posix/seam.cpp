@@ -138,7 +138,7 @@ int Seam::blocker() {
 }
 
 std::int64_t Seam::open_connections() const {
-  return std::count_if(fds_.begin(), fds_.end(), [](const Fd& f) { return f.kind == Kind::socket; });
+  return std::count_if(files_.begin(), files_.end(), [](const Fd& f) { return f.kind == Kind::socket; });
 }
 
 std::string Seam::listened_on() const {
@@ -248,7 +248,7 @@ void Seam::exited(int status, int signal) {
   {
     Inside inside(*this);
     for (int fd = 0; fd < int(fds_.size()); ++fd) {
-      if (fds_[std::size_t(fd)].kind != Kind::none) close(fd);
+      if (kind_of(fd) != Kind::none) close(fd);
     }
   }
   for (;;) scheduler_->block(wait_forever);
@@ -257,32 +257,62 @@ void Seam::exited(int status, int signal) {
 int Seam::adopt(Kind kind, int sim, bool nonblocking, bool cloexec) {
   int fd = LOOPSIM_REAL(fcntl)(anchor_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) refuse("a descriptor-making call", -1, "the real process is out of descriptors for placeholders");
-  if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
-  // A fresh real number is one the seam holds nothing under, unless the program closed it
-  // where no interposer saw.
-  if (fds_[std::size_t(fd)].kind != Kind::none) closed_unseen(fd);
-  Fd& f = fds_[std::size_t(fd)];
   LOOPSIM_ASSERT_OP(sim, >=, 0);
+  if (std::size_t(sim) >= files_.size()) files_.resize(std::size_t(sim) + 1);
+  // A SimKernel descriptor is given out again only once its last descriptor here closed.
+  LOOPSIM_ASSERT(files_[std::size_t(sim)].slots == 0);
+  Fd& f = files_[std::size_t(sim)];
   f = Fd{};
   f.kind = kind;
   f.sim = sim;
   f.nonblocking = nonblocking;
-  f.cloexec = cloexec;
-  known_as(sim, fd);
+  share(fd, sim, cloexec);
   LOOPSIM_ASSERT(kind_of(fd) == kind && process_fd(sim) == fd);  // the table, both ways
   return fd;
 }
 
+void Seam::share(int fd, int sim, bool cloexec) {
+  if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
+  // A fresh real number is one the seam holds nothing under, unless the program closed it
+  // where no interposer saw.
+  if (kind_of(fd) != Kind::none) closed_unseen(fd);
+  fds_[std::size_t(fd)] = Slot{sim, cloexec};
+  ++files_[std::size_t(sim)].slots;
+  if (process_fd(sim) < 0) known_as(sim, fd);
+  if (files_[std::size_t(sim)].kind == Kind::poller) pollers_.push_back(fd);
+}
+
 void Seam::forget(int fd, bool placeholder) {
-  LOOPSIM_ASSERT(fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind != Kind::none);
-  Fd& f = fds_[std::size_t(fd)];
-  for (int p : pollers_) fds_[std::size_t(p)].watched.erase(fd);  // K12, on this side too
-  if (f.sim >= 0 && std::size_t(f.sim) < by_sim_.size() && by_sim_[std::size_t(f.sim)] == fd)
-    by_sim_[std::size_t(f.sim)] = -1;
-  Kind kind = f.kind;
-  f = Fd{};
-  LOOPSIM_ASSERT(kind_of(fd) == Kind::none);
+  LOOPSIM_ASSERT(kind_of(fd) != Kind::none);
+  Fd& f = file_of(fd);
+  const int sim = f.sim;
+  const Kind kind = f.kind;
+  // One SimKernel descriptor is given back, as the number counted against the limit (K2): this
+  // one's if a duplicate held one, or else a remaining duplicate's, the file's own now standing
+  // for that duplicate. Not by a forked child, whose simulation is a frozen copy.
+  int give_back = fds_[std::size_t(fd)].held;
+  fds_[std::size_t(fd)] = Slot{};
+  for (int other = 0; give_back < 0 && f.slots > 1 && other < int(fds_.size()); ++other) {
+    if (fds_[std::size_t(other)].sim == sim) give_back = std::exchange(fds_[std::size_t(other)].held, -1);
+  }
+  if (give_back >= 0 && !forked()) kernel_->close(give_back);
+  LOOPSIM_ASSERT_OP(f.slots, >, 0);
   if (kind == Kind::poller) LOOPSIM_ASSERT_OP(std::erase(pollers_, fd), ==, std::size_t(1));  // listed once
+  if (--f.slots > 0) {
+    // A duplicate keeps the file open, and its epoll registrations with it (Linux keys them by
+    // the number they were made through, and drops them only with the file's last descriptor).
+    if (by_sim_[std::size_t(sim)] == fd) {
+      by_sim_[std::size_t(sim)] = -1;
+      for (int other = 0; other < int(fds_.size()) && process_fd(sim) < 0; ++other) {
+        if (fds_[std::size_t(other)].sim == sim) known_as(sim, other);
+      }
+    }
+  } else {
+    for (int p : pollers_) file_of(p).watched.erase(sim);  // K12, on this side too
+    if (std::size_t(sim) < by_sim_.size()) by_sim_[std::size_t(sim)] = -1;
+    f = Fd{};
+  }
+  LOOPSIM_ASSERT(kind_of(fd) == Kind::none);
   if (kind != Kind::file && placeholder) LOOPSIM_REAL(close)(fd);
 }
 
@@ -465,9 +495,11 @@ long Seam::close(int fd) {
 
 long Seam::release(int fd, bool placeholder) {
   LOOPSIM_ASSERT(kind_of(fd) != Kind::none);  // only a descriptor the table holds is released
-  Fd& f = fds_[std::size_t(fd)];
+  Fd& f = file_of(fd);
   long rc = 0;
-  if (f.kind == Kind::socket) {
+  if (f.slots > 1) {
+    // A duplicate's close closes nothing but the number: the file stays open for the others.
+  } else if (f.kind == Kind::socket) {
     trace_->events.push_back(sim::ev::Close{now(), worker(), fd, client_of(fd)});
     rc = f.linger_zero ? kernel_->abort(f.sim) : kernel_->close(f.sim);
   } else if (f.sim >= 0) {
@@ -490,8 +522,7 @@ long Seam::poller_create(int flags) {
   int sim = kernel_->poller_create();
   if (sim < 0) return failed(sim);
   int fd = adopt(Kind::poller, sim, false, (flags & EPOLL_CLOEXEC) != 0);
-  LOOPSIM_ASSERT(std::find(pollers_.begin(), pollers_.end(), fd) == pollers_.end());
-  pollers_.push_back(fd);
+  LOOPSIM_ASSERT_OP(std::count(pollers_.begin(), pollers_.end(), fd), ==, 1);  // adopt listed it
   return fd;
 }
 
@@ -502,28 +533,39 @@ long Seam::poller_control(int poller, int op, int fd, const epoll_event* event) 
   Fd& p = *entry;
   if (p.kind != Kind::poller) return failed(-EINVAL);
   if (fd == poller) return failed(-EINVAL);
-  if (fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].kind == Kind::file)
-    return failed(-EPERM);  // a regular file, as Linux says
+  if (kind_of(fd) == Kind::file) return failed(-EPERM);  // a regular file, as Linux says
+  if (!owns(fd) && LOOPSIM_REAL(fcntl)(fd, F_GETFD) < 0) return failed(-EBADF);  // no descriptor at all
   if (!owns(fd)) {
     refuse("epoll_ctl", -1,
            "descriptor " + std::to_string(fd) +
                " is a real one (not made through the seam); a simulated poller cannot watch it");
   }
-  Fd& f = fds_[std::size_t(fd)];
+  Fd& f = file_of(fd);
   if (op != EPOLL_CTL_DEL && event == nullptr) return failed(-EFAULT);
+  // Linux keys a registration by the file and the number it was made through: a duplicate's
+  // number names none (ENOENT), and may make a second one, which the simulated poller, keyed by
+  // the file alone, cannot hold.
+  auto it = p.watched.find(f.sim);
+  const bool here = it != p.watched.end() && it->second.fd == fd;
+  if (op == EPOLL_CTL_ADD && it != p.watched.end() && !here) {
+    refuse("epoll_ctl(EPOLL_CTL_ADD)", fd,
+           "the poller already watches this descriptor's open file through descriptor " +
+               std::to_string(it->second.fd) + " (a dup of it); two registrations of one file are not simulated");
+  }
+  if ((op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) && it != p.watched.end() && !here) return failed(-ENOENT);
   long rc = 0;
   switch (op) {
     case EPOLL_CTL_ADD:
       rc = kernel_->watch(p.sim, f.sim, interest_of(event->events), trigger_of(event->events));
-      if (rc == 0) p.watched[fd] = *event;
+      if (rc == 0) p.watched[f.sim] = {fd, *event};
       break;
     case EPOLL_CTL_MOD:
       rc = kernel_->rewatch(p.sim, f.sim, interest_of(event->events), trigger_of(event->events));
-      if (rc == 0) p.watched[fd] = *event;
+      if (rc == 0) p.watched[f.sim] = {fd, *event};
       break;
     case EPOLL_CTL_DEL:
       rc = kernel_->unwatch(p.sim, f.sim);
-      if (rc == 0) p.watched.erase(fd);
+      if (rc == 0) p.watched.erase(f.sim);
       break;
     default: return failed(-EINVAL);
   }
@@ -555,14 +597,13 @@ long Seam::poller_wait(int poller, epoll_event* events, int max, int timeout_ms)
     // The first wait of the loop is the pass's: what came before it is the previous pass's work.
     if (seen.work < 0) seen.work = sim::ev::work_count(kernel_->work_before_wait(scheduler_->current()));
     for (int i = 0; i < std::max(n, 0); ++i) {
-      int fd = process_fd(scratch[std::size_t(i)].fd);
-      auto it = p.watched.find(fd);
+      auto it = p.watched.find(scratch[std::size_t(i)].fd);
       if (it == p.watched.end()) continue;
-      std::uint32_t bits = reported(scratch[std::size_t(i)].ready, it->second.events);
+      std::uint32_t bits = reported(scratch[std::size_t(i)].ready, it->second.event.events);
       if (bits == 0) continue;
-      found.push_back(epoll_event{bits, it->second.data});
+      found.push_back(epoll_event{bits, it->second.event.data});
       ++out;
-      seen.fds.push_back(fd);
+      seen.fds.push_back(it->second.fd);
     }
     // Linux reports nothing a registration did not ask for, and does not wake the waiter for
     // it: a wait that may still block goes on waiting.
@@ -656,7 +697,7 @@ long Seam::eventfd(unsigned int value, int flags) {
   int sim = kernel_->wake_create();
   if (sim < 0) return failed(sim);
   int fd = adopt(Kind::eventfd, sim, (flags & EFD_NONBLOCK) != 0, (flags & EFD_CLOEXEC) != 0);
-  Fd& f = fds_[std::size_t(fd)];
+  Fd& f = file_of(fd);
   f.semaphore = (flags & EFD_SEMAPHORE) != 0;
   f.counter = value;
   if (value > 0) kernel_->wake_signal(sim);
@@ -782,10 +823,12 @@ long Seam::fcntl(int fd, int cmd, long arg) {
     case F_SETFL:
       f.nonblocking = (arg & O_NONBLOCK) != 0;
       return 0;
-    case F_GETFD: return f.cloexec ? FD_CLOEXEC : 0;
+    case F_GETFD: return fds_[std::size_t(fd)].cloexec ? FD_CLOEXEC : 0;
     case F_SETFD:
-      f.cloexec = (arg & FD_CLOEXEC) != 0;
+      fds_[std::size_t(fd)].cloexec = (arg & FD_CLOEXEC) != 0;
       return 0;
+    case F_DUPFD: return duplicate(fd, int(arg), false, true);
+    case F_DUPFD_CLOEXEC: return duplicate(fd, int(arg), true, true);
     case F_GETPIPE_SZ: {
       std::int64_t n = kernel_->pipe_size(f.sim);
       return n < 0 ? failed(n) : long(n);
@@ -796,7 +839,7 @@ long Seam::fcntl(int fd, int cmd, long arg) {
     }
     default:
       refuse("fcntl(" + fcntl_name(cmd) + ")", fd,
-             "the seam serves F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_GETPIPE_SZ and F_SETPIPE_SZ");
+             "the seam serves F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_DUPFD, F_DUPFD_CLOEXEC, F_GETPIPE_SZ and F_SETPIPE_SZ");
   }
 }
 
@@ -824,6 +867,46 @@ long Seam::ioctl(int fd, unsigned long request, void* arg) {
   }
 }
 
+// dup(2), dup2 and dup3 (`lowest` false: onto `to`), F_DUPFD (`lowest`: the lowest free number
+// from `to`). The new number opens the same file: its status flags (O_NONBLOCK), offsets and
+// epoll registrations are shared; only FD_CLOEXEC is its own, and off unless asked. The number
+// is taken in the real table too, as a copy of the placeholder, so that it is the one Linux
+// would give; and it counts against the simulated RLIMIT_NOFILE as any descriptor does (K2), a
+// SimKernel descriptor held for it. dup2 and dup3 onto an open descriptor close it first,
+// silently, as Linux's do.
+long Seam::duplicate(int fd, int to, bool cloexec, bool lowest) {
+  Inside inside(*this);
+  if (!owns(fd) && !owns(to)) return failed(-EBADF);  // the interposer's to pass on, but for a race
+  if (!lowest && fd == to) {
+    // dup2 onto itself checks the descriptor and changes nothing (dup3 refused it before).
+    return owns(fd) || LOOPSIM_REAL(fcntl)(fd, F_GETFD) >= 0 ? to : failed(-EBADF);
+  }
+  if (!owns(fd) && LOOPSIM_REAL(fcntl)(fd, F_GETFD) < 0) return failed(-EBADF);
+  if (lowest && to < 0) return failed(-EINVAL);
+  // The real dup3 below takes the number over. Closing it first gives its count back, so that
+  // a dup2 onto an open descriptor never fails EMFILE, as on Linux.
+  if (!lowest && owns(to)) release(to, false);
+  int held = -1;
+  if (owns(fd)) {
+    held = kernel_->file_open();
+    if (held < 0) return failed(held);  // EMFILE, as Linux's dup at the limit
+  }
+  // A placeholder's copy is close-on-exec for real, whatever the program asked (adopt).
+  const bool real_cloexec = cloexec || owns(fd);
+  const int made = lowest ? LOOPSIM_REAL(fcntl)(fd, real_cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, to)
+                          : LOOPSIM_REAL(dup3)(fd, to, real_cloexec ? O_CLOEXEC : 0);
+  if (made < 0) {
+    const int error = errno;
+    if (held >= 0) kernel_->close(held);
+    return failed(-error);
+  }
+  if (owns(fd)) {
+    share(made, fds_[std::size_t(fd)].sim, cloexec);
+    fds_[std::size_t(made)].held = held;
+  }
+  return made;
+}
+
 long Seam::file_slot() {
   Inside inside(*this);
   int slot = kernel_->file_open();
@@ -831,13 +914,13 @@ long Seam::file_slot() {
 }
 
 void Seam::file_opened(int fd, int slot) {
-  if (std::size_t(fd) >= fds_.size()) fds_.resize(std::size_t(fd) + 1);
-  if (fds_[std::size_t(fd)].kind != Kind::none) closed_unseen(fd);
-  Fd& f = fds_[std::size_t(fd)];
+  if (std::size_t(slot) >= files_.size()) files_.resize(std::size_t(slot) + 1);
+  LOOPSIM_ASSERT(files_[std::size_t(slot)].slots == 0);
+  Fd& f = files_[std::size_t(slot)];
   f = Fd{};
   f.kind = Kind::file;
   f.sim = slot;
-  known_as(slot, fd);
+  share(fd, slot, false);
 }
 
 void Seam::file_closed(int fd) {

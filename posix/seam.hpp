@@ -189,6 +189,9 @@ class Seam final : public sim::ForeignServer {
   long pipe(int ends[2], int flags);
   long socketpair(int domain, int type, int ends[2]);  // K15: AF_UNIX, SOCK_STREAM
   long fcntl(int fd, int cmd, long arg);
+  // dup(2), dup2, dup3 (onto `to`) and F_DUPFD (`lowest`: the lowest free number from `to`) of a
+  // simulated descriptor, or onto one: the new number opens the same file.
+  long duplicate(int fd, int to, bool cloexec, bool lowest);
   long ioctl(int fd, unsigned long request, void* arg);
   long file_slot();                 // a real file the program opens takes a simulated number too
   void file_opened(int fd, int slot);  // ...and is then known under its real one
@@ -396,11 +399,13 @@ class Seam final : public sim::ForeignServer {
  private:
   void scribble_errno(int value, Instant at);
 
+  // An open file description, as Linux keeps one: what `dup` shares. Its descriptors (Slot) hold
+  // only their close-on-exec flag apart.
   struct Fd {
     Kind kind = Kind::none;
     int sim = -1;  // the SimKernel descriptor
-    bool nonblocking = false;
-    bool cloexec = false;       // FD_CLOEXEC, as the program set it
+    int slots = 0;  // the program's descriptors for it: more than one after a dup
+    bool nonblocking = false;   // O_NONBLOCK: the file's status flag, shared with its duplicates
     bool inet6 = false;         // an AF_INET6 socket (its clients come over IPv4)
     bool v6only = false;        // ...IPV6_V6ONLY: net.ipv6.bindv6only's 0 until set
     bool connected = false;     // a UDP socket: connect named its peer
@@ -411,17 +416,35 @@ class Seam final : public sim::ForeignServer {
     bool request_open = false;  // a read took bytes since the last write (the trace's request)
     std::uint16_t port = 0;     // unbound or listener: its port
     std::uint64_t counter = 0;  // eventfd: its count; signalfd: the seam's signals it reads
-    std::map<int, epoll_event> watched;  // poller: what each watched descriptor asked for
+    // A poller: its registrations, by the watched file's SimKernel descriptor, each with the
+    // program's descriptor it was made through (Linux keys one by both) and what it asked for.
+    struct Watch {
+      int fd;
+      epoll_event event;
+    };
+    std::map<int, Watch> watched;
+  };
+  // A descriptor: the file it opens (its SimKernel descriptor, -1 for none) and FD_CLOEXEC, as
+  // the program set it.
+  struct Slot {
+    int sim = -1;
+    bool cloexec = false;
+    int held = -1;  // a duplicate's: the SimKernel descriptor that counts it against the limit
   };
 
   Kind kind_of(int fd) const {
-    return fd >= 0 && std::size_t(fd) < fds_.size() ? fds_[std::size_t(fd)].kind : Kind::none;
+    return fd >= 0 && std::size_t(fd) < fds_.size() && fds_[std::size_t(fd)].sim >= 0 ? file_of(fd).kind : Kind::none;
   }
+  Fd& file_of(int fd) { return files_[std::size_t(fds_[std::size_t(fd)].sim)]; }
+  const Fd& file_of(int fd) const { return files_[std::size_t(fds_[std::size_t(fd)].sim)]; }
   // The table's entry for a simulated descriptor, or null. A call an interposer passed on because
   // its descriptor was simulated may find it gone: another of the program's threads closed it in
   // between (a preemption before the call reached the engine), and the call fails EBADF, as
   // Linux's would.
-  Fd* simulated(int fd) { return owns(fd) ? &fds_[std::size_t(fd)] : nullptr; }
+  Fd* simulated(int fd) { return owns(fd) ? &file_of(fd) : nullptr; }
+  // `fd`'s number made a descriptor of `sim`'s file, in the seam's table (the real one is the
+  // caller's to take).
+  void share(int fd, int sim, bool cloexec);
   // A placeholder descriptor for `sim`. The placeholder itself is always close-on-exec; `cloexec`
   // is what the program asked for, which F_GETFD reports and exec honours (posix/processes.cpp).
   int adopt(Kind kind, int sim, bool nonblocking, bool cloexec);
@@ -542,9 +565,11 @@ class Seam final : public sim::ForeignServer {
   std::optional<Instant> timer_due_;  // none: the real timer is not armed
   Duration timer_interval_{0};
   std::uint64_t timer_armings_ = 0;
-  // By the program's descriptor number. A deque: a thread blocked in a call holds its entry
+  // By the program's descriptor number.
+  std::deque<Slot> fds_;
+  // The open files, by SimKernel descriptor. A deque: a thread blocked in a call holds its entry
   // while another thread's new descriptor grows the table, which must not move it.
-  std::deque<Fd> fds_;
+  std::deque<Fd> files_;
   std::vector<int> by_sim_;          // SimKernel descriptor -> the program's
   std::vector<int> pollers_;         // the program's pollers, to forget closed descriptors in
   std::vector<std::uint16_t> ports_;  // every port it listened on

@@ -67,9 +67,9 @@ TEST_CASE("seam: the built-in loop judged from the kernel's side gives the verdi
 }
 
 TEST_CASE("seam: a call it does not serve stops the run, naming the call, the descriptor and the time") {
-  std::string error = error_of(probe("dup"));
+  std::string error = error_of(probe("unserved"));
   CHECK(error.find("probe.toml:") == 0);
-  CHECK(error.find("the target called dup on simulated descriptor") != std::string::npos);
+  CHECK(error.find("the target called fcntl(F_SETOWN) on simulated descriptor") != std::string::npos);
   CHECK(error.find("10.000 ms of virtual time") != std::string::npos);
 }
 
@@ -591,6 +591,20 @@ TEST_CASE("seam: poll and select on pipes and socket pairs answer as Linux does"
   (void)result;  // the probe listens only after its 100 ms poll, when the client has come and gone
 }
 
+TEST_CASE("seam: dup, dup2, dup3 and F_DUPFD share the open file as Linux does: its flags, bytes, epoll registrations and end") {
+  for (const std::string& program : probe_builds()) {
+    const auto [native, simulated, result] = both_ways("dups", 0, program);
+    INFO(program << "\nLinux:\n" << native << "the seam:\n" << simulated);
+    CHECK(native.find("the original is nonblocking: 1\nread on the original, nothing there -1 EAGAIN") != std::string::npos);
+    CHECK(native.find("epoll_wait 1 data 7 events 0x1\nepoll_ctl MOD through the copy -1 ENOENT") != std::string::npos);
+    CHECK(native.find("epoll_ctl DEL through the closed number -1 EBADF") != std::string::npos);
+    CHECK(native.find("the peer reads, one descriptor left -1 EAGAIN\nclose the high copy 0 ok\nthe peer reads, none left 0 ok") !=
+          std::string::npos);
+    CHECK(simulated == native);
+    (void)result;
+  }
+}
+
 TEST_CASE("seam: sendmsg and recvmsg without ancillary data, and MSG_PEEK, answer as Linux does") {
   const auto [native, simulated, result] = both_ways("msgs");
   INFO("Linux:\n" << native << "the seam:\n" << simulated);
@@ -617,6 +631,8 @@ TEST_CASE("seam: an fcntl command, an ioctl request or a socket type it does not
   CHECK(error_of(probe("fcntl-lease")).find("the target called fcntl(F_SETLEASE) on simulated descriptor") != std::string::npos);
   CHECK(error_of(probe("fioasync")).find("the target called ioctl(FIOASYNC) on simulated descriptor") != std::string::npos);
   CHECK(error_of(probe("raw-socket")).find("the target called socket(AF_INET, SOCK_RAW)") != std::string::npos);
+  CHECK(error_of(probe("dup-watch")).find("the target called epoll_ctl(EPOLL_CTL_ADD) on simulated descriptor") !=
+        std::string::npos);
 }
 
 TEST_CASE("seam: epoll_wait and futex given bad pointers fail EFAULT, as Linux says, not SIGSEGV in the seam") {

@@ -378,7 +378,7 @@ long Seam::signalfd(int fd, const sigset_t& mask, int flags) {
   const int sim = kernel_->wake_create();
   if (sim < 0) return failed(sim);
   const int made = adopt(Kind::signalfd, sim, (flags & SFD_NONBLOCK) != 0, (flags & SFD_CLOEXEC) != 0);
-  fds_[std::size_t(made)].counter = simulated_bits(mask);
+  file_of(made).counter = simulated_bits(mask);
   signals_changed();
   return made;
 }
@@ -388,7 +388,7 @@ long Seam::signalfd(int fd, const sigset_t& mask, int flags) {
 // does not make the descriptor ready (Linux's signalfd_poll looks at the poller's own too); a
 // read by that thread still takes it.
 void Seam::signals_changed() {
-  for (Fd& f : fds_) {
+  for (Fd& f : files_) {
     if (f.kind != Kind::signalfd) continue;
     const bool ready = (pending_signals_ & f.counter) != 0;
     if (ready == f.signalled) continue;

@@ -63,7 +63,7 @@ long Seam::socket(int domain, int type) {
     const int sim = kernel_->wake_create();
     if (sim < 0) return failed(sim);
     const int fd = adopt(Kind::datagram, sim, (type & SOCK_NONBLOCK) != 0, (type & SOCK_CLOEXEC) != 0);
-    fds_[std::size_t(fd)].inet6 = domain == AF_INET6;
+    file_of(fd).inet6 = domain == AF_INET6;
     return fd;
   }
   // Linux would serve these, and a program may go on without one as it would not live: the run
@@ -76,7 +76,7 @@ long Seam::socket(int domain, int type) {
   int slot = kernel_->file_open();  // K2: an unbound socket holds a descriptor too
   if (slot < 0) return failed(slot);
   const int fd = adopt(Kind::unbound, slot, (type & SOCK_NONBLOCK) != 0, (type & SOCK_CLOEXEC) != 0);
-  fds_[std::size_t(fd)].inet6 = domain == AF_INET6;
+  file_of(fd).inet6 = domain == AF_INET6;
   return fd;
 }
 
@@ -159,7 +159,7 @@ long Seam::accept(int fd, sockaddr* address, socklen_t* length, int flags) {
     const bool inet6 = f.inet6;
     LOOPSIM_ASSERT(sim != f.sim);  // a connection's descriptor is its own, not the listener's
     int conn = adopt(Kind::socket, sim, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
-    fds_[std::size_t(conn)].inet6 = inet6;
+    file_of(conn).inet6 = inet6;
     trace_->events.push_back(sim::ev::Accept{now(), worker(), Door::listener, conn, client_of(conn)});
     fill_address(address, length, std::uint16_t(peer_port_base + kernel_->conn_of(sim) % 20000), inet6);
     return conn;

@@ -317,6 +317,75 @@ static void show_poll(const char* what, int fd, short events, int timeout) {
 }
 
 /* poll and select on pipes and socket pairs, as Linux answers them. */
+/* dup, dup2, dup3 and F_DUPFD: a duplicate opens the same file as Linux shares it (its status
+ * flags, its bytes, its epoll registrations, its end), with FD_CLOEXEC its own. */
+static void dups(void) {
+  int s[2], p[2];
+  char got[4] = {0};
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0 || pipe(p) != 0) perror("socketpair, pipe");
+  const int copy = dup(s[0]);
+  printf("dup -> a new number: %d\n", copy >= 0 && copy != s[0] && copy != s[1]);
+  say("F_SETFL O_NONBLOCK through the copy", fcntl(copy, F_SETFL, O_NONBLOCK));
+  printf("the original is nonblocking: %d\n", (fcntl(s[0], F_GETFL) & O_NONBLOCK) != 0);
+  say("read on the original, nothing there", read(s[0], got, 1));
+  const int high = fcntl(s[0], F_DUPFD_CLOEXEC, 20);
+  printf("F_DUPFD_CLOEXEC from 20 -> at least 20: %d; FD_CLOEXEC %d, the original's %d\n", high >= 20,
+         fcntl(high, F_GETFD), fcntl(s[0], F_GETFD));
+  printf("F_DUPFD from 20 -> the next: %d\n", fcntl(s[0], F_DUPFD, 20) == high + 1);
+  close(high + 1);
+  say("write to the peer", write(s[1], "ab", 2));
+  say("read through the copy", read(copy, got, 1));
+  say("read through the original", read(s[0], got + 1, 1));
+  printf("read [%s]\n", got);
+  /* epoll: the registration is the file's and its number's; it outlives the number's close */
+  int poller = epoll_create1(0);
+  struct epoll_event event = {.events = EPOLLIN, .data.u64 = 7}, ready = {0};
+  say("epoll_ctl ADD through the original", epoll_ctl(poller, EPOLL_CTL_ADD, s[0], &event));
+  say("close the original", close(s[0]));
+  say("write to the peer", write(s[1], "x", 1));
+  int n = epoll_wait(poller, &ready, 1, 0);
+  printf("epoll_wait %d data %llu events %#x\n", n, (unsigned long long)ready.data.u64, (unsigned)ready.events);
+  say("epoll_ctl MOD through the copy", epoll_ctl(poller, EPOLL_CTL_MOD, copy, &event));
+  say("epoll_ctl DEL through the copy", epoll_ctl(poller, EPOLL_CTL_DEL, copy, NULL));
+  say("epoll_ctl DEL through the closed number", epoll_ctl(poller, EPOLL_CTL_DEL, s[0], NULL));
+  say("read through the high copy", read(high, got, 1));
+  /* the peer sees its end only when the last descriptor of the file closes */
+  say("close the copy", close(copy));
+  fcntl(s[1], F_SETFL, O_NONBLOCK);
+  say("the peer reads, one descriptor left", read(s[1], got, 1));
+  say("close the high copy", close(high));
+  say("the peer reads, none left", read(s[1], got, 1));
+  /* dup2 and dup3 onto an open descriptor close it first */
+  int counter = eventfd(0, 0);
+  printf("dup2 onto an eventfd -> its number: %d\n", dup2(p[0], counter) == counter);
+  say("write to the pipe", write(p[1], "z", 1));
+  say("read through the eventfd's number", read(counter, got, 1));
+  printf("read [%c]\n", got[0]);
+  printf("dup2 onto itself -> itself: %d\n", dup2(p[0], p[0]) == p[0]);
+  say("dup3 onto itself", dup3(p[0], p[0], 0));
+  say("dup3 with a flag it does not know", dup3(p[0], counter, O_NONBLOCK));
+  printf("dup3 O_CLOEXEC -> FD_CLOEXEC %d\n", fcntl(dup3(p[0], counter, O_CLOEXEC), F_GETFD));
+  say("close the pipe's reader", close(p[0]));
+  say("the duplicate still reads", (write(p[1], "y", 1), read(counter, got, 1)));
+  say("dup of a closed descriptor", dup(p[0]));
+  /* each duplicate counts against RLIMIT_NOFILE */
+  struct rlimit was, low;
+  getrlimit(RLIMIT_NOFILE, &was);
+  low = was;
+  low.rlim_cur = 64;
+  setrlimit(RLIMIT_NOFILE, &low);
+  int made[64], count = 0;
+  errno = 0;
+  while (count < 64 && (made[count] = dup(p[1])) >= 0) ++count;
+  printf("dup until it fails: %s, fewer than 64: %d\n", strerrorname_np(errno), count < 64);
+  if (count > 0) close(made[--count]);
+  made[count] = dup(p[1]);
+  say("dup once one closed", made[count] < 0 ? -1 : 0);
+  for (int i = 0; i <= count; ++i) close(made[i]);
+  setrlimit(RLIMIT_NOFILE, &was);
+  fflush(stdout);
+}
+
 static void polls(void) {
   int p[2], s[2];
   if (pipe(p) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) perror("pipe, socketpair");
@@ -621,9 +690,9 @@ int main(int argc, char** argv) {
     sleep(1);
     return 0;
   }
-  if (strcmp(what, "dup") == 0) {  /* a call the seam does not serve, on a simulated descriptor */
+  if (strcmp(what, "unserved") == 0) {  /* a call the seam does not serve, on a simulated descriptor */
     int fd = accept_one(listen_on(8080));
-    dup(fd);
+    fcntl(fd, F_SETOWN, getpid());
     return 0;
   }
   if (strcmp(what, "elsewhere") == 0) {  /* listens, but not on the scenario's port */
@@ -653,6 +722,12 @@ int main(int argc, char** argv) {
     accept_one(listen_on(8080));
     return 0;
   }
+  if (strcmp(what, "dups") == 0) {  /* with "alone", natively: no listener */
+    dups();
+    if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
+    close(accept_one(listen_on(8080)));
+    return 0;
+  }
   if (strcmp(what, "polls") == 0) {  /* with "alone", natively: no listener */
     polls();
     if (argc > 2 && strcmp(argv[2], "alone") == 0) return 0;
@@ -662,6 +737,14 @@ int main(int argc, char** argv) {
   if (strcmp(what, "fcntl-lease") == 0) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     fcntl(s, F_SETLEASE, F_RDLCK);
+    return 0;
+  }
+  if (strcmp(what, "dup-watch") == 0) {  /* two registrations of one file: Linux's, not the seam's */
+    int s[2], poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN};
+    socketpair(AF_UNIX, SOCK_STREAM, 0, s);
+    epoll_ctl(poller, EPOLL_CTL_ADD, s[0], &event);
+    printf("a second registration through a dup %d\n", epoll_ctl(poller, EPOLL_CTL_ADD, dup(s[0]), &event));
     return 0;
   }
   if (strcmp(what, "fioasync") == 0) {  /* nginx's master asks this of its channel */
@@ -821,6 +904,6 @@ int main(int argc, char** argv) {
     accept_one(listener);
     return 0;
   }
-  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | dup | elsewhere | nothing | dies | crash-on-order | fails-to-start | spin | wait-intmax | hog | names | starts | spins-main | bad-pointer | chatty | shared-hog\n");
+  fprintf(stderr, "seam_probe: calls | polls | msgs | fcntl-lease | thread | unserved | dups | dup-watch | elsewhere | nothing | dies | crash-on-order | fails-to-start | spin | wait-intmax | hog | names | starts | spins-main | bad-pointer | chatty | shared-hog\n");
   return 2;
 }
