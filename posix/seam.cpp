@@ -877,11 +877,8 @@ long Seam::ioctl(int fd, unsigned long request, void* arg) {
 long Seam::duplicate(int fd, int to, bool cloexec, bool lowest) {
   Inside inside(*this);
   if (!owns(fd) && !owns(to)) return failed(-EBADF);  // the interposer's to pass on, but for a race
-  if (!lowest && fd == to) {
-    // dup2 onto itself checks the descriptor and changes nothing (dup3 refused it before).
-    return owns(fd) || LOOPSIM_REAL(fcntl)(fd, F_GETFD) >= 0 ? to : failed(-EBADF);
-  }
   if (!owns(fd) && LOOPSIM_REAL(fcntl)(fd, F_GETFD) < 0) return failed(-EBADF);
+  if (!lowest && fd == to) return to;  // dup2 onto itself changes nothing (dup3 refused it before)
   if (lowest && to < 0) return failed(-EINVAL);
   // The real dup3 below takes the number over. Closing it first gives its count back, so that
   // a dup2 onto an open descriptor never fails EMFILE, as on Linux.
